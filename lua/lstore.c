@@ -1,0 +1,518 @@
+/*
+ * lstore.c — the store userdata: its metatable (__index, __newindex, __len,
+ * __tostring, __gc, __close), fields, Torch7-style indexing into views,
+ * assignment through views, the view methods (narrow expand reshape
+ * transpose t), copy/fill/astype/contiguous and reading values out
+ * (item, totable).
+ *
+ * A store userdata holds one reference (ty_store *) or NULL once closed
+ * (__close) or collected; every entry point checks for NULL and raises
+ * "argument N is a closed store" rather than touching freed memory.
+ *
+ * Indexing, 1-based and inclusive like the rest of the Lua API:
+ *   x[i]                  1-D: the element (a Lua value); rank > 1: row i (a view)
+ *   x[{e1, e2, ...}]      one entry per leading dim, missing trailing = whole:
+ *       i                 select index i (the dim is dropped)
+ *       {}                the whole dim
+ *       {a} / {a, b}      the inclusive range a..b ({a} = {a, a}: dim kept)
+ *       {a, b, step}      every step-th element of a..b
+ *   Negative numbers count from the end (-1 is the last). A range may be
+ *   empty ({3, 2}) but its ends must lie in 1..n+1 / 0..n.
+ * Indices are checked here against the shape, so the core never sees a bad
+ * one and messages speak Lua's 1-based language.
+ */
+#include "tl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FN_INDEX "index"
+#define FN_ASSIGN "assign"
+
+/* The open store of a userdata at idx (any tycho.store, even a metamethod's). */
+static ty_store *self(lua_State *L, int idx, const char *fn) {
+  return tl_checkstore(L, idx, fn, idx == 1 ? "argument 1" : "argument");
+}
+
+/* ---- metamethods ---------------------------------------------------------------- */
+
+static int m_gc(lua_State *L) {
+  ty_store **p = luaL_checkudata(L, 1, TL_STORE);
+  ty_store_release(*p);
+  *p = NULL;
+  return 0;
+}
+
+static int m_tostring(lua_State *L) {
+  ty_store **p = luaL_checkudata(L, 1, TL_STORE);
+  if (!*p) {
+    lua_pushliteral(L, "tycho.store (closed)");
+    return 1;
+  }
+  ty_runtime *rt = tl_rt(L);
+  char *text = NULL;
+  ty_status st = ty_store_format(rt, *p, &text);
+  if (st != TY_OK) {
+    free(text);
+    return tl_fail(L, rt, "tostring", st);
+  }
+  lua_pushstring(L, text);
+  free(text);
+  return 1;
+}
+
+static int m_len(lua_State *L) {
+  ty_store *s = self(L, 1, "len");
+  if (ty_store_ndim(s) == 0) return tl_error(L, "len", "a 0-d store has no length");
+  lua_pushinteger(L, (lua_Integer)ty_store_shape(s)[0]);
+  return 1;
+}
+
+/* ---- indexing -------------------------------------------------------------------- */
+
+/* 1-based or negative index of a dim of size n -> 0-based, or -1 when out of
+ * range. */
+static int64_t norm_index(int64_t i, int64_t n) {
+  if (i < 0) i += n + 1;
+  return (i >= 1 && i <= n) ? i - 1 : -1;
+}
+
+typedef struct index_entry {
+  bool select;   /* drop the dim at `start` */
+  int64_t start; /* 0-based */
+  int64_t stop;  /* exclusive */
+  int64_t step;
+} index_entry;
+
+static int64_t entry_int(lua_State *L, int idx, const char *fn, int k) {
+  char what[48];
+  snprintf(what, sizeof what, "index[%d]", k);
+  return tl_checkint(L, idx, fn, what);
+}
+
+/* Parse x[{...}] (table at tidx) against s's shape into entries; returns how
+ * many. Raises on any bad entry; holds no C resources. */
+static int parse_index(lua_State *L, int tidx, const char *fn, const ty_store *s,
+                       index_entry *e) {
+  int ndim = ty_store_ndim(s);
+  const int64_t *shape = ty_store_shape(s);
+  lua_Unsigned n = lua_rawlen(L, tidx);
+  if (n > (lua_Unsigned)ndim)
+    tl_error(L, fn, "too many indices (%llu) for a store of rank %d", (unsigned long long)n,
+             ndim);
+  for (int k = 0; k < (int)n; k++) {
+    int64_t size = shape[k];
+    int tp = lua_rawgeti(L, tidx, k + 1);
+    if (tp == LUA_TNUMBER) {
+      int64_t i = entry_int(L, -1, fn, k + 1);
+      int64_t i0 = norm_index(i, size);
+      if (i0 < 0)
+        tl_error(L, fn, "index[%d] = %lld is out of range for dimension %d of size %lld", k + 1,
+                 (long long)i, k + 1, (long long)size);
+      e[k] = (index_entry){true, i0, i0 + 1, 1};
+    } else if (tp == LUA_TTABLE) {
+      lua_Unsigned m = lua_rawlen(L, -1);
+      if (m > 3)
+        tl_error(L, fn, "index[%d] must be {}, {i}, {first, last} or {first, last, step}, got a "
+                 "table of %llu entries", k + 1, (unsigned long long)m);
+      int64_t a = 1, b = size, step = 1;
+      if (m >= 1) {
+        lua_rawgeti(L, -1, 1);
+        a = b = entry_int(L, -1, fn, k + 1);
+        lua_pop(L, 1);
+      }
+      if (m >= 2) {
+        lua_rawgeti(L, -1, 2);
+        b = entry_int(L, -1, fn, k + 1);
+        lua_pop(L, 1);
+      }
+      if (m >= 3) {
+        lua_rawgeti(L, -1, 3);
+        step = entry_int(L, -1, fn, k + 1);
+        lua_pop(L, 1);
+        if (step < 1)
+          tl_error(L, fn, "index[%d]: step must be a positive integer, got %lld", k + 1,
+                   (long long)step);
+      }
+      int64_t ra = m ? (a < 0 ? a + size + 1 : a) : 1;
+      int64_t rb = m ? (b < 0 ? b + size + 1 : b) : size;
+      if (ra < 1 || ra > size + 1 || rb > size || rb < ra - 1)
+        tl_error(L, fn, "index[%d] = {%lld, %lld} is out of range for dimension %d of size %lld",
+                 k + 1, (long long)a, (long long)b, k + 1, (long long)size);
+      e[k] = (index_entry){false, ra - 1, rb, step};
+    } else {
+      tl_error(L, fn, "index[%d] must be an integer or a range table, got %s", k + 1,
+               tl_typename(L, -1));
+    }
+    lua_pop(L, 1);
+  }
+  return (int)n;
+}
+
+/* Apply parsed entries: a chain of selects and slices. Every intermediate view
+ * is released here, so a failure leaves nothing behind. */
+static ty_status apply_index(ty_runtime *rt, ty_store *s, int n, const index_entry *e,
+                             ty_store **out) {
+  ty_store *cur = s;
+  ty_store_retain(cur);
+  int dim = 0; /* dim of `cur` that entry k addresses */
+  for (int k = 0; k < n; k++) {
+    const int64_t size = ty_store_shape(cur)[dim];
+    ty_store *next = NULL;
+    ty_status st = TY_OK;
+    if (e[k].select) {
+      st = ty_store_select(rt, cur, dim, e[k].start, &next);
+    } else if (e[k].start == 0 && e[k].stop == size && e[k].step == 1) {
+      dim++;
+      continue;
+    } else {
+      st = ty_store_slice(rt, cur, dim, e[k].start, e[k].stop, e[k].step, &next);
+      dim++;
+    }
+    ty_store_release(cur);
+    if (st != TY_OK) return st;
+    cur = next;
+  }
+  *out = cur;
+  return TY_OK;
+}
+
+/* Push the view x[{...}] of the store s (table at tidx). */
+static ty_store *push_view(lua_State *L, ty_runtime *rt, ty_store *s, int tidx,
+                           const char *fn) {
+  index_entry e[TY_MAX_RANK];
+  int n = parse_index(L, tidx, fn, s, e);
+  ty_store **slot = tl_newslot(L);
+  ty_status st = apply_index(rt, s, n, e, slot);
+  if (st != TY_OK) tl_fail(L, rt, fn, st);
+  return *slot;
+}
+
+/* Push x[i]'s row view (rank > 1) of the store s (number at kidx). */
+static ty_store *push_row(lua_State *L, ty_runtime *rt, ty_store *s, int kidx,
+                          const char *fn) {
+  int64_t i0 = -1;
+  int64_t i = tl_checkint(L, kidx, fn, "index");
+  if (ty_store_ndim(s) == 0) tl_error(L, fn, "cannot index a 0-d store (use x:item())");
+  int64_t size = ty_store_shape(s)[0];
+  if ((i0 = norm_index(i, size)) < 0)
+    tl_error(L, fn, "index %lld is out of range for dimension 1 of size %lld", (long long)i,
+             (long long)size);
+  ty_store **slot = tl_newslot(L);
+  ty_status st = ty_store_select(rt, s, 0, i0, slot);
+  if (st != TY_OK) tl_fail(L, rt, fn, st);
+  return *slot;
+}
+
+static void push_shape(lua_State *L, const ty_store *s) {
+  int ndim = ty_store_ndim(s);
+  const int64_t *shape = ty_store_shape(s);
+  lua_createtable(L, ndim, 0);
+  for (int d = 0; d < ndim; d++) {
+    lua_pushinteger(L, (lua_Integer)shape[d]);
+    lua_rawseti(L, -2, d + 1);
+  }
+}
+
+/* __index: methods first (upvalue 2), then fields, then numbers and tables. */
+int tl_store_index(lua_State *L) {
+  int tp = lua_type(L, 2);
+  if (tp == LUA_TSTRING) {
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return 1;
+    const char *k = lua_tostring(L, 2);
+    ty_store **p = luaL_checkudata(L, 1, TL_STORE);
+    if (!*p) {
+      if (!strcmp(k, "shape") || !strcmp(k, "dtype") || !strcmp(k, "ndim") || !strcmp(k, "size"))
+        return tl_error(L, FN_INDEX, "field '%s' of a closed store", k);
+      lua_pushnil(L);
+      return 1;
+    }
+    if (!strcmp(k, "shape")) push_shape(L, *p);
+    else if (!strcmp(k, "dtype")) lua_pushstring(L, ty_dtype_name(ty_store_dtype(*p)));
+    else if (!strcmp(k, "ndim")) lua_pushinteger(L, ty_store_ndim(*p));
+    else if (!strcmp(k, "size")) lua_pushinteger(L, (lua_Integer)ty_store_size(*p));
+    else lua_pushnil(L);
+    return 1;
+  }
+  ty_store *s = self(L, 1, FN_INDEX);
+  ty_runtime *rt = tl_rt(L);
+  if (tp == LUA_TNUMBER) {
+    if (ty_store_ndim(s) == 1) {
+      int64_t i = tl_checkint(L, 2, FN_INDEX, "index");
+      int64_t size = ty_store_shape(s)[0];
+      int64_t i0 = norm_index(i, size);
+      if (i0 < 0)
+        return tl_error(L, FN_INDEX, "index %lld is out of range for dimension 1 of size %lld",
+                        (long long)i, (long long)size);
+      ty_value v;
+      ty_status st = ty_store_get(rt, s, &i0, &v);
+      if (st != TY_OK) return tl_fail(L, rt, FN_INDEX, st);
+      tl_pushvalue(L, &v);
+      return 1;
+    }
+    push_row(L, rt, s, 2, FN_INDEX);
+    return 1;
+  }
+  if (tp == LUA_TTABLE) {
+    push_view(L, rt, s, 2, FN_INDEX);
+    return 1;
+  }
+  return tl_error(L, FN_INDEX, "a store is indexed by an integer, a table or a method name, got %s",
+                  tl_typename(L, 2));
+}
+
+/* dst[...] = the value at vidx: a store (broadcast, cast) or a number. */
+static void assign(lua_State *L, ty_runtime *rt, ty_store *dst, int vidx, const char *fn) {
+  ty_store *src = tl_teststore(L, vidx, fn);
+  if (src) {
+    ty_status st = ty_copy(rt, dst, src);
+    if (st != TY_OK) tl_fail(L, rt, fn, st);
+    return;
+  }
+  int tp = lua_type(L, vidx);
+  if (tp != LUA_TNUMBER && tp != LUA_TBOOLEAN)
+    tl_error(L, fn, "value must be a number, a boolean or a store, got %s", tl_typename(L, vidx));
+  tl_fill_value(L, rt, dst, vidx, fn);
+}
+
+int tl_store_newindex(lua_State *L) {
+  lua_settop(L, 3);
+  ty_store *s = self(L, 1, FN_ASSIGN);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *dst;
+  switch (lua_type(L, 2)) {
+  case LUA_TNUMBER: dst = push_row(L, rt, s, 2, FN_ASSIGN); break;
+  case LUA_TTABLE: dst = push_view(L, rt, s, 2, FN_ASSIGN); break;
+  case LUA_TSTRING:
+    return tl_error(L, FN_ASSIGN, "cannot set field '%s' of a store", lua_tostring(L, 2));
+  default:
+    return tl_error(L, FN_ASSIGN, "a store is indexed by an integer or a table, got %s",
+                    tl_typename(L, 2));
+  }
+  assign(L, rt, dst, 3, FN_ASSIGN);
+  return 0;
+}
+
+/* ---- views ----------------------------------------------------------------------- */
+
+/* narrow(x, dim, start, len): elements start .. start+len-1 of dim. */
+static int l_narrow(lua_State *L) {
+  ty_store *s = self(L, 1, "narrow");
+  ty_runtime *rt = tl_rt(L);
+  int ndim = ty_store_ndim(s);
+  int dim = tl_checkaxis(L, 2, "narrow", "dim", ndim);
+  int64_t size = ty_store_shape(s)[dim];
+  int64_t start = tl_checkint(L, 3, "narrow", "start");
+  int64_t len = tl_checkint(L, 4, "narrow", "len");
+  int64_t s1 = start < 0 ? start + size + 1 : start;
+  if (s1 < 1 || s1 > size + 1)
+    return tl_error(L, "narrow", "start %lld is out of range for dimension %d of size %lld",
+                    (long long)start, dim + 1, (long long)size);
+  if (len < 0 || len > size - (s1 - 1))
+    return tl_error(L, "narrow", "len %lld is out of range: dimension %d has %lld elements from %lld",
+                    (long long)len, dim + 1, (long long)(size - (s1 - 1)), (long long)s1);
+  ty_store **slot = tl_newslot(L);
+  ty_status st = ty_store_slice(rt, s, dim, s1 - 1, s1 - 1 + len, 1, slot);
+  if (st != TY_OK) return tl_fail(L, rt, "narrow", st);
+  return 1;
+}
+
+/* expand(x, dim): a new axis of size 1 before position dim (1..ndim+1;
+ * negative: -1 appends after the last). */
+static int l_expand(lua_State *L) {
+  ty_store *s = self(L, 1, "expand");
+  ty_runtime *rt = tl_rt(L);
+  int ndim = ty_store_ndim(s);
+  int64_t d = tl_checkint(L, 2, "expand", "dim");
+  int64_t d0 = d > 0 ? d - 1 : d + ndim + 1;
+  if (d == 0 || d0 < 0 || d0 > ndim)
+    return tl_error(L, "expand", "dim %lld is out of range for a store of rank %d (1..%d or -%d..-1)",
+                    (long long)d, ndim, ndim + 1, ndim + 1);
+  if (ndim >= TY_MAX_RANK)
+    return tl_error(L, "expand", "the store already has %d dimensions, the most supported",
+                    TY_MAX_RANK);
+  ty_store **slot = tl_newslot(L);
+  ty_status st = ty_store_expand(rt, s, (int)d0, slot);
+  if (st != TY_OK) return tl_fail(L, rt, "expand", st);
+  return 1;
+}
+
+/* reshape(x, shape) or reshape(x, d1, d2, ...); one entry may be -1. */
+static int l_reshape(lua_State *L) {
+  ty_store *s = self(L, 1, "reshape");
+  ty_runtime *rt = tl_rt(L);
+  int64_t shape[TY_MAX_RANK];
+  int ndim;
+  if (lua_gettop(L) <= 2) {
+    ndim = tl_checkshape(L, 2, "reshape", shape, true, ty_store_dtype(s));
+  } else {
+    int n = lua_gettop(L) - 1;
+    if (n > TY_MAX_RANK)
+      return tl_error(L, "reshape", "shape has %d dimensions, at most %d are supported", n,
+                      TY_MAX_RANK);
+    lua_createtable(L, n, 0);
+    for (int k = 0; k < n; k++) {
+      lua_pushvalue(L, k + 2);
+      lua_rawseti(L, -2, k + 1);
+    }
+    ndim = tl_checkshape(L, lua_gettop(L), "reshape", shape, true, ty_store_dtype(s));
+  }
+  if (!ty_store_is_contiguous(s))
+    return tl_error(L, "reshape", "the store is not contiguous (a transposed or sliced view): "
+                    "use x:copy():reshape(...)");
+  ty_store **slot = tl_newslot(L);
+  ty_status st = ty_store_reshape(rt, s, ndim, shape, slot);
+  if (st != TY_OK) return tl_fail(L, rt, "reshape", st);
+  return 1;
+}
+
+static int transpose(lua_State *L, const char *fn, bool explicit_dims) {
+  ty_store *s = self(L, 1, fn);
+  ty_runtime *rt = tl_rt(L);
+  int ndim = ty_store_ndim(s);
+  int d1 = 0, d2 = 1;
+  if (explicit_dims && (!lua_isnoneornil(L, 2) || !lua_isnoneornil(L, 3))) {
+    d1 = tl_checkaxis(L, 2, fn, "dim1", ndim);
+    d2 = tl_checkaxis(L, 3, fn, "dim2", ndim);
+  } else if (ndim < 2) {
+    lua_settop(L, 1); /* numpy: .T of a 0-d or 1-D array is itself */
+    return 1;
+  }
+  ty_store **slot = tl_newslot(L);
+  ty_status st = ty_store_transpose(rt, s, d1, d2, slot);
+  if (st != TY_OK) return tl_fail(L, rt, fn, st);
+  return 1;
+}
+
+static int l_transpose(lua_State *L) { return transpose(L, "transpose", true); }
+static int l_t(lua_State *L) { return transpose(L, "t", false); }
+
+/* ---- copies and writes ------------------------------------------------------------ */
+
+/* A fresh store of s's shape and dtype t holding s's values. */
+static int copy_as(lua_State *L, ty_store *s, ty_dtype t, const char *fn) {
+  ty_runtime *rt = tl_rt(L);
+  ty_store **slot = tl_newslot(L);
+  ty_status st;
+  TL_TRY(L, rt, st, ty_store_create(rt, t, ty_store_ndim(s), ty_store_shape(s), slot));
+  if (st == TY_OK) st = ty_copy(rt, *slot, s);
+  if (st != TY_OK) return tl_fail(L, rt, fn, st);
+  tl_created(L, *slot);
+  return 1;
+}
+
+static int l_copy(lua_State *L) {
+  ty_store *s = self(L, 1, "copy");
+  return copy_as(L, s, ty_store_dtype(s), "copy");
+}
+
+static int l_astype(lua_State *L) {
+  ty_store *s = self(L, 1, "astype");
+  if (lua_isnoneornil(L, 2)) return tl_error(L, "astype", "dtype must be a string, got no value");
+  ty_dtype t = tl_optdtype(L, 2, "astype", TY_F64);
+  ty_runtime *rt = tl_rt(L);
+  if (t == ty_store_dtype(s)) return copy_as(L, s, t, "astype"); /* numpy: astype copies */
+  ty_store **slot = tl_newslot(L);
+  ty_status st;
+  TL_TRY(L, rt, st, ty_cast(rt, s, t, slot));
+  if (st != TY_OK) return tl_fail(L, rt, "astype", st);
+  tl_created(L, *slot);
+  return 1;
+}
+
+static int l_contiguous(lua_State *L) {
+  ty_store *s = self(L, 1, "contiguous");
+  if (ty_store_is_contiguous(s)) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  return copy_as(L, s, ty_store_dtype(s), "contiguous");
+}
+
+/* fill(x, v): in place; returns x. */
+static int l_fill(lua_State *L) {
+  ty_store *s = self(L, 1, "fill");
+  ty_runtime *rt = tl_rt(L);
+  lua_settop(L, 2);
+  tl_fill_value(L, rt, s, 2, "fill");
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* ---- values out -------------------------------------------------------------------- */
+
+static int l_item(lua_State *L) {
+  ty_store *s = self(L, 1, "item");
+  ty_runtime *rt = tl_rt(L);
+  if (ty_store_size(s) != 1) {
+    char buf[400];
+    tl_shape_str(ty_store_ndim(s), ty_store_shape(s), buf, sizeof buf);
+    return tl_error(L, "item", "the store has %lld elements (shape %s), item needs exactly 1",
+                    (long long)ty_store_size(s), buf);
+  }
+  ty_value v;
+  ty_status st = ty_item(rt, s, &v);
+  if (st != TY_OK) return tl_fail(L, rt, "item", st);
+  tl_pushvalue(L, &v);
+  return 1;
+}
+
+static void push_elem(lua_State *L, const char *p, ty_dtype t) {
+  switch (t) {
+  case TY_F64: { double v; memcpy(&v, p, 8); lua_pushnumber(L, v); break; }
+  case TY_F32: { float v; memcpy(&v, p, 4); lua_pushnumber(L, (lua_Number)v); break; }
+  case TY_I64: { int64_t v; memcpy(&v, p, 8); lua_pushinteger(L, (lua_Integer)v); break; }
+  case TY_I32: { int32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); break; }
+  case TY_U8: lua_pushinteger(L, (unsigned char)*p); break;
+  case TY_BOOL: lua_pushboolean(L, *p != 0); break;
+  default: lua_pushnil(L); break;
+  }
+}
+
+/* Nested tables of dims d.. from the dense buffer, advancing *pos. */
+static void build_table(lua_State *L, const char *buf, ty_dtype t, int ndim,
+                        const int64_t *shape, int d, int64_t *pos) {
+  size_t es = ty_dtype_size(t);
+  luaL_checkstack(L, 4, "tycho.totable: nesting too deep");
+  int64_t n = shape[d];
+  lua_createtable(L, n > INT32_MAX ? INT32_MAX : (int)n, 0);
+  for (int64_t i = 0; i < n; i++) {
+    if (d == ndim - 1) push_elem(L, buf + (size_t)(*pos)++ * es, t);
+    else build_table(L, buf, t, ndim, shape, d + 1, pos);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+}
+
+static int l_totable(lua_State *L) {
+  ty_store *s = self(L, 1, "totable");
+  ty_runtime *rt = tl_rt(L);
+  ty_dtype t = ty_store_dtype(s);
+  size_t bytes = (size_t)ty_store_size(s) * ty_dtype_size(t);
+  /* The buffer is a userdata: collected even if a later push raises. */
+  char *buf = lua_newuserdatauv(L, bytes ? bytes : 1, 0);
+  ty_status st = ty_store_read(rt, s, buf, bytes);
+  if (st != TY_OK) return tl_fail(L, rt, "totable", st);
+  if (ty_store_ndim(s) == 0) {
+    push_elem(L, buf, t);
+    return 1;
+  }
+  int64_t pos = 0;
+  build_table(L, buf, t, ty_store_ndim(s), ty_store_shape(s), 0, &pos);
+  return 1;
+}
+
+/* ---- registration ------------------------------------------------------------------ */
+
+#define STORE_FUNCS                                                                        \
+  {"narrow", l_narrow}, {"expand", l_expand}, {"reshape", l_reshape},                     \
+  {"transpose", l_transpose}, {"t", l_t}, {"copy", l_copy}, {"astype", l_astype},          \
+  {"contiguous", l_contiguous}, {"fill", l_fill}, {"item", l_item}, {"totable", l_totable}
+
+const luaL_Reg tl_store_funcs[] = {STORE_FUNCS, {NULL, NULL}};
+const luaL_Reg tl_store_methods[] = {STORE_FUNCS, {NULL, NULL}};
+const luaL_Reg tl_store_meta[] = {{"__gc", m_gc},
+                                  {"__close", m_gc},
+                                  {"__tostring", m_tostring},
+                                  {"__len", m_len},
+                                  {NULL, NULL}};

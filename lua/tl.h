@@ -1,0 +1,129 @@
+/*
+ * tl.h — what the files of the Lua binding share (tl_ names: the binding's
+ * own internal prefix; everything else in the binding is static).
+ *
+ *   tycho_lua.c  module set-up, the runtime box, errors, argument conversions,
+ *                runtime functions (flush, stats, config, memory, clock, seed)
+ *   lstore.c     the store userdata: metatable, fields, indexing and views,
+ *                assignment, copy/fill/astype, item/totable
+ *   lops.c       element-wise operations, reductions, matmul
+ *   lcreate.c    creation (zeros ... array), .npy load/save
+ *
+ * Invariants every file keeps:
+ *  - Every C function the binding registers (module functions, methods and
+ *    metamethods) has upvalue 1 = the runtime box (tl_box), so finding the
+ *    runtime is one upvalue read, never a registry lookup.
+ *  - A store handle returned by the C API is written straight into a store
+ *    userdata ("slot") pushed BEFORE the call (tl_newslot). A Lua error is a
+ *    longjmp; with this order nothing can leak: the collector releases the
+ *    slot. The few raw ty_store* held across C calls (view chains) are released
+ *    before any error is raised.
+ *  - The binding uses only the public C API (tycho.h, task.h).
+ */
+#ifndef TL_H
+#define TL_H
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tycho/tycho.h"
+
+#define TL_STORE "tycho.store"     /* metatable name (and __name) of stores */
+#define TL_BOX "tycho.box"         /* registry key: the runtime box */
+#define TL_BOXMETA "tycho.runtime" /* metatable name of the runtime box */
+#define TL_MODULE "tycho.module"   /* registry key: the module table */
+
+/* The runtime as Lua holds it: a full userdata so its __gc can destroy an
+ * owned runtime when the state closes. rt is NULL once destroyed. */
+typedef struct tl_box {
+  ty_runtime *rt;
+  bool owned;
+  uint64_t gc_debt;      /* store bytes created since the last full collection */
+  uint64_t gc_threshold; /* gc_debt that triggers the next one (tl_created) */
+} tl_box;
+
+/* ---- tycho_lua.c: runtime, errors, conversions ------------------------------ */
+
+/* The bound runtime (upvalue 1); raises "tycho: the runtime is closed". */
+ty_runtime *tl_rt(lua_State *L);
+
+/* Raise "tycho.<fn>: <ty_errmsg>" (or "tycho: interrupted" for TY_EINTR).
+ * Release C resources before calling. */
+int tl_fail(lua_State *L, ty_runtime *rt, const char *fn, ty_status st);
+/* Raise "tycho.<fn>: <printf message>". */
+int tl_error(lua_State *L, const char *fn, const char *fmt, ...);
+
+/* Called when a creation fails with TY_ENOMEM (attempt 0, 1, ...): attempt 0
+ * runs a full collection (stores Lua can no longer reach release their
+ * storage); attempt 1 flushes the window (pending launches hold references)
+ * and collects again. Returns 0 when there is nothing more to try. May raise
+ * (a failed flush): hold nothing outside slots when using TL_TRY. */
+int tl_reclaim(lua_State *L, ty_runtime *rt, int attempt);
+#define TL_TRY(L, rt, st, call)                                                       \
+  do {                                                                                \
+    (st) = (call);                                                                    \
+    for (int tl_try_ = 0; (st) == TY_ENOMEM && tl_reclaim((L), (rt), tl_try_); tl_try_++) \
+      (st) = (call);                                                                  \
+  } while (0)
+
+/* Push a store userdata holding NULL; the C call that creates the store
+ * writes the slot. */
+ty_store **tl_newslot(lua_State *L);
+/* After a store with fresh storage is created: account its bytes and run a
+ * full collection when the bytes created since the last one exceed the
+ * threshold (see tycho_lua.c), so that loops of temporaries Lua no longer
+ * reaches are released before they fill the memory budget. */
+void tl_created(lua_State *L, const ty_store *s);
+/* Full collection now (and restart the accounting of tl_created). */
+void tl_collect(lua_State *L);
+
+/* The store at idx, or NULL when the value is not a store; raises when it is a
+ * closed store ("tycho.<fn>: argument <n> is a closed store"). */
+ty_store *tl_teststore(lua_State *L, int idx, const char *fn);
+/* The store at idx or raise "tycho.<fn>: <what> must be a store, got <type>". */
+ty_store *tl_checkstore(lua_State *L, int idx, const char *fn, const char *what);
+/* A store or a Lua number/boolean at idx; a number becomes a 0-d store of the
+ * weak-scalar dtype next to `peer` (may be NULL) and replaces the value at idx
+ * on the stack (so it stays anchored). */
+ty_store *tl_operand(lua_State *L, int idx, const char *fn, const ty_store *peer);
+/* The dtype a Lua number at idx takes next to a store of dtype `peer`:
+ * integer with integer/bool store -> the store's dtype (bool -> i64, and i64
+ * when the number does not fit); float with integer store -> f64; anything
+ * with a float store -> the store's dtype. has_peer false: i64 / f64. */
+ty_dtype tl_weak_dtype(lua_State *L, int idx, bool has_peer, ty_dtype peer);
+
+/* An integer argument (floats with an integral value are accepted); raises
+ * "tycho.<fn>: <what> must be an integer, got <value>". */
+int64_t tl_checkint(lua_State *L, int idx, const char *fn, const char *what);
+/* A shape: a table of non-negative integers or one integer (1-D). Writes up
+ * to TY_MAX_RANK entries and returns ndim. allow_infer: one entry may be -1
+ * (reshape). Refuses shapes whose bytes for dtype `t` would overflow. */
+int tl_checkshape(lua_State *L, int idx, const char *fn, int64_t *shape, bool allow_infer,
+                  ty_dtype t);
+/* A dtype name at idx, or def when the argument is none/nil. */
+ty_dtype tl_optdtype(lua_State *L, int idx, const char *fn, ty_dtype def);
+/* A 1-based (or negative) axis of a rank-ndim store -> 0-based. */
+int tl_checkaxis(lua_State *L, int idx, const char *fn, const char *what, int ndim);
+/* "store" for a store, else luaL_typename (for "got <type>" messages). */
+const char *tl_typename(lua_State *L, int idx);
+/* "(3, 4)" into buf. */
+void tl_shape_str(int ndim, const int64_t *shape, char *buf, size_t len);
+/* Push one element: integer for integer dtypes, boolean for bool. */
+void tl_pushvalue(lua_State *L, const ty_value *v);
+/* Push a Lua number or boolean as a 0-d store of dtype t; returns it. The
+ * integer path keeps all 64 bits. */
+ty_store *tl_scalar(lua_State *L, ty_runtime *rt, int idx, const char *fn, ty_dtype t);
+/* Fill dst with the Lua number/boolean at idx (exact for 64-bit integers). */
+void tl_fill_value(lua_State *L, ty_runtime *rt, ty_store *dst, int idx, const char *fn);
+
+/* ---- registration tables (NULL-terminated) ---------------------------------- */
+extern const luaL_Reg tl_store_funcs[], tl_store_methods[], tl_store_meta[];
+extern const luaL_Reg tl_ops_funcs[], tl_ops_methods[], tl_ops_meta[];
+extern const luaL_Reg tl_create_funcs[], tl_create_methods[];
+/* __index and __newindex of stores (upvalue 2: the methods table). */
+int tl_store_index(lua_State *L);
+int tl_store_newindex(lua_State *L);
+
+#endif /* TL_H */

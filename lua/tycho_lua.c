@@ -1,0 +1,539 @@
+/*
+ * tycho_lua.c — the binding's set-up and the helpers its files share:
+ * luaopen_tycho / ty_lua_bind, the runtime box, turning ty_status into Lua
+ * errors, converting Lua arguments (shapes, dtypes, axes, numbers next to
+ * stores), and the runtime functions (flush, stats, config, memory, clock,
+ * seed).
+ *
+ * Lua conventions at this boundary: indices and axes are 1-based and negative
+ * from the end; the C API is 0-based. Every bad argument raises
+ * "tycho.<fn>: <argument> ..." before anything reaches the core; failures the
+ * core reports carry its ty_errmsg text (without its "ty_xxx: " prefix, which
+ * names a C function the Lua user never called).
+ *
+ * Memory: Lua's collector sees only the few bytes of a store userdata, not its
+ * storage, so left alone it lets dropped temporaries pile up: a loop making
+ * 256 KiB stores allocates ~100 bytes of Lua memory per store, and Lua would
+ * wait for its own heap to double. tl_created therefore counts the bytes of
+ * every store created and runs a full collection when the count since the
+ * last one exceeds
+ *     max(bytes reserved after the last one, min(64 MiB, budget / 8),
+ *         16 x the Lua heap)
+ * i.e. when store memory may have doubled (Lua's own pause rule, applied to
+ * store bytes), at least every 64 MiB (an eighth of a small budget), and
+ * never so often that collections (whose cost follows the Lua heap) cost more
+ * than a small fraction of writing the stores. Incremental steps
+ * (LUA_GCSTEP) do not work here: lua5.4 and the shell run the collector in
+ * generational mode, where a step is a minor collection; a store that is
+ * still referenced at two steps (the previous value of `y` in
+ * `for ... y = x * 2 end`, since every creation steps) turns old, and old
+ * objects wait for a major collection that Lua's small heap never triggers.
+ * A creation that fails with TY_ENOMEM collects, flushes and retries (TL_TRY).
+ */
+#include "tl.h"
+#include "tycho_lua.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- errors ------------------------------------------------------------------ */
+
+/* Skip a leading "ty_name: " of a core message. */
+static const char *strip_c_prefix(const char *msg) {
+  if (strncmp(msg, "ty_", 3) != 0) return msg;
+  const char *p = msg + 3;
+  while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_') p++;
+  return (p[0] == ':' && p[1] == ' ') ? p + 2 : msg;
+}
+
+/* An interrupt (Ctrl-C in the shell: ty_interrupt) is not the function's
+ * fault, so it reads "tycho: interrupted ..." whatever was called; reading a
+ * value whose launch the interrupt cancelled says so too. */
+int tl_fail(lua_State *L, ty_runtime *rt, const char *fn, ty_status st) {
+  const char *msg = rt ? ty_errmsg(rt) : NULL;
+  if (!msg || !*msg) msg = ty_status_name(st);
+  msg = strip_c_prefix(msg);
+  if (st == TY_EINTR) {
+    if (strncmp(msg, "interrupted", 11) == 0) return luaL_error(L, "tycho: %s", msg);
+    return luaL_error(L, "tycho: interrupted (%s)", msg);
+  }
+  return luaL_error(L, "tycho.%s: %s", fn, msg);
+}
+
+int tl_error(lua_State *L, const char *fn, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return luaL_error(L, "tycho.%s: %s", fn, buf);
+}
+
+const char *tl_typename(lua_State *L, int idx) {
+  if (luaL_testudata(L, idx, TL_STORE)) return "store";
+  return luaL_typename(L, idx);
+}
+
+/* ---- the runtime box ---------------------------------------------------------- */
+
+ty_runtime *tl_rt(lua_State *L) {
+  tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
+  if (!b || !b->rt) luaL_error(L, "tycho: the runtime is closed");
+  return b->rt;
+}
+
+ty_runtime *ty_lua_runtime(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, TL_BOX);
+  tl_box *b = luaL_testudata(L, -1, TL_BOXMETA);
+  lua_pop(L, 1);
+  return b ? b->rt : NULL;
+}
+
+/* Destroys an owned runtime when the state closes. The box is created before
+ * any store, so at lua_close (finalizers run in reverse order of creation) it
+ * goes last; ty_runtime_destroy is safe with live stores in any case. */
+static int box_gc(lua_State *L) {
+  tl_box *b = luaL_checkudata(L, 1, TL_BOXMETA);
+  if (b->rt && b->owned) ty_runtime_destroy(b->rt);
+  b->rt = NULL;
+  return 0;
+}
+
+static tl_box *push_box(lua_State *L, ty_runtime *rt, bool owned) {
+  tl_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+  b->rt = rt;
+  b->owned = owned;
+  b->gc_debt = b->gc_threshold = 0;
+  if (luaL_newmetatable(L, TL_BOXMETA)) {
+    lua_pushcfunction(L, box_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  return b;
+}
+
+/* ---- memory --------------------------------------------------------------------- */
+
+int tl_reclaim(lua_State *L, ty_runtime *rt, int attempt) {
+  if (attempt == 0) {
+    tl_collect(L);
+    return 1;
+  }
+  if (attempt == 1) {
+    /* Launches in the window hold references on stores Lua has dropped. */
+    ty_status st = ty_flush(rt);
+    if (st != TY_OK) tl_fail(L, rt, "flush", st);
+    tl_collect(L);
+    return 1;
+  }
+  return 0;
+}
+
+ty_store **tl_newslot(lua_State *L) {
+  ty_store **p = lua_newuserdatauv(L, sizeof *p, 0);
+  *p = NULL;
+  luaL_setmetatable(L, TL_STORE);
+  return p;
+}
+
+#define TL_GC_FLOOR (UINT64_C(64) << 20) /* 64 MiB */
+#define TL_GC_HEAP_FACTOR 16
+
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+static uint64_t gc_floor(const tl_box *b) {
+  return min_u64(TL_GC_FLOOR, ty_runtime_config(b->rt)->sysmem / 8);
+}
+
+void tl_collect(lua_State *L) {
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
+  if (!b || !b->rt) return;
+  ty_stats st;
+  ty_get_stats(b->rt, &st);
+  uint64_t heap = (uint64_t)lua_gc(L, LUA_GCCOUNT) << 10;
+  b->gc_debt = 0;
+  b->gc_threshold = max_u64(max_u64(st.bytes_reserved, gc_floor(b)), TL_GC_HEAP_FACTOR * heap);
+}
+
+void tl_created(lua_State *L, const ty_store *s) {
+  tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
+  if (!s || !b || !b->rt) return;
+  b->gc_debt += (uint64_t)ty_store_size(s) * ty_dtype_size(ty_store_dtype(s));
+  if (b->gc_threshold == 0) b->gc_threshold = gc_floor(b);
+  if (b->gc_debt < b->gc_threshold) return;
+  if (!lua_gc(L, LUA_GCISRUNNING)) return; /* honour collectgarbage("stop") */
+  tl_collect(L);
+}
+
+/* ---- argument conversions --------------------------------------------------------- */
+
+ty_store *tl_teststore(lua_State *L, int idx, const char *fn) {
+  ty_store **p = luaL_testudata(L, idx, TL_STORE);
+  if (!p) return NULL;
+  if (!*p) tl_error(L, fn, "argument %d is a closed store", idx);
+  return *p;
+}
+
+ty_store *tl_checkstore(lua_State *L, int idx, const char *fn, const char *what) {
+  ty_store *s = tl_teststore(L, idx, fn);
+  if (!s) tl_error(L, fn, "%s must be a store, got %s", what, tl_typename(L, idx));
+  return s;
+}
+
+/* "2.5", "-1", or the type name, for "got ..." messages. */
+static void describe(lua_State *L, int idx, char *buf, size_t len) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    if (lua_isinteger(L, idx))
+      snprintf(buf, len, "%lld", (long long)lua_tointeger(L, idx));
+    else
+      snprintf(buf, len, "%.14g", (double)lua_tonumber(L, idx));
+  } else {
+    snprintf(buf, len, "%s", tl_typename(L, idx));
+  }
+}
+
+static bool toint(lua_State *L, int idx, int64_t *out) {
+  int ok = 0;
+  if (lua_type(L, idx) != LUA_TNUMBER) return false;
+  lua_Integer v = lua_tointegerx(L, idx, &ok);
+  *out = (int64_t)v;
+  return ok != 0;
+}
+
+int64_t tl_checkint(lua_State *L, int idx, const char *fn, const char *what) {
+  int64_t v = 0;
+  if (!toint(L, idx, &v)) {
+    char got[64];
+    describe(L, idx, got, sizeof got);
+    tl_error(L, fn, "%s must be an integer, got %s", what, got);
+  }
+  return v;
+}
+
+void tl_shape_str(int ndim, const int64_t *shape, char *buf, size_t len) {
+  size_t n = 0;
+  n += (size_t)snprintf(buf + n, len - n, "(");
+  for (int d = 0; d < ndim && n < len; d++)
+    n += (size_t)snprintf(buf + n, len - n, d ? ", %" PRId64 : "%" PRId64, shape[d]);
+  if (n < len) n += (size_t)snprintf(buf + n, len - n, ndim == 1 ? ",)" : ")");
+}
+
+/* One shape entry at the top of the stack. */
+static int64_t shape_entry(lua_State *L, int idx, const char *fn, const char *what,
+                           bool allow_infer) {
+  int64_t v = 0;
+  if (!toint(L, idx, &v) || v < (allow_infer ? -1 : 0)) {
+    char got[64];
+    describe(L, idx, got, sizeof got);
+    tl_error(L, fn, "%s must be a non-negative integer%s, got %s", what,
+             allow_infer ? " (or -1)" : "", got);
+  }
+  return v;
+}
+
+int tl_checkshape(lua_State *L, int idx, const char *fn, int64_t *shape, bool allow_infer,
+                  ty_dtype t) {
+  int ndim = 0;
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    shape[0] = shape_entry(L, idx, fn, "shape", allow_infer);
+    ndim = 1;
+  } else if (lua_istable(L, idx)) {
+    lua_Unsigned n = lua_rawlen(L, idx);
+    if (n > TY_MAX_RANK)
+      tl_error(L, fn, "shape has %llu dimensions, at most %d are supported",
+               (unsigned long long)n, TY_MAX_RANK);
+    for (int k = 0; k < (int)n; k++) {
+      char what[32];
+      snprintf(what, sizeof what, "shape[%d]", k + 1);
+      lua_rawgeti(L, idx, k + 1);
+      shape[k] = shape_entry(L, -1, fn, what, allow_infer);
+      lua_pop(L, 1);
+    }
+    ndim = (int)n;
+  } else {
+    tl_error(L, fn, "shape must be a table of integers or an integer, got %s",
+             tl_typename(L, idx));
+  }
+  /* Refuse sizes whose bytes overflow int64 here, with the shape in the
+   * message; the core checks again against the budget. */
+  int infer = 0;
+  uint64_t bytes = ty_dtype_size(t);
+  bool overflow = false;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] < 0) {
+      if (++infer > 1) tl_error(L, fn, "shape may contain -1 only once");
+      continue;
+    }
+    if (__builtin_mul_overflow(bytes, (uint64_t)shape[d], &bytes)) overflow = true;
+  }
+  if (overflow || bytes > (uint64_t)INT64_MAX) {
+    char buf[400];
+    tl_shape_str(ndim, shape, buf, sizeof buf);
+    tl_error(L, fn, "shape %s %s is too large: its size in bytes overflows", buf,
+             ty_dtype_name(t));
+  }
+  return ndim;
+}
+
+ty_dtype tl_optdtype(lua_State *L, int idx, const char *fn, ty_dtype def) {
+  if (lua_isnoneornil(L, idx)) return def;
+  if (lua_type(L, idx) != LUA_TSTRING)
+    tl_error(L, fn, "dtype must be a string, got %s", tl_typename(L, idx));
+  const char *name = lua_tostring(L, idx);
+  ty_dtype t;
+  if (ty_dtype_parse(name, &t) != TY_OK)
+    tl_error(L, fn, "unknown dtype '%s' (expected f64, f32, i64, i32, u8 or bool)", name);
+  return t;
+}
+
+int tl_checkaxis(lua_State *L, int idx, const char *fn, const char *what, int ndim) {
+  int64_t a = tl_checkint(L, idx, fn, what);
+  if (ndim == 0) tl_error(L, fn, "%s %lld is out of range: the store is 0-d", what, (long long)a);
+  if (a >= 1 && a <= ndim) return (int)(a - 1);
+  if (a <= -1 && a >= -ndim) return (int)(ndim + a);
+  return tl_error(L, fn, "%s %lld is out of range for a store of rank %d (1..%d or -%d..-1)",
+                  what, (long long)a, ndim, ndim, ndim);
+}
+
+void tl_pushvalue(lua_State *L, const ty_value *v) {
+  switch (v->dtype) {
+  case TY_F64:
+  case TY_F32: lua_pushnumber(L, (lua_Number)v->f); break;
+  case TY_BOOL: lua_pushboolean(L, v->i != 0); break;
+  default: lua_pushinteger(L, (lua_Integer)v->i); break;
+  }
+}
+
+ty_dtype tl_weak_dtype(lua_State *L, int idx, bool has_peer, ty_dtype peer) {
+  if (lua_type(L, idx) == LUA_TBOOLEAN) return TY_BOOL;
+  bool isint = lua_isinteger(L, idx);
+  if (!has_peer) return isint ? TY_I64 : TY_F64;
+  if (ty_dtype_is_float(peer)) return peer;
+  if (!isint) return TY_F64;
+  lua_Integer v = lua_tointeger(L, idx);
+  switch (peer) {
+  case TY_I32: return (v >= INT32_MIN && v <= INT32_MAX) ? TY_I32 : TY_I64;
+  case TY_U8: return (v >= 0 && v <= 255) ? TY_U8 : TY_I64;
+  default: return TY_I64; /* i64, and bool + integer -> i64 */
+  }
+}
+
+ty_store *tl_scalar(lua_State *L, ty_runtime *rt, int idx, const char *fn, ty_dtype t) {
+  ty_store **slot = tl_newslot(L);
+  ty_status st;
+  if (lua_type(L, idx) == LUA_TBOOLEAN) {
+    int64_t v = lua_toboolean(L, idx);
+    TL_TRY(L, rt, st, ty_scalar_i64(rt, t, v, slot));
+  } else if (lua_isinteger(L, idx)) {
+    int64_t v = (int64_t)lua_tointeger(L, idx);
+    TL_TRY(L, rt, st, ty_scalar_i64(rt, t, v, slot));
+  } else {
+    double v = (double)lua_tonumber(L, idx);
+    TL_TRY(L, rt, st, ty_scalar_f64(rt, t, v, slot));
+  }
+  if (st != TY_OK) tl_fail(L, rt, fn, st);
+  return *slot;
+}
+
+ty_store *tl_operand(lua_State *L, int idx, const char *fn, const ty_store *peer) {
+  ty_store *s = tl_teststore(L, idx, fn);
+  if (s) return s;
+  int tp = lua_type(L, idx);
+  if (tp != LUA_TNUMBER && tp != LUA_TBOOLEAN)
+    tl_error(L, fn, "argument %d must be a store or a number, got %s", idx, tl_typename(L, idx));
+  ty_runtime *rt = tl_rt(L);
+  ty_dtype t = tl_weak_dtype(L, idx, peer != NULL, peer ? ty_store_dtype(peer) : TY_F64);
+  s = tl_scalar(L, rt, idx, fn, t);
+  lua_replace(L, idx);
+  return s;
+}
+
+/* 2^53: integers above it do not survive the double that ty_fill takes. */
+#define TL_EXACT_DOUBLE (INT64_C(1) << 53)
+
+void tl_fill_value(lua_State *L, ty_runtime *rt, ty_store *dst, int idx, const char *fn) {
+  ty_status st;
+  int tp = lua_type(L, idx);
+  if (tp == LUA_TBOOLEAN) {
+    st = ty_fill(rt, dst, lua_toboolean(L, idx) ? 1.0 : 0.0);
+  } else if (tp == LUA_TNUMBER) {
+    ty_dtype t = ty_store_dtype(dst);
+    if (lua_isinteger(L, idx) && !ty_dtype_is_float(t)) {
+      lua_Integer v = lua_tointeger(L, idx);
+      if (v > TL_EXACT_DOUBLE || v < -TL_EXACT_DOUBLE) {
+        ty_store *src = tl_scalar(L, rt, idx, fn, TY_I64);
+        st = ty_copy(rt, dst, src);
+        lua_pop(L, 1);
+        if (st != TY_OK) tl_fail(L, rt, fn, st);
+        return;
+      }
+    }
+    st = ty_fill(rt, dst, (double)lua_tonumber(L, idx));
+  } else {
+    tl_error(L, fn, "value must be a number or a boolean, got %s", tl_typename(L, idx));
+    return;
+  }
+  if (st != TY_OK) tl_fail(L, rt, fn, st);
+}
+
+/* ---- runtime functions ---------------------------------------------------------- */
+
+static int l_flush(lua_State *L) {
+  ty_runtime *rt = tl_rt(L);
+  ty_status st = ty_flush(rt);
+  if (st != TY_OK) tl_fail(L, rt, "flush", st);
+  return 0;
+}
+
+static void setint(lua_State *L, const char *k, uint64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+static int l_stats(lua_State *L) {
+  ty_stats s;
+  ty_get_stats(tl_rt(L), &s);
+  lua_createtable(L, 0, 8);
+  setint(L, "launches", s.launches);
+  setint(L, "flushes", s.flushes);
+  setint(L, "pieces", s.pieces);
+  setint(L, "bytes_allocated", s.bytes_allocated);
+  setint(L, "bytes_live", s.bytes_live);
+  setint(L, "bytes_peak", s.bytes_peak);
+  setint(L, "bytes_reserved", s.bytes_reserved);
+  setint(L, "stores_live", s.stores_live);
+  return 1;
+}
+
+static int l_config(lua_State *L) {
+  const ty_config *c = ty_runtime_config(tl_rt(L));
+  lua_createtable(L, 0, 4);
+  setint(L, "cpus", (uint64_t)c->cpus);
+  setint(L, "sysmem", c->sysmem);
+  setint(L, "window", (uint64_t)c->window);
+  lua_pushstring(L, TY_VERSION);
+  lua_setfield(L, -2, "version");
+  return 1;
+}
+
+static int l_memory(lua_State *L) {
+  ty_runtime *rt = tl_rt(L);
+  ty_stats s;
+  ty_get_stats(rt, &s);
+  lua_createtable(L, 0, 4);
+  setint(L, "live", s.bytes_live);
+  setint(L, "peak", s.bytes_peak);
+  setint(L, "reserved", s.bytes_reserved);
+  setint(L, "budget", ty_runtime_config(rt)->sysmem);
+  return 1;
+}
+
+static int l_clock(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
+static int l_seed(lua_State *L) {
+  ty_runtime *rt = tl_rt(L);
+  int64_t n = tl_checkint(L, 1, "seed", "seed");
+  ty_seed(rt, (uint64_t)n);
+  return 0;
+}
+
+static int l_is_store(lua_State *L) {
+  lua_pushboolean(L, luaL_testudata(L, 1, TL_STORE) != NULL);
+  return 1;
+}
+
+static const luaL_Reg runtime_funcs[] = {
+    {"flush", l_flush},   {"stats", l_stats}, {"config", l_config},
+    {"memory", l_memory}, {"clock", l_clock}, {"seed", l_seed},
+    {"is_store", l_is_store}, {NULL, NULL}};
+
+/* ---- binding ---------------------------------------------------------------------- */
+
+/* t[...] = functions of reg, each with upvalue 1 = the box at `box`. */
+static void setfuncs(lua_State *L, int t, int box, const luaL_Reg *reg) {
+  lua_pushvalue(L, t);
+  lua_pushvalue(L, box);
+  luaL_setfuncs(L, reg, 1);
+  lua_pop(L, 1);
+}
+
+/* The box is at the top of the stack; leaves the module table there instead. */
+static int bind(lua_State *L) {
+  int box = lua_gettop(L);
+  lua_pushvalue(L, box);
+  lua_setfield(L, LUA_REGISTRYINDEX, TL_BOX);
+
+  /* Methods: x:exp() is tycho.exp(x); the table is kept in the metatable as
+   * __methods so the shell can complete method names. */
+  lua_newtable(L);
+  int methods = lua_gettop(L);
+  setfuncs(L, methods, box, tl_store_methods);
+  setfuncs(L, methods, box, tl_ops_methods);
+  setfuncs(L, methods, box, tl_create_methods);
+
+  luaL_newmetatable(L, TL_STORE); /* sets __name = "tycho.store" */
+  int meta = lua_gettop(L);
+  setfuncs(L, meta, box, tl_store_meta);
+  setfuncs(L, meta, box, tl_ops_meta);
+  lua_pushvalue(L, box);
+  lua_pushvalue(L, methods);
+  lua_pushcclosure(L, tl_store_index, 2);
+  lua_setfield(L, meta, "__index");
+  lua_pushvalue(L, box);
+  lua_pushcclosure(L, tl_store_newindex, 1);
+  lua_setfield(L, meta, "__newindex");
+  lua_pushvalue(L, methods);
+  lua_setfield(L, meta, "__methods");
+  lua_pop(L, 1); /* meta */
+
+  lua_newtable(L);
+  int mod = lua_gettop(L);
+  setfuncs(L, mod, box, runtime_funcs);
+  setfuncs(L, mod, box, tl_store_funcs);
+  setfuncs(L, mod, box, tl_ops_funcs);
+  setfuncs(L, mod, box, tl_create_funcs);
+  lua_pushstring(L, TY_VERSION);
+  lua_setfield(L, mod, "version");
+
+  lua_pushvalue(L, mod);
+  lua_setfield(L, LUA_REGISTRYINDEX, TL_MODULE);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushvalue(L, mod);
+  lua_setfield(L, -2, "tycho");
+  lua_pop(L, 1);
+
+  lua_replace(L, box); /* the module where the box was */
+  lua_settop(L, box);
+  return 1;
+}
+
+int ty_lua_bind(lua_State *L, ty_runtime *rt) {
+  push_box(L, rt, false);
+  return bind(L);
+}
+
+int luaopen_tycho(lua_State *L) {
+  if (ty_lua_runtime(L)) {
+    lua_getfield(L, LUA_REGISTRYINDEX, TL_MODULE);
+    return 1;
+  }
+  ty_config cfg;
+  char err[256] = "";
+  if (ty_config_init(&cfg, err, sizeof err) != TY_OK)
+    return luaL_error(L, "tycho: %s", err[0] ? err : "a TYCHO_* environment variable is invalid");
+  tl_box *b = push_box(L, NULL, true);
+  ty_status st = ty_runtime_create(&cfg, &b->rt);
+  if (st != TY_OK)
+    return luaL_error(L, "tycho: cannot create the runtime (%s)", ty_status_name(st));
+  return bind(L);
+}

@@ -1,0 +1,261 @@
+/*
+ * options.c — the command line of `tycho` and the configuration it resolves.
+ *
+ * Grammar (lua.c's, plus long options):
+ *   tycho [options] [script [args]]
+ * Options stop at the first argument that does not start with '-' (the
+ * script), at "-" (the script is standard input) or after "--". Everything
+ * after the script belongs to the script, even if it looks like an option:
+ * `tycho run.lua --cpus 2` passes "--cpus" and "2" to run.lua.
+ *
+ * Precedence of the runtime settings: the command line, then the TYCHO_*
+ * environment variables (read by ty_config_init, skipped under -E), then the
+ * runtime's defaults (0 in ty_config). Nothing here touches Lua: the runtime
+ * must be configured before the state exists.
+ *
+ * Every bad option ends the program with a message on stderr and status 1;
+ * nothing is guessed.
+ */
+#include "shell.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lua.h>
+
+/* The most processors a runtime accepts (ty_runtime_create refuses more). */
+#define MAX_CPUS 4096
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, SHELL_PROGNAME ": ");
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static void hint_help(void) {
+  fprintf(stderr, "Try '" SHELL_PROGNAME " --help' for more information.\n");
+}
+
+void shell_print_version(FILE *f) {
+  fprintf(f, SHELL_PROGNAME " %s (%s)\n", TY_VERSION, LUA_RELEASE);
+}
+
+/* One line per option; the runtime's options name the variable that mirrors
+ * them. Fits 80 columns. */
+static void print_help(FILE *f) {
+  fprintf(f,
+          "usage: " SHELL_PROGNAME " [options] [script [args]]\n"
+          "Runs a Lua 5.4 script with the tycho array runtime as the global 'tycho'.\n"
+          "Without a script: the interactive shell on a terminal, else standard input.\n"
+          "\n"
+          "Options:" "%55s" "environment\n"
+          "  -e stat        execute string 'stat' (repeatable, in order)\n"
+          "  -i             enter the interactive shell after the script and -e\n"
+          "  -l mod         require 'mod' into global 'mod' (-l g=mod: into 'g')\n"
+          "  -v             show version information\n"
+          "  -E             ignore environment variables (LUA_*, TYCHO_*)\n"
+          "  -W             turn warnings on\n"
+          "  --cpus N       CPU processors, N >= 1, may exceed the cores  TYCHO_CPUS\n"
+          "  --sysmem SIZE  memory budget for stores: 512MB, 4GiB, ...    TYCHO_SYSMEM\n"
+          "  --window N     launches deferred before a flush, 1..%-5d    TYCHO_WINDOW\n"
+          "  --help         show this help and exit\n"
+          "  --version      show the version and exit\n"
+          "  --             stop handling options\n"
+          "  -              stop handling options and run standard input\n"
+          "\n"
+          "The command line wins over the environment. Defaults: --cpus all cores,\n"
+          "--sysmem 80%% of physical memory, --window 64.\n"
+          "Also read: LUA_INIT_5_4 or LUA_INIT (code or @file run first), LUA_PATH,\n"
+          "LUA_CPATH; the shell keeps its history in $HOME/.tycho_history.\n",
+          "", TY_MAX_WINDOW);
+}
+
+/* A decimal integer in [lo, hi], the whole string. */
+static bool parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || errno || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+/* What the command line sets; applied over the environment afterwards. */
+typedef struct overlay {
+  bool cpus_set, sysmem_set, window_set;
+  int cpus, window;
+  size_t sysmem;
+} overlay;
+
+/* --cpus, --sysmem, --window with their value; false after a message. */
+static bool set_long(overlay *o, const char *name, const char *value) {
+  long n;
+  if (strcmp(name, "cpus") == 0) {
+    if (!parse_int(value, 1, LONG_MAX, &n)) {
+      fail("--cpus must be a positive integer, got '%s'", value);
+      return false;
+    }
+    if (n > MAX_CPUS) {
+      fail("--cpus must be at most %d, got '%s'", MAX_CPUS, value);
+      return false;
+    }
+    o->cpus = (int)n;
+    o->cpus_set = true;
+  } else if (strcmp(name, "window") == 0) {
+    if (!parse_int(value, 1, TY_MAX_WINDOW, &n)) {
+      fail("--window must be an integer in 1..%d, got '%s'", TY_MAX_WINDOW, value);
+      return false;
+    }
+    o->window = (int)n;
+    o->window_set = true;
+  } else { /* sysmem */
+    size_t bytes;
+    if (ty_parse_size(value, &bytes) != TY_OK || bytes == 0) {
+      fail("--sysmem must be a positive size such as 512MB or 4GiB, got '%s'", value);
+      return false;
+    }
+    o->sysmem = bytes;
+    o->sysmem_set = true;
+  }
+  return true;
+}
+
+/* A long option: "--name", "--name=value" or "--name value". Sets *i to the
+ * last argv entry consumed. */
+static shell_parse long_option(int argc, char **argv, int *i, overlay *o) {
+  const char *arg = argv[*i] + 2;
+  const char *eq = strchr(arg, '=');
+  size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+  char name[16];
+  if (len < sizeof name) {
+    memcpy(name, arg, len);
+    name[len] = '\0';
+  } else {
+    name[0] = '\0';
+  }
+  if (strcmp(name, "help") == 0 || strcmp(name, "version") == 0) {
+    if (eq) {
+      fail("option '--%s' takes no value", name);
+      hint_help();
+      return SHELL_PARSE_FAIL;
+    }
+    if (name[0] == 'h')
+      print_help(stdout);
+    else
+      shell_print_version(stdout);
+    return SHELL_PARSE_DONE;
+  }
+  if (strcmp(name, "cpus") == 0 || strcmp(name, "sysmem") == 0 || strcmp(name, "window") == 0) {
+    const char *value = eq ? eq + 1 : NULL;
+    if (!value) {
+      if (*i + 1 >= argc) {
+        fail("option '--%s' needs a value", name);
+        hint_help();
+        return SHELL_PARSE_FAIL;
+      }
+      value = argv[++*i];
+    }
+    return set_long(o, name, value) ? SHELL_PARSE_RUN : SHELL_PARSE_FAIL;
+  }
+  fail("unrecognized option '%s'", argv[*i]);
+  hint_help();
+  return SHELL_PARSE_FAIL;
+}
+
+/* lua.c's collectargs, with the long options and the -e/-l list. */
+static shell_parse collect(int argc, char **argv, shell_options *opt, overlay *o) {
+  int i;
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-') break;     /* the script */
+    if (a[1] == '\0') break;    /* "-": the script is stdin */
+    if (a[1] == '-') {
+      if (a[2] == '\0') {       /* "--": the script is next */
+        i++;
+        break;
+      }
+      shell_parse r = long_option(argc, argv, &i, o);
+      if (r != SHELL_PARSE_RUN) return r;
+      continue;
+    }
+    switch (a[1]) {
+      case 'e':
+      case 'l': {
+        const char *text = a + 2;
+        if (*text == '\0') {
+          /* like lua.c: a following option is a forgotten argument */
+          if (i + 1 >= argc || argv[i + 1][0] == '-') {
+            fail("'%s' needs an argument", a);
+            hint_help();
+            return SHELL_PARSE_FAIL;
+          }
+          text = argv[++i];
+        }
+        if (a[1] == 'e') opt->flags |= SHELL_HAS_E;
+        opt->actions[opt->nactions].kind = a[1];
+        opt->actions[opt->nactions].text = text;
+        opt->nactions++;
+        break;
+      }
+      case 'i':
+      case 'v':
+      case 'E':
+      case 'W':
+        if (a[2] != '\0') goto unknown;
+        opt->flags |= a[1] == 'i'   ? SHELL_HAS_I
+                      : a[1] == 'v' ? SHELL_HAS_V
+                      : a[1] == 'E' ? SHELL_HAS_NOENV
+                                    : SHELL_HAS_W;
+        break;
+      default:
+      unknown:
+        fail("unrecognized option '%s'", a);
+        hint_help();
+        return SHELL_PARSE_FAIL;
+    }
+  }
+  opt->script = i < argc ? i : argc;
+  return SHELL_PARSE_RUN;
+}
+
+shell_parse shell_parse_options(int argc, char **argv, shell_options *opt) {
+  memset(opt, 0, sizeof *opt);
+  opt->argc = argc;
+  opt->argv = argv;
+  opt->script = argc;
+  /* at most one action per argument */
+  opt->actions = calloc((size_t)(argc > 0 ? argc : 1), sizeof *opt->actions);
+  if (!opt->actions) {
+    fail("not enough memory");
+    return SHELL_PARSE_FAIL;
+  }
+  overlay o = {0};
+  shell_parse r = collect(argc, argv, opt, &o);
+  if (r != SHELL_PARSE_RUN) return r;
+
+  if (opt->flags & SHELL_HAS_NOENV) {
+    memset(&opt->cfg, 0, sizeof opt->cfg);
+  } else {
+    char err[256] = "";
+    if (ty_config_init(&opt->cfg, err, sizeof err) != TY_OK) {
+      fail("%s", err[0] ? err : "a TYCHO_* environment variable does not parse");
+      return SHELL_PARSE_FAIL;
+    }
+  }
+  if (o.cpus_set) opt->cfg.cpus = o.cpus;
+  if (o.sysmem_set) opt->cfg.sysmem = o.sysmem;
+  if (o.window_set) opt->cfg.window = o.window;
+  return SHELL_PARSE_RUN;
+}
+
+void shell_free_options(shell_options *opt) {
+  free(opt->actions);
+  opt->actions = NULL;
+}

@@ -1,0 +1,289 @@
+/*
+ * tycho.h — the public C API of the tycho runtime.
+ *
+ * A runtime (`ty_runtime`) owns processors, the host memory budget, the task
+ * registry and the window of deferred launches. Stores are n-d arrays that may
+ * be views of shared storage. Operations on stores do not run at once: they
+ * append launches to the window, which is flushed when full, when a value is
+ * read (ty_store_read, ty_item, ty_save_npy, ty_store_format) or by ty_flush.
+ *
+ * Conventions kept by every function here:
+ *  - Functions return a ty_status; TY_OK is 0 and every error is negative. On
+ *    error the runtime keeps a message (ty_errmsg) and stays usable; nothing
+ *    aborts, exits or longjmps.
+ *  - Indices and axes are 0-based here (the Lua binding converts its 1-based
+ *    conventions). Shapes are int64_t; a rank is at most TY_MAX_RANK.
+ *  - A function that returns a store through `ty_store **out` hands the caller
+ *    one reference; release it with ty_store_release.
+ *  - One thread drives a runtime at a time (the one that created it); the
+ *    runtime runs point tasks on its own worker threads.
+ */
+#ifndef TYCHO_H
+#define TYCHO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TY_VERSION "0.1.0"
+#define TY_MAX_RANK 16 /* dimensions of a store */
+#define TY_MAX_ARGS 64 /* store arguments of one launch */
+#define TY_MAX_SCALAR_BYTES 4096 /* packed scalar bytes of one launch */
+#define TY_MAX_NAME 64 /* bytes of a task name, including the NUL */
+#define TY_MAX_WINDOW 65536 /* largest window size */
+
+typedef enum ty_status {
+  TY_OK = 0,
+  TY_EINVAL = -1,    /* a bad argument */
+  TY_ENOMEM = -2,    /* out of memory or over the memory budget */
+  TY_ERANGE = -3,    /* an index or size out of range, or an overflow */
+  TY_ESHAPE = -4,    /* shapes that do not broadcast or do not match */
+  TY_EDTYPE = -5,    /* a dtype the operation does not support */
+  TY_EIO = -6,       /* a file could not be read or written */
+  TY_ETASK = -7,     /* a task body failed */
+  TY_ELIMIT = -8,    /* a documented limit was exceeded */
+  TY_EINTR = -9,     /* interrupted (ty_interrupt) */
+  TY_ENOTFOUND = -10 /* no such task, file or name */
+} ty_status;
+
+const char *ty_status_name(ty_status s); /* "TY_EINVAL", ... */
+
+/* ---- dtypes --------------------------------------------------------------- */
+
+typedef enum ty_dtype {
+  TY_F64 = 0,
+  TY_F32,
+  TY_I64,
+  TY_I32,
+  TY_U8,
+  TY_BOOL,
+  TY_NDTYPES
+} ty_dtype;
+
+const char *ty_dtype_name(ty_dtype t); /* "f64", ... ; "?" when out of range */
+size_t ty_dtype_size(ty_dtype t);
+bool ty_dtype_is_float(ty_dtype t);
+/* Accepts "f64" "float64" "double" "f32" "float32" "float" "i64" "int64"
+ * "i32" "int32" "u8" "uint8" "bool". */
+ty_status ty_dtype_parse(const char *name, ty_dtype *out);
+/* numpy's result_type for two arrays of these dtypes (see docs/dtypes.md). */
+ty_dtype ty_dtype_promote(ty_dtype a, ty_dtype b);
+
+/* ---- the runtime ------------------------------------------------------------ */
+
+typedef struct ty_runtime ty_runtime;
+typedef struct ty_store ty_store;
+
+typedef struct ty_config {
+  int cpus;       /* CPU processors; 0: the number of cores. May exceed the cores. */
+  size_t sysmem;  /* host store budget in bytes; 0: 80% of physical memory */
+  int window;     /* launches deferred before a flush; 0: the default (64) */
+} ty_config;
+
+/* Zero the config, then apply TYCHO_CPUS, TYCHO_SYSMEM and TYCHO_WINDOW from
+ * the environment. Returns TY_EINVAL (config left with defaults for the bad
+ * field) when a variable does not parse; `err` (may be NULL) gets a message. */
+ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen);
+
+/* "512MB" "4GiB" "1e9" "100" (bytes). K/M/G/T are powers of 1000 with B,
+ * powers of 1024 with iB or alone ("4G" = 4 GiB). */
+ty_status ty_parse_size(const char *text, size_t *out);
+/* "1.5 GiB" style rendering into buf. */
+void ty_format_bytes(double bytes, char *buf, size_t len);
+
+ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out);
+/* Flushes nothing: pending launches are dropped. Stores still referenced keep
+ * the runtime's memory alive until they are released. */
+void ty_runtime_destroy(ty_runtime *rt);
+const ty_config *ty_runtime_config(const ty_runtime *rt); /* resolved values */
+const char *ty_errmsg(const ty_runtime *rt); /* message of the last failure */
+/* Async-signal-safe: ask the flush in progress (or the next) to stop at the
+ * next launch boundary; it fails with TY_EINTR and its remaining launches are
+ * cancelled (their outputs read as an error). */
+void ty_interrupt(ty_runtime *rt);
+/* Forget an interrupt nobody consumed (a shell calls it before each statement). */
+void ty_interrupt_clear(ty_runtime *rt);
+/* Set the seed of tycho's random generator (counter-based: the same numbers
+ * on every run and any number of processors). */
+void ty_seed(ty_runtime *rt, uint64_t seed);
+
+typedef struct ty_stats {
+  uint64_t launches;        /* launches appended to the window */
+  uint64_t flushes;         /* non-empty flushes */
+  uint64_t pieces;          /* point tasks run */
+  uint64_t bytes_allocated; /* cumulative bytes of store storage allocated */
+  uint64_t bytes_live;      /* storage allocated now */
+  uint64_t bytes_peak;      /* highest bytes_live */
+  uint64_t bytes_reserved;  /* bytes charged against the budget (live stores) */
+  uint64_t stores_live;     /* store handles alive */
+} ty_stats;
+void ty_get_stats(const ty_runtime *rt, ty_stats *out);
+
+/* Run everything in the window. */
+ty_status ty_flush(ty_runtime *rt);
+
+/* ---- stores ----------------------------------------------------------------- */
+
+/* A new store with fresh storage, charged against the budget now and
+ * allocated when first written. Its elements are unspecified until written
+ * (they read as zero). ndim may be 0 (a scalar). */
+ty_status ty_store_create(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape,
+                          ty_store **out);
+void ty_store_retain(ty_store *s);
+void ty_store_release(ty_store *s); /* NULL is fine */
+
+ty_dtype ty_store_dtype(const ty_store *s);
+int ty_store_ndim(const ty_store *s);
+const int64_t *ty_store_shape(const ty_store *s);
+const int64_t *ty_store_strides(const ty_store *s); /* in elements; 0 on broadcast dims */
+int64_t ty_store_size(const ty_store *s);            /* number of elements */
+uint64_t ty_store_id(const ty_store *s);             /* unique per runtime, from 1 */
+bool ty_store_is_contiguous(const ty_store *s);      /* C order, no gaps */
+bool ty_store_same_storage(const ty_store *a, const ty_store *b);
+
+/* Views: no copy, the result shares storage with `s`. */
+/* Elements [start, stop) with `step` >= 1 along dim; start <= stop. */
+ty_status ty_store_slice(ty_runtime *rt, ty_store *s, int dim, int64_t start, int64_t stop,
+                         int64_t step, ty_store **out);
+/* Index `index` of dim, removing the dimension. */
+ty_status ty_store_select(ty_runtime *rt, ty_store *s, int dim, int64_t index, ty_store **out);
+/* A new axis of size 1 before position dim (0..ndim): numpy's None. */
+ty_status ty_store_expand(ty_runtime *rt, ty_store *s, int dim, ty_store **out);
+/* Swap two dims. */
+ty_status ty_store_transpose(ty_runtime *rt, ty_store *s, int d1, int d2, ty_store **out);
+/* Same elements in C order under a new shape; one entry may be -1 (inferred).
+ * Only for contiguous stores (TY_EINVAL otherwise: copy first). */
+ty_status ty_store_reshape(ty_runtime *rt, ty_store *s, int ndim, const int64_t *shape,
+                           ty_store **out);
+/* numpy broadcast_to: stride 0 on dims that grow from 1, new leading dims. */
+ty_status ty_store_broadcast(ty_runtime *rt, ty_store *s, int ndim, const int64_t *shape,
+                             ty_store **out);
+/* The broadcast shape of two shapes (numpy rules) or TY_ESHAPE. */
+ty_status ty_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout,
+                              int64_t *out);
+
+/* Data in and out (synchronous). Buffers are C-order, dense, of the store's
+ * dtype (bool is one byte, 0 or 1). */
+ty_status ty_store_from_buffer(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape,
+                               const void *data, ty_store **out);
+ty_status ty_store_read(ty_runtime *rt, ty_store *s, void *dst, size_t dstlen);
+/* A 0-d store holding v converted to t, written at once. */
+ty_status ty_scalar_f64(ty_runtime *rt, ty_dtype t, double v, ty_store **out);
+ty_status ty_scalar_i64(ty_runtime *rt, ty_dtype t, int64_t v, ty_store **out);
+
+typedef struct ty_value {
+  ty_dtype dtype;
+  double f;  /* the value for float dtypes (and a copy for the others) */
+  int64_t i; /* the value for integer and bool dtypes */
+} ty_value;
+/* The single element of a store of size 1 (any rank). */
+ty_status ty_item(ty_runtime *rt, ty_store *s, ty_value *out);
+/* One element by 0-based index (ndim entries). */
+ty_status ty_store_get(ty_runtime *rt, ty_store *s, const int64_t *index, ty_value *out);
+
+/* numpy-like rendering: the values as numpy's str() prints them (summarised
+ * with "..." beyond 1000 elements), then a line "tycho.store(shape=(2, 2),
+ * dtype=f64)"; see format.c. `*out` is malloc'd, free() it. */
+ty_status ty_store_format(ty_runtime *rt, ty_store *s, char **out);
+
+/* .npy files (format 1.0-3.0, C or Fortran order on load, C order on save).
+ * save writes a temporary file beside `path`, fsyncs it and renames it. */
+ty_status ty_load_npy(ty_runtime *rt, const char *path, ty_store **out);
+ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s);
+
+/* ---- operations (deferred launches) ------------------------------------------ */
+
+typedef enum ty_op {
+  /* unary: float dtypes keep theirs, integers compute in f64 except neg abs
+   * floor ceil, which keep integer dtypes (bool -> i64 for neg). */
+  TY_OP_NEG = 0,
+  TY_OP_EXP,
+  TY_OP_LOG,
+  TY_OP_SQRT,
+  TY_OP_ABS,
+  TY_OP_SIN,
+  TY_OP_COS,
+  TY_OP_TANH,
+  TY_OP_FLOOR,
+  TY_OP_CEIL,
+  TY_OP_NOT, /* logical not, -> bool */
+  /* binary arithmetic: dtype = promote(a, b); bool,bool -> i64. DIV: true
+   * division (integers -> f64). POW: always float (like Lua's ^). MOD:
+   * numpy's (sign of the divisor); integer division or modulo by 0 gives 0. */
+  TY_OP_ADD,
+  TY_OP_SUB,
+  TY_OP_MUL,
+  TY_OP_DIV,
+  TY_OP_MOD,
+  TY_OP_POW,
+  TY_OP_MAXIMUM, /* NaN propagates */
+  TY_OP_MINIMUM,
+  /* comparisons -> bool, computed in promote(a, b) */
+  TY_OP_LT,
+  TY_OP_LE,
+  TY_OP_GT,
+  TY_OP_GE,
+  TY_OP_EQ,
+  TY_OP_NE,
+  TY_OP_AND, /* logical, -> bool */
+  TY_OP_OR,
+  TY_NOPS
+} ty_op;
+
+#define TY_OP_FIRST_BINARY TY_OP_ADD
+const char *ty_op_name(ty_op op); /* "add", "exp", ... */
+
+ty_status ty_unary(ty_runtime *rt, ty_op op, ty_store *a, ty_store **out);
+/* Broadcasting by numpy's rules. */
+ty_status ty_binary(ty_runtime *rt, ty_op op, ty_store *a, ty_store *b, ty_store **out);
+/* cond ? a : b, element-wise with broadcasting; cond of any dtype (non-zero). */
+ty_status ty_where(ty_runtime *rt, ty_store *cond, ty_store *a, ty_store *b, ty_store **out);
+ty_status ty_cast(ty_runtime *rt, ty_store *a, ty_dtype t, ty_store **out);
+
+typedef enum ty_reduce_op {
+  TY_RED_SUM = 0, /* bool/int -> i64, floats keep theirs */
+  TY_RED_PROD,    /* same dtypes as sum */
+  TY_RED_MIN,     /* keeps the dtype; NaN propagates */
+  TY_RED_MAX,
+  TY_RED_MEAN,    /* ints -> f64 */
+  TY_RED_ARGMIN,  /* -> i64, 0-based, first occurrence */
+  TY_RED_ARGMAX,
+  TY_NREDUCE
+} ty_reduce_op;
+const char *ty_reduce_name(ty_reduce_op op);
+/* axis -1: over all elements (a 0-d result); otherwise over that axis (the
+ * result has ndim-1 dims). Reducing an empty store: sum 0, prod 1, mean NaN,
+ * min/max/argmin/argmax TY_EINVAL. */
+ty_status ty_reduce(ty_runtime *rt, ty_reduce_op op, ty_store *a, int axis, ty_store **out);
+
+/* Matrix product with numpy's matmul rules for 1-D and 2-D operands (1-D x 1-D
+ * is the dot product, a 0-d store). Floats through BLAS. */
+ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out);
+
+/* Write into an existing store or view (launches). */
+ty_status ty_fill(ty_runtime *rt, ty_store *dst, double v);
+/* dst[...] = src, src broadcast to dst's shape and cast to its dtype; safe
+ * when src and dst overlap. */
+ty_status ty_copy(ty_runtime *rt, ty_store *dst, ty_store *src);
+
+/* Creation (launches that fill a new store). */
+ty_status ty_full(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, double v,
+                  ty_store **out);
+/* start + i*step for i in [0, n). */
+ty_status ty_arange(ty_runtime *rt, ty_dtype t, double start, double step, int64_t n,
+                    ty_store **out);
+/* n points from a to b inclusive (n == 1: just a). */
+ty_status ty_linspace(ty_runtime *rt, ty_dtype t, double a, double b, int64_t n,
+                      ty_store **out);
+/* Uniform [0, 1) for float dtypes; each call draws a fresh stream. */
+ty_status ty_random(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape,
+                    ty_store **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TYCHO_H */

@@ -1,0 +1,182 @@
+/*
+ * dtype.c — element types: names, sizes, numpy's promotion table, and the
+ * slow-path element conversions used by formatting, items and casts of single
+ * values. Hot loops never call these: kernels are specialised per dtype.
+ *
+ * Promotion follows numpy's result_type restricted to our six dtypes:
+ * bool < u8 < i32 < i64 and f32 < f64; u8 + f32 = f32 (exact), but i32/i64 +
+ * f32 = f64 because f32 cannot hold every i32 (numpy's rule).
+ */
+#include "internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const dtype_names[TY_NDTYPES] = {"f64", "f32", "i64", "i32", "u8", "bool"};
+static const size_t dtype_sizes[TY_NDTYPES] = {8, 4, 8, 4, 1, 1};
+
+const char *ty_dtype_name(ty_dtype t) {
+  return (unsigned)t < TY_NDTYPES ? dtype_names[t] : "?";
+}
+
+size_t ty_dtype_size(ty_dtype t) { return (unsigned)t < TY_NDTYPES ? dtype_sizes[t] : 0; }
+
+bool ty_dtype_is_float(ty_dtype t) { return t == TY_F64 || t == TY_F32; }
+
+ty_status ty_dtype_parse(const char *name, ty_dtype *out) {
+  static const struct {
+    const char *name;
+    ty_dtype t;
+  } aliases[] = {{"f64", TY_F64},   {"float64", TY_F64}, {"double", TY_F64},
+                 {"f32", TY_F32},   {"float32", TY_F32}, {"float", TY_F32},
+                 {"i64", TY_I64},   {"int64", TY_I64},   {"i32", TY_I32},
+                 {"int32", TY_I32}, {"u8", TY_U8},       {"uint8", TY_U8},
+                 {"bool", TY_BOOL}};
+  if (!name) return TY_EINVAL;
+  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+    if (strcmp(name, aliases[i].name) == 0) {
+      *out = aliases[i].t;
+      return TY_OK;
+    }
+  return TY_EDTYPE;
+}
+
+/* rank in the integer chain bool < u8 < i32 < i64 */
+static int int_rank(ty_dtype t) {
+  switch (t) {
+  case TY_BOOL: return 0;
+  case TY_U8: return 1;
+  case TY_I32: return 2;
+  case TY_I64: return 3;
+  default: return -1;
+  }
+}
+
+ty_dtype ty_dtype_promote(ty_dtype a, ty_dtype b) {
+  if (a == b) return a;
+  bool fa = ty_dtype_is_float(a), fb = ty_dtype_is_float(b);
+  if (fa && fb) return TY_F64; /* f32 + f64 */
+  if (fa || fb) {
+    ty_dtype f = fa ? a : b, i = fa ? b : a;
+    if (f == TY_F64) return TY_F64;
+    /* f32 with an integer: exact only for bool and u8 */
+    return (i == TY_BOOL || i == TY_U8) ? TY_F32 : TY_F64;
+  }
+  return int_rank(a) >= int_rank(b) ? a : b;
+}
+
+const char *ty_status_name(ty_status s) {
+  switch (s) {
+  case TY_OK: return "TY_OK";
+  case TY_EINVAL: return "TY_EINVAL";
+  case TY_ENOMEM: return "TY_ENOMEM";
+  case TY_ERANGE: return "TY_ERANGE";
+  case TY_ESHAPE: return "TY_ESHAPE";
+  case TY_EDTYPE: return "TY_EDTYPE";
+  case TY_EIO: return "TY_EIO";
+  case TY_ETASK: return "TY_ETASK";
+  case TY_ELIMIT: return "TY_ELIMIT";
+  case TY_EINTR: return "TY_EINTR";
+  case TY_ENOTFOUND: return "TY_ENOTFOUND";
+  }
+  return "TY_E?";
+}
+
+double ty__load_f64(const void *p, ty_dtype t) {
+  switch (t) {
+  case TY_F64: return *(const double *)p;
+  case TY_F32: return *(const float *)p;
+  case TY_I64: return (double)*(const int64_t *)p;
+  case TY_I32: return *(const int32_t *)p;
+  case TY_U8: return *(const uint8_t *)p;
+  case TY_BOOL: return *(const uint8_t *)p != 0;
+  default: return 0;
+  }
+}
+
+/* Float -> integer without undefined behaviour: NaN gives 0, out-of-range
+ * values saturate. */
+static int64_t f64_to_i64(double v) {
+  if (isnan(v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+
+int64_t ty__load_i64(const void *p, ty_dtype t) {
+  switch (t) {
+  case TY_F64: return f64_to_i64(*(const double *)p);
+  case TY_F32: return f64_to_i64(*(const float *)p);
+  case TY_I64: return *(const int64_t *)p;
+  case TY_I32: return *(const int32_t *)p;
+  case TY_U8: return *(const uint8_t *)p;
+  case TY_BOOL: return *(const uint8_t *)p != 0;
+  default: return 0;
+  }
+}
+
+void ty__store_i64(void *p, ty_dtype t, int64_t v) {
+  switch (t) {
+  case TY_F64: *(double *)p = (double)v; break;
+  case TY_F32: *(float *)p = (float)v; break;
+  case TY_I64: *(int64_t *)p = v; break;
+  case TY_I32: *(int32_t *)p = (int32_t)(uint32_t)v; break; /* wraps like numpy */
+  case TY_U8: *(uint8_t *)p = (uint8_t)v; break;
+  case TY_BOOL: *(uint8_t *)p = v != 0; break;
+  default: break;
+  }
+}
+
+void ty__store_f64(void *p, ty_dtype t, double v) {
+  switch (t) {
+  case TY_F64: *(double *)p = v; break;
+  case TY_F32: *(float *)p = (float)v; break;
+  case TY_BOOL: *(uint8_t *)p = v != 0; break;
+  default: ty__store_i64(p, t, f64_to_i64(v)); break;
+  }
+}
+
+ty_status ty_parse_size(const char *text, size_t *out) {
+  if (!text) return TY_EINVAL;
+  while (isspace((unsigned char)*text)) text++;
+  if (!*text || *text == '-') return TY_EINVAL;
+  errno = 0;
+  char *end;
+  double v = strtod(text, &end);
+  if (end == text || errno || !(v >= 0) || isinf(v)) return TY_EINVAL;
+  while (isspace((unsigned char)*end)) end++;
+  static const struct {
+    const char *suffix;
+    double mult;
+  } units[] = {{"", 1},          {"b", 1},          {"k", 1024.0},       {"kib", 1024.0},
+               {"kb", 1e3},      {"m", 1048576.0},  {"mib", 1048576.0},  {"mb", 1e6},
+               {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},
+               {"t", 1099511627776.0}, {"tib", 1099511627776.0}, {"tb", 1e12}};
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcasecmp(end, units[i].suffix) == 0) {
+      double bytes = v * units[i].mult;
+      if (bytes >= 18446744073709551615.0) return TY_ERANGE;
+      *out = (size_t)bytes;
+      return TY_OK;
+    }
+  }
+  return TY_EINVAL;
+}
+
+void ty_format_bytes(double bytes, char *buf, size_t len) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 5) {
+    bytes /= 1024;
+    u++;
+  }
+  if (u == 0)
+    snprintf(buf, len, "%.0f B", bytes);
+  else
+    snprintf(buf, len, "%.1f %s", bytes, units[u]);
+}

@@ -1,0 +1,163 @@
+/*
+ * internal.h — structures and helpers shared by the core's files (ty__ names).
+ *
+ * Ownership and threads: stores, storages and launches are created, retained
+ * and released only by the thread that drives the runtime. Worker threads see
+ * tiles (raw pointers) and never touch reference counts, so counts are plain
+ * integers.
+ */
+#ifndef TY_INTERNAL_H
+#define TY_INTERNAL_H
+
+#include "tycho/task.h"
+#include "tycho/tycho.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TY_ERRLEN 512
+#define TY_DEFAULT_WINDOW 64
+#define TY_CACHE_SLOTS 32
+#define TY_ALIGN 64 /* storage alignment: one cache line, a full AVX-512 vector */
+
+/* Shared storage of one or more stores. Charged against the budget from
+ * creation (`nbytes`), allocated lazily (`data` NULL until first needed). */
+typedef struct ty_storage {
+  int refs;
+  size_t nbytes;
+  void *data;
+  bool cancelled; /* its producer was cancelled: reading it is an error */
+  struct ty_runtime *rt;
+} ty_storage;
+
+struct ty_store {
+  int refs;
+  uint64_t id;
+  struct ty_runtime *rt;
+  ty_storage *storage;
+  ty_dtype dtype;
+  int ndim;
+  int64_t size;
+  int64_t offset; /* in elements, from storage->data */
+  int64_t shape[TY_MAX_RANK];
+  int64_t strides[TY_MAX_RANK]; /* in elements */
+};
+
+struct ty_task {
+  char name[TY_MAX_NAME];
+  ty_variant_fn cpu;
+  const void *data;
+  int id;
+};
+
+/* One deferred launch: a copy of its ty_launch_desc holding references. */
+typedef struct ty_pending {
+  const ty_task *task;
+  uint64_t seq; /* launch number, from 1 */
+  int ndim;
+  int64_t domain[TY_MAX_RANK];
+  int nargs;
+  ty_arg args[TY_MAX_ARGS];
+  size_t scalar_bytes;
+  _Alignas(8) unsigned char scalars[TY_MAX_SCALAR_BYTES];
+  int max_pieces;
+  uint32_t nosplit;
+} ty_pending;
+
+struct ty_runtime {
+  int refs;       /* 1 for the owner + 1 per live store */
+  bool destroyed; /* ty_runtime_destroy was called */
+  ty_config cfg;
+  char errmsg[TY_ERRLEN];
+
+  /* tasks */
+  ty_task **tasks;
+  int ntasks, cap_tasks;
+
+  /* window */
+  ty_pending **window;
+  int nwindow;
+  bool flushing;
+  atomic_int interrupt;
+
+  /* memory */
+  size_t reserved;   /* bytes charged against cfg.sysmem */
+  size_t live;       /* bytes allocated now */
+  /* freed large blocks kept for reuse (store.c): array programs allocate the
+   * same sizes every iteration, and a fresh 80 MB block costs ~20k page
+   * faults, more than the arithmetic done on it */
+  struct {
+    size_t bytes;
+    void *p;
+  } cache[TY_CACHE_SLOTS];
+  int ncache;
+  size_t cached;
+  ty_stats stats;
+  uint64_t next_store_id;
+  uint64_t next_launch_seq;
+
+  /* random */
+  uint64_t seed;
+  uint64_t random_calls;
+
+  /* built-in tasks, filled by ty__register_builtins (ops.c) */
+  const void *builtins;
+};
+
+/* Runtime references held by stores (runtime.c). */
+void ty__runtime_ref(ty_runtime *rt);
+void ty__runtime_unref(ty_runtime *rt);
+/* Free every block kept for reuse (store.c). */
+void ty__cache_drop(ty_runtime *rt);
+
+/* Record a message (printf-style) and return `status`. */
+ty_status ty__fail(ty_runtime *rt, ty_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Store internals (store.c). */
+ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape,
+                        ty_store **out); /* same as ty_store_create */
+ty_status ty__store_view(ty_runtime *rt, ty_store *base, int ndim, const int64_t *shape,
+                         const int64_t *strides, int64_t offset, ty_store **out);
+/* Make sure storage is allocated (zeroed if `zero`). */
+ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero);
+/* Address of the store's element at index 0 (storage must be allocated). */
+char *ty__store_base(const ty_store *s);
+/* "(4096, 4096) f64" */
+void ty__shape_str(int ndim, const int64_t *shape, char *buf, size_t len);
+/* Element count of a shape, TY_ERANGE on overflow of int64 or of bytes. */
+ty_status ty__shape_size(ty_runtime *rt, const char *what, int ndim, const int64_t *shape,
+                         ty_dtype t, int64_t *size);
+/* Copy a store's elements into a dense C-order buffer (storage allocated). */
+void ty__gather(const ty_store *s, void *dst);
+
+/* Elements as numbers (dtype-dispatched; for slow paths, formatting, items). */
+double ty__load_f64(const void *p, ty_dtype t);
+int64_t ty__load_i64(const void *p, ty_dtype t);
+void ty__store_f64(void *p, ty_dtype t, double v);
+void ty__store_i64(void *p, ty_dtype t, int64_t v);
+
+/* Built-in tasks and their kernels (ops.c and kernels_*.c). */
+ty_status ty__register_builtins(ty_runtime *rt);
+void ty__free_builtins(ty_runtime *rt);
+
+/* Window (window.c). */
+void ty__window_drop(ty_runtime *rt); /* release every pending launch */
+
+/* Counter-based random numbers (kernels): value of element `index` of draw
+ * `stream` under `seed`, uniform in [0, 1) with 53 random bits. */
+double ty__random_u01(uint64_t seed, uint64_t stream, uint64_t index);
+
+/* n-d iteration (iter.c): call `fn` on every innermost run of the box. Each
+ * operand k has a base pointer and byte strides; dims that are contiguous for
+ * all operands are collapsed first so `fn` sees the longest runs. */
+typedef void (*ty_loop1d)(int64_t n, char **ptrs, const int64_t *strides, const void *aux);
+void ty__foreach(int ndim, const int64_t *shape, int nops, char *const *base,
+                 const int64_t (*strides)[TY_MAX_RANK], ty_loop1d fn, const void *aux);
+
+#endif /* TY_INTERNAL_H */

@@ -1,0 +1,140 @@
+/*
+ * kernels.h — CPU kernels of the built-in operations (kernels_*.c) and the
+ * dtype rules of ops.c, shared with the task variants and, later, the fusion
+ * pass, which calls the same 1-D loops block by block.
+ *
+ * Element-wise kernels are ty_loop1d (internal.h): n elements, ptrs[k] the
+ * first element of operand k, strides[k] its BYTE stride (0: a broadcast
+ * scalar). Operand 0 is always the output, the inputs follow in call order.
+ * Each loop has fast paths (all operands contiguous, one input a broadcast
+ * scalar) written with restrict pointers so the compiler vectorises them, and a
+ * generic strided path. No loop dispatches on dtype or op per element: the
+ * tables below are indexed once per run (or once per piece).
+ *
+ * Tables hold NULL for combinations ops.c never produces (it casts inputs to
+ * the compute dtype first); a caller must check.
+ */
+#ifndef TY_KERNELS_H
+#define TY_KERNELS_H
+
+#include "internal.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- dtype rules (ops.c) -------------------------------------------------------- */
+
+/* The dtype an op computes in: its inputs are cast to it first. */
+ty_dtype ty__unary_compute_dtype(ty_op op, ty_dtype in);
+ty_dtype ty__binary_compute_dtype(ty_op op, ty_dtype a, ty_dtype b);
+/* The dtype an op writes, given its compute dtype (bool for NOT, comparisons,
+ * AND, OR; the compute dtype otherwise). */
+ty_dtype ty__op_out_dtype(ty_op op, ty_dtype compute);
+
+/* ---- element-wise (kernels_ew.c) -------------------------------------------------- */
+
+/* [op][compute dtype]: ptrs = {out, in}; out has ty__op_out_dtype. */
+extern const ty_loop1d ty__unary_loops[TY_NOPS][TY_NDTYPES];
+/* [op][compute dtype]: ptrs = {out, a, b}; a and b have the compute dtype. */
+extern const ty_loop1d ty__binary_loops[TY_NOPS][TY_NDTYPES];
+/* [dtype]: ptrs = {out, cond, a, b}; cond is bool (0/1), a, b, out of dtype. */
+extern const ty_loop1d ty__where_loops[TY_NDTYPES];
+
+/* ---- conversions (kernels_cast.c) --------------------------------------------------- */
+
+/* [from][to]: ptrs = {out, in}. Float -> integer never invokes undefined
+ * behaviour: NaN gives 0, values beyond the target range saturate to its
+ * limits, the rest truncate toward zero (C's rule). Integer -> narrower
+ * integer wraps modulo 2^bits (numpy's rule). Anything -> bool is x != 0 (NaN
+ * is true). Same dtype is a copy. */
+extern const ty_loop1d ty__cast_loops[TY_NDTYPES][TY_NDTYPES];
+/* The scalar form of the same conversions, for fill values. */
+int64_t ty__f64_to_i64_sat(double v);
+int32_t ty__f64_to_i32_sat(double v);
+uint8_t ty__f64_to_u8_sat(double v);
+
+/* ---- fills and generators (kernels_fill.c) -------------------------------------------- */
+
+/* The value a fill writes: `f` for float dtypes, `i` for integer dtypes and
+ * bool (already converted: ops.c fills both fields). */
+typedef struct ty__fillval {
+  double f;
+  int64_t i;
+} ty__fillval;
+/* [dtype]: ptrs = {out}; aux = const ty__fillval *. */
+extern const ty_loop1d ty__fill_loops[TY_NDTYPES];
+
+/* Packed scalars of the generator tasks. */
+typedef struct ty__random_args {
+  uint64_t seed, stream;
+} ty__random_args;
+typedef struct ty__arange_args {
+  double start, step; /* float path: start + i*step */
+  int64_t istart, istep; /* integer path, exact, when `exact` */
+  int64_t exact;
+} ty__arange_args;
+typedef struct ty__linspace_args {
+  double a, b, step;
+  int64_t n;
+} ty__linspace_args;
+
+/* Variants (one piece): args[0] is the output, ALIGNED with the launch domain. */
+int ty__random_variant(ty_task_ctx *ctx);
+int ty__arange_variant(ty_task_ctx *ctx);
+int ty__linspace_variant(ty_task_ctx *ctx);
+
+/* ---- reductions (kernels_reduce.c) ------------------------------------------------------ */
+
+typedef enum ty__redkind { TY__RSUM = 0, TY__RPROD, TY__RMIN, TY__RMAX, TY__NREDKIND } ty__redkind;
+
+/* [kind][in dtype][acc dtype]: ptrs = {acc, in}. When strides[0] == 0 the run
+ * is reduced into the single accumulator *acc (sum: numpy's pairwise scheme,
+ * 8 accumulators per 128-element block, so the error grows as log n); else
+ * acc[i] = acc[i] op in[i]. MIN/MAX propagate NaN. Integer sums and products
+ * wrap modulo 2^64 (no undefined overflow). */
+extern const ty_loop1d ty__reduce_loops[TY__NREDKIND][TY_NDTYPES][TY_NDTYPES];
+/* The identity of a kind in a dtype (sum 0, prod 1, min +inf/the largest
+ * value, max -inf/the smallest). */
+ty__fillval ty__reduce_identity(ty__redkind kind, ty_dtype t);
+
+/* Index (0-based) of the first minimum / maximum of n >= 1 elements at byte
+ * stride `stride`; a NaN counts as the extreme (the first NaN wins), as numpy. */
+typedef int64_t (*ty_argloop)(int64_t n, const char *p, int64_t stride);
+extern const ty_argloop ty__argmin_loops[TY_NDTYPES];
+extern const ty_argloop ty__argmax_loops[TY_NDTYPES];
+
+/* Packed scalars of the reduction tasks. `kind` is a ty_reduce_op (SUM PROD
+ * MIN MAX for ty__reduce_variant, ARGMIN ARGMAX for ty__argreduce_variant). */
+typedef struct ty__reduce_args {
+  int64_t kind;
+  int64_t init_out; /* OUT mode: the piece sets its outputs to the identity first */
+  int64_t axis;     /* arg reductions: the reduced axis of the domain */
+} ty__reduce_args;
+
+/* Variant of "sum" "prod" "min" "max": args = {acc (the output broadcast to the
+ * domain, stride 0 on reduced dims; REDUCE or OUT), in}. */
+int ty__reduce_variant(ty_task_ctx *ctx);
+/* Variant of "argmin"/"argmax": args = {out i64 (stride 0 on the reduced axis,
+ * OUT, so never split), in}. */
+int ty__argreduce_variant(ty_task_ctx *ctx);
+
+/* ---- linear algebra (kernels_linalg.c) ----------------------------------------------------- */
+
+/* Whether a rows x cols matrix with element strides (s0, s1) can be handed to
+ * CBLAS in row-major order: as is (trans false) or transposed (trans true),
+ * with leading dimension *ld. False: copy it to contiguous first. */
+bool ty__blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, bool *trans,
+                     int64_t *ld);
+/* Variant of "matmul": args = {C (m, n) OUT aligned, A (m, k) whole, B (k, n)
+ * whole}, all of the same dtype; the piece computes its box of C. */
+int ty__matmul_variant(ty_task_ctx *ctx);
+/* Called once at registration: BLAS single-threaded (pieces are the parallelism). */
+void ty__blas_init(void);
+
+/* ---- shared by the variants (ops.c) ------------------------------------------------------- */
+
+/* Run fn over the piece: every argument's tile (all of the piece's shape, as
+ * ALIGNED and REDUCE tiles are) becomes one operand with byte strides. */
+void ty__run_tiles(const ty_task_ctx *ctx, ty_loop1d fn, const void *aux);
+
+#endif /* TY_KERNELS_H */

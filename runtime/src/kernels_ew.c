@@ -1,0 +1,433 @@
+/*
+ * kernels_ew.c — element-wise kernels: unary math, binary arithmetic,
+ * comparisons, logic and `where`, as 1-D loops (see kernels.h for the calling
+ * convention) in tables indexed by op and compute dtype.
+ *
+ * Speed: every loop has a contiguous path and, for binary ops, paths where one
+ * input is a broadcast scalar (byte stride 0), with restrict pointers and no
+ * calls, so gcc vectorises them at -O2/-O3 with -march=native. Transcendentals
+ * (exp log sin cos tanh pow) go through SLEEF's 1-ULP vector functions: 8 f64
+ * or 16 f32 lanes per call with AVX-512, 4/8 with AVX2, scalar SLEEF otherwise;
+ * sqrt uses the hardware instruction (correctly rounded). No -ffast-math: NaN,
+ * infinities and signed zeros behave as in numpy.
+ *
+ * Semantics that differ from plain C, all without undefined behaviour:
+ *  - integer add/sub/mul/neg/abs wrap modulo 2^bits (computed in unsigned);
+ *  - integer MOD follows numpy (the result has the sign of the divisor) and
+ *    x % 0 == 0, INT_MIN % -1 == 0;
+ *  - float MOD is numpy's: fmod, then shifted into the divisor's sign;
+ *    x % 0.0 is NaN;
+ *  - MAXIMUM/MINIMUM propagate NaN (numpy's maximum/minimum, not fmax);
+ *  - bool is one byte 0/1 and computes as u8 (max = or, min = and).
+ */
+#include "kernels.h"
+
+#include <math.h>
+#include <sleef.h>
+#include <string.h>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+typedef uint8_t ty_bool_t;
+
+/* ---- vector width ------------------------------------------------------------- */
+
+#if defined(__AVX512F__)
+#define VD __m512d
+#define VD_N 8
+#define VD_LOAD _mm512_loadu_pd
+#define VD_STORE _mm512_storeu_pd
+#define VD_SQRT _mm512_sqrt_pd
+#define VF __m512
+#define VF_N 16
+#define VF_LOAD _mm512_loadu_ps
+#define VF_STORE _mm512_storeu_ps
+#define VF_SQRT _mm512_sqrt_ps
+#define VD_FLOOR _mm512_floor_pd
+#define VD_CEIL _mm512_ceil_pd
+#define VF_FLOOR _mm512_floor_ps
+#define VF_CEIL _mm512_ceil_ps
+#define SLEEF_D(f) Sleef_##f##d8_u10
+#define SLEEF_F(f) Sleef_##f##f16_u10
+#elif defined(__AVX2__)
+#define VD __m256d
+#define VD_N 4
+#define VD_LOAD _mm256_loadu_pd
+#define VD_STORE _mm256_storeu_pd
+#define VD_SQRT _mm256_sqrt_pd
+#define VF __m256
+#define VF_N 8
+#define VF_LOAD _mm256_loadu_ps
+#define VF_STORE _mm256_storeu_ps
+#define VF_SQRT _mm256_sqrt_ps
+#define VD_FLOOR _mm256_floor_pd
+#define VD_CEIL _mm256_ceil_pd
+#define VF_FLOOR _mm256_floor_ps
+#define VF_CEIL _mm256_ceil_ps
+#define SLEEF_D(f) Sleef_##f##d4_u10
+#define SLEEF_F(f) Sleef_##f##f8_u10
+#else
+#define VD double
+#define VD_N 1
+#define VD_LOAD(p) (*(p))
+#define VD_STORE(p, v) (*(p) = (v))
+#define VD_SQRT sqrt
+#define VF float
+#define VF_N 1
+#define VF_LOAD(p) (*(p))
+#define VF_STORE(p, v) (*(p) = (v))
+#define VF_SQRT sqrtf
+#define VD_FLOOR floor
+#define VD_CEIL ceil
+#define VF_FLOOR floorf
+#define VF_CEIL ceilf
+#define SLEEF_D(f) Sleef_##f##_u10
+#define SLEEF_F(f) Sleef_##f##f_u10
+#endif
+
+#define SZ(T) ((int64_t)sizeof(T))
+
+/* ---- loop templates ------------------------------------------------------------- */
+
+/* out = EXPR(x) */
+#define UNARY_LOOP(NAME, TI, TO, EXPR)                                                 \
+  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
+    (void)aux;                                                                         \
+    if (s[0] == SZ(TO) && s[1] == SZ(TI)) {                                            \
+      TO *restrict o_ = (TO *)p[0];                                                    \
+      const TI *restrict a_ = (const TI *)p[1];                                        \
+      for (int64_t i = 0; i < n; i++) {                                                \
+        const TI x = a_[i];                                                            \
+        o_[i] = (EXPR);                                                                \
+      }                                                                                \
+      return;                                                                          \
+    }                                                                                  \
+    char *o_ = p[0];                                                                   \
+    const char *a_ = p[1];                                                             \
+    for (int64_t i = 0; i < n; i++, o_ += s[0], a_ += s[1]) {                          \
+      const TI x = *(const TI *)a_;                                                    \
+      *(TO *)o_ = (EXPR);                                                              \
+    }                                                                                  \
+  }
+
+/* out = EXPR(x, y); paths: both contiguous, y scalar, x scalar, strided. */
+#define BINARY_LOOP(NAME, TI, TO, EXPR)                                                \
+  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
+    (void)aux;                                                                         \
+    if (s[0] == SZ(TO)) {                                                              \
+      TO *restrict o_ = (TO *)p[0];                                                    \
+      if (s[1] == SZ(TI) && s[2] == SZ(TI)) {                                          \
+        const TI *restrict a_ = (const TI *)p[1], *restrict b_ = (const TI *)p[2];     \
+        for (int64_t i = 0; i < n; i++) {                                              \
+          const TI x = a_[i], y = b_[i];                                               \
+          o_[i] = (EXPR);                                                              \
+        }                                                                              \
+        return;                                                                        \
+      }                                                                                \
+      if (s[1] == SZ(TI) && s[2] == 0) {                                               \
+        const TI *restrict a_ = (const TI *)p[1];                                      \
+        const TI y = *(const TI *)p[2];                                                \
+        for (int64_t i = 0; i < n; i++) {                                              \
+          const TI x = a_[i];                                                          \
+          o_[i] = (EXPR);                                                              \
+        }                                                                              \
+        return;                                                                        \
+      }                                                                                \
+      if (s[1] == 0 && s[2] == SZ(TI)) {                                               \
+        const TI x = *(const TI *)p[1];                                                \
+        const TI *restrict b_ = (const TI *)p[2];                                      \
+        for (int64_t i = 0; i < n; i++) {                                              \
+          const TI y = b_[i];                                                          \
+          o_[i] = (EXPR);                                                              \
+        }                                                                              \
+        return;                                                                        \
+      }                                                                                \
+    }                                                                                  \
+    char *o_ = p[0];                                                                   \
+    const char *a_ = p[1], *b_ = p[2];                                                 \
+    for (int64_t i = 0; i < n; i++, o_ += s[0], a_ += s[1], b_ += s[2]) {              \
+      const TI x = *(const TI *)a_, y = *(const TI *)b_;                               \
+      *(TO *)o_ = (EXPR);                                                              \
+    }                                                                                  \
+  }
+
+/* out = VFN(x) through SLEEF/intrinsics, VN lanes at a time. The tail and
+ * strided runs go through a zero-padded lane buffer (log(0) = -inf is harmless:
+ * floating-point exceptions do not trap). */
+#define VMATH_LOOP(NAME, T, VN, VLOAD, VSTORE, VFN)                                    \
+  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
+    (void)aux;                                                                         \
+    int64_t i = 0;                                                                     \
+    if (s[0] == SZ(T) && s[1] == SZ(T)) {                                              \
+      T *o_ = (T *)p[0];                                                               \
+      const T *a_ = (const T *)p[1];                                                   \
+      for (; i + (VN) <= n; i += (VN)) VSTORE(o_ + i, VFN(VLOAD(a_ + i)));             \
+      if (i < n) {                                                                     \
+        T buf[VN];                                                                     \
+        memset(buf, 0, sizeof buf);                                                    \
+        memcpy(buf, a_ + i, (size_t)(n - i) * sizeof(T));                              \
+        VSTORE(buf, VFN(VLOAD(buf)));                                                  \
+        memcpy(o_ + i, buf, (size_t)(n - i) * sizeof(T));                              \
+      }                                                                                \
+      return;                                                                          \
+    }                                                                                  \
+    for (; i < n; i += (VN)) {                                                         \
+      int64_t m = n - i < (VN) ? n - i : (VN);                                         \
+      T buf[VN];                                                                       \
+      memset(buf, 0, sizeof buf);                                                      \
+      for (int64_t j = 0; j < m; j++) buf[j] = *(const T *)(p[1] + (i + j) * s[1]);    \
+      VSTORE(buf, VFN(VLOAD(buf)));                                                    \
+      for (int64_t j = 0; j < m; j++) *(T *)(p[0] + (i + j) * s[0]) = buf[j];          \
+    }                                                                                  \
+  }
+
+/* out = VFN(x, y), both possibly strided or scalar. */
+#define VMATH2_LOOP(NAME, T, VN, VLOAD, VSTORE, VFN)                                   \
+  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
+    (void)aux;                                                                         \
+    int64_t i = 0;                                                                     \
+    if (s[0] == SZ(T) && s[1] == SZ(T) && s[2] == SZ(T)) {                             \
+      T *o_ = (T *)p[0];                                                               \
+      const T *a_ = (const T *)p[1], *b_ = (const T *)p[2];                            \
+      for (; i + (VN) <= n; i += (VN)) VSTORE(o_ + i, VFN(VLOAD(a_ + i), VLOAD(b_ + i))); \
+    }                                                                                  \
+    for (; i < n; i += (VN)) {                                                         \
+      int64_t m = n - i < (VN) ? n - i : (VN);                                         \
+      T x[VN], y[VN];                                                                  \
+      memset(x, 0, sizeof x);                                                          \
+      memset(y, 0, sizeof y);                                                          \
+      for (int64_t j = 0; j < m; j++) {                                                \
+        x[j] = *(const T *)(p[1] + (i + j) * s[1]);                                    \
+        y[j] = *(const T *)(p[2] + (i + j) * s[2]);                                    \
+      }                                                                                \
+      VSTORE(x, VFN(VLOAD(x), VLOAD(y)));                                              \
+      for (int64_t j = 0; j < m; j++) *(T *)(p[0] + (i + j) * s[0]) = x[j];            \
+    }                                                                                  \
+  }
+
+/* ---- unary --------------------------------------------------------------------- */
+
+VMATH_LOOP(exp_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(exp))
+VMATH_LOOP(log_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(log))
+VMATH_LOOP(sin_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(sin))
+VMATH_LOOP(cos_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(cos))
+VMATH_LOOP(tanh_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(tanh))
+VMATH_LOOP(sqrt_f64, double, VD_N, VD_LOAD, VD_STORE, VD_SQRT)
+VMATH_LOOP(exp_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(exp))
+VMATH_LOOP(log_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(log))
+VMATH_LOOP(sin_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(sin))
+VMATH_LOOP(cos_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(cos))
+VMATH_LOOP(tanh_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(tanh))
+VMATH_LOOP(sqrt_f32, float, VF_N, VF_LOAD, VF_STORE, VF_SQRT)
+
+UNARY_LOOP(neg_f64, double, double, -x)
+UNARY_LOOP(neg_f32, float, float, -x)
+UNARY_LOOP(neg_i64, int64_t, int64_t, (int64_t)(0 - (uint64_t)x))
+UNARY_LOOP(neg_i32, int32_t, int32_t, (int32_t)(0 - (uint32_t)x))
+UNARY_LOOP(neg_u8, uint8_t, uint8_t, (uint8_t)(0 - x))
+
+UNARY_LOOP(abs_f64, double, double, fabs(x))
+UNARY_LOOP(abs_f32, float, float, fabsf(x))
+UNARY_LOOP(abs_i64, int64_t, int64_t, x < 0 ? (int64_t)(0 - (uint64_t)x) : x)
+UNARY_LOOP(abs_i32, int32_t, int32_t, x < 0 ? (int32_t)(0 - (uint32_t)x) : x)
+UNARY_LOOP(ident_u8, uint8_t, uint8_t, x) /* abs/floor/ceil of u8 and bool */
+UNARY_LOOP(ident_i64, int64_t, int64_t, x)
+UNARY_LOOP(ident_i32, int32_t, int32_t, x)
+
+/* gcc does not vectorise floor() without -fno-trapping-math: use the
+ * rounding instructions directly (exact, like floor/ceil). */
+VMATH_LOOP(floor_f64, double, VD_N, VD_LOAD, VD_STORE, VD_FLOOR)
+VMATH_LOOP(floor_f32, float, VF_N, VF_LOAD, VF_STORE, VF_FLOOR)
+VMATH_LOOP(ceil_f64, double, VD_N, VD_LOAD, VD_STORE, VD_CEIL)
+VMATH_LOOP(ceil_f32, float, VF_N, VF_LOAD, VF_STORE, VF_CEIL)
+
+UNARY_LOOP(not_f64, double, ty_bool_t, (ty_bool_t)(x == 0))
+UNARY_LOOP(not_f32, float, ty_bool_t, (ty_bool_t)(x == 0))
+UNARY_LOOP(not_i64, int64_t, ty_bool_t, (ty_bool_t)(x == 0))
+UNARY_LOOP(not_i32, int32_t, ty_bool_t, (ty_bool_t)(x == 0))
+UNARY_LOOP(not_u8, uint8_t, ty_bool_t, (ty_bool_t)(x == 0))
+
+/* ---- binary arithmetic ----------------------------------------------------------- */
+
+#define ARITH_FLOAT(NAME, OP)                                                          \
+  BINARY_LOOP(NAME##_f64, double, double, x OP y)                                      \
+  BINARY_LOOP(NAME##_f32, float, float, x OP y)
+#define ARITH_INT(NAME, OP)                                                            \
+  BINARY_LOOP(NAME##_i64, int64_t, int64_t, (int64_t)((uint64_t)x OP(uint64_t) y))     \
+  BINARY_LOOP(NAME##_i32, int32_t, int32_t, (int32_t)((uint32_t)x OP(uint32_t) y))     \
+  BINARY_LOOP(NAME##_u8, uint8_t, uint8_t, (uint8_t)((unsigned)x OP(unsigned) y))
+
+ARITH_FLOAT(add, +)
+ARITH_FLOAT(sub, -)
+ARITH_FLOAT(mul, *)
+ARITH_FLOAT(div, /)
+ARITH_INT(add, +)
+ARITH_INT(sub, -)
+ARITH_INT(mul, *)
+
+/* numpy's float remainder (npy_divmod): fmod, moved into the divisor's sign;
+ * an exact zero takes the divisor's sign too. */
+static inline double mod_f64(double a, double b) {
+  double m = fmod(a, b);
+  if (b == 0) return m; /* NaN */
+  if (m != 0) {
+    if ((b < 0) != (m < 0)) m += b;
+  } else {
+    m = copysign(0.0, b);
+  }
+  return m;
+}
+static inline float mod_f32(float a, float b) {
+  float m = fmodf(a, b);
+  if (b == 0) return m;
+  if (m != 0) {
+    if ((b < 0) != (m < 0)) m += b;
+  } else {
+    m = copysignf(0.0f, b);
+  }
+  return m;
+}
+/* b == -1 is answered without dividing: INT_MIN % -1 traps on x86. */
+static inline int64_t mod_i64(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0;
+  int64_t m = a % b;
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+static inline int32_t mod_i32(int32_t a, int32_t b) {
+  if (b == 0 || b == -1) return 0;
+  int32_t m = a % b;
+  if (m != 0 && ((m < 0) != (b < 0))) m += b;
+  return m;
+}
+
+BINARY_LOOP(mod_f64_loop, double, double, mod_f64(x, y))
+BINARY_LOOP(mod_f32_loop, float, float, mod_f32(x, y))
+BINARY_LOOP(mod_i64_loop, int64_t, int64_t, mod_i64(x, y))
+BINARY_LOOP(mod_i32_loop, int32_t, int32_t, mod_i32(x, y))
+BINARY_LOOP(mod_u8_loop, uint8_t, uint8_t, (uint8_t)(y ? x % y : 0))
+
+/* pow: x*x when the exponent is the scalar 2 (exact, and the common square);
+ * SLEEF's 1-ULP pow otherwise. */
+VMATH2_LOOP(pow_f64_sleef, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(pow))
+VMATH2_LOOP(pow_f32_sleef, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(pow))
+BINARY_LOOP(square_f64, double, double, ((void)y, x * x))
+BINARY_LOOP(square_f32, float, float, ((void)y, x * x))
+
+static void pow_f64(int64_t n, char **p, const int64_t *s, const void *aux) {
+  if (s[2] == 0 && *(const double *)p[2] == 2.0)
+    square_f64(n, p, s, aux);
+  else
+    pow_f64_sleef(n, p, s, aux);
+}
+static void pow_f32(int64_t n, char **p, const int64_t *s, const void *aux) {
+  if (s[2] == 0 && *(const float *)p[2] == 2.0f)
+    square_f32(n, p, s, aux);
+  else
+    pow_f32_sleef(n, p, s, aux);
+}
+
+/* NaN-propagating, and maximum(a, b) returns a on ties (numpy's rule). */
+BINARY_LOOP(maximum_f64, double, double, (x >= y || x != x) ? x : y)
+BINARY_LOOP(maximum_f32, float, float, (x >= y || x != x) ? x : y)
+BINARY_LOOP(minimum_f64, double, double, (x <= y || x != x) ? x : y)
+BINARY_LOOP(minimum_f32, float, float, (x <= y || x != x) ? x : y)
+#define MINMAX_INT(T, SUF)                                                             \
+  BINARY_LOOP(maximum_##SUF, T, T, x > y ? x : y)                                      \
+  BINARY_LOOP(minimum_##SUF, T, T, x < y ? x : y)
+MINMAX_INT(int64_t, i64)
+MINMAX_INT(int32_t, i32)
+MINMAX_INT(uint8_t, u8)
+
+/* ---- comparisons and logic --------------------------------------------------------- */
+
+#define COMPARE_ALL(NAME, EXPR)                                                        \
+  BINARY_LOOP(NAME##_f64, double, ty_bool_t, (ty_bool_t)(EXPR))                        \
+  BINARY_LOOP(NAME##_f32, float, ty_bool_t, (ty_bool_t)(EXPR))                         \
+  BINARY_LOOP(NAME##_i64, int64_t, ty_bool_t, (ty_bool_t)(EXPR))                       \
+  BINARY_LOOP(NAME##_i32, int32_t, ty_bool_t, (ty_bool_t)(EXPR))                       \
+  BINARY_LOOP(NAME##_u8, uint8_t, ty_bool_t, (ty_bool_t)(EXPR))
+
+COMPARE_ALL(lt, x < y)
+COMPARE_ALL(le, x <= y)
+COMPARE_ALL(gt, x > y)
+COMPARE_ALL(ge, x >= y)
+COMPARE_ALL(eq, x == y)
+COMPARE_ALL(ne, x != y)
+COMPARE_ALL(and, (x != 0) & (y != 0))
+COMPARE_ALL(or, (x != 0) | (y != 0))
+
+/* ---- where -------------------------------------------------------------------------- */
+
+#define WHERE_LOOP(NAME, T)                                                            \
+  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
+    (void)aux;                                                                         \
+    if (s[0] == SZ(T) && s[1] == 1 && s[2] == SZ(T) && s[3] == SZ(T)) {                \
+      T *restrict o_ = (T *)p[0];                                                      \
+      const ty_bool_t *restrict c_ = (const ty_bool_t *)p[1];                          \
+      const T *restrict a_ = (const T *)p[2], *restrict b_ = (const T *)p[3];          \
+      for (int64_t i = 0; i < n; i++) o_[i] = c_[i] ? a_[i] : b_[i];                   \
+      return;                                                                          \
+    }                                                                                  \
+    char *o_ = p[0];                                                                   \
+    const char *c_ = p[1], *a_ = p[2], *b_ = p[3];                                     \
+    for (int64_t i = 0; i < n; i++, o_ += s[0], c_ += s[1], a_ += s[2], b_ += s[3])    \
+      *(T *)o_ = *(const ty_bool_t *)c_ ? *(const T *)a_ : *(const T *)b_;             \
+  }
+WHERE_LOOP(where_f64, double)
+WHERE_LOOP(where_f32, float)
+WHERE_LOOP(where_i64, int64_t)
+WHERE_LOOP(where_i32, int32_t)
+WHERE_LOOP(where_u8, uint8_t)
+
+/* ---- tables ------------------------------------------------------------------------ */
+
+#define ALL5(NAME)                                                                     \
+  { [TY_F64] = NAME##_f64, [TY_F32] = NAME##_f32, [TY_I64] = NAME##_i64,               \
+    [TY_I32] = NAME##_i32, [TY_U8] = NAME##_u8, [TY_BOOL] = NAME##_u8 }
+#define FLOATS(NAME) { [TY_F64] = NAME##_f64, [TY_F32] = NAME##_f32 }
+
+const ty_loop1d ty__unary_loops[TY_NOPS][TY_NDTYPES] = {
+    [TY_OP_NEG] = {[TY_F64] = neg_f64, [TY_F32] = neg_f32, [TY_I64] = neg_i64,
+                   [TY_I32] = neg_i32, [TY_U8] = neg_u8},
+    [TY_OP_EXP] = FLOATS(exp),
+    [TY_OP_LOG] = FLOATS(log),
+    [TY_OP_SQRT] = FLOATS(sqrt),
+    [TY_OP_ABS] = {[TY_F64] = abs_f64, [TY_F32] = abs_f32, [TY_I64] = abs_i64,
+                   [TY_I32] = abs_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},
+    [TY_OP_SIN] = FLOATS(sin),
+    [TY_OP_COS] = FLOATS(cos),
+    [TY_OP_TANH] = FLOATS(tanh),
+    [TY_OP_FLOOR] = {[TY_F64] = floor_f64, [TY_F32] = floor_f32, [TY_I64] = ident_i64,
+                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},
+    [TY_OP_CEIL] = {[TY_F64] = ceil_f64, [TY_F32] = ceil_f32, [TY_I64] = ident_i64,
+                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},
+    [TY_OP_NOT] = ALL5(not),
+};
+
+const ty_loop1d ty__binary_loops[TY_NOPS][TY_NDTYPES] = {
+    [TY_OP_ADD] = {[TY_F64] = add_f64, [TY_F32] = add_f32, [TY_I64] = add_i64,
+                   [TY_I32] = add_i32, [TY_U8] = add_u8},
+    [TY_OP_SUB] = {[TY_F64] = sub_f64, [TY_F32] = sub_f32, [TY_I64] = sub_i64,
+                   [TY_I32] = sub_i32, [TY_U8] = sub_u8},
+    [TY_OP_MUL] = {[TY_F64] = mul_f64, [TY_F32] = mul_f32, [TY_I64] = mul_i64,
+                   [TY_I32] = mul_i32, [TY_U8] = mul_u8},
+    [TY_OP_DIV] = FLOATS(div),
+    [TY_OP_MOD] = {[TY_F64] = mod_f64_loop, [TY_F32] = mod_f32_loop, [TY_I64] = mod_i64_loop,
+                   [TY_I32] = mod_i32_loop, [TY_U8] = mod_u8_loop},
+    [TY_OP_POW] = FLOATS(pow),
+    [TY_OP_MAXIMUM] = ALL5(maximum),
+    [TY_OP_MINIMUM] = ALL5(minimum),
+    [TY_OP_LT] = ALL5(lt),
+    [TY_OP_LE] = ALL5(le),
+    [TY_OP_GT] = ALL5(gt),
+    [TY_OP_GE] = ALL5(ge),
+    [TY_OP_EQ] = ALL5(eq),
+    [TY_OP_NE] = ALL5(ne),
+    [TY_OP_AND] = ALL5(and),
+    [TY_OP_OR] = ALL5(or),
+};
+
+const ty_loop1d ty__where_loops[TY_NDTYPES] = ALL5(where);

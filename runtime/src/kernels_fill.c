@@ -1,0 +1,202 @@
+/*
+ * kernels_fill.c — kernels that write values without reading stores: fill
+ * (one value), arange, linspace and random.
+ *
+ * Generators compute each element from its GLOBAL index (the tile's lo plus the
+ * local index; C order over the whole store for random), never from a running
+ * state, so the result is the same for any number or shape of pieces.
+ *
+ * Random numbers are counter-based (the idea of Random123's Philox, with the
+ * cheaper SplitMix64 finaliser as the bijection): element i of draw `stream`
+ * under `seed` is mix64(key + (i + 1) * golden), key = mix64(mix64(seed) +
+ * stream * odd constant). For one key this is exactly the SplitMix64 sequence
+ * (passes BigCrush); two streams overlap only if their keys lie within n
+ * steps of each other, a 2^-64 * n chance. The top 53 bits give a double in
+ * [0, 1); f32 takes the top 24 bits so that rounding can never produce 1.0.
+ */
+#include "kernels.h"
+
+#include <string.h>
+
+typedef uint8_t ty_bool_t;
+
+#define SZ(T) ((int64_t)sizeof(T))
+
+/* ---- fill ------------------------------------------------------------------------- */
+
+#define FILL_LOOP(NAME, T, FIELD)                                                      \
+  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
+    const T v = (T)((const ty__fillval *)aux)->FIELD;                                  \
+    if (s[0] == SZ(T)) {                                                               \
+      T *restrict o_ = (T *)p[0];                                                      \
+      for (int64_t i = 0; i < n; i++) o_[i] = v;                                       \
+      return;                                                                          \
+    }                                                                                  \
+    char *o_ = p[0];                                                                   \
+    for (int64_t i = 0; i < n; i++, o_ += s[0]) *(T *)o_ = v;                          \
+  }
+FILL_LOOP(fill_f64, double, f)
+FILL_LOOP(fill_f32, float, f)
+FILL_LOOP(fill_i64, int64_t, i)
+FILL_LOOP(fill_i32, int32_t, i)
+FILL_LOOP(fill_u8, uint8_t, i)
+
+const ty_loop1d ty__fill_loops[TY_NDTYPES] = {
+    [TY_F64] = fill_f64, [TY_F32] = fill_f32, [TY_I64] = fill_i64,
+    [TY_I32] = fill_i32, [TY_U8] = fill_u8,   [TY_BOOL] = fill_u8,
+};
+
+/* ---- element walks with global indices --------------------------------------------- */
+
+/* Calls fn(n, out, stride_bytes, first, aux) for each innermost run of the
+ * tile, where `first` is the C-order flat index, in the WHOLE store, of the
+ * run's first element; consecutive elements of a run have consecutive flat
+ * indices (the run is along the last dim). */
+typedef void (*run_fn)(int64_t n, char *out, int64_t stride, uint64_t first, const void *aux);
+
+static void walk_flat(const ty_tile *t, run_fn fn, const void *aux) {
+  const int64_t es = (int64_t)ty_dtype_size(t->dtype);
+  if (t->ndim == 0) {
+    fn(1, t->data, es, 0, aux);
+    return;
+  }
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] == 0) return;
+  int64_t gstride[TY_MAX_RANK]; /* C-order element strides of the whole store */
+  int64_t g = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    gstride[d] = g;
+    g *= t->gshape[d];
+  }
+  const int last = t->ndim - 1;
+  int64_t idx[TY_MAX_RANK] = {0};
+  for (;;) {
+    int64_t flat = 0, off = 0;
+    for (int d = 0; d < t->ndim; d++) {
+      flat += (t->lo[d] + idx[d]) * gstride[d];
+      off += idx[d] * t->strides[d];
+    }
+    fn(t->shape[last], t->data + off * es, t->strides[last] * es, (uint64_t)flat, aux);
+    int d = last - 1;
+    for (; d >= 0; d--) {
+      if (++idx[d] < t->shape[d]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+/* ---- random ------------------------------------------------------------------------ */
+
+#define GOLDEN 0x9e3779b97f4a7c15ULL
+
+static inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static inline uint64_t random_key(uint64_t seed, uint64_t stream) {
+  return mix64(mix64(seed) + stream * 0xd1b54a32d192ed03ULL);
+}
+
+static inline uint64_t random_bits(uint64_t key, uint64_t index) {
+  return mix64(key + (index + 1) * GOLDEN);
+}
+
+double ty__random_u01(uint64_t seed, uint64_t stream, uint64_t index) {
+  return (double)(random_bits(random_key(seed, stream), index) >> 11) * 0x1.0p-53;
+}
+
+/* One loop per dtype; the contiguous form vectorises (AVX-512DQ has 64-bit
+ * multiplies and int64 -> double conversion). Integer dtypes get uniformly
+ * distributed bits over their whole range, bool a fair coin. */
+#define RANDOM_RUN(NAME, T, EXPR)                                                      \
+  static void NAME(int64_t n, char *out, int64_t stride, uint64_t first, const void *aux) { \
+    const uint64_t key = *(const uint64_t *)aux;                                       \
+    if (stride == SZ(T)) {                                                             \
+      T *restrict o_ = (T *)out;                                                       \
+      for (int64_t i = 0; i < n; i++) {                                                \
+        const uint64_t r = random_bits(key, first + (uint64_t)i);                      \
+        o_[i] = (EXPR);                                                                \
+      }                                                                                \
+      return;                                                                          \
+    }                                                                                  \
+    for (int64_t i = 0; i < n; i++, out += stride) {                                   \
+      const uint64_t r = random_bits(key, first + (uint64_t)i);                        \
+      *(T *)out = (EXPR);                                                              \
+    }                                                                                  \
+  }
+RANDOM_RUN(random_f64, double, (double)(int64_t)(r >> 11) * 0x1.0p-53)
+RANDOM_RUN(random_f32, float, (float)(int32_t)(r >> 40) * 0x1.0p-24f)
+RANDOM_RUN(random_i64, int64_t, (int64_t)r)
+RANDOM_RUN(random_i32, int32_t, (int32_t)(uint32_t)(r >> 32))
+RANDOM_RUN(random_u8, uint8_t, (uint8_t)(r >> 56))
+RANDOM_RUN(random_b, ty_bool_t, (ty_bool_t)(r >> 63))
+
+static const run_fn random_runs[TY_NDTYPES] = {
+    [TY_F64] = random_f64, [TY_F32] = random_f32, [TY_I64] = random_i64,
+    [TY_I32] = random_i32, [TY_U8] = random_u8,   [TY_BOOL] = random_b,
+};
+
+int ty__random_variant(ty_task_ctx *ctx) {
+  const ty__random_args *a = ctx->scalars;
+  const ty_tile *t = &ctx->args[0];
+  const uint64_t key = random_key(a->seed, a->stream);
+  walk_flat(t, random_runs[t->dtype], &key);
+  return 0;
+}
+
+/* ---- arange and linspace --------------------------------------------------------------- */
+
+/* Values are produced in blocks of 1024 (8 KiB on the stack) as double, or
+ * as exact int64 for integer aranges, then converted by the cast loops (the
+ * rules of kernels_cast.c). */
+#define GEN_BLOCK 1024
+
+static void put_block(const ty_tile *t, ty_dtype from, int64_t i0, int64_t m, int64_t st,
+                      void *buf) {
+  char *p[2] = {t->data + i0 * st, buf};
+  const int64_t s[2] = {st, 8};
+  ty__cast_loops[from][t->dtype](m, p, s, NULL);
+}
+
+int ty__arange_variant(ty_task_ctx *ctx) {
+  const ty__arange_args *a = ctx->scalars;
+  const ty_tile *t = &ctx->args[0];
+  const int64_t es = (int64_t)ty_dtype_size(t->dtype);
+  const int64_t n = t->shape[0], lo = t->lo[0], st = t->strides[0] * es;
+  for (int64_t i0 = 0; i0 < n; i0 += GEN_BLOCK) {
+    int64_t m = n - i0 < GEN_BLOCK ? n - i0 : GEN_BLOCK;
+    if (a->exact) {
+      /* integer dtype, integral start and step: exact in int64 (wrapping) */
+      int64_t buf[GEN_BLOCK];
+      for (int64_t j = 0; j < m; j++)
+        buf[j] = (int64_t)((uint64_t)a->istart + (uint64_t)(lo + i0 + j) * (uint64_t)a->istep);
+      put_block(t, TY_I64, i0, m, st, buf);
+    } else {
+      double buf[GEN_BLOCK];
+      for (int64_t j = 0; j < m; j++) buf[j] = a->start + (double)(lo + i0 + j) * a->step;
+      put_block(t, TY_F64, i0, m, st, buf);
+    }
+  }
+  return 0;
+}
+
+int ty__linspace_variant(ty_task_ctx *ctx) {
+  const ty__linspace_args *a = ctx->scalars;
+  const ty_tile *t = &ctx->args[0];
+  const int64_t es = (int64_t)ty_dtype_size(t->dtype);
+  const int64_t n = t->shape[0], lo = t->lo[0], st = t->strides[0] * es;
+  double buf[GEN_BLOCK];
+  for (int64_t i0 = 0; i0 < n; i0 += GEN_BLOCK) {
+    int64_t m = n - i0 < GEN_BLOCK ? n - i0 : GEN_BLOCK;
+    for (int64_t j = 0; j < m; j++) {
+      int64_t g = lo + i0 + j;
+      /* numpy: start + i*step, and the last point is exactly `b` */
+      buf[j] = (g == a->n - 1 && a->n > 1) ? a->b : a->a + (double)g * a->step;
+    }
+    put_block(t, TY_F64, i0, m, st, buf);
+  }
+  return 0;
+}

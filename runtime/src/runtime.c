@@ -1,0 +1,160 @@
+/*
+ * runtime.c — the runtime object: configuration (defaults < environment <
+ * explicit config), the last error message, statistics, and its lifetime.
+ *
+ * Lifetime: a runtime is reference counted. The owner holds one reference
+ * (dropped by ty_runtime_destroy) and every live store holds one, so a host
+ * (or Lua's collector, which finalises in no useful order) may destroy the
+ * runtime before its last stores: their memory stays valid until released.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+ty_status ty__fail(ty_runtime *rt, ty_status status, const char *fmt, ...) {
+  if (rt) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rt->errmsg, sizeof rt->errmsg, fmt, ap);
+    va_end(ap);
+  }
+  return status;
+}
+
+const char *ty_errmsg(const ty_runtime *rt) { return rt ? rt->errmsg : "no runtime"; }
+
+static int parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || errno || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
+  memset(cfg, 0, sizeof *cfg);
+  ty_status st = TY_OK;
+  const char *v;
+  long n;
+  if ((v = getenv("TYCHO_CPUS")) && *v) {
+    if (parse_int(v, 1, 4096, &n) == 0)
+      cfg->cpus = (int)n;
+    else {
+      if (err) snprintf(err, errlen, "TYCHO_CPUS must be an integer in 1..4096, got '%s'", v);
+      st = TY_EINVAL;
+    }
+  }
+  if ((v = getenv("TYCHO_WINDOW")) && *v) {
+    if (parse_int(v, 1, TY_MAX_WINDOW, &n) == 0)
+      cfg->window = (int)n;
+    else {
+      if (err)
+        snprintf(err, errlen, "TYCHO_WINDOW must be an integer in 1..%d, got '%s'",
+                 TY_MAX_WINDOW, v);
+      st = TY_EINVAL;
+    }
+  }
+  if ((v = getenv("TYCHO_SYSMEM")) && *v) {
+    size_t b;
+    if (ty_parse_size(v, &b) == TY_OK && b > 0)
+      cfg->sysmem = b;
+    else {
+      if (err) snprintf(err, errlen, "TYCHO_SYSMEM must be a size such as 512MB or 4GiB, got '%s'", v);
+      st = TY_EINVAL;
+    }
+  }
+  return st;
+}
+
+static size_t physical_memory(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return (size_t)4 << 30;
+  return (size_t)pages * (size_t)page;
+}
+
+ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
+  *out = NULL;
+  ty_config c = {0};
+  if (cfg) c = *cfg;
+  if (c.cpus < 0 || c.cpus > 4096) return TY_EINVAL;
+  if (c.window < 0 || c.window > TY_MAX_WINDOW) return TY_EINVAL;
+  if (c.cpus == 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    c.cpus = n > 0 ? (int)n : 1;
+  }
+  /* 80%: leave room for the interpreter, the OS and memory outside stores */
+  if (c.sysmem == 0) c.sysmem = physical_memory() / 10 * 8;
+  if (c.window == 0) c.window = TY_DEFAULT_WINDOW;
+
+  ty_runtime *rt = calloc(1, sizeof *rt);
+  if (!rt) return TY_ENOMEM;
+  rt->refs = 1;
+  rt->cfg = c;
+  rt->next_store_id = 1;
+  rt->next_launch_seq = 1;
+  rt->seed = 0x7963686f; /* "ycho": any fixed default keeps runs reproducible */
+  atomic_init(&rt->interrupt, 0);
+  rt->window = calloc((size_t)c.window, sizeof *rt->window);
+  if (!rt->window) {
+    free(rt);
+    return TY_ENOMEM;
+  }
+  ty_status st = ty__register_builtins(rt);
+  if (st != TY_OK) {
+    ty__free_builtins(rt);
+    free(rt->window);
+    free(rt);
+    return st;
+  }
+  *out = rt;
+  return TY_OK;
+}
+
+static void runtime_free(ty_runtime *rt) {
+  ty__cache_drop(rt);
+  ty__free_builtins(rt);
+  for (int i = 0; i < rt->ntasks; i++) free(rt->tasks[i]);
+  free(rt->tasks);
+  free(rt->window);
+  free(rt);
+}
+
+/* Called by store.c when a store (holding a runtime reference) goes away. */
+void ty__runtime_unref(ty_runtime *rt) {
+  if (--rt->refs == 0) runtime_free(rt);
+}
+
+void ty__runtime_ref(ty_runtime *rt) { rt->refs++; }
+
+void ty_runtime_destroy(ty_runtime *rt) {
+  if (!rt || rt->destroyed) return;
+  rt->destroyed = true;
+  ty__window_drop(rt);
+  ty__runtime_unref(rt);
+}
+
+const ty_config *ty_runtime_config(const ty_runtime *rt) { return &rt->cfg; }
+
+void ty_interrupt(ty_runtime *rt) {
+  if (rt) atomic_store(&rt->interrupt, 1);
+}
+
+void ty_interrupt_clear(ty_runtime *rt) {
+  if (rt) atomic_store(&rt->interrupt, 0);
+}
+
+void ty_seed(ty_runtime *rt, uint64_t seed) {
+  rt->seed = seed;
+  rt->random_calls = 0;
+}
+
+void ty_get_stats(const ty_runtime *rt, ty_stats *out) {
+  *out = rt->stats;
+  out->bytes_live = rt->live;
+  out->bytes_reserved = rt->reserved;
+}

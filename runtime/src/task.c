@@ -1,0 +1,58 @@
+/*
+ * task.c — the task registry. Tasks are looked up by name (a linear scan: a
+ * runtime has tens of tasks, and launches hold task pointers, not names).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+ty_status ty_task_register(ty_runtime *rt, const ty_task_desc *desc, const ty_task **out) {
+  if (out) *out = NULL;
+  if (!rt || !desc) return TY_EINVAL;
+  if (!desc->name || !*desc->name)
+    return ty__fail(rt, TY_EINVAL, "ty_task_register: a task needs a name");
+  if (strlen(desc->name) >= TY_MAX_NAME)
+    return ty__fail(rt, TY_ELIMIT, "ty_task_register: task name '%.20s...' is longer than %d bytes",
+                    desc->name, TY_MAX_NAME - 1);
+  if (!desc->cpu)
+    return ty__fail(rt, TY_EINVAL, "ty_task_register: task '%s' has no cpu variant", desc->name);
+  if (ty_task_find(rt, desc->name))
+    return ty__fail(rt, TY_EINVAL, "ty_task_register: a task named '%s' already exists", desc->name);
+  if (rt->ntasks == rt->cap_tasks) {
+    int cap = rt->cap_tasks ? rt->cap_tasks * 2 : 64;
+    ty_task **t = realloc(rt->tasks, (size_t)cap * sizeof *t);
+    if (!t) return ty__fail(rt, TY_ENOMEM, "ty_task_register: out of memory");
+    rt->tasks = t;
+    rt->cap_tasks = cap;
+  }
+  ty_task *t = calloc(1, sizeof *t);
+  if (!t) return ty__fail(rt, TY_ENOMEM, "ty_task_register: out of memory");
+  snprintf(t->name, sizeof t->name, "%s", desc->name);
+  t->cpu = desc->cpu;
+  t->data = desc->data;
+  t->id = rt->ntasks;
+  rt->tasks[rt->ntasks++] = t;
+  if (out) *out = t;
+  return TY_OK;
+}
+
+const ty_task *ty_task_find(const ty_runtime *rt, const char *name) {
+  if (!rt || !name) return NULL;
+  for (int i = 0; i < rt->ntasks; i++)
+    if (strcmp(rt->tasks[i]->name, name) == 0) return rt->tasks[i];
+  return NULL;
+}
+
+const char *ty_task_name(const ty_task *t) { return t ? t->name : "?"; }
+
+int ty_ctx_fail(ty_task_ctx *ctx, const char *fmt, ...) {
+  if (ctx->errbuf && ctx->errcap) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->errbuf, ctx->errcap, fmt, ap);
+    va_end(ap);
+  }
+  return TY_ETASK;
+}
