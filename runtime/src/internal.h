@@ -29,6 +29,9 @@ typedef struct ty_storage {
   size_t nbytes;
   void *data;
   bool cancelled; /* its producer was cancelled: reading it is an error */
+  bool external;  /* attached host buffer (ty_store_attach): not ours to free */
+  void (*release)(void *ud);
+  void *release_ud;
   struct ty_runtime *rt;
 } ty_storage;
 

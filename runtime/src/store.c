@@ -115,6 +115,33 @@ ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *sha
   return TY_OK;
 }
 
+ty_status ty_store_attach(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, void *data,
+                          void (*release)(void *ud), void *ud, ty_store **out) {
+  if (!rt || !out) return TY_EINVAL;
+  *out = NULL;
+  int64_t size;
+  ty_status st = ty__shape_size(rt, "ty_store_attach", ndim, shape, t, &size);
+  if (st != TY_OK) return st;
+  if (!data || ((uintptr_t)data & 7u))
+    return ty__fail(rt, TY_EINVAL, "ty_store_attach: data must be a non-NULL, 8-byte aligned pointer");
+  ty_storage *stg = calloc(1, sizeof *stg);
+  if (!stg) return ty__fail(rt, TY_ENOMEM, "out of memory attaching a buffer");
+  stg->nbytes = (size_t)size * ty_dtype_size(t);
+  stg->rt = rt;
+  stg->data = data;
+  stg->external = true;
+  stg->release = release;
+  stg->release_ud = ud;
+  ty_store *s = store_alloc(rt, stg, t, ndim, shape);
+  if (!s) {
+    free(stg);
+    return ty__fail(rt, TY_ENOMEM, "out of memory attaching a buffer");
+  }
+  contiguous_strides(ndim, shape, s->strides);
+  *out = s;
+  return TY_OK;
+}
+
 ty_status ty_store_create(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape,
                           ty_store **out) {
   if (!rt || !out) return TY_EINVAL;
@@ -215,6 +242,11 @@ ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
 static void storage_release(ty_storage *st) {
   if (--st->refs > 0) return;
   ty_runtime *rt = st->rt;
+  if (st->external) {
+    if (st->release) st->release(st->release_ud);
+    free(st);
+    return;
+  }
   if (st->data) rt->live -= st->nbytes;
   rt->reserved -= st->nbytes;
   block_free(rt, st->data, block_bytes(st->nbytes));

@@ -181,7 +181,7 @@ static ty_status launch_scale(ty_runtime *rt, const ty_task *t, ty_store *in, ty
 TEST(launches_are_deferred_until_read) {
   ty_runtime *rt = make_rt(3);
   const ty_task *t;
-  ty_task_desc desc = {"test_scale", scale_task, NULL};
+  ty_task_desc desc = {.name = "test_scale", .cpu = scale_task};
   CHECK(ty_task_register(rt, &desc, &t) == TY_OK);
   CHECK(ty_task_register(rt, &desc, NULL) == TY_EINVAL);
   CHECK(ty_task_find(rt, "test_scale") == t);
@@ -219,7 +219,7 @@ TEST(window_flushes_when_full) {
   ty_runtime *rt;
   CHECK(ty_runtime_create(&cfg, &rt) == TY_OK);
   const ty_task *t;
-  ty_task_desc desc = {"test_scale", scale_task, NULL};
+  ty_task_desc desc = {.name = "test_scale", .cpu = scale_task};
   CHECK(ty_task_register(rt, &desc, &t) == TY_OK);
   double one = 1;
   ty_store *a;
@@ -250,7 +250,7 @@ TEST(reduce_privilege_combines_pieces) {
   for (int cpus = 1; cpus <= 8; cpus++) {
     ty_runtime *rt = make_rt(cpus);
     const ty_task *t;
-    ty_task_desc desc = {"test_sum", sum_task, NULL};
+    ty_task_desc desc = {.name = "test_sum", .cpu = sum_task};
     CHECK(ty_task_register(rt, &desc, &t) == TY_OK);
     enum { N = 50001 };
     double *data = malloc(N * sizeof *data);
@@ -286,7 +286,7 @@ static int failing_task(ty_task_ctx *ctx) {
 TEST(task_failure_names_task_and_keeps_window) {
   ty_runtime *rt = make_rt(2);
   const ty_task *t, *f;
-  ty_task_desc desc = {"test_scale", scale_task, NULL}, fdesc = {"test_fail", failing_task, NULL};
+  ty_task_desc desc = {.name = "test_scale", .cpu = scale_task}, fdesc = {.name = "test_fail", .cpu = failing_task};
   CHECK(ty_task_register(rt, &desc, &t) == TY_OK);
   CHECK(ty_task_register(rt, &fdesc, &f) == TY_OK);
   double one = 1;
@@ -315,7 +315,7 @@ TEST(task_failure_names_task_and_keeps_window) {
 TEST(interrupt_cancels_rest_of_window) {
   ty_runtime *rt = make_rt(2);
   const ty_task *t;
-  ty_task_desc desc = {"test_scale", scale_task, NULL};
+  ty_task_desc desc = {.name = "test_scale", .cpu = scale_task};
   CHECK(ty_task_register(rt, &desc, &t) == TY_OK);
   double one = 1;
   int64_t shape[1] = {1};
@@ -347,7 +347,7 @@ TEST(runtime_destroy_before_stores) {
 TEST(launch_checks_arguments) {
   ty_runtime *rt = make_rt(1);
   const ty_task *t;
-  ty_task_desc desc = {"test_scale", scale_task, NULL};
+  ty_task_desc desc = {.name = "test_scale", .cpu = scale_task};
   CHECK(ty_task_register(rt, &desc, &t) == TY_OK);
   int64_t s3[1] = {3}, s4[1] = {4};
   ty_store *a, *b;
@@ -358,11 +358,43 @@ TEST(launch_checks_arguments) {
   ty_arg args[1] = {{a, TY_PRIV_OUT, TY_REDOP_NONE, TY_PROJ_WHOLE}};
   ty_launch_desc d = {.task = t, .ndim = 1, .domain = s3, .nargs = 1, .args = args};
   CHECK(ty_launch(rt, &d) == TY_EINVAL);
-  ty_task_desc longname = {"a_task_name_that_is_much_longer_than_the_sixty_three_bytes_we_allow_",
-                           scale_task, NULL};
+  ty_task_desc longname = {
+      .name = "a_task_name_that_is_much_longer_than_the_sixty_three_bytes_we_allow_",
+      .cpu = scale_task};
   CHECK(ty_task_register(rt, &longname, NULL) == TY_ELIMIT);
   ty_store_release(a);
   ty_store_release(b);
+  ty_runtime_destroy(rt);
+}
+
+
+static int released;
+static void on_release(void *ud) { released += *(int *)ud; }
+
+TEST(attach_uses_host_buffer_without_copy) {
+  ty_runtime *rt = make_rt(2);
+  _Alignas(64) double buf[6] = {1, 2, 3, 4, 5, 6};
+  int64_t shape[2] = {2, 3};
+  int token = 7;
+  released = 0;
+  ty_store *a, *row;
+  CHECK(ty_store_attach(rt, TY_F64, 2, shape, buf, on_release, &token, &a) == TY_OK);
+  CHECK(ty_store_select(rt, a, 0, 1, &row) == TY_OK);
+  ty_value v;
+  int64_t i = 2;
+  CHECK(ty_store_get(rt, row, &i, &v) == TY_OK);
+  CHECK_EQ_INT(v.f, 6);
+  buf[5] = 60; /* no copy: the store sees the host's write */
+  CHECK(ty_store_get(rt, row, &i, &v) == TY_OK);
+  CHECK_EQ_INT(v.f, 60);
+  ty_stats st;
+  ty_get_stats(rt, &st);
+  CHECK_EQ_INT(st.bytes_reserved, 0);
+  ty_store_release(a);
+  CHECK_EQ_INT(released, 0); /* the view still holds it */
+  ty_store_release(row);
+  CHECK_EQ_INT(released, 7);
+  CHECK(ty_store_attach(rt, TY_F64, 2, shape, (char *)buf + 1, NULL, NULL, &a) == TY_EINVAL);
   ty_runtime_destroy(rt);
 }
 
@@ -381,5 +413,6 @@ static const check_case cases[] = {
     CASE(interrupt_cancels_rest_of_window),
     CASE(runtime_destroy_before_stores),
     CASE(launch_checks_arguments),
+    CASE(attach_uses_host_buffer_without_copy),
 };
 CHECK_MAIN(cases)

@@ -64,7 +64,9 @@ typedef struct ty_task_ctx {
   const void *task_data;          /* ty_task_desc.data */
   int piece;                      /* 0 .. pieces-1 */
   int pieces;
-  int worker;                     /* worker thread running this piece, 0 .. cpus-1 */
+  int worker;                     /* worker running this piece, 0 .. cpus-1; pieces that run
+                                     at the same time have different workers (so per-worker
+                                     state, e.g. an interpreter, needs no lock) */
   int ndim;                       /* launch domain */
   int64_t lo[TY_MAX_RANK];        /* this piece's box, 0-based, hi exclusive */
   int64_t hi[TY_MAX_RANK];
@@ -87,10 +89,65 @@ int ty_ctx_fail(ty_task_ctx *ctx, const char *fmt, ...)
 #endif
     ;
 
+/* ---- policy ------------------------------------------------------------------
+ * How launches are split, scheduled and computed (DESIGN.md section 3). A
+ * ty_policy sets some axes (bits in `set`) and leaves the others to the next
+ * level: launch option > task trait > store hint > innermost scope > ... >
+ * outer scope > global (command line > environment > built-in default). */
+typedef enum ty_mode {
+  TY_MODE_AUTO = 0, /* pieces grow with bytes: clamp(ceil(bytes/min_chunk), 1, procs*overdecompose) */
+  TY_MODE_ALL,      /* every processor, whatever the size */
+  TY_MODE_SINGLE,   /* one piece */
+  TY_MODE_TASK      /* not split; independent launches go to different processors */
+} ty_mode;
+
+typedef enum ty_favor {
+  TY_FAVOR_MIN_PEAK = 0, /* min-peak-memory (default) */
+  TY_FAVOR_DEBUG,
+  TY_FAVOR_MAX_CONCURRENCY
+} ty_favor;
+
+enum {
+  TY_POL_MODE = 1u << 0,
+  TY_POL_OVERDECOMPOSE = 1u << 1,
+  TY_POL_MIN_CHUNK = 1u << 2,
+  TY_POL_FAVOR = 1u << 3,
+  TY_POL_FUSE = 1u << 4,
+  TY_POL_FASTMATH = 1u << 5,
+  TY_POL_MEMORY = 1u << 6,
+  TY_POL_STREAM = 1u << 7
+};
+
+typedef struct ty_policy {
+  unsigned set;          /* TY_POL_* bits of the fields below that this level sets */
+  ty_mode mode;
+  int overdecompose;     /* pieces per processor, >= 1 */
+  int64_t min_chunk;     /* bytes per piece in auto mode, >= 1 */
+  ty_favor favor;
+  bool fuse;
+  bool fastmath;
+  size_t memory;         /* streaming budget in bytes */
+  bool stream_relaxed;   /* false: strict */
+} ty_policy;
+
+const char *ty_mode_name(ty_mode m);     /* "auto" "all" "single" "task" */
+ty_status ty_mode_parse(const char *s, ty_mode *out);
+const char *ty_favor_name(ty_favor f);   /* "min-peak-memory" "debug" "max-concurrency" */
+ty_status ty_favor_parse(const char *s, ty_favor *out);
+
+/* Task flags. */
+enum {
+  TY_TASK_POINTWISE = 1u << 0, /* element i of each output depends only on element i of
+                                  each aligned input: the task may be fused */
+  TY_TASK_NOFUSE = 1u << 1     /* never fuse this task */
+};
+
 typedef struct ty_task_desc {
   const char *name;     /* unique, < TY_MAX_NAME bytes */
   ty_variant_fn cpu;    /* runs one piece on a CPU worker */
   const void *data;     /* handed to every piece as ctx->task_data; must outlive the runtime */
+  ty_policy traits;     /* the task's own policy (e.g. mode = all for heavy work) */
+  unsigned flags;       /* TY_TASK_* */
 } ty_task_desc;
 
 ty_status ty_task_register(ty_runtime *rt, const ty_task_desc *desc, const ty_task **out);
@@ -114,6 +171,7 @@ typedef struct ty_launch_desc {
   size_t scalar_bytes;
   int max_pieces;                  /* 0: no limit; 1: one piece */
   uint32_t nosplit;                /* bit d set: never split domain dim d */
+  const ty_policy *options;        /* per-launch policy (the most specific level), or NULL */
 } ty_launch_desc;
 
 /* Append a launch to the window (flushing first if the window is full). The

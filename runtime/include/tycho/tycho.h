@@ -171,6 +171,13 @@ ty_status ty_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
 ty_status ty_store_from_buffer(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape,
                                const void *data, ty_store **out);
 ty_status ty_store_read(ty_runtime *rt, ty_store *s, void *dst, size_t dstlen);
+/* A store over the caller's own buffer, without a copy: `data` holds the
+ * shape's elements densely in C order (64-byte alignment is best, 8 is
+ * required) and must stay valid until `release(ud)` is called, when the last
+ * store or view of it is released (release may be NULL). Not charged against
+ * the budget. Reads of the buffer by the host must follow ty_flush. */
+ty_status ty_store_attach(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, void *data,
+                          void (*release)(void *ud), void *ud, ty_store **out);
 /* A 0-d store holding v converted to t, written at once. */
 ty_status ty_scalar_f64(ty_runtime *rt, ty_dtype t, double v, ty_store **out);
 ty_status ty_scalar_i64(ty_runtime *rt, ty_dtype t, int64_t v, ty_store **out);
