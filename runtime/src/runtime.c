@@ -148,6 +148,10 @@ void ty_interrupt_clear(ty_runtime *rt) {
   if (rt) atomic_store(&rt->interrupt, 0);
 }
 
+bool ty_interrupt_pending(const ty_runtime *rt) {
+  return rt && atomic_load(&((ty_runtime *)rt)->interrupt) != 0;
+}
+
 void ty_seed(ty_runtime *rt, uint64_t seed) {
   rt->seed = seed;
   rt->random_calls = 0;

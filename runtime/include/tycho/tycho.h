@@ -107,6 +107,9 @@ const char *ty_errmsg(const ty_runtime *rt); /* message of the last failure */
 void ty_interrupt(ty_runtime *rt);
 /* Forget an interrupt nobody consumed (a shell calls it before each statement). */
 void ty_interrupt_clear(ty_runtime *rt);
+/* True while an interrupt is pending (async-signal-safe; long-running task
+ * bodies poll it to stop early). */
+bool ty_interrupt_pending(const ty_runtime *rt);
 /* Set the seed of tycho's random generator (counter-based: the same numbers
  * on every run and any number of processors). */
 void ty_seed(ty_runtime *rt, uint64_t seed);
