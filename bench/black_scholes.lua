@@ -15,10 +15,18 @@
 local tycho = require "tycho"
 
 local args = arg or {}
-local N = math.tointeger(tonumber(args[1] or "") or 10000000)
-local iterations = math.tointeger(tonumber(args[2] or "") or 1)
-assert(N and N >= 1 and iterations and iterations >= 1,
-       "usage: black_scholes.lua [N >= 1] [iterations >= 1]")
+-- An integer command-line argument: args[i] if given (an error if it is not
+-- an integer >= min), else the default.
+local function int_arg(i, default, min, name)
+  if args[i] == nil then return default end
+  local v = math.tointeger(tonumber(args[i]))
+  if not v or v < min then
+    error(string.format("%s (argument %d) must be an integer >= %d, got '%s'", name, i, min, args[i]), 0)
+  end
+  return v
+end
+local N = int_arg(1, 10000000, 1, "N")
+local iterations = int_arg(2, 1, 1, "iterations")
 
 local R, V = 0.02, 0.3
 local ALPHA_S, ALPHA_K, ALPHA_T = 0.6180339887498949, 0.7548776662466927, 0.5698402909980532

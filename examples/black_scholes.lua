@@ -15,12 +15,22 @@
 local tycho = require "tycho"
 
 local args = arg or {}
-local N = math.tointeger(tonumber(args[1] or "") or 10000000)
+-- An integer command-line argument: args[i] if given (an error if it is not
+-- an integer >= min), else the default.
+local function int_arg(i, default, min, name)
+  if args[i] == nil then return default end
+  local v = math.tointeger(tonumber(args[i]))
+  if not v or v < min then
+    error(string.format("%s (argument %d) must be an integer >= %d, got '%s'", name, i, min, args[i]), 0)
+  end
+  return v
+end
+local N = int_arg(1, 10000000, 1, "N")
 local dtype = args[2] or "f64"
-local iterations = math.tointeger(tonumber(args[3] or "") or 1)
-assert(N and iterations, "usage: black_scholes.lua [N] [dtype] [iterations]")
-assert(N >= 1, "N must be a positive integer")
-assert(iterations >= 1, "iterations must be a positive integer")
+if dtype ~= "f64" and dtype ~= "f32" then
+  error("dtype (argument 2) must be f64 or f32, got '" .. dtype .. "'", 0)
+end
+local iterations = int_arg(3, 1, 1, "iterations")
 
 local R, V = 0.02, 0.3
 

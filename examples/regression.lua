@@ -17,10 +17,18 @@
 local tycho = require "tycho"
 
 local args = arg or {}
-local n = math.tointeger(tonumber(args[1] or "") or 100000)
-local steps = math.tointeger(tonumber(args[2] or "") or 1000)
-assert(n and n >= 50 and steps and steps >= 0,
-       "usage: regression.lua [n >= 50] [gd_iterations >= 0]")
+-- An integer command-line argument: args[i] if given (an error if it is not
+-- an integer >= min), else the default.
+local function int_arg(i, default, min, name)
+  if args[i] == nil then return default end
+  local v = math.tointeger(tonumber(args[i]))
+  if not v or v < min then
+    error(string.format("%s (argument %d) must be an integer >= %d, got '%s'", name, i, min, args[i]), 0)
+  end
+  return v
+end
+local n = int_arg(1, 100000, 50, "n")
+local steps = int_arg(2, 1000, 0, "gd_iterations")
 
 local beta = {1.5, -2.0, 0.5, 3.0, -1.0} -- intercept first
 local k = #beta

@@ -12,10 +12,18 @@
 local tycho = require "tycho"
 
 local args = arg or {}
-local N = math.tointeger(tonumber(args[1] or "") or 1000)
-local iterations = math.tointeger(tonumber(args[2] or "") or 100)
-assert(N and N >= 1 and iterations and iterations >= 0,
-       "usage: stencil.lua [N >= 1] [iterations >= 0]")
+-- An integer command-line argument: args[i] if given (an error if it is not
+-- an integer >= min), else the default.
+local function int_arg(i, default, min, name)
+  if args[i] == nil then return default end
+  local v = math.tointeger(tonumber(args[i]))
+  if not v or v < min then
+    error(string.format("%s (argument %d) must be an integer >= %d, got '%s'", name, i, min, args[i]), 0)
+  end
+  return v
+end
+local N = int_arg(1, 1000, 1, "N")
+local iterations = int_arg(2, 100, 0, "iterations")
 
 local grid = tycho.zeros({N + 2, N + 2})
 grid[{{}, 1}] = -273.15   -- left column

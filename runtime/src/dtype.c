@@ -137,6 +137,10 @@ void ty__store_f64(void *p, ty_dtype t, double v) {
   case TY_F64: *(double *)p = v; break;
   case TY_F32: *(float *)p = (float)v; break;
   case TY_BOOL: *(uint8_t *)p = v != 0; break;
+  case TY_I32: /* saturate to the target's range, as casts do */
+    *(int32_t *)p = isnan(v) ? 0 : v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v;
+    break;
+  case TY_U8: *(uint8_t *)p = isnan(v) || v <= 0 ? 0 : v >= 255 ? 255 : (uint8_t)v; break;
   default: ty__store_i64(p, t, f64_to_i64(v)); break;
   }
 }

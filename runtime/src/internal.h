@@ -35,6 +35,23 @@ typedef struct ty_storage {
   struct ty_runtime *rt;
 } ty_storage;
 
+/* A block tiling of a launch domain: tiles[d] pieces along dim d, pieces =
+ * the product; piece p is the row-major multi-index over tiles. */
+typedef struct ty_tiling {
+  int ndim;
+  int pieces;
+  int tiles[TY_MAX_RANK];
+} ty_tiling;
+
+/* Every policy axis of one launch, resolved when it was appended (scopes are
+ * dynamic), with the level that decided each. */
+typedef struct ty_resolved {
+  ty_policy p;
+  char from[TY_NAXES][TY_MAX_ORIGIN];
+  bool mode_from_hint;
+  uint64_t hint_store; /* the store whose hint decided, when mode_from_hint */
+} ty_resolved;
+
 struct ty_store {
   int refs;
   uint64_t id;
@@ -46,12 +63,22 @@ struct ty_store {
   int64_t offset; /* in elements, from storage->data */
   int64_t shape[TY_MAX_RANK];
   int64_t strides[TY_MAX_RANK]; /* in elements */
+  /* key partition: the tiling its last writer used over this store's shape */
+  bool has_key;
+  ty_tiling key;
+  /* hint (ty_store_hint, or inherited from a hinted launch that wrote it) */
+  bool has_hint;
+  ty_policy hint;
+  uint64_t hint_from; /* id of the store the hint was put on */
 };
 
 struct ty_task {
   char name[TY_MAX_NAME];
   ty_variant_fn cpu;
+  ty_variant_fn omp;
   const void *data;
+  ty_policy traits;
+  unsigned flags;
   int id;
 };
 
@@ -67,7 +94,13 @@ typedef struct ty_pending {
   _Alignas(8) unsigned char scalars[TY_MAX_SCALAR_BYTES];
   int max_pieces;
   uint32_t nosplit;
+  ty_resolved pol;
 } ty_pending;
+
+typedef struct ty_scope {
+  ty_policy policy;
+  char origin[TY_MAX_ORIGIN];
+} ty_scope;
 
 struct ty_runtime {
   int refs;       /* 1 for the owner + 1 per live store */
@@ -100,6 +133,14 @@ struct ty_runtime {
   ty_stats stats;
   uint64_t next_store_id;
   uint64_t next_launch_seq;
+
+  /* policy scopes, innermost last */
+  ty_scope scopes[TY_MAX_SCOPES];
+  int nscopes;
+
+  /* explain: a ring of the last TY_EXPLAIN_KEEP launches run */
+  ty_explain_entry *explain;
+  uint64_t nexplained;
 
   /* random */
   uint64_t seed;
@@ -148,6 +189,22 @@ void ty__store_i64(void *p, ty_dtype t, int64_t v);
 /* Built-in tasks and their kernels (ops.c and kernels_*.c). */
 ty_status ty__register_builtins(ty_runtime *rt);
 void ty__free_builtins(ty_runtime *rt);
+
+/* Policy (policy.c): resolve every axis of a launch being appended. */
+void ty__policy_resolve(const ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
+                        const ty_policy *options, ty_resolved *out);
+/* Built-in defaults of the axes. */
+void ty__policy_defaults(ty_policy *p);
+
+/* Partitioning (partition.c): the tiling of a launch on `procs` processors,
+ * with the reasons written to the explain entry. */
+void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_explain_entry *e);
+/* The box of piece `piece` (lo inclusive, hi exclusive). */
+void ty__piece_box(int ndim, const int64_t *domain, const ty_tiling *t, int piece, int64_t *lo,
+                   int64_t *hi);
+
+/* Explain (explain.c): the next entry of the ring (zeroed). */
+ty_explain_entry *ty__explain_next(ty_runtime *rt);
 
 /* Window (window.c). */
 void ty__window_drop(ty_runtime *rt); /* release every pending launch */

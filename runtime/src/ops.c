@@ -161,9 +161,13 @@ static int fill_variant(ty_task_ctx *ctx) {
   return 0;
 }
 
+/* Element-wise tasks (ops, where, cast, copy, fill) are TY_TASK_POINTWISE:
+ * output element i reads only element i of each aligned input, which is what
+ * lets a fusion pass chain their 1-D loops block by block. Reductions,
+ * matmul and the generators (their values depend on global indices) are not. */
 static ty_status reg(ty_runtime *rt, const char *name, ty_variant_fn fn, const void *data,
-                     const ty_task **out) {
-  ty_task_desc d = {.name = name, .cpu = fn, .data = data};
+                     unsigned flags, const ty_task **out) {
+  ty_task_desc d = {.name = name, .cpu = fn, .data = data, .flags = flags};
   return ty_task_register(rt, &d, out);
 }
 
@@ -174,21 +178,21 @@ ty_status ty__register_builtins(ty_runtime *rt) {
   rt->builtins = b;
   ty_status st = TY_OK;
   for (int op = 0; op < TY_NOPS && !st; op++)
-    st = reg(rt, op_names[op], ew_variant, &op_codes[op], &b->op[op]);
+    st = reg(rt, op_names[op], ew_variant, &op_codes[op], TY_TASK_POINTWISE, &b->op[op]);
   for (int r = 0; r < TY_NREDUCE && !st; r++) {
     if (r == TY_RED_MEAN) continue;
     bool arg = r == TY_RED_ARGMIN || r == TY_RED_ARGMAX;
-    st = reg(rt, reduce_names[r], arg ? ty__argreduce_variant : ty__reduce_variant, &op_codes[r],
+    st = reg(rt, reduce_names[r], arg ? ty__argreduce_variant : ty__reduce_variant, &op_codes[r], 0,
              &b->reduce[r]);
   }
-  if (!st) st = reg(rt, "where", where_variant, NULL, &b->where);
-  if (!st) st = reg(rt, "cast", cast_variant, NULL, &b->cast);
-  if (!st) st = reg(rt, "copy", cast_variant, NULL, &b->copy);
-  if (!st) st = reg(rt, "fill", fill_variant, NULL, &b->fill);
-  if (!st) st = reg(rt, "arange", ty__arange_variant, NULL, &b->arange);
-  if (!st) st = reg(rt, "linspace", ty__linspace_variant, NULL, &b->linspace);
-  if (!st) st = reg(rt, "random", ty__random_variant, NULL, &b->random);
-  if (!st) st = reg(rt, "matmul", ty__matmul_variant, NULL, &b->matmul);
+  if (!st) st = reg(rt, "where", where_variant, NULL, TY_TASK_POINTWISE, &b->where);
+  if (!st) st = reg(rt, "cast", cast_variant, NULL, TY_TASK_POINTWISE, &b->cast);
+  if (!st) st = reg(rt, "copy", cast_variant, NULL, TY_TASK_POINTWISE, &b->copy);
+  if (!st) st = reg(rt, "fill", fill_variant, NULL, TY_TASK_POINTWISE, &b->fill);
+  if (!st) st = reg(rt, "arange", ty__arange_variant, NULL, 0, &b->arange);
+  if (!st) st = reg(rt, "linspace", ty__linspace_variant, NULL, 0, &b->linspace);
+  if (!st) st = reg(rt, "random", ty__random_variant, NULL, 0, &b->random);
+  if (!st) st = reg(rt, "matmul", ty__matmul_variant, NULL, 0, &b->matmul);
   return st;
 }
 
@@ -214,9 +218,9 @@ static ty_status check_dtype(ty_runtime *rt, const char *fn, ty_dtype t) {
   return TY_OK;
 }
 
-static ty_status check_runtime(ty_runtime *rt) {
+static ty_status check_runtime(ty_runtime *rt, const char *fn) {
   if (!rt) return TY_EINVAL;
-  if (rt->destroyed) return ty__fail(rt, TY_EINVAL, "the runtime was destroyed");
+  if (rt->destroyed) return ty__fail(rt, TY_EINVAL, "%s: the runtime was destroyed", fn);
   return TY_OK;
 }
 
@@ -364,7 +368,7 @@ static ty_status no_broadcast(ty_runtime *rt, const char *fn, const ty_store *a,
 /* ---- element-wise ------------------------------------------------------------------------ */
 
 ty_status ty_unary(ty_runtime *rt, ty_op op, ty_store *a, ty_store **out) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_unary");
   if (st) return st;
   if (!out) return ty__fail(rt, TY_EINVAL, "ty_unary: out is NULL");
   *out = NULL;
@@ -378,7 +382,7 @@ ty_status ty_unary(ty_runtime *rt, ty_op op, ty_store *a, ty_store **out) {
 }
 
 ty_status ty_binary(ty_runtime *rt, ty_op op, ty_store *a, ty_store *b, ty_store **out) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_binary");
   if (st) return st;
   if (!out) return ty__fail(rt, TY_EINVAL, "ty_binary: out is NULL");
   *out = NULL;
@@ -398,7 +402,7 @@ ty_status ty_binary(ty_runtime *rt, ty_op op, ty_store *a, ty_store *b, ty_store
 }
 
 ty_status ty_where(ty_runtime *rt, ty_store *cond, ty_store *a, ty_store *b, ty_store **out) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_where");
   if (st) return st;
   if (!out) return ty__fail(rt, TY_EINVAL, "ty_where: out is NULL");
   *out = NULL;
@@ -423,7 +427,7 @@ ty_status ty_where(ty_runtime *rt, ty_store *cond, ty_store *a, ty_store *b, ty_
 }
 
 ty_status ty_cast(ty_runtime *rt, ty_store *a, ty_dtype t, ty_store **out) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_cast");
   if (st) return st;
   if (!out) return ty__fail(rt, TY_EINVAL, "ty_cast: out is NULL");
   *out = NULL;
@@ -435,14 +439,14 @@ ty_status ty_cast(ty_runtime *rt, ty_store *a, ty_dtype t, ty_store **out) {
 /* ---- writes into existing stores ------------------------------------------------------------- */
 
 ty_status ty_fill(ty_runtime *rt, ty_store *dst, double v) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_fill");
   if (st) return st;
   if ((st = check_store(rt, "ty_fill", "dst", dst))) return st;
   return launch_fill(rt, dst, fill_value(dst->dtype, v));
 }
 
 ty_status ty_copy(ty_runtime *rt, ty_store *dst, ty_store *src) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_copy");
   if (st) return st;
   if ((st = check_store(rt, "ty_copy", "dst", dst))) return st;
   if ((st = check_store(rt, "ty_copy", "src", src))) return st;
@@ -471,7 +475,7 @@ ty_status ty_copy(ty_runtime *rt, ty_store *dst, ty_store *src) {
 
 ty_status ty_full(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, double v,
                   ty_store **out) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_full");
   if (st) return st;
   if (!out) return ty__fail(rt, TY_EINVAL, "ty_full: out is NULL");
   *out = NULL;
@@ -494,7 +498,7 @@ static bool integral(double v) { return v == floor(v) && fabs(v) < 4611686018427
 
 ty_status ty_arange(ty_runtime *rt, ty_dtype t, double start, double step, int64_t n,
                     ty_store **out) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_arange");
   if (st) return st;
   if (!out) return ty__fail(rt, TY_EINVAL, "ty_arange: out is NULL");
   *out = NULL;
@@ -521,7 +525,7 @@ ty_status ty_arange(ty_runtime *rt, ty_dtype t, double start, double step, int64
 }
 
 ty_status ty_linspace(ty_runtime *rt, ty_dtype t, double a, double b, int64_t n, ty_store **out) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_linspace");
   if (st) return st;
   if (!out) return ty__fail(rt, TY_EINVAL, "ty_linspace: out is NULL");
   *out = NULL;
@@ -548,7 +552,7 @@ ty_status ty_linspace(ty_runtime *rt, ty_dtype t, double a, double b, int64_t n,
  * runtime's seed, so ty_seed(rt, s) followed by the same calls gives the same
  * numbers whatever the number of processors. */
 ty_status ty_random(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, ty_store **out) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_random");
   if (st) return st;
   if (!out) return ty__fail(rt, TY_EINVAL, "ty_random: out is NULL");
   *out = NULL;
@@ -646,7 +650,7 @@ static ty_status reduce_arg(ty_runtime *rt, ty_reduce_op op, ty_store *a, int ax
 }
 
 ty_status ty_reduce(ty_runtime *rt, ty_reduce_op op, ty_store *a, int axis, ty_store **out) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_reduce");
   if (st) return st;
   if (!out) return ty__fail(rt, TY_EINVAL, "ty_reduce: out is NULL");
   *out = NULL;
@@ -754,7 +758,7 @@ static ty_status matrix_view(ty_runtime *rt, ty_store *x, ty_dtype t, bool as_ro
 }
 
 ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
-  ty_status st = check_runtime(rt);
+  ty_status st = check_runtime(rt, "ty_matmul");
   if (st) return st;
   if (!out) return ty__fail(rt, TY_EINVAL, "ty_matmul: out is NULL");
   *out = NULL;

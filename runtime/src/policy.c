@@ -4,6 +4,8 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const mode_names[] = {"auto", "all", "single", "task"};
@@ -33,4 +35,211 @@ ty_status ty_favor_parse(const char *s, ty_favor *out) {
       return TY_OK;
     }
   return TY_EINVAL;
+}
+
+/* ---- axes ------------------------------------------------------------------------ */
+
+static const struct axis_info {
+  const char *name;   /* key in scopes and traits */
+  const char *option; /* command line */
+  const char *env;    /* environment */
+} axes[TY_NAXES] = {
+    [TY_AXIS_MODE] = {"mode", "--parallel", "TYCHO_PARALLEL"},
+    [TY_AXIS_OVERDECOMPOSE] = {"overdecompose", "--overdecompose", "TYCHO_OVERDECOMPOSE"},
+    [TY_AXIS_MIN_CHUNK] = {"min_chunk", "--min-cpu-chunk", "TYCHO_MIN_CPU_CHUNK"},
+    [TY_AXIS_FAVOR] = {"favor", "--favor", "TYCHO_FAVOR"},
+    [TY_AXIS_FUSE] = {"fuse", "--fuse", "TYCHO_FUSE"},
+    [TY_AXIS_FASTMATH] = {"fastmath", "--fast-math", "TYCHO_FASTMATH"},
+    [TY_AXIS_MEMORY] = {"memory", "--stream-memory", "TYCHO_STREAM_MEMORY"},
+    [TY_AXIS_STREAM] = {"stream", "--stream", "TYCHO_STREAM"},
+};
+
+const char *ty_axis_name(int axis) {
+  return (unsigned)axis < TY_NAXES ? axes[axis].name : "?";
+}
+
+/* TY_AXIS_x and TY_POL_x are in the same order */
+static unsigned axis_bit(int axis) { return 1u << axis; }
+
+/* Smallest piece worth a worker in auto mode: 64 KiB of the launch's widest
+ * element type. Measured here (bench/task_overhead, 2 cores): dispatching a
+ * point task through OpenMP costs ~3-5 us; an element-wise op streams
+ * 64 KiB of f64 in ~8-15 us on one core, so smaller pieces spend more time
+ * in dispatch than in work, and 2 pieces of 64 KiB already halve a 128 KiB
+ * op's time. */
+#define TY_DEFAULT_MIN_CHUNK ((int64_t)64 << 10)
+
+void ty__policy_defaults(ty_policy *p) {
+  memset(p, 0, sizeof *p);
+  p->set = (1u << TY_NAXES) - 1;
+  p->mode = TY_MODE_AUTO;
+  p->overdecompose = 1;
+  p->min_chunk = TY_DEFAULT_MIN_CHUNK;
+  p->favor = TY_FAVOR_MIN_PEAK;
+  p->fuse = true;
+  p->fastmath = false;
+  p->memory = 0;
+  p->stream_relaxed = false;
+}
+
+static void copy_axis(ty_policy *dst, const ty_policy *src, int axis) {
+  switch (axis) {
+  case TY_AXIS_MODE: dst->mode = src->mode; break;
+  case TY_AXIS_OVERDECOMPOSE: dst->overdecompose = src->overdecompose; break;
+  case TY_AXIS_MIN_CHUNK: dst->min_chunk = src->min_chunk; break;
+  case TY_AXIS_FAVOR: dst->favor = src->favor; break;
+  case TY_AXIS_FUSE: dst->fuse = src->fuse; break;
+  case TY_AXIS_FASTMATH: dst->fastmath = src->fastmath; break;
+  case TY_AXIS_MEMORY: dst->memory = src->memory; break;
+  case TY_AXIS_STREAM: dst->stream_relaxed = src->stream_relaxed; break;
+  default: break;
+  }
+  dst->set |= axis_bit(axis);
+}
+
+void ty__policy_resolve(const ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
+                        const ty_policy *options, ty_resolved *out) {
+  ty_policy defaults;
+  ty__policy_defaults(&defaults);
+  memset(out, 0, sizeof *out);
+  for (int axis = 0; axis < TY_NAXES; axis++) {
+    unsigned bit = axis_bit(axis);
+    char *from = out->from[axis];
+    size_t flen = sizeof out->from[axis];
+    if (options && (options->set & bit)) {
+      copy_axis(&out->p, options, axis);
+      snprintf(from, flen, "launch option");
+      continue;
+    }
+    if (task->traits.set & bit) {
+      copy_axis(&out->p, &task->traits, axis);
+      snprintf(from, flen, "trait of task '%s'", task->name);
+      continue;
+    }
+    const ty_store *hinted = NULL;
+    for (int i = 0; i < nargs && !hinted; i++)
+      if (args[i].proj == TY_PROJ_ALIGNED && args[i].store->has_hint &&
+          (args[i].store->hint.set & bit))
+        hinted = args[i].store;
+    if (hinted) {
+      copy_axis(&out->p, &hinted->hint, axis);
+      snprintf(from, flen, "hint on store #%llu", (unsigned long long)hinted->hint_from);
+      if (axis == TY_AXIS_MODE) {
+        out->mode_from_hint = true;
+        out->hint_store = hinted->id;
+      }
+      continue;
+    }
+    int k = rt->nscopes - 1;
+    while (k >= 0 && !(rt->scopes[k].policy.set & bit)) k--;
+    if (k >= 0) {
+      copy_axis(&out->p, &rt->scopes[k].policy, axis);
+      snprintf(from, flen, "%s", rt->scopes[k].origin);
+      continue;
+    }
+    if (rt->cfg.policy.set & bit) {
+      copy_axis(&out->p, &rt->cfg.policy, axis);
+      snprintf(from, flen, "global %s",
+               (rt->cfg.policy_cli & bit) ? axes[axis].option : axes[axis].env);
+      continue;
+    }
+    copy_axis(&out->p, &defaults, axis);
+    snprintf(from, flen, "default");
+  }
+}
+
+static ty_status check_policy(ty_runtime *rt, const char *fn, const ty_policy *p) {
+  if ((p->set & TY_POL_MODE) && (unsigned)p->mode > TY_MODE_TASK)
+    return ty__fail(rt, TY_EINVAL, "%s: mode %d is not a mode", fn, (int)p->mode);
+  if ((p->set & TY_POL_OVERDECOMPOSE) && p->overdecompose < 1)
+    return ty__fail(rt, TY_EINVAL, "%s: overdecompose must be >= 1, got %d", fn, p->overdecompose);
+  if ((p->set & TY_POL_MIN_CHUNK) && p->min_chunk < 1)
+    return ty__fail(rt, TY_EINVAL, "%s: min_chunk must be >= 1 byte", fn);
+  if ((p->set & TY_POL_FAVOR) && (unsigned)p->favor > TY_FAVOR_MAX_CONCURRENCY)
+    return ty__fail(rt, TY_EINVAL, "%s: favor %d is not a favor", fn, (int)p->favor);
+  return TY_OK;
+}
+
+ty_status ty_scope_push(ty_runtime *rt, const ty_policy *p, const char *origin) {
+  if (!rt || !p) return TY_EINVAL;
+  if (rt->nscopes >= TY_MAX_SCOPES)
+    return ty__fail(rt, TY_ELIMIT, "ty_scope_push: scopes nest %d deep at most", TY_MAX_SCOPES);
+  ty_status st = check_policy(rt, "ty_scope_push", p);
+  if (st) return st;
+  ty_scope *s = &rt->scopes[rt->nscopes++];
+  s->policy = *p;
+  snprintf(s->origin, sizeof s->origin, "%s", origin && *origin ? origin : "scope");
+  return TY_OK;
+}
+
+ty_status ty_scope_pop(ty_runtime *rt) {
+  if (!rt) return TY_EINVAL;
+  if (rt->nscopes == 0) return ty__fail(rt, TY_EINVAL, "ty_scope_pop: no scope is open");
+  rt->nscopes--;
+  return TY_OK;
+}
+
+int ty_scope_depth(const ty_runtime *rt) { return rt ? rt->nscopes : 0; }
+
+ty_status ty_store_hint(ty_runtime *rt, ty_store *s, const ty_policy *p) {
+  if (!rt || !s || !p) return TY_EINVAL;
+  ty_status st = check_policy(rt, "ty_store_hint", p);
+  if (st) return st;
+  s->has_hint = p->set != 0;
+  s->hint = *p;
+  s->hint_from = s->id;
+  return TY_OK;
+}
+
+static int parse_bool(const char *v, bool *out) {
+  static const char *const yes[] = {"true", "on", "1", "yes"}, *const no[] = {"false", "off", "0", "no"};
+  for (int i = 0; i < 4; i++) {
+    if (strcmp(v, yes[i]) == 0) return *out = true, 0;
+    if (strcmp(v, no[i]) == 0) return *out = false, 0;
+  }
+  return -1;
+}
+
+ty_status ty_policy_set(ty_policy *p, const char *key, const char *value, char *err,
+                        size_t errlen) {
+#define BAD(...) (err ? (void)snprintf(err, errlen, __VA_ARGS__) : (void)0, TY_EINVAL)
+  if (!key || !value) return BAD("missing policy key or value");
+  if (strcmp(key, "parallel") == 0 || strcmp(key, "mode") == 0) {
+    if (ty_mode_parse(value, &p->mode)) return BAD("%s must be one of auto, all, single, task; got '%s'", key, value);
+    p->set |= TY_POL_MODE;
+  } else if (strcmp(key, "overdecompose") == 0) {
+    char *end;
+    long n = strtol(value, &end, 10);
+    if (end == value || *end || n < 1 || n > 4096) return BAD("overdecompose must be an integer in 1..4096, got '%s'", value);
+    p->overdecompose = (int)n;
+    p->set |= TY_POL_OVERDECOMPOSE;
+  } else if (strcmp(key, "min_chunk") == 0 || strcmp(key, "min_cpu_chunk") == 0) {
+    size_t b;
+    if (ty_parse_size(value, &b) || b < 1) return BAD("%s must be a size such as 64KiB, got '%s'", key, value);
+    p->min_chunk = (int64_t)b;
+    p->set |= TY_POL_MIN_CHUNK;
+  } else if (strcmp(key, "favor") == 0) {
+    if (ty_favor_parse(value, &p->favor)) return BAD("favor must be one of debug, min-peak-memory, max-concurrency; got '%s'", value);
+    p->set |= TY_POL_FAVOR;
+  } else if (strcmp(key, "fuse") == 0) {
+    if (parse_bool(value, &p->fuse)) return BAD("fuse must be true or false (on/off), got '%s'", value);
+    p->set |= TY_POL_FUSE;
+  } else if (strcmp(key, "fastmath") == 0) {
+    if (parse_bool(value, &p->fastmath)) return BAD("fastmath must be true or false (on/off), got '%s'", value);
+    p->set |= TY_POL_FASTMATH;
+  } else if (strcmp(key, "memory") == 0) {
+    size_t b;
+    if (ty_parse_size(value, &b)) return BAD("memory must be a size such as 256MB, got '%s'", value);
+    p->memory = b;
+    p->set |= TY_POL_MEMORY;
+  } else if (strcmp(key, "stream") == 0) {
+    if (strcmp(value, "strict") == 0) p->stream_relaxed = false;
+    else if (strcmp(value, "relaxed") == 0) p->stream_relaxed = true;
+    else return BAD("stream must be strict or relaxed, got '%s'", value);
+    p->set |= TY_POL_STREAM;
+  } else {
+    return BAD("unknown policy key '%s' (valid: parallel, overdecompose, min_chunk, favor, fuse, fastmath, memory, stream)", key);
+  }
+  return TY_OK;
+#undef BAD
 }

@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,36 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
       st = TY_EINVAL;
     }
   }
+  if ((v = getenv("TYCHO_OMPS")) && *v) {
+    if (parse_int(v, 0, 4096, &n) == 0)
+      cfg->omps = (int)n;
+    else {
+      if (err) snprintf(err, errlen, "TYCHO_OMPS must be an integer in 0..4096, got '%s'", v);
+      st = TY_EINVAL;
+    }
+  }
+  if ((v = getenv("TYCHO_OMPTHREADS")) && *v) {
+    if (parse_int(v, 1, 4096, &n) == 0)
+      cfg->ompthreads = (int)n;
+    else {
+      if (err) snprintf(err, errlen, "TYCHO_OMPTHREADS must be an integer in 1..4096, got '%s'", v);
+      st = TY_EINVAL;
+    }
+  }
+  static const struct {
+    const char *env, *key;
+  } axes[] = {{"TYCHO_PARALLEL", "parallel"}, {"TYCHO_OVERDECOMPOSE", "overdecompose"},
+              {"TYCHO_MIN_CPU_CHUNK", "min_chunk"}, {"TYCHO_FAVOR", "favor"},
+              {"TYCHO_FUSE", "fuse"}, {"TYCHO_FASTMATH", "fastmath"},
+              {"TYCHO_STREAM_MEMORY", "memory"}, {"TYCHO_STREAM", "stream"}};
+  for (size_t i = 0; i < sizeof axes / sizeof axes[0]; i++) {
+    if (!(v = getenv(axes[i].env)) || !*v) continue;
+    char why[200];
+    if (ty_policy_set(&cfg->policy, axes[i].key, v, why, sizeof why) != TY_OK) {
+      if (err) snprintf(err, errlen, "%s: %s", axes[i].env, why);
+      st = TY_EINVAL;
+    }
+  }
   if ((v = getenv("TYCHO_SYSMEM")) && *v) {
     size_t b;
     if (ty_parse_size(v, &b) == TY_OK && b > 0)
@@ -83,10 +114,12 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   if (cfg) c = *cfg;
   if (c.cpus < 0 || c.cpus > 4096) return TY_EINVAL;
   if (c.window < 0 || c.window > TY_MAX_WINDOW) return TY_EINVAL;
-  if (c.cpus == 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    c.cpus = n > 0 ? (int)n : 1;
-  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores < 1) cores = 1;
+  if (c.cpus == 0) c.cpus = (int)cores;
+  if (c.omps < 0 || c.omps > 4096 || c.ompthreads < 0 || c.ompthreads > 4096) return TY_EINVAL;
+  if (c.omps > 0 && c.ompthreads == 0) c.ompthreads = cores / c.omps > 0 ? (int)(cores / c.omps) : 1;
+  if (c.omps > 0) omp_set_max_active_levels(2); /* pieces on groups, threads inside */
   /* 80%: leave room for the interpreter, the OS and memory outside stores */
   if (c.sysmem == 0) c.sysmem = physical_memory() / 10 * 8;
   if (c.window == 0) c.window = TY_DEFAULT_WINDOW;
@@ -100,13 +133,17 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   rt->seed = 0x7963686f; /* "ycho": any fixed default keeps runs reproducible */
   atomic_init(&rt->interrupt, 0);
   rt->window = calloc((size_t)c.window, sizeof *rt->window);
-  if (!rt->window) {
+  rt->explain = calloc(TY_EXPLAIN_KEEP, sizeof *rt->explain);
+  if (!rt->window || !rt->explain) {
+    free(rt->window);
+    free(rt->explain);
     free(rt);
     return TY_ENOMEM;
   }
   ty_status st = ty__register_builtins(rt);
   if (st != TY_OK) {
     ty__free_builtins(rt);
+    free(rt->explain);
     free(rt->window);
     free(rt);
     return st;
@@ -121,6 +158,7 @@ static void runtime_free(ty_runtime *rt) {
   for (int i = 0; i < rt->ntasks; i++) free(rt->tasks[i]);
   free(rt->tasks);
   free(rt->window);
+  free(rt->explain);
   free(rt);
 }
 

@@ -18,6 +18,13 @@ ty_status ty_task_register(ty_runtime *rt, const ty_task_desc *desc, const ty_ta
                     desc->name, TY_MAX_NAME - 1);
   if (!desc->cpu)
     return ty__fail(rt, TY_EINVAL, "ty_task_register: task '%s' has no cpu variant", desc->name);
+  const ty_policy *tr = &desc->traits;
+  if (((tr->set & TY_POL_MODE) && (unsigned)tr->mode > TY_MODE_TASK) ||
+      ((tr->set & TY_POL_OVERDECOMPOSE) && tr->overdecompose < 1) ||
+      ((tr->set & TY_POL_MIN_CHUNK) && tr->min_chunk < 1) ||
+      ((tr->set & TY_POL_FAVOR) && (unsigned)tr->favor > TY_FAVOR_MAX_CONCURRENCY))
+    return ty__fail(rt, TY_EINVAL, "ty_task_register: task '%s' has an invalid trait value",
+                    desc->name);
   if (ty_task_find(rt, desc->name))
     return ty__fail(rt, TY_EINVAL, "ty_task_register: a task named '%s' already exists", desc->name);
   if (rt->ntasks == rt->cap_tasks) {
@@ -31,6 +38,9 @@ ty_status ty_task_register(ty_runtime *rt, const ty_task_desc *desc, const ty_ta
   if (!t) return ty__fail(rt, TY_ENOMEM, "ty_task_register: out of memory");
   snprintf(t->name, sizeof t->name, "%s", desc->name);
   t->cpu = desc->cpu;
+  t->omp = desc->omp;
+  t->traits = desc->traits;
+  t->flags = desc->flags;
   t->data = desc->data;
   t->id = rt->ntasks;
   rt->tasks[rt->ntasks++] = t;

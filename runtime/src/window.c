@@ -24,11 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Smallest piece worth a worker: 64 KiB of the largest argument. A point task
- * costs a few microseconds to dispatch through OpenMP; 64 KiB of streaming
- * f64 work takes ~10 us on one core, so smaller pieces lose to the overhead. */
-#define TY_MIN_CHUNK ((int64_t)64 << 10)
-
 static void launch_release(ty_pending *l) {
   for (int i = 0; i < l->nargs; i++) ty_store_release(l->args[i].store);
   free(l);
@@ -81,6 +76,10 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
       }
     }
   }
+  if (d->options && (((d->options->set & TY_POL_MODE) && (unsigned)d->options->mode > TY_MODE_TASK) ||
+                     ((d->options->set & TY_POL_OVERDECOMPOSE) && d->options->overdecompose < 1) ||
+                     ((d->options->set & TY_POL_MIN_CHUNK) && d->options->min_chunk < 1)))
+    return ty__fail(rt, TY_EINVAL, "ty_launch(%s): invalid launch options", name);
   if (rt->nwindow >= rt->cfg.window) {
     ty_status st = ty_flush(rt);
     if (st) return st;
@@ -100,68 +99,24 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
   if (d->scalar_bytes) memcpy(l->scalars, d->scalars, d->scalar_bytes);
   l->max_pieces = d->max_pieces;
   l->nosplit = d->nosplit;
+  ty__policy_resolve(rt, d->task, d->args, d->nargs, d->options, &l->pol);
+  if (l->pol.mode_from_hint) {
+    /* what a hinted store drives is split like it (the hint's axes travel) */
+    const ty_store *src = NULL;
+    for (int i = 0; i < d->nargs && !src; i++)
+      if (d->args[i].store->id == l->pol.hint_store) src = d->args[i].store;
+    for (int i = 0; src && i < d->nargs; i++) {
+      ty_store *s = d->args[i].store;
+      if (writes(d->args[i].priv) && d->args[i].proj == TY_PROJ_ALIGNED && !s->has_hint) {
+        s->has_hint = true;
+        s->hint = src->hint;
+        s->hint_from = src->hint_from;
+      }
+    }
+  }
   rt->window[rt->nwindow++] = l;
   rt->stats.launches++;
   return TY_OK;
-}
-
-/* ---- partitioning ------------------------------------------------------------ */
-
-typedef struct plan {
-  int pieces;
-  int dim; /* split dim, -1 when one piece */
-} plan;
-
-/* Pieces grow with bytes (one per TY_MIN_CHUNK of the largest argument), up to
- * one per processor, and split the outermost dim that is long enough (whole
- * rows keep tiles contiguous), else the longest splittable dim. */
-static plan choose_partition(const ty_runtime *rt, const ty_pending *l) {
-  plan p = {1, -1};
-  int64_t elems = 1;
-  for (int k = 0; k < l->ndim; k++) elems *= l->domain[k];
-  if (elems <= 1) return p;
-  size_t es = 1;
-  for (int i = 0; i < l->nargs; i++) {
-    size_t s = ty_dtype_size(l->args[i].store->dtype);
-    if (l->args[i].proj == TY_PROJ_ALIGNED && s > es) es = s;
-  }
-  int64_t want = (elems * (int64_t)es + TY_MIN_CHUNK - 1) / TY_MIN_CHUNK;
-  if (want > rt->cfg.cpus) want = rt->cfg.cpus;
-  if (l->max_pieces > 0 && want > l->max_pieces) want = l->max_pieces;
-  if (want <= 1) return p;
-
-  uint32_t forbidden = l->nosplit;
-  for (int i = 0; i < l->nargs; i++) {
-    const ty_arg *a = &l->args[i];
-    if (a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_IN || a->priv == TY_PRIV_REDUCE) continue;
-    for (int k = 0; k < l->ndim; k++)
-      if (a->store->strides[k] == 0 && l->domain[k] > 1) forbidden |= 1u << k;
-  }
-  int best = -1;
-  for (int k = 0; k < l->ndim; k++) {
-    if ((forbidden >> k) & 1u || l->domain[k] < 2) continue;
-    if (l->domain[k] >= want) {
-      best = k;
-      break;
-    }
-    if (best < 0 || l->domain[k] > l->domain[best]) best = k;
-  }
-  if (best < 0) return p;
-  p.dim = best;
-  p.pieces = (int)(l->domain[best] < want ? l->domain[best] : want);
-  return p;
-}
-
-static void piece_box(const ty_pending *l, plan p, int piece, int64_t *lo, int64_t *hi) {
-  for (int k = 0; k < l->ndim; k++) {
-    lo[k] = 0;
-    hi[k] = l->domain[k];
-  }
-  if (p.dim >= 0) {
-    int64_t n = l->domain[p.dim];
-    lo[p.dim] = n * piece / p.pieces;
-    hi[p.dim] = n * (piece + 1) / p.pieces;
-  }
 }
 
 /* ---- reductions ------------------------------------------------------------------ */
@@ -301,15 +256,91 @@ typedef struct piece_result {
   char msg[TY_ERRLEN];
 } piece_result;
 
-static void run_piece(ty_runtime *rt, const ty_pending *l, plan p, int piece,
-                      private_tile *privates, piece_result *res) {
+/* A launch made ready to run: storage allocated, partition chosen, buffers
+ * for results and reduction privates. prepare and finish run on the driving
+ * thread; pieces run on workers and touch only their own slots. */
+typedef struct prepared {
+  ty_pending *l;
+  ty_tiling tiling;
+  bool skip; /* reads cancelled storage: nothing runs, outputs are cancelled */
+  bool omp;  /* runs the task's omp variant on OpenMP processors */
+  int threads;
+  private_tile *privates;
+  piece_result *results;
+  piece_result one;
+  ty_explain_entry *explain;
+} prepared;
+
+static void cancel_outputs(ty_pending *l) {
+  for (int i = 0; i < l->nargs; i++)
+    if (writes(l->args[i].priv)) l->args[i].store->storage->cancelled = true;
+}
+
+static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
+  memset(pr, 0, sizeof *pr);
+  pr->l = l;
+  pr->results = &pr->one;
+  pr->tiling.pieces = 1;
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    if (a->priv != TY_PRIV_OUT && a->store->storage->cancelled) {
+      pr->skip = true; /* poisoned input: the error surfaces when it is read */
+      return TY_OK;
+    }
+  }
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    /* an OUT view that does not cover its storage leaves the rest unwritten:
+     * zero it, so never-written elements read as 0 */
+    bool whole = (size_t)a->store->size * ty_dtype_size(a->store->dtype) == a->store->storage->nbytes;
+    ty_status st = ty__storage_ensure(rt, a->store->storage, a->priv != TY_PRIV_OUT || !whole);
+    if (st) return st;
+  }
+  pr->omp = l->task->omp && rt->cfg.omps > 0;
+  pr->threads = pr->omp ? rt->cfg.ompthreads : 1;
+  int procs = pr->omp ? rt->cfg.omps : rt->cfg.cpus;
+
+  ty_explain_entry *e = ty__explain_next(rt);
+  pr->explain = e;
+  e->seq = l->seq;
+  snprintf(e->task, sizeof e->task, "%s", l->task->name);
+  e->ndim = l->ndim;
+  for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
+  e->target = pr->omp ? "omp" : "cpu";
+  e->policy = l->pol.p;
+  memcpy(e->from, l->pol.from, sizeof e->from);
+  ty__partition(l, procs, &pr->tiling, e);
+  e->pieces = pr->tiling.pieces;
+  for (int k = 0; k < l->ndim; k++) e->tiles[k] = pr->tiling.tiles[k];
+
+  int pieces = pr->tiling.pieces;
+  bool has_reduce = false;
+  for (int i = 0; i < l->nargs; i++) has_reduce |= l->args[i].priv == TY_PRIV_REDUCE;
+  if (has_reduce) {
+    pr->privates = calloc((size_t)pieces * (size_t)l->nargs, sizeof *pr->privates);
+    if (!pr->privates)
+      return ty__fail(rt, TY_ENOMEM, "%s: out of memory for reduction buffers", l->task->name);
+  }
+  if (pieces > 1) {
+    pr->results = calloc((size_t)pieces, sizeof *pr->results);
+    if (!pr->results) {
+      pr->results = &pr->one;
+      return ty__fail(rt, TY_ENOMEM, "%s: out of memory", l->task->name);
+    }
+  }
+  return TY_OK;
+}
+
+static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
+  const ty_pending *l = pr->l;
+  piece_result *res = &pr->results[piece];
   int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
   ty_tile tiles[TY_MAX_ARGS];
-  piece_box(l, p, piece, lo, hi);
+  ty__piece_box(l->ndim, l->domain, &pr->tiling, piece, lo, hi);
   for (int i = 0; i < l->nargs; i++) {
     private_tile *pt = NULL;
     if (l->args[i].priv == TY_PRIV_REDUCE) {
-      pt = &privates[(size_t)piece * (size_t)l->nargs + (size_t)i];
+      pt = &pr->privates[(size_t)piece * (size_t)l->nargs + (size_t)i];
       if (private_init(&l->args[i], l->ndim, lo, hi, pt) != TY_OK) {
         res->failed = TY_ENOMEM;
         snprintf(res->msg, sizeof res->msg, "out of memory for a reduction buffer");
@@ -324,8 +355,9 @@ static void run_piece(ty_runtime *rt, const ty_pending *l, plan p, int piece,
       .task_name = l->task->name,
       .task_data = l->task->data,
       .piece = piece,
-      .pieces = p.pieces,
-      .worker = omp_in_parallel() ? omp_get_thread_num() : 0,
+      .pieces = pr->tiling.pieces,
+      .threads = pr->threads,
+      .worker = worker,
       .ndim = l->ndim,
       .nargs = l->nargs,
       .args = tiles,
@@ -339,87 +371,127 @@ static void run_piece(ty_runtime *rt, const ty_pending *l, plan p, int piece,
     ctx.hi[k] = hi[k];
   }
   res->msg[0] = 0;
-  int rc = l->task->cpu(&ctx);
+  int rc = pr->omp ? l->task->omp(&ctx) : l->task->cpu(&ctx);
   if (rc != 0) {
     res->failed = rc < 0 ? rc : TY_ETASK;
     if (!res->msg[0]) snprintf(res->msg, sizeof res->msg, "%s", ty_status_name(res->failed));
   }
 }
 
-static void cancel_outputs(ty_pending *l) {
-  for (int i = 0; i < l->nargs; i++)
-    if (writes(l->args[i].priv)) l->args[i].store->storage->cancelled = true;
+/* Run every piece of one prepared launch, in parallel when it has several. */
+static void run_pieces(ty_runtime *rt, prepared *pr) {
+  int pieces = pr->tiling.pieces;
+  if (pieces == 1) {
+    run_piece(rt, pr, 0, omp_in_parallel() ? omp_get_thread_num() : 0);
+    return;
+  }
+  int procs = pr->omp ? rt->cfg.omps : rt->cfg.cpus;
+  int threads = pieces < procs ? pieces : procs;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int i = 0; i < pieces; i++) run_piece(rt, pr, i, omp_get_thread_num());
 }
 
-static ty_status run_launch(ty_runtime *rt, ty_pending *l) {
-  for (int i = 0; i < l->nargs; i++) {
-    const ty_arg *a = &l->args[i];
-    if (a->priv != TY_PRIV_OUT && a->store->storage->cancelled) {
-      cancel_outputs(l);
-      return TY_OK; /* poisoned input: the error surfaces when it is read */
-    }
+static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
+  ty_pending *l = pr->l;
+  int pieces = pr->tiling.pieces;
+  if (!pr->skip && st == TY_OK) {
+    rt->stats.pieces += (uint64_t)pieces;
+    for (int i = 0; i < pieces; i++)
+      if (pr->results[i].failed) {
+        st = ty__fail(rt, pr->results[i].failed == TY_ENOMEM ? TY_ENOMEM : TY_ETASK,
+                      "task '%s' failed in piece %d of %d: %s", l->task->name, i + 1, pieces,
+                      pr->results[i].msg);
+        break;
+      }
   }
-  for (int i = 0; i < l->nargs; i++) {
-    const ty_arg *a = &l->args[i];
-    ty_status st = ty__storage_ensure(rt, a->store->storage, a->priv != TY_PRIV_OUT);
-    if (st) {
-      cancel_outputs(l);
-      return st;
-    }
-  }
-  plan p = choose_partition(rt, l);
-  bool has_reduce = false;
-  for (int i = 0; i < l->nargs; i++) has_reduce |= l->args[i].priv == TY_PRIV_REDUCE;
-  private_tile *privates = NULL;
-  if (has_reduce) {
-    privates = calloc((size_t)p.pieces * (size_t)l->nargs, sizeof *privates);
-    if (!privates) {
-      cancel_outputs(l);
-      return ty__fail(rt, TY_ENOMEM, "%s: out of memory for reduction buffers", l->task->name);
-    }
-  }
-  piece_result one, *results = &one;
-  if (p.pieces > 1) {
-    results = malloc((size_t)p.pieces * sizeof *results);
-    if (!results) {
-      free(privates);
-      cancel_outputs(l);
-      return ty__fail(rt, TY_ENOMEM, "%s: out of memory", l->task->name);
-    }
-  }
-  for (int i = 0; i < p.pieces; i++) results[i].failed = 0;
-  if (p.pieces == 1) {
-    run_piece(rt, l, p, 0, privates, &results[0]);
-  } else {
-    int threads = p.pieces < rt->cfg.cpus ? p.pieces : rt->cfg.cpus;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (int i = 0; i < p.pieces; i++) run_piece(rt, l, p, i, privates, &results[i]);
-  }
-  rt->stats.pieces += (uint64_t)p.pieces;
-
-  ty_status st = TY_OK;
-  for (int i = 0; i < p.pieces; i++)
-    if (results[i].failed) {
-      st = ty__fail(rt, results[i].failed == TY_ENOMEM ? TY_ENOMEM : TY_ETASK,
-                    "task '%s' failed in piece %d of %d: %s", l->task->name, i + 1, p.pieces,
-                    results[i].msg);
-      break;
-    }
-  if (privates) {
-    for (int piece = 0; piece < p.pieces; piece++) {
+  if (pr->privates) {
+    for (int piece = 0; piece < pieces; piece++) {
       int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
-      piece_box(l, p, piece, lo, hi);
+      ty__piece_box(l->ndim, l->domain, &pr->tiling, piece, lo, hi);
       for (int i = 0; i < l->nargs; i++) {
-        private_tile *pt = &privates[(size_t)piece * (size_t)l->nargs + (size_t)i];
+        private_tile *pt = &pr->privates[(size_t)piece * (size_t)l->nargs + (size_t)i];
         if (pt->buf && st == TY_OK) private_combine(&l->args[i], l->ndim, lo, hi, pt);
         free(pt->buf);
       }
     }
-    free(privates);
+    free(pr->privates);
   }
-  if (results != &one) free(results);
-  if (st) cancel_outputs(l);
+  if (pr->results != &pr->one) free(pr->results);
+  if (st || pr->skip) {
+    cancel_outputs(l);
+  } else {
+    /* the stores this launch wrote remember its tiling (their key partition) */
+    for (int i = 0; i < l->nargs; i++) {
+      ty_store *s = l->args[i].store;
+      if (writes(l->args[i].priv) && l->args[i].proj == TY_PROJ_ALIGNED) {
+        s->has_key = true;
+        s->key = pr->tiling;
+      }
+    }
+  }
   return st;
+}
+
+static ty_status run_launch(ty_runtime *rt, ty_pending *l) {
+  prepared pr;
+  ty_status st = prepare(rt, l, &pr);
+  if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
+  return finish(rt, &pr, st);
+}
+
+/* Launches conflict when they share storage and one of them writes it. */
+static bool conflicts(const ty_pending *a, const ty_pending *b) {
+  for (int i = 0; i < a->nargs; i++)
+    for (int j = 0; j < b->nargs; j++)
+      if (a->args[i].store->storage == b->args[j].store->storage &&
+          (writes(a->args[i].priv) || writes(b->args[j].priv)))
+        return true;
+  return false;
+}
+
+/* Task mode: a run of consecutive task-mode launches that are pairwise
+ * independent runs at once, one launch per processor, round-robin. Returns
+ * how many launches from `first` it ran. */
+static int run_task_group(ty_runtime *rt, ty_pending **w, int first, int n, ty_status *first_err,
+                          char *errbuf, size_t errlen) {
+  int end = first + 1;
+  while (end < n && w[end]->pol.p.mode == TY_MODE_TASK) {
+    bool ok = true;
+    for (int k = first; k < end && ok; k++) ok = !conflicts(w[k], w[end]);
+    if (!ok) break;
+    end++;
+  }
+  int g = end - first;
+  prepared *prs = calloc((size_t)g, sizeof *prs);
+  ty_status *sts = calloc((size_t)g, sizeof *sts);
+  if (!prs || !sts) {
+    free(prs);
+    free(sts);
+    ty_status st = run_launch(rt, w[first]);
+    if (st && *first_err == TY_OK) {
+      *first_err = st;
+      snprintf(errbuf, errlen, "%s", rt->errmsg);
+    }
+    return 1;
+  }
+  for (int k = 0; k < g; k++) sts[k] = prepare(rt, w[first + k], &prs[k]);
+  int threads = g < rt->cfg.cpus ? g : rt->cfg.cpus;
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (int k = 0; k < g; k++)
+    if (sts[k] == TY_OK && !prs[k].skip)
+      for (int piece = 0; piece < prs[k].tiling.pieces; piece++)
+        run_piece(rt, &prs[k], piece, omp_get_thread_num());
+  for (int k = 0; k < g; k++) {
+    if (prs[k].explain) prs[k].explain->processor = k % threads;
+    ty_status st = finish(rt, &prs[k], sts[k]);
+    if (st && *first_err == TY_OK) {
+      *first_err = st;
+      snprintf(errbuf, errlen, "%s", rt->errmsg);
+    }
+  }
+  free(prs);
+  free(sts);
+  return g;
 }
 
 ty_status ty_flush(ty_runtime *rt) {
@@ -431,16 +503,23 @@ ty_status ty_flush(ty_runtime *rt) {
   ty_status first = TY_OK;
   char firstmsg[TY_ERRLEN] = "";
   int n = rt->nwindow, i = 0;
-  for (; i < n; i++) {
+  while (i < n) {
     if (atomic_exchange(&rt->interrupt, 0)) break;
-    ty_pending *l = rt->window[i];
-    ty_status st = run_launch(rt, l);
-    if (st && first == TY_OK) {
-      first = st;
-      snprintf(firstmsg, sizeof firstmsg, "%s", rt->errmsg);
+    int ran = 1;
+    if (rt->window[i]->pol.p.mode == TY_MODE_TASK) {
+      ran = run_task_group(rt, rt->window, i, n, &first, firstmsg, sizeof firstmsg);
+    } else {
+      ty_status st = run_launch(rt, rt->window[i]);
+      if (st && first == TY_OK) {
+        first = st;
+        snprintf(firstmsg, sizeof firstmsg, "%s", rt->errmsg);
+      }
     }
-    launch_release(l);
-    rt->window[i] = NULL;
+    for (int k = i; k < i + ran; k++) {
+      launch_release(rt->window[k]);
+      rt->window[k] = NULL;
+    }
+    i += ran;
   }
   if (i < n) {
     for (int j = i; j < n; j++) {

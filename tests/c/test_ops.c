@@ -985,6 +985,48 @@ TEST(argmax_axis_large_matches_loop) {
   free(m);
 }
 
+TEST(reduce_middle_axis_of_3d_and_scalars) {
+  const int64_t D0 = 7, D1 = 500, D2 = 9, N = D0 * D1 * D2;
+  double *v = malloc(sizeof(double) * N);
+  fill_lcg(v, N, 11, -2, 2);
+  for (int ci = 0; ci < NCPUS; ci++) {
+    ty_runtime *rt = make_rt(cpu_counts[ci]);
+    int64_t shape[3] = {D0, D1, D2};
+    ty_store *a = mk(rt, TY_F64, 3, shape, v);
+    ty_store *s = red(rt, TY_RED_SUM, a, 1), *mx = red(rt, TY_RED_MAX, a, 1), *am = red(rt, TY_RED_ARGMIN, a, 1);
+    CHECK_EQ_INT(ty_store_ndim(s), 2);
+    CHECK_EQ_INT(ty_store_shape(s)[1], D2);
+    double *vs = get_f64(rt, s), *vx = get_f64(rt, mx);
+    int64_t *va = get_i64(rt, am);
+    int bad = 0;
+    for (int64_t i = 0; i < D0; i++)
+      for (int64_t k = 0; k < D2; k++) {
+        double sum = 0, hi = -INFINITY;
+        int64_t lo = 0;
+        for (int64_t j = 0; j < D1; j++) {
+          double x = v[(i * D1 + j) * D2 + k];
+          sum += x;
+          hi = fmax(hi, x);
+          if (x < v[(i * D1 + lo) * D2 + k]) lo = j;
+        }
+        bad += fabs(vs[i * D2 + k] - sum) > 1e-12;
+        bad += vx[i * D2 + k] != hi;
+        bad += va[i * D2 + k] != lo;
+      }
+    CHECK_EQ_INT(bad, 0);
+    free(vs), free(vx), free(va);
+    ty_store *c = scalar(rt, TY_I32, -4);
+    ty_store *cs = red(rt, TY_RED_SUM, c, -1), *cm = red(rt, TY_RED_MEAN, c, -1), *cx = red(rt, TY_RED_MIN, c, -1);
+    CHECK(ty_store_dtype(cs) == TY_I64 && item_i64(rt, cs) == -4);
+    CHECK(ty_store_dtype(cm) == TY_F64 && item_f64(rt, cm) == -4);
+    CHECK(ty_store_dtype(cx) == TY_I32 && item_i64(rt, cx) == -4);
+    ty_store *all[] = {a, s, mx, am, c, cs, cm, cx};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) ty_store_release(all[k]);
+    ty_runtime_destroy(rt);
+  }
+  free(v);
+}
+
 TEST(reduce_empty_follows_identities) {
   ty_runtime *rt = make_rt(2);
   int64_t shape[2] = {0, 3};
@@ -1247,6 +1289,16 @@ TEST(matmul_matches_naive) {
   naive_mm(a, b, c, M, K, N);
   for (int64_t i = 0; i < M; i++)
     for (int64_t p = 0; p < K; p++) at[p * M + i] = a[i * K + p];
+  double *bt = malloc(sizeof(double) * K * N), *ai = malloc(sizeof(double) * M * K);
+  double *bi = malloc(sizeof(double) * K * N);
+  int64_t *cint = calloc((size_t)(M * N), sizeof(int64_t));
+  for (int64_t p = 0; p < K; p++)
+    for (int64_t j = 0; j < N; j++) bt[j * K + p] = b[p * N + j];
+  for (int64_t i = 0; i < M * K; i++) ai[i] = trunc(a[i] * 1000);
+  for (int64_t i = 0; i < K * N; i++) bi[i] = trunc(b[i] * 1000);
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++)
+      for (int64_t p = 0; p < K; p++) cint[i * N + j] += (int64_t)ai[i * K + p] * (int64_t)bi[p * N + j];
   for (int ci = 0; ci < NCPUS; ci++) {
     ty_runtime *rt = make_rt(cpu_counts[ci]);
     int64_t sa[2] = {M, K}, sb[2] = {K, N}, sat[2] = {K, M};
@@ -1254,6 +1306,12 @@ TEST(matmul_matches_naive) {
     ty_store *Af = mk(rt, TY_F32, 2, sa, a), *Bf = mk(rt, TY_F32, 2, sb, b);
     ty_store *tA = NULL;
     REQ(rt, ty_store_transpose(rt, AT, 0, 1, &tA)); /* (M, K), transposed layout */
+    int64_t sbt[2] = {N, K};
+    ty_store *BT = mk(rt, TY_F64, 2, sbt, bt), *tB = NULL, *Ctb = NULL;
+    REQ(rt, ty_store_transpose(rt, BT, 0, 1, &tB)); /* (K, N), transposed layout */
+    REQ(rt, ty_matmul(rt, tA, tB, &Ctb));
+    ty_store *Ai = mk(rt, TY_I64, 2, sa, ai), *Bi = mk(rt, TY_I64, 2, sb, bi), *Ci = NULL;
+    REQ(rt, ty_matmul(rt, Ai, Bi, &Ci));
     ty_store *C = NULL, *Ct = NULL, *Cf = NULL, *Cm = NULL;
     REQ(rt, ty_matmul(rt, A, B, &C));
     REQ(rt, ty_matmul(rt, tA, B, &Ct));
@@ -1261,8 +1319,12 @@ TEST(matmul_matches_naive) {
     REQ(rt, ty_matmul(rt, Af, B, &Cm)); /* f32 @ f64 -> f64 */
     CHECK(ty_store_dtype(Cf) == TY_F32 && ty_store_dtype(Cm) == TY_F64);
     double *v = get_f64(rt, C), *vt = get_f64(rt, Ct), *vf = get_f64(rt, Cf), *vm = get_f64(rt, Cm);
+    double *vtb = get_f64(rt, Ctb);
+    int64_t *vi = get_i64(rt, Ci);
     int bad = 0;
     for (int64_t i = 0; i < M * N; i++) {
+      bad += fabs(vtb[i] - c[i]) > 1e-12;
+      bad += vi[i] != cint[i];
       bad += fabs(v[i] - c[i]) > 1e-12;
       bad += fabs(vt[i] - c[i]) > 1e-12;
       bad += fabs(vf[i] - c[i]) > 1e-4;
@@ -1270,12 +1332,12 @@ TEST(matmul_matches_naive) {
     }
     CHECK_EQ_INT(bad, 0);
     if (cpu_counts[ci] > 1) CHECK(pieces_run(rt) > 1);
-    free(v), free(vt), free(vf), free(vm);
-    ty_store *all[] = {A, B, AT, Af, Bf, tA, C, Ct, Cf, Cm};
+    free(v), free(vt), free(vf), free(vm), free(vtb), free(vi);
+    ty_store *all[] = {A, B, AT, Af, Bf, tA, C, Ct, Cf, Cm, BT, tB, Ctb, Ai, Bi, Ci};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) ty_store_release(all[k]);
     ty_runtime_destroy(rt);
   }
-  free(a), free(b), free(c), free(at);
+  free(a), free(b), free(c), free(at), free(bt), free(ai), free(bi), free(cint);
 }
 
 TEST(matmul_vectors_and_strided_views) {
@@ -1481,6 +1543,7 @@ static const check_case cases[] = {
     CASE(min_max_propagate_nan),
     CASE(argmin_argmax_first_occurrence),
     CASE(argmax_axis_large_matches_loop),
+    CASE(reduce_middle_axis_of_3d_and_scalars),
     CASE(reduce_empty_follows_identities),
     CASE(mean_keeps_float_dtype),
     CASE(random_same_for_any_cpu_count),

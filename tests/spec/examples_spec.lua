@@ -179,6 +179,18 @@ describe("examples", function()
     assert(math.abs(field(out, "checksum") - 2.0) < 0.05)
   end)
 
+  it("reject bad arguments with a message naming them", function()
+    local out, code = tycho_run(src .. "/examples/black_scholes.lua", "ten")
+    assert.are_not.equal(0, code)
+    assert.truthy(out:find("N (argument 1) must be an integer >= 1, got 'ten'", 1, true), out)
+    out, code = tycho_run(src .. "/examples/black_scholes.lua", "10", "i32")
+    assert.are_not.equal(0, code)
+    assert.truthy(out:find("dtype (argument 2) must be f64 or f32, got 'i32'", 1, true), out)
+    out, code = tycho_run(src .. "/examples/stencil.lua", "8", "-1")
+    assert.are_not.equal(0, code)
+    assert.truthy(out:find("iterations (argument 2) must be an integer >= 0, got '-1'", 1, true), out)
+  end)
+
   it("bench/black_scholes.lua prices its deterministic options like plain Lua", function()
     local N = 1001
     local out = example("bench/black_scholes.lua", N, 1)

@@ -64,6 +64,7 @@ typedef struct ty_task_ctx {
   const void *task_data;          /* ty_task_desc.data */
   int piece;                      /* 0 .. pieces-1 */
   int pieces;
+  int threads;                    /* threads this piece may use (omp variants; else 1) */
   int worker;                     /* worker running this piece, 0 .. cpus-1; pieces that run
                                      at the same time have different workers (so per-worker
                                      state, e.g. an interpreter, needs no lock) */
@@ -89,52 +90,6 @@ int ty_ctx_fail(ty_task_ctx *ctx, const char *fmt, ...)
 #endif
     ;
 
-/* ---- policy ------------------------------------------------------------------
- * How launches are split, scheduled and computed (DESIGN.md section 3). A
- * ty_policy sets some axes (bits in `set`) and leaves the others to the next
- * level: launch option > task trait > store hint > innermost scope > ... >
- * outer scope > global (command line > environment > built-in default). */
-typedef enum ty_mode {
-  TY_MODE_AUTO = 0, /* pieces grow with bytes: clamp(ceil(bytes/min_chunk), 1, procs*overdecompose) */
-  TY_MODE_ALL,      /* every processor, whatever the size */
-  TY_MODE_SINGLE,   /* one piece */
-  TY_MODE_TASK      /* not split; independent launches go to different processors */
-} ty_mode;
-
-typedef enum ty_favor {
-  TY_FAVOR_MIN_PEAK = 0, /* min-peak-memory (default) */
-  TY_FAVOR_DEBUG,
-  TY_FAVOR_MAX_CONCURRENCY
-} ty_favor;
-
-enum {
-  TY_POL_MODE = 1u << 0,
-  TY_POL_OVERDECOMPOSE = 1u << 1,
-  TY_POL_MIN_CHUNK = 1u << 2,
-  TY_POL_FAVOR = 1u << 3,
-  TY_POL_FUSE = 1u << 4,
-  TY_POL_FASTMATH = 1u << 5,
-  TY_POL_MEMORY = 1u << 6,
-  TY_POL_STREAM = 1u << 7
-};
-
-typedef struct ty_policy {
-  unsigned set;          /* TY_POL_* bits of the fields below that this level sets */
-  ty_mode mode;
-  int overdecompose;     /* pieces per processor, >= 1 */
-  int64_t min_chunk;     /* bytes per piece in auto mode, >= 1 */
-  ty_favor favor;
-  bool fuse;
-  bool fastmath;
-  size_t memory;         /* streaming budget in bytes */
-  bool stream_relaxed;   /* false: strict */
-} ty_policy;
-
-const char *ty_mode_name(ty_mode m);     /* "auto" "all" "single" "task" */
-ty_status ty_mode_parse(const char *s, ty_mode *out);
-const char *ty_favor_name(ty_favor f);   /* "min-peak-memory" "debug" "max-concurrency" */
-ty_status ty_favor_parse(const char *s, ty_favor *out);
-
 /* Task flags. */
 enum {
   TY_TASK_POINTWISE = 1u << 0, /* element i of each output depends only on element i of
@@ -145,6 +100,9 @@ enum {
 typedef struct ty_task_desc {
   const char *name;     /* unique, < TY_MAX_NAME bytes */
   ty_variant_fn cpu;    /* runs one piece on a CPU worker */
+  ty_variant_fn omp;    /* optional: runs one piece on an OpenMP processor, a group of
+                           ctx->threads threads (use `#pragma omp parallel
+                           num_threads(ctx->threads)` inside) */
   const void *data;     /* handed to every piece as ctx->task_data; must outlive the runtime */
   ty_policy traits;     /* the task's own policy (e.g. mode = all for heavy work) */
   unsigned flags;       /* TY_TASK_* */
@@ -179,6 +137,55 @@ typedef struct ty_launch_desc {
  * stores have the domain's shape, WHOLE stores are TY_PRIV_IN, REDUCE has a
  * redop, counts within limits. */
 ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *desc);
+
+/* ---- policy levels --------------------------------------------------------------- */
+
+#define TY_MAX_SCOPES 64
+#define TY_MAX_ORIGIN 96 /* bytes of an origin text, including the NUL */
+
+/* Open a policy scope (innermost wins, field by field over outer scopes):
+ * every launch appended until the matching pop resolves its axes through
+ * it. `origin` says where it was opened ("scope at script.lua:12"). Scopes
+ * nest up to TY_MAX_SCOPES. */
+ty_status ty_scope_push(ty_runtime *rt, const ty_policy *p, const char *origin);
+/* Close the innermost scope (TY_EINVAL when none is open). */
+ty_status ty_scope_pop(ty_runtime *rt);
+int ty_scope_depth(const ty_runtime *rt);
+
+/* A store hint: launches with an aligned argument on this store (or on a
+ * store computed from it by such a launch) take these axes unless the launch
+ * or its task says otherwise. A hint with set == 0 removes it. */
+ty_status ty_store_hint(ty_runtime *rt, ty_store *s, const ty_policy *p);
+
+/* ---- explain -------------------------------------------------------------------- */
+
+enum { TY_AXIS_MODE = 0, TY_AXIS_OVERDECOMPOSE, TY_AXIS_MIN_CHUNK, TY_AXIS_FAVOR, TY_AXIS_FUSE,
+       TY_AXIS_FASTMATH, TY_AXIS_MEMORY, TY_AXIS_STREAM, TY_NAXES };
+const char *ty_axis_name(int axis); /* "mode", "overdecompose", ... */
+
+/* What the runtime decided for one launch, and why. */
+typedef struct ty_explain_entry {
+  uint64_t seq;                          /* launch number */
+  char task[TY_MAX_NAME];
+  int ndim;
+  int64_t shape[TY_MAX_RANK];            /* launch domain */
+  const char *target;                    /* "cpu" or "omp" */
+  ty_policy policy;                      /* every axis resolved */
+  char from[TY_NAXES][TY_MAX_ORIGIN];    /* which level decided each axis */
+  int pieces;
+  int tiles[TY_MAX_RANK];                /* pieces per dim (the tiling) */
+  int processor;                         /* task mode: the processor it ran on; else -1 */
+  char why[192];                         /* how the piece count came about */
+  char partition[TY_MAX_ORIGIN];         /* "new" or "key partition of store #7" */
+} ty_explain_entry;
+
+#define TY_EXPLAIN_KEEP 4096 /* launches remembered */
+
+/* Flushes, then copies the last min(n, remembered) launches, oldest first,
+ * into out (an array of n entries); returns how many. */
+int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out);
+/* The same as a text table (malloc'd; free() it), one launch per line. */
+ty_status ty_explain_text(ty_runtime *rt, int n, char **out);
 
 #ifdef __cplusplus
 }

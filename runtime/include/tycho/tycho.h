@@ -73,21 +73,82 @@ ty_status ty_dtype_parse(const char *name, ty_dtype *out);
 /* numpy's result_type for two arrays of these dtypes (see docs/dtypes.md). */
 ty_dtype ty_dtype_promote(ty_dtype a, ty_dtype b);
 
-/* ---- the runtime ------------------------------------------------------------ */
+/* ---- policy ------------------------------------------------------------------
+ * How launches are split, scheduled and computed (DESIGN.md section 3). A
+ * ty_policy sets some axes (bits in `set`) and leaves the others to the next
+ * level: launch option > task trait > store hint > innermost scope > ... >
+ * outer scope > global (command line > environment > built-in default). */
+typedef enum ty_mode {
+  TY_MODE_AUTO = 0, /* pieces grow with bytes: clamp(ceil(bytes/min_chunk), 1, procs*overdecompose) */
+  TY_MODE_ALL,      /* every processor, whatever the size */
+  TY_MODE_SINGLE,   /* one piece */
+  TY_MODE_TASK      /* not split; independent launches go to different processors */
+} ty_mode;
+
+typedef enum ty_favor {
+  TY_FAVOR_MIN_PEAK = 0, /* min-peak-memory (default) */
+  TY_FAVOR_DEBUG,
+  TY_FAVOR_MAX_CONCURRENCY
+} ty_favor;
+
+enum {
+  TY_POL_MODE = 1u << 0,
+  TY_POL_OVERDECOMPOSE = 1u << 1,
+  TY_POL_MIN_CHUNK = 1u << 2,
+  TY_POL_FAVOR = 1u << 3,
+  TY_POL_FUSE = 1u << 4,
+  TY_POL_FASTMATH = 1u << 5,
+  TY_POL_MEMORY = 1u << 6,
+  TY_POL_STREAM = 1u << 7
+};
+
+typedef struct ty_policy {
+  unsigned set;          /* TY_POL_* bits of the fields below that this level sets */
+  ty_mode mode;
+  int overdecompose;     /* pieces per processor, >= 1 */
+  int64_t min_chunk;     /* bytes per piece in auto mode, >= 1 */
+  ty_favor favor;
+  bool fuse;
+  bool fastmath;
+  size_t memory;         /* streaming budget in bytes */
+  bool stream_relaxed;   /* false: strict */
+} ty_policy;
+
+const char *ty_mode_name(ty_mode m);     /* "auto" "all" "single" "task" */
+ty_status ty_mode_parse(const char *s, ty_mode *out);
+const char *ty_favor_name(ty_favor f);   /* "min-peak-memory" "debug" "max-concurrency" */
+ty_status ty_favor_parse(const char *s, ty_favor *out);
 
 typedef struct ty_runtime ty_runtime;
 typedef struct ty_store ty_store;
 
+/* ---- the runtime ------------------------------------------------------------ */
+
 typedef struct ty_config {
   int cpus;       /* CPU processors; 0: the number of cores. May exceed the cores. */
+  int omps;       /* OpenMP processors (groups of ompthreads threads); 0: none */
+  int ompthreads; /* threads per OpenMP processor; 0: cores / omps */
   size_t sysmem;  /* host store budget in bytes; 0: 80% of physical memory */
   int window;     /* launches deferred before a flush; 0: the default (64) */
+  ty_policy policy;    /* the global level of every policy axis (unset: built-in default) */
+  unsigned policy_cli; /* TY_POL_* bits of `policy` that came from a command line
+                          (explain says "global --parallel" rather than "TYCHO_PARALLEL") */
 } ty_config;
 
-/* Zero the config, then apply TYCHO_CPUS, TYCHO_SYSMEM and TYCHO_WINDOW from
- * the environment. Returns TY_EINVAL (config left with defaults for the bad
- * field) when a variable does not parse; `err` (may be NULL) gets a message. */
+/* Zero the config, then apply the environment: TYCHO_CPUS, TYCHO_OMPS,
+ * TYCHO_OMPTHREADS, TYCHO_SYSMEM, TYCHO_WINDOW, and the policy axes
+ * TYCHO_PARALLEL, TYCHO_OVERDECOMPOSE, TYCHO_MIN_CPU_CHUNK, TYCHO_FAVOR,
+ * TYCHO_FUSE, TYCHO_FASTMATH, TYCHO_STREAM_MEMORY, TYCHO_STREAM. Returns
+ * TY_EINVAL (config left with defaults for the bad field) when a variable
+ * does not parse; `err` (may be NULL) gets a message. */
 ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen);
+/* Set one policy axis from text, as the command line and the environment
+ * spell it: key "parallel" (auto|all|single|task), "overdecompose" (>= 1),
+ * "min_chunk" (a size), "favor" (debug|min-peak-memory|max-concurrency),
+ * "fuse" / "fastmath" (true|false|on|off|1|0), "memory" (a size), "stream"
+ * (strict|relaxed). TY_EINVAL with a message in err for a bad key or value. */
+ty_status ty_policy_set(ty_policy *p, const char *key, const char *value, char *err,
+                        size_t errlen);
 
 /* "512MB" "4GiB" "1e9" "100" (bytes). K/M/G/T are powers of 1000 with B,
  * powers of 1024 with iB or alone ("4G" = 4 GiB). */

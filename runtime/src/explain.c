@@ -1,0 +1,98 @@
+/*
+ * explain.c — the record of what the runtime decided for each launch that
+ * ran, and why: a ring of the last TY_EXPLAIN_KEEP launches (about 3 KiB
+ * each), filled at flush time when a launch is partitioned.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+ty_explain_entry *ty__explain_next(ty_runtime *rt) {
+  ty_explain_entry *e = &rt->explain[rt->nexplained++ % TY_EXPLAIN_KEEP];
+  memset(e, 0, sizeof *e);
+  e->processor = -1;
+  return e;
+}
+
+int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out) {
+  if (!rt || n <= 0 || !out) return 0;
+  ty_flush(rt); /* an error here is reported by the flush's own caller path */
+  uint64_t have = rt->nexplained < TY_EXPLAIN_KEEP ? rt->nexplained : TY_EXPLAIN_KEEP;
+  uint64_t take = (uint64_t)n < have ? (uint64_t)n : have;
+  for (uint64_t i = 0; i < take; i++)
+    out[i] = rt->explain[(rt->nexplained - take + i) % TY_EXPLAIN_KEEP];
+  return (int)take;
+}
+
+/* A growable text buffer. */
+typedef struct sbuf {
+  char *p;
+  size_t len, cap;
+  bool failed;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->failed = true;
+      return;
+    }
+    if (b->p && b->len + (size_t)n < b->cap) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+    char *q = realloc(b->p, cap);
+    if (!q) {
+      b->failed = true;
+      return;
+    }
+    b->p = q;
+    b->cap = cap;
+  }
+}
+
+ty_status ty_explain_text(ty_runtime *rt, int n, char **out) {
+  *out = NULL;
+  if (n <= 0) n = TY_EXPLAIN_KEEP;
+  ty_explain_entry *es = calloc((size_t)n, sizeof *es);
+  if (!es) return ty__fail(rt, TY_ENOMEM, "explain: out of memory");
+  int k = ty_explain(rt, n, es);
+  sbuf b = {0};
+  sb_printf(&b, "%-6s %-12s %-16s %-6s %6s %-10s  %s\n", "launch", "task", "shape", "target",
+            "pieces", "tiling", "why");
+  for (int i = 0; i < k; i++) {
+    const ty_explain_entry *e = &es[i];
+    char shape[128], tiling[96];
+    ty__shape_str(e->ndim, e->shape, shape, sizeof shape);
+    size_t t = 0;
+    tiling[0] = 0;
+    for (int d = 0; d < e->ndim && t < sizeof tiling; d++)
+      t += (size_t)snprintf(tiling + t, sizeof tiling - t, d ? "x%d" : "%d", e->tiles[d]);
+    if (e->ndim == 0) snprintf(tiling, sizeof tiling, "-");
+    sb_printf(&b, "#%-5llu %-12s %-16s %-6s %6d %-10s  %s\n", (unsigned long long)e->seq, e->task,
+              shape, e->target, e->pieces, tiling, e->why);
+    sb_printf(&b, "       mode=%s (%s), overdecompose=%d (%s), min_chunk=%lld (%s)",
+              ty_mode_name(e->policy.mode), e->from[TY_AXIS_MODE], e->policy.overdecompose,
+              e->from[TY_AXIS_OVERDECOMPOSE], (long long)e->policy.min_chunk,
+              e->from[TY_AXIS_MIN_CHUNK]);
+    if (strcmp(e->partition, "new") != 0) sb_printf(&b, ", reused %s", e->partition);
+    if (e->processor >= 0) sb_printf(&b, ", ran on processor %d", e->processor);
+    sb_printf(&b, "\n");
+  }
+  free(es);
+  if (b.failed) {
+    free(b.p);
+    return ty__fail(rt, TY_ENOMEM, "explain: out of memory");
+  }
+  *out = b.p;
+  return TY_OK;
+}

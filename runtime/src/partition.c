@@ -1,0 +1,167 @@
+/*
+ * partition.c — choosing how a launch is split: the piece count from the
+ * resolved `mode` axis, then a block tiling of the launch domain.
+ *
+ * Rules:
+ *  - auto: pieces = clamp(ceil(bytes / min_chunk), 1, procs * overdecompose),
+ *    graded with size; all: procs * overdecompose; single and task: 1.
+ *  - A dim may be split unless the launch forbids it (nosplit), it is shorter
+ *    than 2, or an OUT/INOUT aligned argument has stride 0 on it (pieces
+ *    would write the same elements).
+ *  - The piece count is factored over the splittable dims towards square-ish
+ *    tiles: each prime factor, largest first, goes to the dim whose current
+ *    tile is longest (the outer dim on ties, which keeps tiles contiguous). A
+ *    factor no dim can take is dropped: fewer pieces, never a failure. There
+ *    is no cap on prime factors.
+ *  - Key partitions: when an aligned argument's store has a key partition
+ *    (its last writer's tiling) of the same shape and the same piece count,
+ *    on splittable dims only, that tiling is reused.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void ty__piece_box(int ndim, const int64_t *domain, const ty_tiling *t, int piece, int64_t *lo,
+                   int64_t *hi) {
+  int rest = piece;
+  for (int d = ndim - 1; d >= 0; d--) {
+    int n = t->tiles[d] > 0 ? t->tiles[d] : 1;
+    int k = rest % n;
+    rest /= n;
+    lo[d] = domain[d] * k / n;
+    hi[d] = domain[d] * (k + 1) / n;
+  }
+}
+
+static uint32_t splittable_dims(const ty_pending *l) {
+  uint32_t ok = 0;
+  for (int k = 0; k < l->ndim; k++)
+    if (l->domain[k] >= 2 && !((l->nosplit >> k) & 1u)) ok |= 1u << k;
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    if (a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_IN || a->priv == TY_PRIV_REDUCE) continue;
+    for (int k = 0; k < l->ndim; k++)
+      if (a->store->strides[k] == 0) ok &= ~(1u << k);
+  }
+  return ok;
+}
+
+static int largest_prime_factor(int n) {
+  int f = 1;
+  for (int p = 2; (long)p * p <= n; p++)
+    while (n % p == 0) {
+      f = p;
+      n /= p;
+    }
+  return n > 1 ? n : f;
+}
+
+/* Factor `want` over the allowed dims; returns the pieces actually placed. */
+static int factor_tiles(const ty_pending *l, uint32_t allowed, int want, int *tiles) {
+  for (int k = 0; k < l->ndim; k++) tiles[k] = 1;
+  int placed = 1;
+  while (want > 1) {
+    int f = largest_prime_factor(want);
+    want /= f;
+    int best = -1;
+    double best_extent = 0;
+    for (int k = 0; k < l->ndim; k++) {
+      if (!((allowed >> k) & 1u)) continue;
+      if ((int64_t)tiles[k] * f > l->domain[k]) continue;
+      double extent = (double)l->domain[k] / tiles[k];
+      if (extent > best_extent) {
+        best_extent = extent;
+        best = k;
+      }
+    }
+    if (best < 0) continue; /* no dim can take this factor: fewer pieces */
+    tiles[best] *= f;
+    placed *= f;
+  }
+  return placed;
+}
+
+static void fmt_bytes(int64_t b, char *buf, size_t len) { ty_format_bytes((double)b, buf, len); }
+
+void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_explain_entry *e) {
+  const ty_policy *p = &l->pol.p;
+  memset(out, 0, sizeof *out);
+  out->ndim = l->ndim;
+  out->pieces = 1;
+  for (int k = 0; k < l->ndim; k++) out->tiles[k] = 1;
+  snprintf(e->partition, sizeof e->partition, "new");
+
+  int64_t elems = 1;
+  for (int k = 0; k < l->ndim; k++) elems *= l->domain[k];
+  size_t es = 1;
+  for (int i = 0; i < l->nargs; i++) {
+    size_t s = ty_dtype_size(l->args[i].store->dtype);
+    if (l->args[i].proj == TY_PROJ_ALIGNED && s > es) es = s;
+  }
+  int64_t bytes = elems * (int64_t)es;
+  int64_t cap = (int64_t)procs * p->overdecompose;
+  int64_t want = 1;
+  char b1[32], b2[32];
+  switch (p->mode) {
+  case TY_MODE_SINGLE:
+    snprintf(e->why, sizeof e->why, "single: one piece");
+    break;
+  case TY_MODE_TASK:
+    snprintf(e->why, sizeof e->why, "task: one piece, beside independent launches");
+    break;
+  case TY_MODE_ALL:
+    want = cap;
+    snprintf(e->why, sizeof e->why, "all: %d processors x overdecompose %d -> %lld pieces", procs,
+             p->overdecompose, (long long)want);
+    break;
+  case TY_MODE_AUTO:
+  default: {
+    int64_t raw = (bytes + p->min_chunk - 1) / p->min_chunk;
+    want = raw < 1 ? 1 : raw;
+    fmt_bytes(bytes, b1, sizeof b1);
+    fmt_bytes(p->min_chunk, b2, sizeof b2);
+    if (want > cap) {
+      want = cap;
+      snprintf(e->why, sizeof e->why, "auto: %s / %s min chunk -> %lld pieces, capped at %lld (%d processors x %d)",
+               b1, b2, (long long)raw, (long long)cap, procs, p->overdecompose);
+    } else {
+      snprintf(e->why, sizeof e->why, "auto: %s / %s min chunk -> %lld piece%s", b1, b2,
+               (long long)want, want == 1 ? "" : "s");
+    }
+  }
+  }
+  if (l->max_pieces > 0 && want > l->max_pieces) {
+    want = l->max_pieces;
+    size_t n = strlen(e->why);
+    snprintf(e->why + n, sizeof e->why - n, "; the task allows %d", l->max_pieces);
+  }
+  if (want > 1 << 20) want = 1 << 20;
+  if (want <= 1 || elems <= 1) return;
+
+  uint32_t allowed = splittable_dims(l);
+  /* reuse a key partition that fits exactly */
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    const ty_store *s = a->store;
+    if (a->proj != TY_PROJ_ALIGNED || !s->has_key || s->key.pieces != want ||
+        s->key.ndim != l->ndim)
+      continue;
+    bool fits = true;
+    for (int k = 0; k < l->ndim && fits; k++)
+      fits = s->key.tiles[k] == 1 || ((allowed >> k) & 1u);
+    if (!fits) continue;
+    *out = s->key;
+    snprintf(e->partition, sizeof e->partition, "key partition of store #%llu",
+             (unsigned long long)s->id);
+    return;
+  }
+  int tiles[TY_MAX_RANK];
+  int placed = factor_tiles(l, allowed, (int)want, tiles);
+  for (int k = 0; k < l->ndim; k++) out->tiles[k] = tiles[k];
+  out->pieces = placed;
+  if (placed < want) {
+    size_t n = strlen(e->why);
+    snprintf(e->why + n, sizeof e->why - n, "; %d fit the splittable dims", placed);
+  }
+}
