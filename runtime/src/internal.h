@@ -116,6 +116,8 @@ struct ty_runtime {
   ty_pending **window;
   int nwindow;
   bool flushing;
+  void (*flush_hook)(void *ud);
+  void *flush_hook_ud;
   atomic_int interrupt;
 
   /* memory */

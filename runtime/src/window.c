@@ -494,11 +494,17 @@ static int run_task_group(ty_runtime *rt, ty_pending **w, int first, int n, ty_s
   return g;
 }
 
+void ty_set_flush_hook(ty_runtime *rt, void (*hook)(void *ud), void *ud) {
+  rt->flush_hook = hook;
+  rt->flush_hook_ud = ud;
+}
+
 ty_status ty_flush(ty_runtime *rt) {
   if (!rt) return TY_EINVAL;
   if (rt->flushing) return ty__fail(rt, TY_EINVAL, "ty_flush: called while the window is running");
   if (rt->nwindow == 0) return TY_OK;
   rt->flushing = true;
+  if (rt->flush_hook) rt->flush_hook(rt->flush_hook_ud);
   rt->stats.flushes++;
   ty_status first = TY_OK;
   char firstmsg[TY_ERRLEN] = "";

@@ -189,6 +189,11 @@ void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 
 /* Run everything in the window. */
 ty_status ty_flush(ty_runtime *rt);
+/* Called on the driving thread when a non-empty flush starts, before anything
+ * is analysed: a binding with a garbage collector releases the stores it can
+ * no longer reach there, so that they count as dead (temporaries). The hook
+ * may release stores; it must not append launches or flush. NULL removes it. */
+void ty_set_flush_hook(ty_runtime *rt, void (*hook)(void *ud), void *ud);
 
 /* ---- stores ----------------------------------------------------------------- */
 
