@@ -60,6 +60,32 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
   }
 }
 
+static void format_header(sbuf *b) {
+  sb_printf(b, "%-6s %-12s %-16s %-6s %6s %-10s  %s\n", "launch", "task", "shape", "target",
+            "pieces", "tiling", "why");
+}
+
+static void format_entry(sbuf *b, const ty_explain_entry *e) {
+  char shape[128], tiling[96];
+  ty__shape_str(e->ndim, e->shape, shape, sizeof shape);
+  size_t t = 0;
+  tiling[0] = 0;
+  for (int d = 0; d < e->ndim && t < sizeof tiling; d++)
+    t += (size_t)snprintf(tiling + t, sizeof tiling - t, d ? "x%d" : "%d", e->tiles[d]);
+  if (e->ndim == 0) snprintf(tiling, sizeof tiling, "-");
+  sb_printf(b, "#%-5llu %-12s %-16s %-6s %6d %-10s  %s\n", (unsigned long long)e->seq, e->task,
+            shape, e->target, e->pieces, tiling, e->why);
+  sb_printf(b, "       mode=%s (%s), overdecompose=%d (%s), min_chunk=%lld (%s)",
+            ty_mode_name(e->policy.mode), e->from[TY_AXIS_MODE], e->policy.overdecompose,
+            e->from[TY_AXIS_OVERDECOMPOSE], (long long)e->policy.min_chunk,
+            e->from[TY_AXIS_MIN_CHUNK]);
+  if (strcmp(e->partition, "new") != 0 && e->partition[0]) sb_printf(b, ", reused %s", e->partition);
+  if (e->processor >= 0) sb_printf(b, ", ran on processor %d", e->processor);
+  sb_printf(b, "\n");
+  if (e->fused) sb_printf(b, "       fused %d launches: %s\n", e->fused, e->fused_ops);
+  if (e->fuse_end[0]) sb_printf(b, "       fusion: %s\n", e->fuse_end);
+}
+
 ty_status ty_explain_text(ty_runtime *rt, int n, char **out) {
   *out = NULL;
   if (n <= 0) n = TY_EXPLAIN_KEEP;
@@ -67,27 +93,8 @@ ty_status ty_explain_text(ty_runtime *rt, int n, char **out) {
   if (!es) return ty__fail(rt, TY_ENOMEM, "explain: out of memory");
   int k = ty_explain(rt, n, es);
   sbuf b = {0};
-  sb_printf(&b, "%-6s %-12s %-16s %-6s %6s %-10s  %s\n", "launch", "task", "shape", "target",
-            "pieces", "tiling", "why");
-  for (int i = 0; i < k; i++) {
-    const ty_explain_entry *e = &es[i];
-    char shape[128], tiling[96];
-    ty__shape_str(e->ndim, e->shape, shape, sizeof shape);
-    size_t t = 0;
-    tiling[0] = 0;
-    for (int d = 0; d < e->ndim && t < sizeof tiling; d++)
-      t += (size_t)snprintf(tiling + t, sizeof tiling - t, d ? "x%d" : "%d", e->tiles[d]);
-    if (e->ndim == 0) snprintf(tiling, sizeof tiling, "-");
-    sb_printf(&b, "#%-5llu %-12s %-16s %-6s %6d %-10s  %s\n", (unsigned long long)e->seq, e->task,
-              shape, e->target, e->pieces, tiling, e->why);
-    sb_printf(&b, "       mode=%s (%s), overdecompose=%d (%s), min_chunk=%lld (%s)",
-              ty_mode_name(e->policy.mode), e->from[TY_AXIS_MODE], e->policy.overdecompose,
-              e->from[TY_AXIS_OVERDECOMPOSE], (long long)e->policy.min_chunk,
-              e->from[TY_AXIS_MIN_CHUNK]);
-    if (strcmp(e->partition, "new") != 0) sb_printf(&b, ", reused %s", e->partition);
-    if (e->processor >= 0) sb_printf(&b, ", ran on processor %d", e->processor);
-    sb_printf(&b, "\n");
-  }
+  format_header(&b);
+  for (int i = 0; i < k; i++) format_entry(&b, &es[i]);
   free(es);
   if (b.failed) {
     free(b.p);
@@ -95,4 +102,14 @@ ty_status ty_explain_text(ty_runtime *rt, int n, char **out) {
   }
   *out = b.p;
   return TY_OK;
+}
+
+void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out) {
+  if (rt->nexplained - since > TY_EXPLAIN_KEEP) since = rt->nexplained - TY_EXPLAIN_KEEP;
+  if (since == rt->nexplained) return;
+  sbuf b = {0};
+  if (since == 0) format_header(&b);
+  for (uint64_t i = since; i < rt->nexplained; i++) format_entry(&b, &rt->explain[i % TY_EXPLAIN_KEEP]);
+  if (!b.failed && b.p) fputs(b.p, out);
+  free(b.p);
 }

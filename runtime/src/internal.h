@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define TY_ERRLEN 512
 #define TY_DEFAULT_WINDOW 64
@@ -95,6 +96,11 @@ typedef struct ty_pending {
   int max_pieces;
   uint32_t nosplit;
   ty_resolved pol;
+  /* set by the fusion pass on the launches it makes (and on the launch a run
+   * stopped at), copied into the explain entry */
+  int fused;
+  char fused_ops[192];
+  char fuse_end[TY_MAX_ORIGIN];
 } ty_pending;
 
 typedef struct ty_scope {
@@ -135,6 +141,10 @@ struct ty_runtime {
   ty_stats stats;
   uint64_t next_store_id;
   uint64_t next_launch_seq;
+
+  /* launch options of ty_launch_options, applied to launches without their own */
+  bool has_launch_options;
+  ty_policy launch_options;
 
   /* policy scopes, innermost last */
   ty_scope scopes[TY_MAX_SCOPES];
@@ -207,6 +217,13 @@ void ty__piece_box(int ndim, const int64_t *domain, const ty_tiling *t, int piec
 
 /* Explain (explain.c): the next entry of the ring (zeroed). */
 ty_explain_entry *ty__explain_next(ty_runtime *rt);
+/* Print the entries recorded since `since` (a value of rt->nexplained). */
+void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out);
+
+/* Fusion (fuse.c): rewrite rt->window[0 .. rt->nwindow) in place, replacing
+ * fusible runs by fused launches (nwindow may shrink). Runs at the start of a
+ * flush, after the flush hook. */
+void ty__fuse(ty_runtime *rt);
 
 /* Window (window.c). */
 void ty__window_drop(ty_runtime *rt); /* release every pending launch */

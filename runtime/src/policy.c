@@ -102,6 +102,7 @@ void ty__policy_resolve(const ty_runtime *rt, const ty_task *task, const ty_arg 
   ty_policy defaults;
   ty__policy_defaults(&defaults);
   memset(out, 0, sizeof *out);
+  if (!options && rt->has_launch_options) options = &rt->launch_options;
   for (int axis = 0; axis < TY_NAXES; axis++) {
     unsigned bit = axis_bit(axis);
     char *from = out->from[axis];
@@ -169,6 +170,17 @@ ty_status ty_scope_push(ty_runtime *rt, const ty_policy *p, const char *origin) 
   ty_scope *s = &rt->scopes[rt->nscopes++];
   s->policy = *p;
   snprintf(s->origin, sizeof s->origin, "%s", origin && *origin ? origin : "scope");
+  return TY_OK;
+}
+
+ty_status ty_launch_options(ty_runtime *rt, const ty_policy *p) {
+  if (!rt) return TY_EINVAL;
+  if (p) {
+    ty_status st = check_policy(rt, "ty_launch_options", p);
+    if (st) return st;
+  }
+  rt->has_launch_options = p != NULL;
+  if (p) rt->launch_options = *p;
   return TY_OK;
 }
 

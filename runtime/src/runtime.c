@@ -90,6 +90,7 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
       st = TY_EINVAL;
     }
   }
+  if ((v = getenv("TYCHO_EXPLAIN")) && *v) cfg->explain = strcmp(v, "0") != 0;
   if ((v = getenv("TYCHO_SYSMEM")) && *v) {
     size_t b;
     if (ty_parse_size(v, &b) == TY_OK && b > 0)

@@ -99,6 +99,9 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
   if (d->scalar_bytes) memcpy(l->scalars, d->scalars, d->scalar_bytes);
   l->max_pieces = d->max_pieces;
   l->nosplit = d->nosplit;
+  l->fused = 0;
+  l->fused_ops[0] = 0;
+  l->fuse_end[0] = 0;
   ty__policy_resolve(rt, d->task, d->args, d->nargs, d->options, &l->pol);
   if (l->pol.mode_from_hint) {
     /* what a hinted store drives is split like it (the hint's axes travel) */
@@ -309,6 +312,9 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
   e->target = pr->omp ? "omp" : "cpu";
   e->policy = l->pol.p;
   memcpy(e->from, l->pol.from, sizeof e->from);
+  e->fused = l->fused;
+  snprintf(e->fused_ops, sizeof e->fused_ops, "%s", l->fused_ops);
+  snprintf(e->fuse_end, sizeof e->fuse_end, "%s", l->fuse_end);
   ty__partition(l, procs, &pr->tiling, e);
   e->pieces = pr->tiling.pieces;
   for (int k = 0; k < l->ndim; k++) e->tiles[k] = pr->tiling.tiles[k];
@@ -506,6 +512,8 @@ ty_status ty_flush(ty_runtime *rt) {
   rt->flushing = true;
   if (rt->flush_hook) rt->flush_hook(rt->flush_hook_ud);
   rt->stats.flushes++;
+  uint64_t explained = rt->nexplained;
+  ty__fuse(rt);
   ty_status first = TY_OK;
   char firstmsg[TY_ERRLEN] = "";
   int n = rt->nwindow, i = 0;
@@ -538,6 +546,8 @@ ty_status ty_flush(ty_runtime *rt) {
   }
   rt->nwindow = 0;
   rt->flushing = false;
+  rt->stats.launches_run += rt->nexplained - explained;
+  if (rt->cfg.explain) ty__explain_print(rt, explained, stderr);
   if (first) ty__fail(rt, first, "%s", firstmsg);
   return first;
 }

@@ -152,6 +152,11 @@ ty_status ty_scope_push(ty_runtime *rt, const ty_policy *p, const char *origin);
 ty_status ty_scope_pop(ty_runtime *rt);
 int ty_scope_depth(const ty_runtime *rt);
 
+/* Launch options for every launch appended until the next call (NULL clears
+ * them): the "launch option" level, for bindings whose built-in functions
+ * take an options table. A ty_launch_desc's own options win over these. */
+ty_status ty_launch_options(ty_runtime *rt, const ty_policy *p);
+
 /* A store hint: launches with an aligned argument on this store (or on a
  * store computed from it by such a launch) take these axes unless the launch
  * or its task says otherwise. A hint with set == 0 removes it. */
@@ -177,6 +182,9 @@ typedef struct ty_explain_entry {
   int processor;                         /* task mode: the processor it ran on; else -1 */
   char why[192];                         /* how the piece count came about */
   char partition[TY_MAX_ORIGIN];         /* "new" or "key partition of store #7" */
+  int fused;                             /* launches fused into this one (0: not fused) */
+  char fused_ops[192];                   /* "mul add exp ..." when fused */
+  char fuse_end[TY_MAX_ORIGIN];          /* why the fused run (or fusion) stopped here */
 } ty_explain_entry;
 
 #define TY_EXPLAIN_KEEP 4096 /* launches remembered */

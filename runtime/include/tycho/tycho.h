@@ -133,6 +133,8 @@ typedef struct ty_config {
   ty_policy policy;    /* the global level of every policy axis (unset: built-in default) */
   unsigned policy_cli; /* TY_POL_* bits of `policy` that came from a command line
                           (explain says "global --parallel" rather than "TYCHO_PARALLEL") */
+  bool explain;        /* print what was decided for each launch to stderr as it runs
+                          (tycho --explain, TYCHO_EXPLAIN=1) */
 } ty_config;
 
 /* Zero the config, then apply the environment: TYCHO_CPUS, TYCHO_OMPS,
@@ -184,6 +186,10 @@ typedef struct ty_stats {
   uint64_t bytes_peak;      /* highest bytes_live */
   uint64_t bytes_reserved;  /* bytes charged against the budget (live stores) */
   uint64_t stores_live;     /* store handles alive */
+  uint64_t launches_run;    /* launches that ran after fusion (fused runs count once) */
+  uint64_t fused_runs;      /* fused launches made */
+  uint64_t fused_launches;  /* launches that went into fused runs */
+  uint64_t bytes_elided;    /* bytes of temporaries never allocated thanks to fusion */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 
