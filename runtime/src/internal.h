@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define TY_ERRLEN 512
+#define TY_ERRLEN 2048 /* room for a Lua body's traceback */
 #define TY_DEFAULT_WINDOW 64
 #define TY_CACHE_SLOTS 32
 #define TY_ALIGN 64 /* storage alignment: one cache line, a full AVX-512 vector */
@@ -80,6 +80,8 @@ struct ty_task {
   const void *data;
   ty_policy traits;
   unsigned flags;
+  char *signature;
+  void (*release)(void *data);
   int id;
 };
 
@@ -197,6 +199,9 @@ double ty__load_f64(const void *p, ty_dtype t);
 int64_t ty__load_i64(const void *p, ty_dtype t);
 void ty__store_f64(void *p, ty_dtype t, double v);
 void ty__store_i64(void *p, ty_dtype t, int64_t v);
+
+/* Free a task and its data (task.c). */
+void ty__task_free(ty_task *t);
 
 /* Built-in tasks and their kernels (ops.c and kernels_*.c). */
 ty_status ty__register_builtins(ty_runtime *rt);

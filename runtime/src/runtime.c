@@ -156,7 +156,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
 static void runtime_free(ty_runtime *rt) {
   ty__cache_drop(rt);
   ty__free_builtins(rt);
-  for (int i = 0; i < rt->ntasks; i++) free(rt->tasks[i]);
+  for (int i = 0; i < rt->ntasks; i++) ty__task_free(rt->tasks[i]);
   free(rt->tasks);
   free(rt->window);
   free(rt->explain);

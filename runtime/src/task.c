@@ -41,6 +41,11 @@ ty_status ty_task_register(ty_runtime *rt, const ty_task_desc *desc, const ty_ta
   t->omp = desc->omp;
   t->traits = desc->traits;
   t->flags = desc->flags;
+  t->release = desc->release;
+  if (desc->signature && !(t->signature = strdup(desc->signature))) {
+    free(t);
+    return ty__fail(rt, TY_ENOMEM, "ty_task_register: out of memory");
+  }
   t->data = desc->data;
   t->id = rt->ntasks;
   rt->tasks[rt->ntasks++] = t;
@@ -56,6 +61,19 @@ const ty_task *ty_task_find(const ty_runtime *rt, const char *name) {
 }
 
 const char *ty_task_name(const ty_task *t) { return t ? t->name : "?"; }
+const char *ty_task_signature(const ty_task *t) { return t ? t->signature : NULL; }
+const void *ty_task_data(const ty_task *t) { return t ? t->data : NULL; }
+unsigned ty_task_flags(const ty_task *t) { return t ? t->flags : 0; }
+const ty_policy *ty_task_traits(const ty_task *t) { return t ? &t->traits : NULL; }
+const ty_task *ty_task_at(const ty_runtime *rt, int i) {
+  return rt && i >= 0 && i < rt->ntasks ? rt->tasks[i] : NULL;
+}
+
+void ty__task_free(ty_task *t) {
+  if (t->release) t->release((void *)t->data);
+  free(t->signature);
+  free(t);
+}
 
 int ty_ctx_fail(ty_task_ctx *ctx, const char *fmt, ...) {
   if (ctx->errbuf && ctx->errcap) {

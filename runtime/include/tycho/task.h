@@ -106,11 +106,20 @@ typedef struct ty_task_desc {
   const void *data;     /* handed to every piece as ctx->task_data; must outlive the runtime */
   ty_policy traits;     /* the task's own policy (e.g. mode = all for heavy work) */
   unsigned flags;       /* TY_TASK_* */
+  const char *signature;        /* e.g. "in, out, scalar:f64": lets a binding call the task by
+                                   name (copied; NULL: none). The core only keeps it. */
+  void (*release)(void *data);  /* called with `data` when the runtime is freed (may be NULL) */
 } ty_task_desc;
 
 ty_status ty_task_register(ty_runtime *rt, const ty_task_desc *desc, const ty_task **out);
 const ty_task *ty_task_find(const ty_runtime *rt, const char *name); /* NULL if none */
 const char *ty_task_name(const ty_task *t);
+const char *ty_task_signature(const ty_task *t); /* NULL when none */
+const void *ty_task_data(const ty_task *t);
+unsigned ty_task_flags(const ty_task *t);
+const ty_policy *ty_task_traits(const ty_task *t);
+/* The i-th registered task (0-based) or NULL: to list them. */
+const ty_task *ty_task_at(const ty_runtime *rt, int i);
 
 typedef struct ty_arg {
   ty_store *store;
