@@ -142,6 +142,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
     return TY_ENOMEM;
   }
   ty_status st = ty__register_builtins(rt);
+  if (st == TY_OK) st = ty__register_index_ops(rt);
   if (st != TY_OK) {
     ty__free_builtins(rt);
     free(rt->explain);

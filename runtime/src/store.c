@@ -368,6 +368,14 @@ ty_status ty_store_transpose(ty_runtime *rt, ty_store *s, int d1, int d2, ty_sto
   return ty__store_view(rt, s, s->ndim, shape, strides, s->offset, out);
 }
 
+ty_status ty_store_diagonal(ty_runtime *rt, ty_store *s, ty_store **out) {
+  if (s->ndim != 2)
+    return ty__fail(rt, TY_ESHAPE, "ty_store_diagonal: the store has rank %d, not 2", s->ndim);
+  int64_t n = s->shape[0] < s->shape[1] ? s->shape[0] : s->shape[1];
+  int64_t stride = s->strides[0] + s->strides[1];
+  return ty__store_view(rt, s, 1, &n, &stride, s->offset, out);
+}
+
 ty_status ty_store_reshape(ty_runtime *rt, ty_store *s, int ndim, const int64_t *shape,
                            ty_store **out) {
   if (ndim < 0 || ndim > TY_MAX_RANK)

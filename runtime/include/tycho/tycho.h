@@ -234,6 +234,8 @@ ty_status ty_store_transpose(ty_runtime *rt, ty_store *s, int d1, int d2, ty_sto
  * Only for contiguous stores (TY_EINVAL otherwise: copy first). */
 ty_status ty_store_reshape(ty_runtime *rt, ty_store *s, int ndim, const int64_t *shape,
                            ty_store **out);
+/* The diagonal of a 2-D store as a 1-D view (length min(rows, cols)). */
+ty_status ty_store_diagonal(ty_runtime *rt, ty_store *s, ty_store **out);
 /* numpy broadcast_to: stride 0 on dims that grow from 1, new leading dims. */
 ty_status ty_store_broadcast(ty_runtime *rt, ty_store *s, int ndim, const int64_t *shape,
                              ty_store **out);
@@ -345,6 +347,14 @@ ty_status ty_reduce(ty_runtime *rt, ty_reduce_op op, ty_store *a, int axis, ty_s
 /* Matrix product with numpy's matmul rules for 1-D and 2-D operands (1-D x 1-D
  * is the dot product, a 0-d store). Floats through BLAS. */
 ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out);
+
+/* Histogram of an integer 1-D store x: out[j] = the number of i with
+ * x[i] == base + j (or the sum of weights[i], a 1-D store of x's length, when
+ * weights is not NULL), j in [0, nbins); other values are ignored. The result
+ * is i64 without weights, f64 with them (f32 for f32 weights). numpy's bincount
+ * with minlength = nbins; a binding with 1-based labels passes base = 1. */
+ty_status ty_bincount(ty_runtime *rt, ty_store *x, ty_store *weights, int64_t base, int64_t nbins,
+                      ty_store **out);
 
 /* Write into an existing store or view (launches). */
 ty_status ty_fill(ty_runtime *rt, ty_store *dst, double v);
