@@ -8,6 +8,10 @@
  *                assignment, copy/fill/astype, item/totable
  *   lops.c       element-wise operations, reductions, matmul
  *   lcreate.c    creation (zeros ... array), .npy load/save
+ *   ltask.c      user tasks: tycho.task declarations, launchers, tycho.tasks
+ *   lbody.c      moving a Lua body to worker states (bytecode + upvalues)
+ *   lworker.c    worker states, tile accessors, running one piece
+ *   lhost.c      the embedding API of tycho_lua.h (ty_lua_open, ...)
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -28,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tycho/task.h"
 #include "tycho/tycho.h"
 
 #define TL_STORE "tycho.store"     /* metatable name (and __name) of stores */
@@ -35,11 +40,14 @@
 #define TL_BOXMETA "tycho.runtime" /* metatable name of the runtime box */
 #define TL_MODULE "tycho.module"   /* registry key: the module table */
 
+typedef struct tl_tasks tl_tasks;
+
 /* The runtime as Lua holds it: a full userdata so its __gc can destroy an
  * owned runtime when the state closes. rt is NULL once destroyed. */
 typedef struct tl_box {
   ty_runtime *rt;
   bool owned;
+  tl_tasks *tasks;       /* Lua tasks and worker states of this binding (ltask.c) */
   uint64_t gc_debt;      /* store bytes created since the last full collection */
   uint64_t gc_threshold; /* gc_debt that triggers the next one (tl_created) */
 } tl_box;
@@ -117,6 +125,90 @@ void tl_pushvalue(lua_State *L, const ty_value *v);
 ty_store *tl_scalar(lua_State *L, ty_runtime *rt, int idx, const char *fn, ty_dtype t);
 /* Fill dst with the Lua number/boolean at idx (exact for 64-bit integers). */
 void tl_fill_value(lua_State *L, ty_runtime *rt, ty_store *dst, int idx, const char *fn);
+
+/* Strip a leading "ty_name: " or "ty_name(...): " of a core message. */
+const char *tl_strip_prefix(const char *msg);
+
+/* ---- user tasks (ltask.c, lbody.c, lworker.c) ---------------------------------- */
+
+/* What a declared argument is. */
+typedef enum tl_argkind {
+  TL_IN = 0,   /* aligned, read-only */
+  TL_OUT,      /* aligned, written */
+  TL_INOUT,    /* aligned, read and written */
+  TL_REDUCE,   /* a private tile per piece, combined by the runtime */
+  TL_WHOLE,    /* "in:broadcast": every piece reads the whole store */
+  TL_SCALAR    /* a Lua value passed by value in the launch's scalar bytes */
+} tl_argkind;
+
+/* Declared scalar types (scalar:f64 ...); TL_SC_ANY keeps the Lua type. */
+enum { TL_SC_ANY = 0, TL_SC_F64, TL_SC_I64, TL_SC_BOOL, TL_SC_STR };
+
+typedef struct tl_argspec {
+  tl_argkind kind;
+  ty_redop redop; /* TL_REDUCE */
+  int dtype;      /* TL_OUT / TL_REDUCE: dtype of a store made for an omitted argument, -1: f64 */
+  int sctype;     /* TL_SCALAR: TL_SC_* */
+  int slot;       /* index among the store arguments (ctx->args) or among the scalars */
+} tl_argspec;
+
+#define TL_MAX_TASK_ARGS TY_MAX_ARGS
+typedef struct tl_body tl_body;
+
+/* A task declared through this binding: a Lua task (body != NULL) or a C
+ * task given a signature from Lua. Its address is the core task's `data`;
+ * it lives until the binding closes. Redeclaring a Lua task flushes the
+ * window first, so no queued launch ever runs a body other than the one it
+ * was launched with. */
+typedef struct tl_ltask {
+  tl_tasks *owner;
+  const ty_task *task;
+  char name[TY_MAX_NAME];
+  int id;        /* index in owner->tasks */
+  unsigned gen;  /* 1, then +1 per redeclaration: worker caches compare it */
+  tl_body *body; /* NULL: a C task */
+  int nargs, nstores, nscalars;
+  tl_argspec args[TL_MAX_TASK_ARGS];
+  char sig[512]; /* "in, out, scalar" for messages */
+  ty_policy traits;
+  unsigned flags;
+} tl_ltask;
+
+typedef struct tl_worker tl_worker;
+
+struct tl_tasks {
+  ty_runtime *rt;
+  int nworkers;       /* the runtime's cpus: ctx->worker is below it */
+  tl_worker *workers; /* states created lazily, each used by one thread at a time */
+  tl_ltask **tasks;
+  int ntasks, cap;
+};
+
+/* lbody.c: capture the Lua function at idx (raises "tycho.<fn>: ..." on a
+ * refused upvalue); free; push a loaded copy in a worker state (raises only
+ * memory errors, run it protected). */
+tl_body *tl_body_capture(lua_State *L, int idx, const char *fn);
+void tl_body_free(tl_body *b);
+void tl_body_push(lua_State *W, const tl_body *b);
+
+/* lworker.c */
+tl_worker *tl_workers_new(int n);          /* NULL on out of memory */
+void tl_workers_free(tl_worker *w, int n); /* closes their states */
+int tl_workers_open(const tl_tasks *ts);   /* states created so far */
+/* The cpu variant of every Lua task. */
+int tl_lua_task_cpu(ty_task_ctx *ctx);
+/* Async-signal-safe: make every running body stop with "interrupted". */
+void tl_workers_interrupt(const tl_tasks *ts);
+
+/* ltask.c: set up the module's task functions (tycho.task, tycho.tasks) and
+ * the binding's task state; close it (box __gc: `flush` runs the window
+ * first when the runtime outlives the state). */
+void tl_tasks_open(lua_State *L, int mod, int box);
+void tl_tasks_close(tl_box *b, bool flush);
+/* Declare a task (the core of tycho.task): name, args (table at args_idx),
+ * traits (table or nil), body (function or nil). Pushes the launcher. */
+void tl_task_declare(lua_State *L, const char *name, int args_idx, int traits_idx,
+                     int body_idx);
 
 /* ---- registration tables (NULL-terminated) ---------------------------------- */
 extern const luaL_Reg tl_store_funcs[], tl_store_methods[], tl_store_meta[];
