@@ -150,6 +150,7 @@ typedef struct tl_argspec {
   int dtype;      /* TL_OUT / TL_REDUCE: dtype of a store made for an omitted argument, -1: f64 */
   int sctype;     /* TL_SCALAR: TL_SC_* */
   int slot;       /* index among the store arguments (ctx->args) or among the scalars */
+  char text[24];  /* as declared, normalised: "in", "reduce:+", "scalar:i64", ... */
 } tl_argspec;
 
 #define TL_MAX_TASK_ARGS TY_MAX_ARGS
@@ -192,7 +193,7 @@ void tl_body_free(tl_body *b);
 void tl_body_push(lua_State *W, const tl_body *b);
 
 /* lworker.c */
-tl_worker *tl_workers_new(int n);          /* NULL on out of memory */
+tl_worker *tl_workers_new(int n, ty_runtime *rt); /* NULL on out of memory */
 void tl_workers_free(tl_worker *w, int n); /* closes their states */
 int tl_workers_open(const tl_tasks *ts);   /* states created so far */
 /* The cpu variant of every Lua task. */
@@ -209,6 +210,12 @@ void tl_tasks_close(tl_box *b, bool flush);
  * traits (table or nil), body (function or nil). Pushes the launcher. */
 void tl_task_declare(lua_State *L, const char *name, int args_idx, int traits_idx,
                      int body_idx);
+/* A policy table ({parallel = "all", overdecompose = 2, ...}: the keys of
+ * ty_policy_set) at idx into *p (fields it sets are added to p->set).
+ * `flags` non-NULL also accepts the task flags pointwise / fusable. Raises
+ * "tycho.<fn>: <what>: ..." naming the bad key or value. */
+void tl_checkpolicy(lua_State *L, int idx, const char *fn, const char *what, ty_policy *p,
+                    unsigned *flags);
 
 /* ---- registration tables (NULL-terminated) ---------------------------------- */
 extern const luaL_Reg tl_store_funcs[], tl_store_methods[], tl_store_meta[];

@@ -156,6 +156,10 @@ struct ty_runtime {
   ty_explain_entry *explain;
   uint64_t nexplained;
 
+  /* scheduling figures of the last flush (window.c), trace (trace.c) */
+  ty_flush_stats last_flush;
+  struct ty_trace *trace;
+
   /* random */
   uint64_t seed;
   uint64_t random_calls;

@@ -1,16 +1,163 @@
 /*
  * ops_index.c — operations that address elements by value: bincount.
- * (Placeholder until the bench helper lands the real implementation.)
+ *
+ * bincount is a scatter: element i of x says which bin its count (or weight)
+ * goes to, so no piece of x maps to a fixed piece of the output. It is one
+ * launch over a 2-D domain (n, nbins) that the core already knows how to run
+ * in parallel:
+ *   - x (and the weights) are viewed as (n, nbins) with stride 0 on dim 1;
+ *   - the output is viewed as (n, nbins) with stride 0 on dim 0 and passed
+ *     TY_PRIV_REDUCE with TY_REDOP_SUM: each piece (a range of x, dim 1 is
+ *     never split) gets a private histogram of nbins entries, starts at 0,
+ *     and the runtime adds the privates into the output (which a fill launch
+ *     zeroes first). A piece's work is its range of x plus nbins to combine,
+ *     so nbins far above n / pieces makes the combine dominate: fine for the
+ *     histograms and k-means labels bincount is for (nbins << n).
+ * The variant reads the label as an integer of x's dtype, subtracts `base`
+ * and skips labels outside [0, nbins) (the contract in tycho.h), so bad
+ * labels cannot write out of bounds.
  */
 #include "internal.h"
 
+#include <string.h>
+
+#define BINCOUNT_TASK "bincount"
+
+/* scalars of the "bincount" launch */
+typedef struct bincount_args {
+  int64_t base;
+  int32_t weighted; /* args = {out, x} or {out, x, weights} */
+  int32_t pad;
+} bincount_args;
+
+/* Integer label of any integer (or bool) dtype; floats never reach here. */
+static inline int64_t load_label(const char *p, ty_dtype t) {
+  switch (t) {
+  case TY_I64: return *(const int64_t *)p;
+  case TY_I32: return *(const int32_t *)p;
+  case TY_U8: return *(const uint8_t *)p;
+  case TY_BOOL: return *(const uint8_t *)p != 0;
+  default: return -1;
+  }
+}
+
+/* One typed loop per output dtype: out[x[i] - base] += w[i] (or 1). Strides
+ * in elements; `os` is the output's stride along the bins. */
+#define BINCOUNT_LOOP(T, ONE)                                                            \
+  for (int64_t i = 0; i < n; i++) {                                                      \
+    const int64_t j = load_label(x + i * xs, xt) - base;                                 \
+    if (j < 0 || j >= nbins) continue;                                                   \
+    ((T *)out)[j * os] += w ? ((const T *)w)[i * ws] : (T)(ONE);                          \
+  }
+
+static int bincount_variant(ty_task_ctx *ctx) {
+  const bincount_args *a = ctx->scalars;
+  const ty_tile *to = &ctx->args[0], *tx = &ctx->args[1];
+  const ty_tile *tw = a->weighted ? &ctx->args[2] : NULL;
+  const int64_t n = tx->shape[0], nbins = to->shape[1], base = a->base;
+  const ty_dtype xt = tx->dtype;
+  const size_t xes = ty_dtype_size(xt);
+  const char *x = tx->data;
+  const int64_t xs = tx->strides[0] * (int64_t)xes; /* bytes: labels of any width */
+  char *out = to->data;
+  const int64_t os = to->strides[1];
+  const char *w = tw ? tw->data : NULL;
+  const int64_t ws = tw ? tw->strides[0] : 0;
+  if (n == 0 || nbins == 0) return 0;
+  switch (to->dtype) {
+  case TY_I64: BINCOUNT_LOOP(int64_t, 1) break;
+  case TY_F64: BINCOUNT_LOOP(double, 1.0) break;
+  case TY_F32: BINCOUNT_LOOP(float, 1.0f) break;
+  default:
+    return ty_ctx_fail(ctx, "bincount: no kernel for output dtype %s", ty_dtype_name(to->dtype));
+  }
+  return 0;
+}
+
 ty_status ty__register_index_ops(ty_runtime *rt) {
-  (void)rt;
-  return TY_OK;
+  /* no signature: the packed scalars (bincount_args) are not a binding's
+   * scalar list, so the task is not callable by name */
+  ty_task_desc d = {.name = BINCOUNT_TASK, .cpu = bincount_variant};
+  return ty_task_register(rt, &d, NULL);
+}
+
+static bool is_label_dtype(ty_dtype t) {
+  return t == TY_I64 || t == TY_I32 || t == TY_U8 || t == TY_BOOL;
 }
 
 ty_status ty_bincount(ty_runtime *rt, ty_store *x, ty_store *weights, int64_t base, int64_t nbins,
                       ty_store **out) {
-  (void)x, (void)weights, (void)base, (void)nbins, (void)out;
-  return ty__fail(rt, TY_EINVAL, "ty_bincount: not implemented yet");
+  if (!rt) return TY_EINVAL;
+  if (!out) return ty__fail(rt, TY_EINVAL, "ty_bincount: out is NULL");
+  *out = NULL;
+  if (rt->destroyed) return ty__fail(rt, TY_EINVAL, "ty_bincount: the runtime was destroyed");
+  if (!x) return ty__fail(rt, TY_EINVAL, "ty_bincount: x is NULL");
+  if (x->rt != rt) return ty__fail(rt, TY_EINVAL, "ty_bincount: x belongs to another runtime");
+  if (weights && weights->rt != rt)
+    return ty__fail(rt, TY_EINVAL, "ty_bincount: weights belong to another runtime");
+  if (x->ndim != 1)
+    return ty__fail(rt, TY_ESHAPE, "ty_bincount: x must be 1-D, got %d dimensions", x->ndim);
+  if (!is_label_dtype(x->dtype))
+    return ty__fail(rt, TY_EDTYPE, "ty_bincount: x must have an integer dtype, got %s",
+                    ty_dtype_name(x->dtype));
+  if (nbins < 0)
+    return ty__fail(rt, TY_EINVAL, "ty_bincount: nbins must be non-negative, got %lld",
+                    (long long)nbins);
+  ty_dtype ot = TY_I64;
+  if (weights) {
+    if (weights->ndim != 1 || weights->shape[0] != x->shape[0])
+      return ty__fail(rt, TY_ESHAPE,
+                      "ty_bincount: weights must be 1-D of x's length %lld, got %d-D of %lld",
+                      (long long)x->shape[0], weights->ndim,
+                      (long long)(weights->ndim ? weights->shape[0] : 1));
+    ot = weights->dtype == TY_F32 ? TY_F32 : TY_F64;
+  }
+  const ty_task *task = ty_task_find(rt, BINCOUNT_TASK);
+  if (!task) return ty__fail(rt, TY_ENOTFOUND, "ty_bincount: the bincount task is not registered");
+
+  ty_store *res = NULL, *w = NULL, *ov = NULL, *xv = NULL, *wv = NULL;
+  ty_status st = ty_full(rt, ot, 1, &nbins, 0.0, &res);
+  const int64_t n = x->shape[0];
+  if (!st && n > 0 && nbins > 0) {
+    const int64_t dom[2] = {n, nbins};
+    if (weights) {
+      if (weights->dtype == ot) {
+        ty_store_retain(weights);
+        w = weights;
+      } else {
+        st = ty_cast(rt, weights, ot, &w);
+      }
+    }
+    if (!st) st = ty__store_view(rt, res, 2, dom, (const int64_t[2]){0, res->strides[0]}, res->offset, &ov);
+    if (!st) st = ty__store_view(rt, x, 2, dom, (const int64_t[2]){x->strides[0], 0}, x->offset, &xv);
+    if (!st && w)
+      st = ty__store_view(rt, w, 2, dom, (const int64_t[2]){w->strides[0], 0}, w->offset, &wv);
+    if (!st) {
+      ty_arg args[3] = {
+          {.store = ov, .priv = TY_PRIV_REDUCE, .redop = TY_REDOP_SUM, .proj = TY_PROJ_ALIGNED},
+          {.store = xv, .priv = TY_PRIV_IN, .redop = TY_REDOP_NONE, .proj = TY_PROJ_ALIGNED},
+          {.store = wv, .priv = TY_PRIV_IN, .redop = TY_REDOP_NONE, .proj = TY_PROJ_ALIGNED},
+      };
+      bincount_args ba = {.base = base, .weighted = wv != NULL, .pad = 0};
+      ty_launch_desc d = {.task = task,
+                          .ndim = 2,
+                          .domain = dom,
+                          .nargs = wv ? 3 : 2,
+                          .args = args,
+                          .scalars = &ba,
+                          .scalar_bytes = sizeof ba,
+                          .nosplit = 1u << 1}; /* pieces are ranges of x, never of the bins */
+      st = ty_launch(rt, &d);
+    }
+  }
+  ty_store_release(wv);
+  ty_store_release(xv);
+  ty_store_release(ov);
+  ty_store_release(w);
+  if (st) {
+    ty_store_release(res);
+    return st;
+  }
+  *out = res;
+  return TY_OK;
 }

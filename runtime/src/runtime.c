@@ -8,6 +8,7 @@
  * runtime before its last stores: their memory stays valid until released.
  */
 #include "internal.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <omp.h>
@@ -175,6 +176,7 @@ void ty_runtime_destroy(ty_runtime *rt) {
   if (!rt || rt->destroyed) return;
   rt->destroyed = true;
   ty__window_drop(rt);
+  ty__trace_free(rt); /* a trace still recording is written now */
   ty__runtime_unref(rt);
 }
 
@@ -201,4 +203,70 @@ void ty_get_stats(const ty_runtime *rt, ty_stats *out) {
   *out = rt->stats;
   out->bytes_live = rt->live;
   out->bytes_reserved = rt->reserved;
+}
+
+/* ---- stats rendering ---------------------------------------------------------------- */
+
+ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
+  *out = NULL;
+  ty_stats s;
+  ty_get_stats(rt, &s);
+  ty_flush_stats f = rt->last_flush;
+  double frac = s.launches_run ? (double)s.concurrent_launches / (double)s.launches_run : 0;
+  static const char *const names[] = {
+      "launches", "launches_run", "fused_runs", "fused_launches", "flushes", "pieces", "waves",
+      "critical_path", "widest_wave", "concurrent_launches", "bytes_allocated", "bytes_live",
+      "bytes_peak", "bytes_reserved", "bytes_elided", "peak_transient", "stores_live"};
+  uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.flushes,
+                     s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
+                     s.bytes_allocated, s.bytes_live, s.bytes_peak, s.bytes_reserved,
+                     s.bytes_elided, s.peak_transient, s.stores_live};
+  enum { N = sizeof vals / sizeof vals[0] };
+  size_t cap = 4096, len = 0;
+  char *b = malloc(cap);
+  if (!b) return ty__fail(rt, TY_ENOMEM, "stats: out of memory");
+#define PUT(...) (len += (size_t)snprintf(b + len, len < cap ? cap - len : 0, __VA_ARGS__))
+  if (format && strcmp(format, "json") == 0) {
+    PUT("{");
+    for (int i = 0; i < N; i++) PUT("%s\"%s\": %llu", i ? ", " : "", names[i], (unsigned long long)vals[i]);
+    PUT(", \"concurrent_fraction\": %.4f, \"last_flush\": {\"favor\": \"%s\", \"launches\": %d, "
+        "\"waves\": %d, \"critical_path\": %d, \"widest\": %d, \"concurrent\": %d, "
+        "\"peak_transient\": %lld}}\n",
+        frac, f.favor ? f.favor : "none", f.launches, f.waves, f.critical_path, f.widest,
+        f.concurrent, (long long)f.peak_transient);
+  } else if (format && strcmp(format, "csv") == 0) {
+    PUT("name,value\n");
+    for (int i = 0; i < N; i++) PUT("%s,%llu\n", names[i], (unsigned long long)vals[i]);
+    PUT("concurrent_fraction,%.4f\n", frac);
+  } else if (!format || strcmp(format, "text") == 0) {
+    char live[32], peak[32], alloc[32], tpeak[32], elided[32];
+    ty_format_bytes((double)s.bytes_live, live, sizeof live);
+    ty_format_bytes((double)s.bytes_peak, peak, sizeof peak);
+    ty_format_bytes((double)s.bytes_allocated, alloc, sizeof alloc);
+    ty_format_bytes((double)s.peak_transient, tpeak, sizeof tpeak);
+    ty_format_bytes((double)s.bytes_elided, elided, sizeof elided);
+    PUT("tycho stats\n");
+    PUT("  launches        %llu appended, %llu run after fusion (%llu fused runs of %llu launches)\n",
+        (unsigned long long)s.launches, (unsigned long long)s.launches_run,
+        (unsigned long long)s.fused_runs, (unsigned long long)s.fused_launches);
+    PUT("  flushes         %llu, point tasks %llu\n", (unsigned long long)s.flushes,
+        (unsigned long long)s.pieces);
+    PUT("  waves           %llu, critical path %llu, widest wave %llu\n", (unsigned long long)s.waves,
+        (unsigned long long)s.critical_path, (unsigned long long)s.widest_wave);
+    PUT("  concurrent      %llu launches ran in waves of two or more (%.0f%%)\n",
+        (unsigned long long)s.concurrent_launches, frac * 100);
+    PUT("  memory          peak %s (allocator), transient peak %s (simulated), live %s\n", peak,
+        tpeak, live);
+    PUT("  allocated       %s in all, %s of temporaries elided\n", alloc, elided);
+  } else {
+    free(b);
+    return ty__fail(rt, TY_EINVAL, "stats: format must be text, json or csv, got '%s'", format);
+  }
+#undef PUT
+  if (len >= cap) { /* cannot happen with these fields; keep the text whole anyway */
+    free(b);
+    return ty__fail(rt, TY_ENOMEM, "stats: text too long");
+  }
+  *out = b;
+  return TY_OK;
 }

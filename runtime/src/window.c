@@ -17,6 +17,8 @@
  *    the window still runs.
  */
 #include "internal.h"
+#include "schedule.h"
+#include "trace.h"
 
 #include <math.h>
 #include <omp.h>
@@ -80,7 +82,11 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
                      ((d->options->set & TY_POL_OVERDECOMPOSE) && d->options->overdecompose < 1) ||
                      ((d->options->set & TY_POL_MIN_CHUNK) && d->options->min_chunk < 1)))
     return ty__fail(rt, TY_EINVAL, "ty_launch(%s): invalid launch options", name);
-  if (rt->nwindow >= rt->cfg.window) {
+  ty_resolved pol;
+  ty__policy_resolve(rt, d->task, d->args, d->nargs, d->options, &pol);
+  /* a window is scheduled under one favor: a change of favor flushes it */
+  if (rt->nwindow >= rt->cfg.window ||
+      (rt->nwindow > 0 && rt->window[0]->pol.p.favor != pol.p.favor)) {
     ty_status st = ty_flush(rt);
     if (st) return st;
   }
@@ -102,7 +108,7 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
   l->fused = 0;
   l->fused_ops[0] = 0;
   l->fuse_end[0] = 0;
-  ty__policy_resolve(rt, d->task, d->args, d->nargs, d->options, &l->pol);
+  l->pol = pol;
   if (l->pol.mode_from_hint) {
     /* what a hinted store drives is split like it (the hint's axes travel) */
     const ty_store *src = NULL;
@@ -455,49 +461,196 @@ static bool conflicts(const ty_pending *a, const ty_pending *b) {
   return false;
 }
 
-/* Task mode: a run of consecutive task-mode launches that are pairwise
- * independent runs at once, one launch per processor, round-robin. Returns
- * how many launches from `first` it ran. */
-static int run_task_group(ty_runtime *rt, ty_pending **w, int first, int n, ty_status *first_err,
-                          char *errbuf, size_t errlen) {
-  int end = first + 1;
-  while (end < n && w[end]->pol.p.mode == TY_MODE_TASK) {
-    bool ok = true;
-    for (int k = first; k < end && ok; k++) ok = !conflicts(w[k], w[end]);
-    if (!ok) break;
-    end++;
+/* ---- the launch graph and waves ------------------------------------------------- */
+
+/* A storage touched by the window, with what the scheduler needs to know. */
+typedef struct touched {
+  ty_storage *storage;
+  int nstores;      /* distinct window stores on it */
+  bool window_only; /* every one of them is held only by window launches */
+} touched;
+
+typedef struct graph_space {
+  int *dep_ptr, *dep_idx;
+  int64_t *buf_bytes;
+  int *user_ptr, *user_idx;
+} graph_space;
+
+static void graph_free(graph_space *gs) {
+  free(gs->dep_ptr);
+  free(gs->dep_idx);
+  free(gs->buf_bytes);
+  free(gs->user_ptr);
+  free(gs->user_idx);
+}
+
+/* Dependences: launches that share storage where one of them writes it
+ * (storage identity: views of one storage are treated as overlapping).
+ * Transient buffers: storage not allocated before the flush and held only by
+ * the window's launches, so it is allocated and freed inside the window. */
+static ty_status build_graph(ty_pending **w, int n, graph_space *gs, ty_graph *g) {
+  memset(gs, 0, sizeof *gs);
+  int nargs = 0;
+  for (int i = 0; i < n; i++) nargs += w[i]->nargs;
+  size_t maxdeps = (size_t)n * (size_t)(n > 0 ? n - 1 : 0) / 2 + 1;
+  gs->dep_ptr = malloc(((size_t)n + 1) * sizeof *gs->dep_ptr);
+  gs->dep_idx = malloc(maxdeps * sizeof *gs->dep_idx);
+  ty_store **stores = malloc(((size_t)nargs + 1) * sizeof *stores);
+  int *scount = calloc((size_t)nargs + 1, sizeof *scount);
+  touched *ts = calloc((size_t)nargs + 1, sizeof *ts);
+  gs->buf_bytes = malloc(((size_t)nargs + 1) * sizeof *gs->buf_bytes);
+  gs->user_ptr = malloc(((size_t)nargs + 2) * sizeof *gs->user_ptr);
+  gs->user_idx = malloc(((size_t)nargs + 1) * sizeof *gs->user_idx);
+  if (!gs->dep_ptr || !gs->dep_idx || !stores || !scount || !ts || !gs->buf_bytes ||
+      !gs->user_ptr || !gs->user_idx) {
+    free(stores);
+    free(scount);
+    free(ts);
+    graph_free(gs);
+    return TY_ENOMEM;
   }
-  int g = end - first;
-  prepared *prs = calloc((size_t)g, sizeof *prs);
-  ty_status *sts = calloc((size_t)g, sizeof *sts);
-  if (!prs || !sts) {
+  int k = 0;
+  for (int j = 0; j < n; j++) {
+    gs->dep_ptr[j] = k;
+    for (int i = 0; i < j; i++)
+      if (conflicts(w[i], w[j])) gs->dep_idx[k++] = i;
+  }
+  gs->dep_ptr[n] = k;
+
+  int nstores = 0, nts = 0;
+  for (int i = 0; i < n; i++)
+    for (int a = 0; a < w[i]->nargs; a++) {
+      ty_store *s = w[i]->args[a].store;
+      int x = 0;
+      while (x < nstores && stores[x] != s) x++;
+      if (x == nstores) stores[nstores++] = s;
+      scount[x]++;
+    }
+  for (int x = 0; x < nstores; x++) {
+    ty_storage *st = stores[x]->storage;
+    int t = 0;
+    while (t < nts && ts[t].storage != st) t++;
+    if (t == nts) {
+      ts[nts].storage = st;
+      ts[nts].window_only = true;
+      nts++;
+    }
+    ts[t].nstores++;
+    if (stores[x]->refs != scount[x]) ts[t].window_only = false;
+  }
+  int nbuf = 0, u = 0;
+  for (int t = 0; t < nts; t++) {
+    ty_storage *st = ts[t].storage;
+    if (st->data || st->external || !ts[t].window_only || st->refs != ts[t].nstores) continue;
+    gs->buf_bytes[nbuf] = (int64_t)st->nbytes;
+    gs->user_ptr[nbuf] = u;
+    for (int i = 0; i < n; i++)
+      for (int a = 0; a < w[i]->nargs; a++)
+        if (w[i]->args[a].store->storage == st) {
+          gs->user_idx[u++] = i;
+          break;
+        }
+    nbuf++;
+  }
+  gs->user_ptr[nbuf] = u;
+  free(stores);
+  free(scount);
+  free(ts);
+  *g = (ty_graph){n, gs->dep_ptr, gs->dep_idx, nbuf, gs->buf_bytes, gs->user_ptr, gs->user_idx};
+  return TY_OK;
+}
+
+typedef struct slot {
+  prepared *pr;
+  int piece;
+} slot;
+
+static void note_error(ty_runtime *rt, ty_status st, ty_status *first, char *msg, size_t len) {
+  if (st && *first == TY_OK) {
+    *first = st;
+    snprintf(msg, len, "%s", rt->errmsg);
+  }
+}
+
+/* Run one wave: prepare its launches (program order), run all their pieces
+ * together, finish them (program order). */
+static void run_wave(ty_runtime *rt, ty_pending **w, const int *members, int count, int wave,
+                     ty_status *first, char *firstmsg, size_t msglen) {
+  prepared *prs = calloc((size_t)count, sizeof *prs);
+  ty_status *sts = calloc((size_t)count, sizeof *sts);
+  if (!prs || !sts) { /* degrade to one launch at a time */
     free(prs);
     free(sts);
-    ty_status st = run_launch(rt, w[first]);
-    if (st && *first_err == TY_OK) {
-      *first_err = st;
-      snprintf(errbuf, errlen, "%s", rt->errmsg);
-    }
-    return 1;
+    for (int m = 0; m < count; m++) note_error(rt, run_launch(rt, w[members[m]]), first, firstmsg, msglen);
+    return;
   }
-  for (int k = 0; k < g; k++) sts[k] = prepare(rt, w[first + k], &prs[k]);
-  int threads = g < rt->cfg.cpus ? g : rt->cfg.cpus;
+  int total = 0;
+  bool any_omp = false;
+  for (int m = 0; m < count; m++) {
+    sts[m] = prepare(rt, w[members[m]], &prs[m]);
+    if (sts[m] == TY_OK && !prs[m].skip) {
+      total += prs[m].tiling.pieces;
+      any_omp |= prs[m].omp;
+    }
+  }
+  bool tracing = ty__tracing(rt);
+  double t0 = tracing ? ty__trace_time(rt) : 0;
+  slot *slots = total > 1 ? malloc((size_t)total * sizeof *slots) : NULL;
+  ty_trace_piece *tp = tracing && total ? calloc((size_t)total, sizeof *tp) : NULL;
+  if (total == 1 || (total > 1 && (!slots || any_omp))) {
+    for (int m = 0; m < count; m++)
+      if (sts[m] == TY_OK && !prs[m].skip) run_pieces(rt, &prs[m]);
+    free(tp);
+    tp = NULL;
+  } else if (total > 1) {
+    int t = 0;
+    for (int m = 0; m < count; m++)
+      if (sts[m] == TY_OK && !prs[m].skip)
+        for (int p = 0; p < prs[m].tiling.pieces; p++) slots[t++] = (slot){&prs[m], p};
+    int threads = total < rt->cfg.cpus ? total : rt->cfg.cpus;
+    bool rec = tp != NULL;
+    /* as many slots as threads: slot k runs on worker k (deterministic, task
+     * mode's round-robin); more slots: whoever is free takes the next */
+    if (total <= threads) {
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
-  for (int k = 0; k < g; k++)
-    if (sts[k] == TY_OK && !prs[k].skip)
-      for (int piece = 0; piece < prs[k].tiling.pieces; piece++)
-        run_piece(rt, &prs[k], piece, omp_get_thread_num());
-  for (int k = 0; k < g; k++) {
-    if (prs[k].explain) prs[k].explain->processor = k % threads;
-    ty_status st = finish(rt, &prs[k], sts[k]);
-    if (st && *first_err == TY_OK) {
-      *first_err = st;
-      snprintf(errbuf, errlen, "%s", rt->errmsg);
+      for (int k = 0; k < total; k++) {
+        int worker = omp_get_thread_num();
+        if (rec) tp[k].t0 = ty__trace_time(rt);
+        run_piece(rt, slots[k].pr, slots[k].piece, worker);
+        if (rec) tp[k].t1 = ty__trace_time(rt), tp[k].worker = worker;
+        if (slots[k].pr->explain && slots[k].pr->tiling.pieces == 1)
+          slots[k].pr->explain->processor = worker;
+      }
+    } else {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+      for (int k = 0; k < total; k++) {
+        int worker = omp_get_thread_num();
+        if (rec) tp[k].t0 = ty__trace_time(rt);
+        run_piece(rt, slots[k].pr, slots[k].piece, worker);
+        if (rec) tp[k].t1 = ty__trace_time(rt), tp[k].worker = worker;
+      }
     }
+    if (tp)
+      for (int k = 0; k < total; k++) {
+        tp[k].piece = slots[k].piece;
+        tp[k].pieces = slots[k].pr->tiling.pieces;
+        tp[k].wave = wave;
+        tp[k].fused = slots[k].pr->l->fused;
+        tp[k].seq = slots[k].pr->l->seq;
+        tp[k].task = slots[k].pr->l->task;
+      }
   }
+  if (tracing) {
+    if (tp) ty__trace_pieces(rt, tp, total);
+    char name[32];
+    snprintf(name, sizeof name, "wave %d", wave);
+    ty__trace_span(rt, name, t0, ty__trace_time(rt), wave);
+  }
+  free(tp);
+  free(slots);
+  for (int m = 0; m < count; m++) note_error(rt, finish(rt, &prs[m], sts[m]), first, firstmsg, msglen);
   free(prs);
   free(sts);
-  return g;
 }
 
 void ty_set_flush_hook(ty_runtime *rt, void (*hook)(void *ud), void *ud) {
@@ -505,48 +658,87 @@ void ty_set_flush_hook(ty_runtime *rt, void (*hook)(void *ud), void *ud) {
   rt->flush_hook_ud = ud;
 }
 
+void ty_last_flush_stats(const ty_runtime *rt, ty_flush_stats *out) { *out = rt->last_flush; }
+
 ty_status ty_flush(ty_runtime *rt) {
   if (!rt) return TY_EINVAL;
   if (rt->flushing) return ty__fail(rt, TY_EINVAL, "ty_flush: called while the window is running");
   if (rt->nwindow == 0) return TY_OK;
   rt->flushing = true;
+  double flush_t0 = ty__tracing(rt) ? ty__trace_time(rt) : 0;
   if (rt->flush_hook) rt->flush_hook(rt->flush_hook_ud);
   rt->stats.flushes++;
   uint64_t explained = rt->nexplained;
   ty__fuse(rt);
   ty_status first = TY_OK;
   char firstmsg[TY_ERRLEN] = "";
-  int n = rt->nwindow, i = 0;
-  while (i < n) {
-    if (atomic_exchange(&rt->interrupt, 0)) break;
-    int ran = 1;
-    if (rt->window[i]->pol.p.mode == TY_MODE_TASK) {
-      ran = run_task_group(rt, rt->window, i, n, &first, firstmsg, sizeof firstmsg);
-    } else {
-      ty_status st = run_launch(rt, rt->window[i]);
-      if (st && first == TY_OK) {
-        first = st;
-        snprintf(firstmsg, sizeof firstmsg, "%s", rt->errmsg);
+  int n = rt->nwindow;
+  ty_pending **w = rt->window;
+
+  /* schedule into waves under the window's favor (one favor per window);
+   * without memory for the graph, run one launch per wave */
+  ty_favor favor = w[0]->pol.p.favor;
+  int *wave_of = malloc((size_t)n * sizeof *wave_of);
+  int *members = malloc((size_t)n * sizeof *members);
+  graph_space gs;
+  ty_graph g;
+  ty_sched_stats ss = {.waves = n, .critical_path = n, .widest = 1};
+  if (wave_of && members && build_graph(w, n, &gs, &g) == TY_OK) {
+    if (ty__schedule(&g, favor, wave_of, &ss) != TY_OK) ss.waves = n;
+    graph_free(&gs);
+  } else if (wave_of) {
+    for (int i = 0; i < n; i++) wave_of[i] = i;
+  }
+  bool interrupted = false;
+  for (int wave = 0; wave < ss.waves; wave++) {
+    if (atomic_exchange(&rt->interrupt, 0)) {
+      interrupted = true;
+      break;
+    }
+    int one = wave, *mem = &one, count = 1;
+    if (wave_of && members) {
+      mem = members;
+      count = 0;
+      for (int i = 0; i < n; i++)
+        if (wave_of[i] == wave) mem[count++] = i;
+    }
+    if (ty__tracing(rt)) ty__trace_counter(rt, ty__trace_time(rt), (int64_t)rt->live);
+    run_wave(rt, w, mem, count, wave, &first, firstmsg, sizeof firstmsg);
+    for (int m = 0; m < count; m++) {
+      launch_release(w[mem[m]]);
+      w[mem[m]] = NULL;
+    }
+  }
+  if (interrupted) {
+    int cancelled = 0;
+    for (int j = 0; j < n; j++)
+      if (w[j]) {
+        cancel_outputs(w[j]);
+        launch_release(w[j]);
+        w[j] = NULL;
+        cancelled++;
       }
-    }
-    for (int k = i; k < i + ran; k++) {
-      launch_release(rt->window[k]);
-      rt->window[k] = NULL;
-    }
-    i += ran;
-  }
-  if (i < n) {
-    for (int j = i; j < n; j++) {
-      cancel_outputs(rt->window[j]);
-      launch_release(rt->window[j]);
-      rt->window[j] = NULL;
-    }
     first = TY_EINTR;
-    snprintf(firstmsg, sizeof firstmsg, "interrupted: %d of %d launches were cancelled", n - i, n);
+    snprintf(firstmsg, sizeof firstmsg, "interrupted: %d of %d launches were cancelled", cancelled, n);
   }
+  free(wave_of);
+  free(members);
   rt->nwindow = 0;
   rt->flushing = false;
+  rt->last_flush = (ty_flush_stats){n, ss.waves, ss.critical_path, ss.widest, ss.concurrent,
+                                    ss.peak_transient, ty_favor_name(favor)};
+  rt->stats.waves += (uint64_t)ss.waves;
+  rt->stats.concurrent_launches += (uint64_t)ss.concurrent;
+  if ((uint64_t)ss.widest > rt->stats.widest_wave) rt->stats.widest_wave = (uint64_t)ss.widest;
+  if ((uint64_t)ss.critical_path > rt->stats.critical_path)
+    rt->stats.critical_path = (uint64_t)ss.critical_path;
+  if (ss.peak_transient > 0 && (uint64_t)ss.peak_transient > rt->stats.peak_transient)
+    rt->stats.peak_transient = (uint64_t)ss.peak_transient;
   rt->stats.launches_run += rt->nexplained - explained;
+  if (ty__tracing(rt)) {
+    ty__trace_counter(rt, ty__trace_time(rt), (int64_t)rt->live);
+    ty__trace_span(rt, "flush", flush_t0, ty__trace_time(rt), -1);
+  }
   if (rt->cfg.explain) ty__explain_print(rt, explained, stderr);
   if (first) ty__fail(rt, first, "%s", firstmsg);
   return first;

@@ -204,6 +204,29 @@ int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out);
 /* The same as a text table (malloc'd; free() it), one launch per line. */
 ty_status ty_explain_text(ty_runtime *rt, int n, char **out);
 
+/* ---- trace ---------------------------------------------------------------------- */
+
+/* Record every point task, flush and wave from now on; ty_trace_stop (or
+ * destroying the runtime) writes a Chrome trace-event JSON file at json_path
+ * (open it in Perfetto or chrome://tracing) and, when svg_path is not NULL,
+ * an SVG timeline. Files are written atomically. */
+ty_status ty_trace_start(ty_runtime *rt, const char *json_path, const char *svg_path);
+ty_status ty_trace_stop(ty_runtime *rt);
+
+/* Counters of the last flush and the whole run, and a rendering of them. */
+typedef struct ty_flush_stats {
+  int launches;           /* launches run (after fusion) */
+  int waves;
+  int critical_path;
+  int widest;             /* launches in the widest wave */
+  int concurrent;         /* launches that ran in a wave of two or more */
+  int64_t peak_transient; /* simulated peak of transient bytes */
+  const char *favor;
+} ty_flush_stats;
+void ty_last_flush_stats(const ty_runtime *rt, ty_flush_stats *out);
+/* format: "text", "json" or "csv"; *out is malloc'd. */
+ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -190,6 +190,11 @@ typedef struct ty_stats {
   uint64_t fused_runs;      /* fused launches made */
   uint64_t fused_launches;  /* launches that went into fused runs */
   uint64_t bytes_elided;    /* bytes of temporaries never allocated thanks to fusion */
+  uint64_t waves;           /* waves run */
+  uint64_t concurrent_launches; /* launches that ran in a wave of two or more */
+  uint64_t widest_wave;     /* most launches in one wave */
+  uint64_t critical_path;   /* longest dependence chain of any flush */
+  uint64_t peak_transient;  /* highest simulated transient bytes of any flush */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 

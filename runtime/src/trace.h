@@ -1,0 +1,28 @@
+/*
+ * trace.h — recording what ran where and when (trace.c), for Chrome/Perfetto
+ * trace-event JSON and an SVG timeline.
+ */
+#ifndef TY_TRACE_H
+#define TY_TRACE_H
+
+#include "internal.h"
+
+typedef struct ty_trace_piece {
+  double t0, t1; /* seconds since the trace started */
+  int worker;
+  int piece, pieces;
+  int wave;
+  int fused;
+  uint64_t seq;
+  const ty_task *task;
+} ty_trace_piece;
+
+double ty__now(void); /* monotonic seconds */
+bool ty__tracing(const ty_runtime *rt);
+double ty__trace_time(const ty_runtime *rt); /* seconds since the trace started */
+void ty__trace_pieces(ty_runtime *rt, const ty_trace_piece *p, int n);
+void ty__trace_span(ty_runtime *rt, const char *name, double t0, double t1, int wave);
+void ty__trace_counter(ty_runtime *rt, double t, int64_t transient_bytes);
+void ty__trace_free(ty_runtime *rt); /* writes pending files, frees */
+
+#endif

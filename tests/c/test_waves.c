@@ -1,0 +1,179 @@
+/*
+ * test_waves.c — windows run as waves: results identical under every favor,
+ * the figures of each favor on a real program, a change of favor flushing the
+ * window, and the trace file.
+ */
+#include "check.h"
+#include "internal.h"
+
+#include <tycho/task.h>
+#include <tycho/tycho.h>
+
+#include <unistd.h>
+
+static ty_runtime *make_rt(int cpus) {
+  ty_config cfg = {.cpus = cpus, .window = 256};
+  ty_runtime *rt = NULL;
+  CHECK(ty_runtime_create(&cfg, &rt) == TY_OK);
+  return rt;
+}
+
+/* Four independent chains of element-wise ops joined at the end; returns the
+ * sum. */
+static double four_chains(ty_runtime *rt, ty_favor favor, ty_flush_stats *fs) {
+  ty_policy p = {.set = TY_POL_FAVOR | TY_POL_FUSE, .favor = favor, .fuse = false};
+  CHECK(ty_scope_push(rt, &p, "scope at test") == TY_OK);
+  int64_t n = 100000;
+  ty_store *x, *acc = NULL;
+  CHECK(ty_arange(rt, TY_F64, 0, 0.001, n, &x) == TY_OK);
+  for (int c = 0; c < 4; c++) {
+    ty_store *k, *y, *z;
+    CHECK(ty_scalar_f64(rt, TY_F64, c + 1.0, &k) == TY_OK);
+    CHECK(ty_binary(rt, TY_OP_MUL, x, k, &y) == TY_OK);
+    CHECK(ty_unary(rt, TY_OP_SIN, y, &z) == TY_OK);
+    ty_store_release(y);
+    CHECK(ty_binary(rt, TY_OP_ADD, z, k, &y) == TY_OK);
+    ty_store_release(z);
+    ty_store_release(k);
+    if (acc) {
+      CHECK(ty_binary(rt, TY_OP_ADD, acc, y, &z) == TY_OK);
+      ty_store_release(acc);
+      ty_store_release(y);
+      acc = z;
+    } else {
+      acc = y;
+    }
+  }
+  ty_store *s;
+  CHECK(ty_reduce(rt, TY_RED_SUM, acc, -1, &s) == TY_OK);
+  CHECK(ty_scope_pop(rt) == TY_OK);
+  ty_store_release(acc);
+  ty_store_release(x);
+  CHECK(ty_flush(rt) == TY_OK);
+  ty_last_flush_stats(rt, fs);
+  ty_value v;
+  CHECK(ty_item(rt, s, &v) == TY_OK);
+  ty_store_release(s);
+  return v.f;
+}
+
+TEST(results_identical_under_every_favor) {
+  ty_runtime *rt = make_rt(2);
+  ty_flush_stats d, m, x;
+  double rd = four_chains(rt, TY_FAVOR_DEBUG, &d);
+  double rm = four_chains(rt, TY_FAVOR_MIN_PEAK, &m);
+  double rx = four_chains(rt, TY_FAVOR_MAX_CONCURRENCY, &x);
+  CHECK(rd == rm && rm == rx);
+  CHECK(strcmp(d.favor, "debug") == 0);
+  CHECK_EQ_INT(d.waves, d.launches);
+  CHECK_EQ_INT(d.concurrent, 0);
+  CHECK_EQ_INT(x.waves, x.critical_path);
+  CHECK(x.waves <= m.waves && m.waves <= d.waves);
+  CHECK(x.concurrent > 0);
+  CHECK_EQ_INT(m.peak_transient, d.peak_transient);
+  CHECK(x.peak_transient >= m.peak_transient);
+  ty_runtime_destroy(rt);
+}
+
+TEST(change_of_favor_flushes_the_window) {
+  ty_runtime *rt = make_rt(2);
+  int64_t n = 10;
+  ty_store *a, *b;
+  CHECK(ty_full(rt, TY_F64, 1, &n, 1.0, &a) == TY_OK);
+  ty_stats st;
+  ty_get_stats(rt, &st);
+  CHECK_EQ_INT(st.flushes, 0);
+  ty_policy p = {.set = TY_POL_FAVOR, .favor = TY_FAVOR_DEBUG};
+  CHECK(ty_scope_push(rt, &p, "scope") == TY_OK);
+  CHECK(ty_full(rt, TY_F64, 1, &n, 2.0, &b) == TY_OK);
+  CHECK(ty_scope_pop(rt) == TY_OK);
+  ty_get_stats(rt, &st);
+  CHECK_EQ_INT(st.flushes, 1);
+  ty_store_release(a);
+  ty_store_release(b);
+  ty_runtime_destroy(rt);
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  size_t got = fread(b, 1, (size_t)n, f);
+  b[got] = 0;
+  fclose(f);
+  return b;
+}
+
+static int count(const char *hay, const char *needle) {
+  int c = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) c++;
+  return c;
+}
+
+TEST(trace_has_one_event_per_point_task) {
+  ty_runtime *rt = make_rt(2);
+  char dir[] = "/tmp/tycho_trace_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char json[256], svg[256];
+  snprintf(json, sizeof json, "%s/t.json", dir);
+  snprintf(svg, sizeof svg, "%s/t.svg", dir);
+  CHECK(ty_trace_start(rt, json, svg) == TY_OK);
+  CHECK(ty_trace_start(rt, json, NULL) == TY_EINVAL);
+  ty_stats before;
+  ty_get_stats(rt, &before);
+  ty_flush_stats fs;
+  (void)four_chains(rt, TY_FAVOR_MAX_CONCURRENCY, &fs);
+  ty_stats after;
+  ty_get_stats(rt, &after);
+  CHECK(ty_trace_stop(rt) == TY_OK);
+  char *text = slurp(json);
+  CHECK(text != NULL);
+  if (text) {
+    CHECK_EQ_INT(count(text, "\"cat\":\"task\""), (int)(after.pieces - before.pieces));
+    CHECK_STR_CONTAINS(text, "\"traceEvents\"");
+    CHECK_STR_CONTAINS(text, "\"name\":\"flush\"");
+    CHECK_STR_CONTAINS(text, "\"transient bytes\"");
+    CHECK_STR_CONTAINS(text, "\"name\":\"sin\"");
+    CHECK(text[strlen(text) - 2] == '}');
+  }
+  free(text);
+  char *pic = slurp(svg);
+  CHECK_STR_CONTAINS(pic, "<svg");
+  CHECK_STR_CONTAINS(pic, "processor 1");
+  free(pic);
+  unlink(json);
+  unlink(svg);
+  rmdir(dir);
+  ty_runtime_destroy(rt);
+}
+
+TEST(stats_format_text_json_csv) {
+  ty_runtime *rt = make_rt(2);
+  ty_flush_stats fs;
+  (void)four_chains(rt, TY_FAVOR_MIN_PEAK, &fs);
+  char *t = NULL;
+  CHECK(ty_stats_format(rt, "text", &t) == TY_OK);
+  CHECK_STR_CONTAINS(t, "waves");
+  CHECK_STR_CONTAINS(t, "transient peak");
+  free(t);
+  CHECK(ty_stats_format(rt, "json", &t) == TY_OK);
+  CHECK_STR_CONTAINS(t, "\"waves\": ");
+  CHECK_STR_CONTAINS(t, "\"favor\": \"min-peak-memory\"");
+  free(t);
+  CHECK(ty_stats_format(rt, "csv", &t) == TY_OK);
+  CHECK_STR_CONTAINS(t, "name,value\nlaunches,");
+  free(t);
+  CHECK(ty_stats_format(rt, "xml", &t) == TY_EINVAL);
+  ty_runtime_destroy(rt);
+}
+
+static const check_case cases[] = {
+    CASE(results_identical_under_every_favor),
+    CASE(change_of_favor_flushes_the_window),
+    CASE(trace_has_one_event_per_point_task),
+    CASE(stats_format_text_json_csv),
+};
+CHECK_MAIN(cases)
