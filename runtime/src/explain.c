@@ -9,11 +9,71 @@
 #include <stdlib.h>
 #include <string.h>
 
-ty_explain_entry *ty__explain_next(ty_runtime *rt) {
-  ty_explain_entry *e = &rt->explain[rt->nexplained++ % TY_EXPLAIN_KEEP];
+ty_record *ty__explain_next(ty_runtime *rt) {
+  ty_record *r = &rt->explain[rt->nexplained++ % TY_EXPLAIN_KEEP];
+  r->processor = -1;
+  r->fused = 0;
+  r->fused_ops[0] = 0;
+  r->fuse_end[0] = 0;
+  return r;
+}
+
+static void fmt_bytes(int64_t b, char *buf, size_t len) { ty_format_bytes((double)b, buf, len); }
+
+/* The reader's view of a record: every text composed here, not on the
+ * launch path. */
+static void render(const ty_record *r, ty_explain_entry *e) {
   memset(e, 0, sizeof *e);
-  e->processor = -1;
-  return e;
+  e->seq = r->seq;
+  snprintf(e->task, sizeof e->task, "%s", ty_task_name(r->task));
+  e->ndim = r->ndim;
+  for (int k = 0; k < r->ndim; k++) {
+    e->shape[k] = r->shape[k];
+    e->tiles[k] = r->tiles[k];
+  }
+  e->target = r->omp ? "omp" : "cpu";
+  e->policy = r->pol.p;
+  for (int a = 0; a < TY_NAXES; a++)
+    ty__origin_text(&r->pol.from[a], a, r->task, e->from[a], sizeof e->from[a]);
+  e->pieces = r->pieces;
+  e->processor = r->processor;
+  const ty_policy *p = &r->pol.p;
+  char b1[32], b2[32];
+  switch (p->mode) {
+  case TY_MODE_SINGLE: snprintf(e->why, sizeof e->why, "single: one piece"); break;
+  case TY_MODE_TASK:
+    snprintf(e->why, sizeof e->why, "task: one piece, beside independent launches");
+    break;
+  case TY_MODE_ALL:
+    snprintf(e->why, sizeof e->why, "all: %d processors x overdecompose %d -> %lld pieces",
+             r->procs, p->overdecompose, (long long)r->procs * p->overdecompose);
+    break;
+  default: {
+    fmt_bytes(r->bytes, b1, sizeof b1);
+    fmt_bytes(p->min_chunk, b2, sizeof b2);
+    int64_t cap = (int64_t)r->procs * p->overdecompose;
+    if (r->raw > cap)
+      snprintf(e->why, sizeof e->why,
+               "auto: %s / %s min chunk -> %lld pieces, capped at %lld (%d processors x %d)", b1,
+               b2, (long long)r->raw, (long long)cap, r->procs, p->overdecompose);
+    else
+      snprintf(e->why, sizeof e->why, "auto: %s / %s min chunk -> %lld piece%s", b1, b2,
+               (long long)r->raw, r->raw == 1 ? "" : "s");
+  }
+  }
+  size_t n = strlen(e->why);
+  if (r->max_pieces > 0 && r->want == r->max_pieces && r->raw > r->max_pieces)
+    n += (size_t)snprintf(e->why + n, sizeof e->why - n, "; the task allows %d", r->max_pieces);
+  if (r->short_dims && n < sizeof e->why)
+    snprintf(e->why + n, sizeof e->why - n, "; %d fit the splittable dims", r->pieces);
+  if (r->key_store)
+    snprintf(e->partition, sizeof e->partition, "key partition of store #%llu",
+             (unsigned long long)r->key_store);
+  else
+    snprintf(e->partition, sizeof e->partition, "new");
+  e->fused = r->fused;
+  snprintf(e->fused_ops, sizeof e->fused_ops, "%s", r->fused_ops);
+  snprintf(e->fuse_end, sizeof e->fuse_end, "%s", r->fuse_end);
 }
 
 int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out) {
@@ -22,7 +82,7 @@ int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out) {
   uint64_t have = rt->nexplained < TY_EXPLAIN_KEEP ? rt->nexplained : TY_EXPLAIN_KEEP;
   uint64_t take = (uint64_t)n < have ? (uint64_t)n : have;
   for (uint64_t i = 0; i < take; i++)
-    out[i] = rt->explain[(rt->nexplained - take + i) % TY_EXPLAIN_KEEP];
+    render(&rt->explain[(rt->nexplained - take + i) % TY_EXPLAIN_KEEP], &out[i]);
   return (int)take;
 }
 
@@ -109,7 +169,11 @@ void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out) {
   if (since == rt->nexplained) return;
   sbuf b = {0};
   if (since == 0) format_header(&b);
-  for (uint64_t i = since; i < rt->nexplained; i++) format_entry(&b, &rt->explain[i % TY_EXPLAIN_KEEP]);
+  for (uint64_t i = since; i < rt->nexplained; i++) {
+    ty_explain_entry e;
+    render(&rt->explain[i % TY_EXPLAIN_KEEP], &e);
+    format_entry(&b, &e);
+  }
   if (!b.failed && b.p) fputs(b.p, out);
   free(b.p);
 }

@@ -20,7 +20,7 @@
 
 #define TY_ERRLEN 2048 /* room for a Lua body's traceback */
 #define TY_DEFAULT_WINDOW 64
-#define TY_CACHE_SLOTS 32
+#define TY_CACHE_SLOTS 64
 #define TY_ALIGN 64 /* storage alignment: one cache line, a full AVX-512 vector */
 
 /* Shared storage of one or more stores. Charged against the budget from
@@ -33,6 +33,9 @@ typedef struct ty_storage {
   bool external;  /* attached host buffer (ty_store_attach): not ours to free */
   void (*release)(void *ud);
   void *release_ud;
+  /* scratch of the flush that last touched it (window.c's graph building) */
+  uint64_t epoch;
+  int idx;
   struct ty_runtime *rt;
 } ty_storage;
 
@@ -44,14 +47,54 @@ typedef struct ty_tiling {
   int tiles[TY_MAX_RANK];
 } ty_tiling;
 
+/* Which level decided an axis. Kept as numbers (and an interned scope
+ * origin) and turned into text only when explain is read: resolving is on
+ * the path of every launch. */
+typedef enum ty_level {
+  TY_FROM_DEFAULT = 0,
+  TY_FROM_ENV,
+  TY_FROM_CLI,
+  TY_FROM_SCOPE,
+  TY_FROM_HINT,
+  TY_FROM_TRAIT,
+  TY_FROM_OPTION
+} ty_level;
+
+typedef struct ty_origin {
+  uint8_t level;     /* ty_level */
+  const char *scope; /* TY_FROM_SCOPE: interned origin text */
+  uint64_t store;    /* TY_FROM_HINT: the store the hint was put on */
+} ty_origin;
+
 /* Every policy axis of one launch, resolved when it was appended (scopes are
  * dynamic), with the level that decided each. */
 typedef struct ty_resolved {
   ty_policy p;
-  char from[TY_NAXES][TY_MAX_ORIGIN];
+  ty_origin from[TY_NAXES];
   bool mode_from_hint;
   uint64_t hint_store; /* the store whose hint decided, when mode_from_hint */
 } ty_resolved;
+
+/* What explain remembers of a launch that ran (rendered by explain.c). */
+typedef struct ty_record {
+  uint64_t seq;
+  const struct ty_task *task;
+  int ndim;
+  int64_t shape[TY_MAX_RANK];
+  bool omp;
+  ty_resolved pol;
+  int pieces;
+  int tiles[TY_MAX_RANK];
+  int processor;
+  /* how the piece count came about (partition.c) */
+  int64_t bytes, raw, want;
+  int procs, max_pieces;
+  bool short_dims; /* fewer pieces than wanted fit the splittable dims */
+  uint64_t key_store; /* reused key partition of this store; 0: new */
+  int fused;
+  char fused_ops[192];
+  char fuse_end[TY_MAX_ORIGIN];
+} ty_record;
 
 struct ty_store {
   int refs;
@@ -71,6 +114,9 @@ struct ty_store {
   bool has_hint;
   ty_policy hint;
   uint64_t hint_from; /* id of the store the hint was put on */
+  /* scratch of the flush that last touched it (window.c) */
+  uint64_t epoch;
+  int wcount; /* references held by that flush's launches */
 };
 
 struct ty_task {
@@ -107,7 +153,7 @@ typedef struct ty_pending {
 
 typedef struct ty_scope {
   ty_policy policy;
-  char origin[TY_MAX_ORIGIN];
+  const char *origin; /* interned */
 } ty_scope;
 
 struct ty_runtime {
@@ -124,6 +170,9 @@ struct ty_runtime {
   ty_pending **window;
   int nwindow;
   bool flushing;
+  uint64_t flush_epoch;
+  ty_pending *free_pending; /* launches kept for reuse (linked through args[0].store) */
+  int nfree_pending;
   void (*flush_hook)(void *ud);
   void *flush_hook_ud;
   atomic_int interrupt;
@@ -153,8 +202,11 @@ struct ty_runtime {
   int nscopes;
 
   /* explain: a ring of the last TY_EXPLAIN_KEEP launches run */
-  ty_explain_entry *explain;
+  ty_record *explain;
   uint64_t nexplained;
+  /* interned scope origins (policy.c), freed with the runtime */
+  char **origins;
+  int norigins, cap_origins;
 
   /* scheduling figures of the last flush (window.c), trace (trace.c) */
   ty_flush_stats last_flush;
@@ -220,13 +272,19 @@ void ty__policy_defaults(ty_policy *p);
 
 /* Partitioning (partition.c): the tiling of a launch on `procs` processors,
  * with the reasons written to the explain entry. */
-void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_explain_entry *e);
+void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r);
 /* The box of piece `piece` (lo inclusive, hi exclusive). */
 void ty__piece_box(int ndim, const int64_t *domain, const ty_tiling *t, int piece, int64_t *lo,
                    int64_t *hi);
 
-/* Explain (explain.c): the next entry of the ring (zeroed). */
-ty_explain_entry *ty__explain_next(ty_runtime *rt);
+/* Interned origin text (policy.c): equal texts give one pointer that lives
+ * as long as the runtime. */
+const char *ty__intern(ty_runtime *rt, const char *text);
+void ty__origins_free(ty_runtime *rt);
+void ty__origin_text(const ty_origin *o, int axis, const struct ty_task *task, char *buf, size_t len);
+
+/* Explain (explain.c): the next record of the ring (zeroed). */
+ty_record *ty__explain_next(ty_runtime *rt);
 /* Print the entries recorded since `since` (a value of rt->nexplained). */
 void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out);
 
@@ -237,6 +295,7 @@ void ty__fuse(ty_runtime *rt);
 
 /* Window (window.c). */
 void ty__window_drop(ty_runtime *rt); /* release every pending launch */
+void ty__pending_cache_free(ty_runtime *rt);
 
 /* Counter-based random numbers (kernels): value of element `index` of draw
  * `stream` under `seed`, uniform in [0, 1) with 53 random bits. */

@@ -82,15 +82,13 @@ static int factor_tiles(const ty_pending *l, uint32_t allowed, int want, int *ti
   return placed;
 }
 
-static void fmt_bytes(int64_t b, char *buf, size_t len) { ty_format_bytes((double)b, buf, len); }
-
-void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_explain_entry *e) {
+void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r) {
   const ty_policy *p = &l->pol.p;
-  memset(out, 0, sizeof *out);
   out->ndim = l->ndim;
   out->pieces = 1;
   for (int k = 0; k < l->ndim; k++) out->tiles[k] = 1;
-  snprintf(e->partition, sizeof e->partition, "new");
+  r->key_store = 0;
+  r->short_dims = false;
 
   int64_t elems = 1;
   for (int k = 0; k < l->ndim; k++) elems *= l->domain[k];
@@ -101,42 +99,24 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_explain_en
   }
   int64_t bytes = elems * (int64_t)es;
   int64_t cap = (int64_t)procs * p->overdecompose;
-  int64_t want = 1;
-  char b1[32], b2[32];
+  int64_t want = 1, raw = 1;
   switch (p->mode) {
   case TY_MODE_SINGLE:
-    snprintf(e->why, sizeof e->why, "single: one piece");
-    break;
-  case TY_MODE_TASK:
-    snprintf(e->why, sizeof e->why, "task: one piece, beside independent launches");
-    break;
-  case TY_MODE_ALL:
-    want = cap;
-    snprintf(e->why, sizeof e->why, "all: %d processors x overdecompose %d -> %lld pieces", procs,
-             p->overdecompose, (long long)want);
-    break;
+  case TY_MODE_TASK: break;
+  case TY_MODE_ALL: want = cap; break;
   case TY_MODE_AUTO:
-  default: {
-    int64_t raw = (bytes + p->min_chunk - 1) / p->min_chunk;
-    want = raw < 1 ? 1 : raw;
-    fmt_bytes(bytes, b1, sizeof b1);
-    fmt_bytes(p->min_chunk, b2, sizeof b2);
-    if (want > cap) {
-      want = cap;
-      snprintf(e->why, sizeof e->why, "auto: %s / %s min chunk -> %lld pieces, capped at %lld (%d processors x %d)",
-               b1, b2, (long long)raw, (long long)cap, procs, p->overdecompose);
-    } else {
-      snprintf(e->why, sizeof e->why, "auto: %s / %s min chunk -> %lld piece%s", b1, b2,
-               (long long)want, want == 1 ? "" : "s");
-    }
+  default:
+    raw = (bytes + p->min_chunk - 1) / p->min_chunk;
+    if (raw < 1) raw = 1;
+    want = raw < cap ? raw : cap;
   }
-  }
-  if (l->max_pieces > 0 && want > l->max_pieces) {
-    want = l->max_pieces;
-    size_t n = strlen(e->why);
-    snprintf(e->why + n, sizeof e->why - n, "; the task allows %d", l->max_pieces);
-  }
+  if (l->max_pieces > 0 && want > l->max_pieces) want = l->max_pieces;
   if (want > 1 << 20) want = 1 << 20;
+  r->bytes = bytes;
+  r->raw = raw;
+  r->want = want;
+  r->procs = procs;
+  r->max_pieces = l->max_pieces;
   if (want <= 1 || elems <= 1) return;
 
   uint32_t allowed = splittable_dims(l);
@@ -152,16 +132,12 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_explain_en
       fits = s->key.tiles[k] == 1 || ((allowed >> k) & 1u);
     if (!fits) continue;
     *out = s->key;
-    snprintf(e->partition, sizeof e->partition, "key partition of store #%llu",
-             (unsigned long long)s->id);
+    r->key_store = s->id;
     return;
   }
   int tiles[TY_MAX_RANK];
   int placed = factor_tiles(l, allowed, (int)want, tiles);
   for (int k = 0; k < l->ndim; k++) out->tiles[k] = tiles[k];
   out->pieces = placed;
-  if (placed < want) {
-    size_t n = strlen(e->why);
-    snprintf(e->why + n, sizeof e->why - n, "; %d fit the splittable dims", placed);
-  }
+  r->short_dims = placed < want;
 }

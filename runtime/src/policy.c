@@ -99,22 +99,29 @@ static void copy_axis(ty_policy *dst, const ty_policy *src, int axis) {
 
 void ty__policy_resolve(const ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
                         const ty_policy *options, ty_resolved *out) {
-  ty_policy defaults;
-  ty__policy_defaults(&defaults);
-  memset(out, 0, sizeof *out);
+  static ty_policy defaults;
+  static bool have_defaults; /* a constant; racing writers store the same bytes */
+  if (!have_defaults) {
+    ty__policy_defaults(&defaults);
+    have_defaults = true;
+  }
+  out->p.set = 0;
+  out->mode_from_hint = false;
+  out->hint_store = 0;
   if (!options && rt->has_launch_options) options = &rt->launch_options;
   for (int axis = 0; axis < TY_NAXES; axis++) {
     unsigned bit = axis_bit(axis);
-    char *from = out->from[axis];
-    size_t flen = sizeof out->from[axis];
+    ty_origin *from = &out->from[axis];
+    from->scope = NULL;
+    from->store = 0;
     if (options && (options->set & bit)) {
       copy_axis(&out->p, options, axis);
-      snprintf(from, flen, "launch option");
+      from->level = TY_FROM_OPTION;
       continue;
     }
     if (task->traits.set & bit) {
       copy_axis(&out->p, &task->traits, axis);
-      snprintf(from, flen, "trait of task '%s'", task->name);
+      from->level = TY_FROM_TRAIT;
       continue;
     }
     const ty_store *hinted = NULL;
@@ -124,7 +131,8 @@ void ty__policy_resolve(const ty_runtime *rt, const ty_task *task, const ty_arg 
         hinted = args[i].store;
     if (hinted) {
       copy_axis(&out->p, &hinted->hint, axis);
-      snprintf(from, flen, "hint on store #%llu", (unsigned long long)hinted->hint_from);
+      from->level = TY_FROM_HINT;
+      from->store = hinted->hint_from;
       if (axis == TY_AXIS_MODE) {
         out->mode_from_hint = true;
         out->hint_store = hinted->id;
@@ -135,18 +143,55 @@ void ty__policy_resolve(const ty_runtime *rt, const ty_task *task, const ty_arg 
     while (k >= 0 && !(rt->scopes[k].policy.set & bit)) k--;
     if (k >= 0) {
       copy_axis(&out->p, &rt->scopes[k].policy, axis);
-      snprintf(from, flen, "%s", rt->scopes[k].origin);
+      from->level = TY_FROM_SCOPE;
+      from->scope = rt->scopes[k].origin;
       continue;
     }
     if (rt->cfg.policy.set & bit) {
       copy_axis(&out->p, &rt->cfg.policy, axis);
-      snprintf(from, flen, "global %s",
-               (rt->cfg.policy_cli & bit) ? axes[axis].option : axes[axis].env);
+      from->level = (rt->cfg.policy_cli & bit) ? TY_FROM_CLI : TY_FROM_ENV;
       continue;
     }
     copy_axis(&out->p, &defaults, axis);
-    snprintf(from, flen, "default");
+    from->level = TY_FROM_DEFAULT;
   }
+}
+
+/* The text explain shows for an origin. */
+void ty__origin_text(const ty_origin *o, int axis, const ty_task *task, char *buf, size_t len) {
+  switch (o->level) {
+  case TY_FROM_OPTION: snprintf(buf, len, "launch option"); break;
+  case TY_FROM_TRAIT: snprintf(buf, len, "trait of task '%s'", ty_task_name(task)); break;
+  case TY_FROM_HINT: snprintf(buf, len, "hint on store #%llu", (unsigned long long)o->store); break;
+  case TY_FROM_SCOPE: snprintf(buf, len, "%s", o->scope ? o->scope : "scope"); break;
+  case TY_FROM_CLI: snprintf(buf, len, "global %s", axes[axis].option); break;
+  case TY_FROM_ENV: snprintf(buf, len, "global %s", axes[axis].env); break;
+  default: snprintf(buf, len, "default"); break;
+  }
+}
+
+const char *ty__intern(ty_runtime *rt, const char *text) {
+  for (int i = rt->norigins - 1; i >= 0; i--)
+    if (strcmp(rt->origins[i], text) == 0) return rt->origins[i];
+  if (rt->norigins >= 4096) return "scope"; /* generated origins: stop growing */
+  if (rt->norigins == rt->cap_origins) {
+    int cap = rt->cap_origins ? rt->cap_origins * 2 : 16;
+    char **o = realloc(rt->origins, (size_t)cap * sizeof *o);
+    if (!o) return "scope";
+    rt->origins = o;
+    rt->cap_origins = cap;
+  }
+  char *copy = strdup(text);
+  if (!copy) return "scope";
+  rt->origins[rt->norigins++] = copy;
+  return copy;
+}
+
+void ty__origins_free(ty_runtime *rt) {
+  for (int i = 0; i < rt->norigins; i++) free(rt->origins[i]);
+  free(rt->origins);
+  rt->origins = NULL;
+  rt->norigins = rt->cap_origins = 0;
 }
 
 static ty_status check_policy(ty_runtime *rt, const char *fn, const ty_policy *p) {
@@ -167,9 +212,11 @@ ty_status ty_scope_push(ty_runtime *rt, const ty_policy *p, const char *origin) 
     return ty__fail(rt, TY_ELIMIT, "ty_scope_push: scopes nest %d deep at most", TY_MAX_SCOPES);
   ty_status st = check_policy(rt, "ty_scope_push", p);
   if (st) return st;
+  char clipped[TY_MAX_ORIGIN];
+  snprintf(clipped, sizeof clipped, "%s", origin && *origin ? origin : "scope");
   ty_scope *s = &rt->scopes[rt->nscopes++];
   s->policy = *p;
-  snprintf(s->origin, sizeof s->origin, "%s", origin && *origin ? origin : "scope");
+  s->origin = ty__intern(rt, clipped);
   return TY_OK;
 }
 

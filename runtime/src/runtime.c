@@ -157,6 +157,8 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
 
 static void runtime_free(ty_runtime *rt) {
   ty__cache_drop(rt);
+  ty__pending_cache_free(rt);
+  ty__origins_free(rt);
   ty__free_builtins(rt);
   for (int i = 0; i < rt->ntasks; i++) ty__task_free(rt->tasks[i]);
   free(rt->tasks);

@@ -167,7 +167,7 @@ ty_status ty__store_view(ty_runtime *rt, ty_store *base, int ndim, const int64_t
  * an eighth of the budget (1 GiB at most), and reused by exact size. */
 #define TY_HUGE_MIN ((size_t)4 << 20)
 #define TY_HUGE_ALIGN ((size_t)2 << 20)
-#define TY_CACHE_MIN ((size_t)64 << 10)
+#define TY_CACHE_MIN ((size_t)4 << 10)
 
 static size_t block_bytes(size_t nbytes) {
   size_t a = nbytes >= TY_HUGE_MIN ? TY_HUGE_ALIGN : TY_ALIGN;

@@ -26,9 +26,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void launch_release(ty_pending *l) {
-  for (int i = 0; i < l->nargs; i++) ty_store_release(l->args[i].store);
+/* Launches are ~6 KiB (inline arguments and scalars); a window's worth is
+ * kept for reuse rather than going through malloc for every launch. */
+static void launch_free(ty_runtime *rt, ty_pending *l) {
+  if (rt && rt->nfree_pending < rt->cfg.window && !rt->destroyed) {
+    l->args[0].store = (ty_store *)rt->free_pending;
+    rt->free_pending = l;
+    rt->nfree_pending++;
+    return;
+  }
   free(l);
+}
+
+static ty_pending *launch_alloc(ty_runtime *rt) {
+  ty_pending *l = rt->free_pending;
+  if (l) {
+    rt->free_pending = (ty_pending *)l->args[0].store;
+    rt->nfree_pending--;
+    return l;
+  }
+  return malloc(sizeof *l);
+}
+
+void ty__pending_cache_free(ty_runtime *rt) {
+  while (rt->free_pending) {
+    ty_pending *l = rt->free_pending;
+    rt->free_pending = (ty_pending *)l->args[0].store;
+    free(l);
+  }
+  rt->nfree_pending = 0;
+}
+
+static void launch_release(ty_pending *l) {
+  ty_runtime *rt = l->nargs ? l->args[0].store->rt : NULL;
+  for (int i = 0; i < l->nargs; i++) ty_store_release(l->args[i].store);
+  launch_free(rt, l);
 }
 
 void ty__window_drop(ty_runtime *rt) {
@@ -90,7 +122,7 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
     ty_status st = ty_flush(rt);
     if (st) return st;
   }
-  ty_pending *l = malloc(sizeof *l);
+  ty_pending *l = launch_alloc(rt);
   if (!l) return ty__fail(rt, TY_ENOMEM, "ty_launch(%s): out of memory", name);
   l->task = d->task;
   l->seq = rt->next_launch_seq++;
@@ -277,7 +309,7 @@ typedef struct prepared {
   private_tile *privates;
   piece_result *results;
   piece_result one;
-  ty_explain_entry *explain;
+  ty_record *explain;
 } prepared;
 
 static void cancel_outputs(ty_pending *l) {
@@ -309,18 +341,19 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
   pr->threads = pr->omp ? rt->cfg.ompthreads : 1;
   int procs = pr->omp ? rt->cfg.omps : rt->cfg.cpus;
 
-  ty_explain_entry *e = ty__explain_next(rt);
+  ty_record *e = ty__explain_next(rt);
   pr->explain = e;
   e->seq = l->seq;
-  snprintf(e->task, sizeof e->task, "%s", l->task->name);
+  e->task = l->task;
   e->ndim = l->ndim;
   for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
-  e->target = pr->omp ? "omp" : "cpu";
-  e->policy = l->pol.p;
-  memcpy(e->from, l->pol.from, sizeof e->from);
-  e->fused = l->fused;
-  snprintf(e->fused_ops, sizeof e->fused_ops, "%s", l->fused_ops);
-  snprintf(e->fuse_end, sizeof e->fuse_end, "%s", l->fuse_end);
+  e->omp = pr->omp;
+  e->pol = l->pol;
+  if (l->fused || l->fuse_end[0]) {
+    e->fused = l->fused;
+    memcpy(e->fused_ops, l->fused_ops, sizeof e->fused_ops);
+    memcpy(e->fuse_end, l->fuse_end, sizeof e->fuse_end);
+  }
   ty__partition(l, procs, &pr->tiling, e);
   e->pieces = pr->tiling.pieces;
   for (int k = 0; k < l->ndim; k++) e->tiles[k] = pr->tiling.tiles[k];
@@ -451,111 +484,169 @@ static ty_status run_launch(ty_runtime *rt, ty_pending *l) {
   return finish(rt, &pr, st);
 }
 
-/* Launches conflict when they share storage and one of them writes it. */
-static bool conflicts(const ty_pending *a, const ty_pending *b) {
-  for (int i = 0; i < a->nargs; i++)
-    for (int j = 0; j < b->nargs; j++)
-      if (a->args[i].store->storage == b->args[j].store->storage &&
-          (writes(a->args[i].priv) || writes(b->args[j].priv)))
-        return true;
-  return false;
-}
 
 /* ---- the launch graph and waves ------------------------------------------------- */
 
-/* A storage touched by the window, with what the scheduler needs to know. */
-typedef struct touched {
-  ty_storage *storage;
-  int nstores;      /* distinct window stores on it */
-  bool window_only; /* every one of them is held only by window launches */
-} touched;
-
+/* Scratch arrays of the graph, kept in the runtime between flushes. */
 typedef struct graph_space {
-  int *dep_ptr, *dep_idx;
+  int *dep_ptr, *dep_idx, *mark;
   int64_t *buf_bytes;
   int *user_ptr, *user_idx;
+  ty_storage **storages;
+  int *last_writer, *reader_head, *reader_next, *reader_launch, *nstores, *buf_of;
+  bool *window_only;
+  ty_store **stores;
 } graph_space;
 
 static void graph_free(graph_space *gs) {
   free(gs->dep_ptr);
   free(gs->dep_idx);
+  free(gs->mark);
   free(gs->buf_bytes);
   free(gs->user_ptr);
   free(gs->user_idx);
+  free(gs->storages);
+  free(gs->last_writer);
+  free(gs->reader_head);
+  free(gs->reader_next);
+  free(gs->reader_launch);
+  free(gs->nstores);
+  free(gs->buf_of);
+  free(gs->window_only);
+  free(gs->stores);
 }
 
-/* Dependences: launches that share storage where one of them writes it
- * (storage identity: views of one storage are treated as overlapping).
- * Transient buffers: storage not allocated before the flush and held only by
- * the window's launches, so it is allocated and freed inside the window. */
-static ty_status build_graph(ty_pending **w, int n, graph_space *gs, ty_graph *g) {
+/* Appends dependence j -> i once; false when out of memory. */
+static bool add_dep(graph_space *gs, int *k, size_t *cap, int j, int i) {
+  if (i < 0 || gs->mark[i] == j) return true;
+  if ((size_t)*k == *cap) {
+    size_t ncap = *cap * 2;
+    int *d = realloc(gs->dep_idx, ncap * sizeof *d);
+    if (!d) return false;
+    gs->dep_idx = d;
+    *cap = ncap;
+  }
+  gs->mark[i] = j;
+  gs->dep_idx[(*k)++] = i;
+  return true;
+}
+
+/* Dependences, in one pass over the arguments: a launch follows the last
+ * writer of each storage it touches and, when it writes, every reader since
+ * (views of one storage count as overlapping). Transient buffers: storage
+ * not allocated before the flush and held only by the window's launches, so
+ * it is allocated and freed inside the window. */
+static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space *gs, ty_graph *g) {
   memset(gs, 0, sizeof *gs);
   int nargs = 0;
   for (int i = 0; i < n; i++) nargs += w[i]->nargs;
-  size_t maxdeps = (size_t)n * (size_t)(n > 0 ? n - 1 : 0) / 2 + 1;
-  gs->dep_ptr = malloc(((size_t)n + 1) * sizeof *gs->dep_ptr);
-  gs->dep_idx = malloc(maxdeps * sizeof *gs->dep_idx);
-  ty_store **stores = malloc(((size_t)nargs + 1) * sizeof *stores);
-  int *scount = calloc((size_t)nargs + 1, sizeof *scount);
-  touched *ts = calloc((size_t)nargs + 1, sizeof *ts);
-  gs->buf_bytes = malloc(((size_t)nargs + 1) * sizeof *gs->buf_bytes);
-  gs->user_ptr = malloc(((size_t)nargs + 2) * sizeof *gs->user_ptr);
-  gs->user_idx = malloc(((size_t)nargs + 1) * sizeof *gs->user_idx);
-  if (!gs->dep_ptr || !gs->dep_idx || !stores || !scount || !ts || !gs->buf_bytes ||
-      !gs->user_ptr || !gs->user_idx) {
-    free(stores);
-    free(scount);
-    free(ts);
+  size_t na = (size_t)nargs + 1, nn = (size_t)n + 1;
+  gs->dep_ptr = malloc(nn * sizeof(int));
+  size_t dep_cap = 2 * na;
+  gs->dep_idx = malloc(dep_cap * sizeof(int));
+  gs->mark = malloc(nn * sizeof(int));
+  gs->buf_bytes = malloc(na * sizeof(int64_t));
+  gs->user_ptr = malloc((na + 1) * sizeof(int));
+  gs->user_idx = malloc(na * sizeof(int));
+  gs->storages = malloc(na * sizeof(ty_storage *));
+  gs->last_writer = malloc(na * sizeof(int));
+  gs->reader_head = malloc(na * sizeof(int));
+  gs->reader_next = malloc(na * sizeof(int));
+  gs->reader_launch = malloc(na * sizeof(int));
+  gs->nstores = calloc(na, sizeof(int));
+  gs->buf_of = malloc(na * sizeof(int));
+  gs->window_only = malloc(na * sizeof(bool));
+  gs->stores = malloc(na * sizeof(ty_store *));
+  if (!gs->dep_ptr || !gs->dep_idx || !gs->mark || !gs->buf_bytes || !gs->user_ptr ||
+      !gs->user_idx || !gs->storages || !gs->last_writer || !gs->reader_head ||
+      !gs->reader_next || !gs->reader_launch || !gs->nstores || !gs->buf_of ||
+      !gs->window_only || !gs->stores) {
     graph_free(gs);
     return TY_ENOMEM;
   }
-  int k = 0;
+  uint64_t epoch = ++rt->flush_epoch;
+  int nts = 0, nstores = 0, k = 0, nreaders = 0;
+  for (int i = 0; i < n; i++) gs->mark[i] = -1;
   for (int j = 0; j < n; j++) {
     gs->dep_ptr[j] = k;
-    for (int i = 0; i < j; i++)
-      if (conflicts(w[i], w[j])) gs->dep_idx[k++] = i;
+    for (int a = 0; a < w[j]->nargs; a++) {
+      const ty_arg *arg = &w[j]->args[a];
+      ty_store *s = arg->store;
+      ty_storage *st = s->storage;
+      if (st->epoch != epoch) {
+        st->epoch = epoch;
+        st->idx = nts;
+        gs->storages[nts] = st;
+        gs->last_writer[nts] = -1;
+        gs->reader_head[nts] = -1;
+        gs->window_only[nts] = true;
+        nts++;
+      }
+      if (s->epoch != epoch) {
+        s->epoch = epoch;
+        s->wcount = 0;
+        gs->stores[nstores++] = s;
+        gs->nstores[st->idx]++;
+      }
+      s->wcount++;
+      int t = st->idx;
+      bool ok = add_dep(gs, &k, &dep_cap, j, gs->last_writer[t]);
+      if (writes(arg->priv))
+        for (int r = gs->reader_head[t]; ok && r >= 0; r = gs->reader_next[r])
+          if (gs->reader_launch[r] != j) ok = add_dep(gs, &k, &dep_cap, j, gs->reader_launch[r]);
+      if (!ok) {
+        graph_free(gs);
+        return TY_ENOMEM;
+      }
+    }
+    /* after all its arguments: record j as writer / reader */
+    for (int a = 0; a < w[j]->nargs; a++) {
+      const ty_arg *arg = &w[j]->args[a];
+      int t = arg->store->storage->idx;
+      if (writes(arg->priv)) {
+        gs->last_writer[t] = j;
+        gs->reader_head[t] = -1;
+      } else if (gs->reader_head[t] < 0 || gs->reader_launch[gs->reader_head[t]] != j) {
+        gs->reader_launch[nreaders] = j;
+        gs->reader_next[nreaders] = gs->reader_head[t];
+        gs->reader_head[t] = nreaders++;
+      }
+    }
   }
   gs->dep_ptr[n] = k;
-
-  int nstores = 0, nts = 0;
-  for (int i = 0; i < n; i++)
-    for (int a = 0; a < w[i]->nargs; a++) {
-      ty_store *s = w[i]->args[a].store;
-      int x = 0;
-      while (x < nstores && stores[x] != s) x++;
-      if (x == nstores) stores[nstores++] = s;
-      scount[x]++;
-    }
-  for (int x = 0; x < nstores; x++) {
-    ty_storage *st = stores[x]->storage;
-    int t = 0;
-    while (t < nts && ts[t].storage != st) t++;
-    if (t == nts) {
-      ts[nts].storage = st;
-      ts[nts].window_only = true;
-      nts++;
-    }
-    ts[t].nstores++;
-    if (stores[x]->refs != scount[x]) ts[t].window_only = false;
-  }
-  int nbuf = 0, u = 0;
+  for (int x = 0; x < nstores; x++)
+    if (gs->stores[x]->refs != gs->stores[x]->wcount) gs->window_only[gs->stores[x]->storage->idx] = false;
+  int nbuf = 0;
   for (int t = 0; t < nts; t++) {
-    ty_storage *st = ts[t].storage;
-    if (st->data || st->external || !ts[t].window_only || st->refs != ts[t].nstores) continue;
-    gs->buf_bytes[nbuf] = (int64_t)st->nbytes;
-    gs->user_ptr[nbuf] = u;
-    for (int i = 0; i < n; i++)
-      for (int a = 0; a < w[i]->nargs; a++)
-        if (w[i]->args[a].store->storage == st) {
-          gs->user_idx[u++] = i;
-          break;
-        }
-    nbuf++;
+    ty_storage *st = gs->storages[t];
+    bool transient = !st->data && !st->external && gs->window_only[t] && st->refs == gs->nstores[t];
+    gs->buf_of[t] = transient ? nbuf : -1;
+    if (transient) gs->buf_bytes[nbuf++] = (int64_t)st->nbytes;
+  }
+  /* users of each buffer, in program order (CSR by counting) */
+  for (int b = 0; b <= nbuf; b++) gs->user_ptr[b] = 0;
+  for (int i = 0; i < n; i++) gs->mark[i] = -1;
+  int *count = gs->reader_next; /* reuse: nbuf <= nts entries */
+  for (int b = 0; b < nbuf; b++) count[b] = 0;
+  for (int j = 0; j < n; j++)
+    for (int a = 0; a < w[j]->nargs; a++) {
+      int b = gs->buf_of[w[j]->args[a].store->storage->idx];
+      if (b >= 0 && (a == 0 || gs->buf_of[w[j]->args[a - 1].store->storage->idx] != b)) count[b]++;
+    }
+  /* duplicates within one launch are harmless for liveness; exact counts below */
+  int u = 0;
+  for (int b = 0; b < nbuf; b++) {
+    gs->user_ptr[b] = u;
+    u += count[b];
+    count[b] = gs->user_ptr[b];
   }
   gs->user_ptr[nbuf] = u;
-  free(stores);
-  free(scount);
-  free(ts);
+  for (int j = 0; j < n; j++)
+    for (int a = 0; a < w[j]->nargs; a++) {
+      int b = gs->buf_of[w[j]->args[a].store->storage->idx];
+      if (b >= 0 && (a == 0 || gs->buf_of[w[j]->args[a - 1].store->storage->idx] != b))
+        gs->user_idx[count[b]++] = j;
+    }
   *g = (ty_graph){n, gs->dep_ptr, gs->dep_idx, nbuf, gs->buf_bytes, gs->user_ptr, gs->user_idx};
   return TY_OK;
 }
@@ -576,8 +667,12 @@ static void note_error(ty_runtime *rt, ty_status st, ty_status *first, char *msg
  * together, finish them (program order). */
 static void run_wave(ty_runtime *rt, ty_pending **w, const int *members, int count, int wave,
                      ty_status *first, char *firstmsg, size_t msglen) {
-  prepared *prs = calloc((size_t)count, sizeof *prs);
-  ty_status *sts = calloc((size_t)count, sizeof *sts);
+  /* most waves are small: their bookkeeping lives on the stack */
+  prepared prs_local[8];
+  ty_status sts_local[8];
+  bool local = count <= 8;
+  prepared *prs = local ? prs_local : calloc((size_t)count, sizeof *prs);
+  ty_status *sts = local ? sts_local : calloc((size_t)count, sizeof *sts);
   if (!prs || !sts) { /* degrade to one launch at a time */
     free(prs);
     free(sts);
@@ -649,8 +744,10 @@ static void run_wave(ty_runtime *rt, ty_pending **w, const int *members, int cou
   free(tp);
   free(slots);
   for (int m = 0; m < count; m++) note_error(rt, finish(rt, &prs[m], sts[m]), first, firstmsg, msglen);
-  free(prs);
-  free(sts);
+  if (!local) {
+    free(prs);
+    free(sts);
+  }
 }
 
 void ty_set_flush_hook(ty_runtime *rt, void (*hook)(void *ud), void *ud) {
@@ -683,7 +780,7 @@ ty_status ty_flush(ty_runtime *rt) {
   graph_space gs;
   ty_graph g;
   ty_sched_stats ss = {.waves = n, .critical_path = n, .widest = 1};
-  if (wave_of && members && build_graph(w, n, &gs, &g) == TY_OK) {
+  if (wave_of && members && build_graph(rt, w, n, &gs, &g) == TY_OK) {
     if (ty__schedule(&g, favor, wave_of, &ss) != TY_OK) ss.waves = n;
     graph_free(&gs);
   } else if (wave_of) {
