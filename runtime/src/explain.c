@@ -83,6 +83,17 @@ int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out) {
   uint64_t take = (uint64_t)n < have ? (uint64_t)n : have;
   for (uint64_t i = 0; i < take; i++)
     render(&rt->explain[(rt->nexplained - take + i) % TY_EXPLAIN_KEEP], &out[i]);
+  /* launches run in waves, not always in program order: report them by
+   * launch number (insertion sort: n is small and nearly sorted) */
+  for (uint64_t i = 1; i < take; i++) {
+    ty_explain_entry e = out[i];
+    uint64_t j = i;
+    while (j > 0 && out[j - 1].seq > e.seq) {
+      out[j] = out[j - 1];
+      j--;
+    }
+    out[j] = e;
+  }
   return (int)take;
 }
 

@@ -117,7 +117,11 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
   r->want = want;
   r->procs = procs;
   r->max_pieces = l->max_pieces;
-  if (want <= 1 || elems <= 1) return;
+  if (want <= 1) return;
+  if (elems <= 1) { /* nothing to split */
+    r->short_dims = true;
+    return;
+  }
 
   uint32_t allowed = splittable_dims(l);
   /* reuse a key partition that fits exactly */

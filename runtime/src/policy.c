@@ -287,8 +287,9 @@ ty_status ty_policy_set(ty_policy *p, const char *key, const char *value, char *
     if (parse_bool(value, &p->fastmath)) return BAD("fastmath must be true or false (on/off), got '%s'", value);
     p->set |= TY_POL_FASTMATH;
   } else if (strcmp(key, "memory") == 0) {
-    size_t b;
-    if (ty_parse_size(value, &b)) return BAD("memory must be a size such as 256MB, got '%s'", value);
+    size_t b = 0;
+    if (strcmp(value, "off") != 0 && ty_parse_size(value, &b))
+      return BAD("memory must be a size such as 256MB (or off), got '%s'", value);
     p->memory = b;
     p->set |= TY_POL_MEMORY;
   } else if (strcmp(key, "stream") == 0) {
