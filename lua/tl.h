@@ -157,17 +157,20 @@ typedef struct tl_argspec {
 typedef struct tl_body tl_body;
 
 /* A task declared through this binding: a Lua task (body != NULL) or a C
- * task given a signature from Lua. Its address is the core task's `data`;
- * it lives until the binding closes. Redeclaring a Lua task flushes the
- * window first, so no queued launch ever runs a body other than the one it
- * was launched with. */
+ * task given a signature from Lua. A Lua task's record is the core task's
+ * `data` and lives as long as the runtime; when the state closes it loses its
+ * body and owner (launches still queued fail with a message), and a later
+ * state bound to the same runtime adopts it when it declares the name again.
+ * Redeclaring flushes the window first, so no queued launch ever runs a body
+ * other than the one it was launched with. */
 typedef struct tl_ltask {
   tl_tasks *owner;
   const ty_task *task;
   char name[TY_MAX_NAME];
   int id;        /* index in owner->tasks */
   unsigned gen;  /* 1, then +1 per redeclaration: worker caches compare it */
-  tl_body *body; /* NULL: a C task */
+  bool lua;      /* a Lua task: the record is the runtime's (freed by its release) */
+  tl_body *body; /* NULL: a C task, or a Lua task whose state is closed */
   int nargs, nstores, nscalars;
   tl_argspec args[TL_MAX_TASK_ARGS];
   char sig[512]; /* "in, out, scalar" for messages */
@@ -202,10 +205,12 @@ int tl_lua_task_cpu(ty_task_ctx *ctx);
 void tl_workers_interrupt(const tl_tasks *ts);
 
 /* ltask.c: set up the module's task functions (tycho.task, tycho.tasks) and
- * the binding's task state; close it (box __gc: `flush` runs the window
- * first when the runtime outlives the state). */
+ * the binding's task state; close it (box __gc, before an owned runtime is
+ * destroyed). */
 void tl_tasks_open(lua_State *L, int mod, int box);
-void tl_tasks_close(tl_box *b, bool flush);
+void tl_tasks_close(tl_box *b);
+/* Push a table of the comma-separated kinds of a signature string. */
+void tl_push_signature_args(lua_State *L, const char *sig);
 /* Declare a task (the core of tycho.task): name, args (table at args_idx),
  * traits (table or nil), body (function or nil). Pushes the launcher. */
 void tl_task_declare(lua_State *L, const char *name, int args_idx, int traits_idx,

@@ -41,11 +41,15 @@
 
 /* ---- errors ------------------------------------------------------------------ */
 
-/* Skip a leading "ty_name: " of a core message. */
-static const char *strip_c_prefix(const char *msg) {
+/* Skip a leading "ty_name: " or "ty_name(task): " of a core message. */
+const char *tl_strip_prefix(const char *msg) {
   if (strncmp(msg, "ty_", 3) != 0) return msg;
   const char *p = msg + 3;
   while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_') p++;
+  if (*p == '(') {
+    const char *q = strchr(p, ')');
+    if (q && q[1] == ':' && q[2] == ' ') return q + 3;
+  }
   return (p[0] == ':' && p[1] == ' ') ? p + 2 : msg;
 }
 
@@ -55,7 +59,7 @@ static const char *strip_c_prefix(const char *msg) {
 int tl_fail(lua_State *L, ty_runtime *rt, const char *fn, ty_status st) {
   const char *msg = rt ? ty_errmsg(rt) : NULL;
   if (!msg || !*msg) msg = ty_status_name(st);
-  msg = strip_c_prefix(msg);
+  msg = tl_strip_prefix(msg);
   if (st == TY_EINTR) {
     if (strncmp(msg, "interrupted", 11) == 0) return luaL_error(L, "tycho: %s", msg);
     return luaL_error(L, "tycho: interrupted (%s)", msg);
@@ -97,6 +101,7 @@ ty_runtime *ty_lua_runtime(lua_State *L) {
  * goes last; ty_runtime_destroy is safe with live stores in any case. */
 static int box_gc(lua_State *L) {
   tl_box *b = luaL_checkudata(L, 1, TL_BOXMETA);
+  tl_tasks_close(b); /* first: an owned runtime frees the Lua tasks' records */
   if (b->rt && b->owned) ty_runtime_destroy(b->rt);
   b->rt = NULL;
   return 0;
@@ -106,6 +111,7 @@ static tl_box *push_box(lua_State *L, ty_runtime *rt, bool owned) {
   tl_box *b = lua_newuserdatauv(L, sizeof *b, 0);
   b->rt = rt;
   b->owned = owned;
+  b->tasks = NULL;
   b->gc_debt = b->gc_threshold = 0;
   if (luaL_newmetatable(L, TL_BOXMETA)) {
     lua_pushcfunction(L, box_gc);
@@ -398,7 +404,10 @@ static void setint(lua_State *L, const char *k, uint64_t v) {
 static int l_stats(lua_State *L) {
   ty_stats s;
   ty_get_stats(tl_rt(L), &s);
-  lua_createtable(L, 0, 8);
+  tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
+  lua_createtable(L, 0, 10);
+  setint(L, "lua_tasks", b->tasks ? (uint64_t)b->tasks->ntasks : 0);
+  setint(L, "lua_workers", b->tasks ? (uint64_t)tl_workers_open(b->tasks) : 0);
   setint(L, "launches", s.launches);
   setint(L, "flushes", s.flushes);
   setint(L, "pieces", s.pieces);
@@ -504,6 +513,7 @@ static int bind(lua_State *L) {
   setfuncs(L, mod, box, tl_create_funcs);
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, mod, "version");
+  tl_tasks_open(L, mod, box);
 
   lua_pushvalue(L, mod);
   lua_setfield(L, LUA_REGISTRYINDEX, TL_MODULE);

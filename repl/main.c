@@ -1,6 +1,9 @@
 /*
- * main.c — the `tycho` executable: a runtime, a Lua state bound to it, and
- * lua.c's order of work (LUA_INIT, -e/-l in order, the script, the REPL).
+ * main.c — the `tycho` program as a library function (ty_shell_main, see
+ * tycho_repl.h): a runtime, a Lua state bound to it, the host's setup hook,
+ * and lua.c's order of work (LUA_INIT, -e/-l in order, the script, the
+ * REPL). The `tycho` executable is this function with no hook (tycho.c); a
+ * host builds its own shell, with its C tasks registered, the same way.
  *
  * Lifetime: the runtime is created before the state (its configuration comes
  * from the command line) and destroyed after every store the state holds has
@@ -23,6 +26,7 @@
 #include <lualib.h>
 
 #include "tycho_lua.h"
+#include "tycho_repl.h"
 
 #define RUNTIME_KEY "tycho.shell.runtime" /* registry key of the sentinel */
 
@@ -51,9 +55,16 @@ static void own_runtime(lua_State *L, ty_runtime *rt) {
   lua_setfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
 }
 
+typedef struct shell_run {
+  shell_options *opt;
+  ty_shell_setup setup;
+  void *ud;
+} shell_run;
+
 /* lua.c's pmain, run in protected mode. */
 static int pmain(lua_State *L) {
-  shell_options *opt = lua_touserdata(L, 1);
+  shell_run *run = lua_touserdata(L, 1);
+  shell_options *opt = run->opt;
   char **argv = opt->argv;
   luaL_checkversion(L);
   if (opt->flags & SHELL_HAS_V) shell_print_version(stdout);
@@ -69,6 +80,10 @@ static int pmain(lua_State *L) {
   lua_settop(L, top + 1);
   lua_setglobal(L, "tycho");
 
+  if (run->setup && run->setup(L, main_rt, run->ud) != 0) {
+    shell_message("the host's setup failed");
+    return 0;
+  }
   shell_create_arg_table(L, argv, opt->argc, opt->script);
   lua_gc(L, LUA_GCRESTART);
   lua_gc(L, LUA_GCGEN, 0, 0); /* as lua.c 5.4: most temporaries die young */
@@ -93,8 +108,9 @@ static int pmain(lua_State *L) {
   return 1;
 }
 
-int main(int argc, char **argv) {
+int ty_shell_main(int argc, char **argv, ty_shell_setup setup, void *ud) {
   shell_options opt;
+  shell_run run = {&opt, setup, ud};
   switch (shell_parse_options(argc, argv, &opt)) {
     case SHELL_PARSE_RUN: break;
     case SHELL_PARSE_DONE: shell_free_options(&opt); return EXIT_SUCCESS;
@@ -117,7 +133,7 @@ int main(int argc, char **argv) {
   shell_set_target(main_L, main_rt);
   lua_gc(main_L, LUA_GCSTOP); /* no collections while the libraries load */
   lua_pushcfunction(main_L, pmain);
-  lua_pushlightuserdata(main_L, &opt);
+  lua_pushlightuserdata(main_L, &run);
   int status = lua_pcall(main_L, 1, 1, 0);
   int ok = lua_toboolean(main_L, -1);
   shell_report(main_L, status);

@@ -32,6 +32,9 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
+#include "tycho_lua.h"
+#include "tycho_repl.h"
+
 #define PROMPT1 "> "
 #define PROMPT2 ">> "
 #define HISTORY_FILE ".tycho_history"
@@ -336,4 +339,23 @@ void shell_repl(lua_State *L) {
   close(sigpipe[0]);
   close(sigpipe[1]);
   sigpipe[0] = sigpipe[1] = -1;
+}
+
+/* ---- for hosts (tycho_repl.h) ----------------------------------------------- */
+
+void ty_repl(lua_State *L) {
+  lua_State *oldL = shell_state();
+  ty_runtime *oldrt = shell_runtime();
+  shell_set_target(L, ty_lua_runtime(L));
+  shell_repl(L);
+  shell_set_target(oldL, oldrt);
+}
+
+int ty_repl_dofile(lua_State *L, const char *path) {
+  lua_State *oldL = shell_state();
+  ty_runtime *oldrt = shell_runtime();
+  shell_set_target(L, ty_lua_runtime(L));
+  int status = shell_dofile(L, path);
+  shell_set_target(oldL, oldrt);
+  return status == LUA_OK ? 0 : 1;
 }

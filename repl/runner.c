@@ -23,18 +23,25 @@
 
 #include <lauxlib.h>
 
+#include "tycho_lua.h"
+
 static lua_State *volatile target_L;
 static ty_runtime *volatile target_rt;
+/* Stops Lua task bodies on workers too; read in the handler, set in
+ * shell_docall (it reads the state, which a handler must not). */
+static const ty_lua_interrupter *volatile target_intr;
 static volatile sig_atomic_t interrupted;
 static struct sigaction saved_sigint;
 static const char *progname = SHELL_PROGNAME;
 
 void shell_set_target(lua_State *L, ty_runtime *rt) {
+  target_intr = NULL;
   target_L = L;
   target_rt = rt;
 }
 
 ty_runtime *shell_runtime(void) { return target_rt; }
+lua_State *shell_state(void) { return target_L; }
 
 const char *shell_set_progname(const char *name) {
   const char *old = progname;
@@ -67,7 +74,8 @@ static void lstop(lua_State *L, lua_Debug *ar) {
 static void laction(int sig) {
   signal(sig, SIG_DFL); /* a second SIGINT before the hook fires kills */
   interrupted = 1;
-  if (target_rt) ty_interrupt(target_rt);
+  if (target_intr) ty_lua_interrupt(target_intr); /* ty_interrupt + task bodies */
+  else if (target_rt) ty_interrupt(target_rt);
   if (target_L) lua_sethook(target_L, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
@@ -92,6 +100,7 @@ int shell_docall(lua_State *L, int narg, int nres) {
   sa.sa_handler = laction;
   sigemptyset(&sa.sa_mask);
   interrupted = 0;
+  target_intr = target_L && target_rt ? ty_lua_interrupter_get(target_L) : NULL;
   if (target_rt) ty_interrupt_clear(target_rt); /* a stale one is not for this chunk */
   sigaction(SIGINT, &sa, &saved_sigint);
   int status = lua_pcall(L, narg, nres, base);

@@ -9,7 +9,11 @@
  *               hook that interrupts Lua and the runtime, scripts, -e, -l;
  *   repl.c      the interactive loop on GNU readline, with history;
  *   complete.c  tab completion of globals, fields and methods;
- *   main.c      the runtime and the Lua state, and the order they die in.
+ *   main.c      ty_shell_main: the runtime and the Lua state, and the order
+ *               they die in;
+ *   tycho.c     the executable's main.
+ * Together (but tycho.c) they are libtycho_repl, whose public face is
+ * tycho_repl.h.
  *
  * Cross-file names here start with shell_; everything else is static. The
  * shell drives the runtime only through the public API (tycho/tycho.h) and
@@ -69,6 +73,7 @@ void shell_print_version(FILE *f);
 /* The state and runtime that a SIGINT should interrupt (rt may be NULL). */
 void shell_set_target(lua_State *L, ty_runtime *rt);
 ty_runtime *shell_runtime(void);
+lua_State *shell_state(void);
 /* Program name put in front of error messages; NULL for none (the REPL).
  * Returns the previous one. */
 const char *shell_set_progname(const char *name);

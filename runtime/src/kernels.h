@@ -1,7 +1,7 @@
 /*
  * kernels.h — CPU kernels of the built-in operations (kernels_*.c) and the
- * dtype rules of ops.c, shared with the task variants and, later, the fusion
- * pass, which calls the same 1-D loops block by block.
+ * dtype rules of ops.c, shared with the task variants and the fused kernel
+ * (fused_cpu.c), which calls the same 1-D loops block by block.
  *
  * Element-wise kernels are ty_loop1d (internal.h): n elements, ptrs[k] the
  * first element of operand k, strides[k] its BYTE stride (0: a broadcast
@@ -37,6 +37,11 @@ ty_dtype ty__op_out_dtype(ty_op op, ty_dtype compute);
 extern const ty_loop1d ty__unary_loops[TY_NOPS][TY_NDTYPES];
 /* [op][compute dtype]: ptrs = {out, a, b}; a and b have the compute dtype. */
 extern const ty_loop1d ty__binary_loops[TY_NOPS][TY_NDTYPES];
+/* The same tables under the `fastmath` policy axis: exp log sin cos tanh pow
+ * of floats use 4-ULP vector functions (libmvec, SLEEF 3.5-ULP); every other
+ * entry is the accurate table's. */
+extern const ty_loop1d ty__unary_loops_fast[TY_NOPS][TY_NDTYPES];
+extern const ty_loop1d ty__binary_loops_fast[TY_NOPS][TY_NDTYPES];
 /* [dtype]: ptrs = {out, cond, a, b}; cond is bool (0/1), a, b, out of dtype. */
 extern const ty_loop1d ty__where_loops[TY_NDTYPES];
 

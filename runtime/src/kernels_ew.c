@@ -22,6 +22,10 @@
  */
 #include "kernels.h"
 
+#if defined(__AVX512F__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
+
 #include <math.h>
 #include <sleef.h>
 #include <string.h>
@@ -85,6 +89,72 @@ typedef uint8_t ty_bool_t;
 #define VF_CEIL ceilf
 #define SLEEF_D(f) Sleef_##f##_u10
 #define SLEEF_F(f) Sleef_##f##f_u10
+#endif
+
+/* Fast math (the `fastmath` policy axis): 4-ULP vector functions. glibc's
+ * libmvec (the functions gcc calls for exp/log/sin/cos/pow under
+ * -ffast-math; libm.so pulls it in as needed) for exp log sin cos pow, and
+ * SLEEF's 3.5-ULP tanh (libmvec's tanh needs glibc 2.35). Without AVX2:
+ * SLEEF's scalar 3.5-ULP functions (exp has no 3.5-ULP form: 1-ULP). */
+#if defined(__AVX512F__)
+__m512d _ZGVeN8v_exp(__m512d);
+__m512d _ZGVeN8v_log(__m512d);
+__m512d _ZGVeN8v_sin(__m512d);
+__m512d _ZGVeN8v_cos(__m512d);
+__m512d _ZGVeN8vv_pow(__m512d, __m512d);
+__m512 _ZGVeN16v_expf(__m512);
+__m512 _ZGVeN16v_logf(__m512);
+__m512 _ZGVeN16v_sinf(__m512);
+__m512 _ZGVeN16v_cosf(__m512);
+__m512 _ZGVeN16vv_powf(__m512, __m512);
+#define FAST_D_EXP _ZGVeN8v_exp
+#define FAST_D_LOG _ZGVeN8v_log
+#define FAST_D_SIN _ZGVeN8v_sin
+#define FAST_D_COS _ZGVeN8v_cos
+#define FAST_D_POW _ZGVeN8vv_pow
+#define FAST_D_TANH Sleef_tanhd8_u35
+#define FAST_F_EXP _ZGVeN16v_expf
+#define FAST_F_LOG _ZGVeN16v_logf
+#define FAST_F_SIN _ZGVeN16v_sinf
+#define FAST_F_COS _ZGVeN16v_cosf
+#define FAST_F_POW _ZGVeN16vv_powf
+#define FAST_F_TANH Sleef_tanhf16_u35
+#elif defined(__AVX2__)
+__m256d _ZGVdN4v_exp(__m256d);
+__m256d _ZGVdN4v_log(__m256d);
+__m256d _ZGVdN4v_sin(__m256d);
+__m256d _ZGVdN4v_cos(__m256d);
+__m256d _ZGVdN4vv_pow(__m256d, __m256d);
+__m256 _ZGVdN8v_expf(__m256);
+__m256 _ZGVdN8v_logf(__m256);
+__m256 _ZGVdN8v_sinf(__m256);
+__m256 _ZGVdN8v_cosf(__m256);
+__m256 _ZGVdN8vv_powf(__m256, __m256);
+#define FAST_D_EXP _ZGVdN4v_exp
+#define FAST_D_LOG _ZGVdN4v_log
+#define FAST_D_SIN _ZGVdN4v_sin
+#define FAST_D_COS _ZGVdN4v_cos
+#define FAST_D_POW _ZGVdN4vv_pow
+#define FAST_D_TANH Sleef_tanhd4_u35
+#define FAST_F_EXP _ZGVdN8v_expf
+#define FAST_F_LOG _ZGVdN8v_logf
+#define FAST_F_SIN _ZGVdN8v_sinf
+#define FAST_F_COS _ZGVdN8v_cosf
+#define FAST_F_POW _ZGVdN8vv_powf
+#define FAST_F_TANH Sleef_tanhf8_u35
+#else
+#define FAST_D_EXP Sleef_exp_u10
+#define FAST_D_LOG Sleef_log_u35
+#define FAST_D_SIN Sleef_sin_u35
+#define FAST_D_COS Sleef_cos_u35
+#define FAST_D_POW Sleef_pow_u10
+#define FAST_D_TANH Sleef_tanh_u35
+#define FAST_F_EXP Sleef_expf_u10
+#define FAST_F_LOG Sleef_logf_u35
+#define FAST_F_SIN Sleef_sinf_u35
+#define FAST_F_COS Sleef_cosf_u35
+#define FAST_F_POW Sleef_powf_u10
+#define FAST_F_TANH Sleef_tanhf_u35
 #endif
 
 #define SZ(T) ((int64_t)sizeof(T))
@@ -183,6 +253,49 @@ typedef uint8_t ty_bool_t;
     }                                                                                  \
   }
 
+/* sin and cos: SLEEF picks its argument reduction for a whole vector (a fast
+ * one when every lane is small, a slower one otherwise) and the two may
+ * differ in the last bit for small lanes, so a lane's result would depend on
+ * its neighbours, i.e. on where a piece or a block starts. A vector with any
+ * lane at or beyond TRIG_SMALL (or NaN) is therefore computed lane by lane,
+ * each lane alone in a zero vector: every element gets the reduction its own
+ * value selects, whatever the grouping (15 is at most SLEEF's fast-path
+ * bound: 15 for f64, 125 for f32). */
+#define TRIG_SMALL 15.0
+#define VTRIG_LOOP(NAME, T, VN, VLOAD, VSTORE, VFN)                                    \
+  static inline void NAME##_vec(T *o_, const T *a_) {                                  \
+    int big = 0;                                                                       \
+    for (int j = 0; j < (VN); j++) big += !(a_[j] < (T)TRIG_SMALL && a_[j] > -(T)TRIG_SMALL); \
+    if (!big) {                                                                        \
+      VSTORE(o_, VFN(VLOAD(a_)));                                                      \
+      return;                                                                          \
+    }                                                                                  \
+    for (int j = 0; j < (VN); j++) {                                                   \
+      T lane[VN], r[VN];                                                               \
+      memset(lane, 0, sizeof lane);                                                    \
+      lane[j] = a_[j];                                                                 \
+      VSTORE(r, VFN(VLOAD(lane)));                                                     \
+      o_[j] = r[j];                                                                    \
+    }                                                                                  \
+  }                                                                                    \
+  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
+    (void)aux;                                                                         \
+    int64_t i = 0;                                                                     \
+    if (s[0] == SZ(T) && s[1] == SZ(T)) {                                              \
+      T *o_ = (T *)p[0];                                                               \
+      const T *a_ = (const T *)p[1];                                                   \
+      for (; i + (VN) <= n; i += (VN)) NAME##_vec(o_ + i, a_ + i);                     \
+    }                                                                                  \
+    for (; i < n; i += (VN)) {                                                         \
+      int64_t m = n - i < (VN) ? n - i : (VN);                                         \
+      T buf[VN], out[VN];                                                              \
+      memset(buf, 0, sizeof buf);                                                      \
+      for (int64_t j = 0; j < m; j++) buf[j] = *(const T *)(p[1] + (i + j) * s[1]);    \
+      NAME##_vec(out, buf);                                                            \
+      for (int64_t j = 0; j < m; j++) *(T *)(p[0] + (i + j) * s[0]) = out[j];          \
+    }                                                                                  \
+  }
+
 /* out = VFN(x, y), both possibly strided or scalar. */
 #define VMATH2_LOOP(NAME, T, VN, VLOAD, VSTORE, VFN)                                   \
   static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
@@ -211,16 +324,28 @@ typedef uint8_t ty_bool_t;
 
 VMATH_LOOP(exp_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(exp))
 VMATH_LOOP(log_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(log))
-VMATH_LOOP(sin_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(sin))
-VMATH_LOOP(cos_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(cos))
+VTRIG_LOOP(sin_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(sin))
+VTRIG_LOOP(cos_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(cos))
 VMATH_LOOP(tanh_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(tanh))
 VMATH_LOOP(sqrt_f64, double, VD_N, VD_LOAD, VD_STORE, VD_SQRT)
 VMATH_LOOP(exp_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(exp))
 VMATH_LOOP(log_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(log))
-VMATH_LOOP(sin_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(sin))
-VMATH_LOOP(cos_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(cos))
+VTRIG_LOOP(sin_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(sin))
+VTRIG_LOOP(cos_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(cos))
 VMATH_LOOP(tanh_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(tanh))
 VMATH_LOOP(sqrt_f32, float, VF_N, VF_LOAD, VF_STORE, VF_SQRT)
+
+/* fastmath */
+VMATH_LOOP(exp_f64_fast, double, VD_N, VD_LOAD, VD_STORE, FAST_D_EXP)
+VMATH_LOOP(log_f64_fast, double, VD_N, VD_LOAD, VD_STORE, FAST_D_LOG)
+VTRIG_LOOP(sin_f64_fast, double, VD_N, VD_LOAD, VD_STORE, FAST_D_SIN)
+VTRIG_LOOP(cos_f64_fast, double, VD_N, VD_LOAD, VD_STORE, FAST_D_COS)
+VMATH_LOOP(tanh_f64_fast, double, VD_N, VD_LOAD, VD_STORE, FAST_D_TANH)
+VMATH_LOOP(exp_f32_fast, float, VF_N, VF_LOAD, VF_STORE, FAST_F_EXP)
+VMATH_LOOP(log_f32_fast, float, VF_N, VF_LOAD, VF_STORE, FAST_F_LOG)
+VTRIG_LOOP(sin_f32_fast, float, VF_N, VF_LOAD, VF_STORE, FAST_F_SIN)
+VTRIG_LOOP(cos_f32_fast, float, VF_N, VF_LOAD, VF_STORE, FAST_F_COS)
+VMATH_LOOP(tanh_f32_fast, float, VF_N, VF_LOAD, VF_STORE, FAST_F_TANH)
 
 UNARY_LOOP(neg_f64, double, double, -x)
 UNARY_LOOP(neg_f32, float, float, -x)
@@ -329,6 +454,21 @@ static void pow_f32(int64_t n, char **p, const int64_t *s, const void *aux) {
     pow_f32_sleef(n, p, s, aux);
 }
 
+VMATH2_LOOP(pow_f64_fastv, double, VD_N, VD_LOAD, VD_STORE, FAST_D_POW)
+VMATH2_LOOP(pow_f32_fastv, float, VF_N, VF_LOAD, VF_STORE, FAST_F_POW)
+static void pow_f64_fast(int64_t n, char **p, const int64_t *s, const void *aux) {
+  if (s[2] == 0 && *(const double *)p[2] == 2.0)
+    square_f64(n, p, s, aux);
+  else
+    pow_f64_fastv(n, p, s, aux);
+}
+static void pow_f32_fast(int64_t n, char **p, const int64_t *s, const void *aux) {
+  if (s[2] == 0 && *(const float *)p[2] == 2.0f)
+    square_f32(n, p, s, aux);
+  else
+    pow_f32_fastv(n, p, s, aux);
+}
+
 /* NaN-propagating, and maximum(a, b) returns a on ties (numpy's rule). */
 BINARY_LOOP(maximum_f64, double, double, (x >= y || x != x) ? x : y)
 BINARY_LOOP(maximum_f32, float, float, (x >= y || x != x) ? x : y)
@@ -389,45 +529,53 @@ WHERE_LOOP(where_u8, uint8_t)
     [TY_I32] = NAME##_i32, [TY_U8] = NAME##_u8, [TY_BOOL] = NAME##_u8 }
 #define FLOATS(NAME) { [TY_F64] = NAME##_f64, [TY_F32] = NAME##_f32 }
 
-const ty_loop1d ty__unary_loops[TY_NOPS][TY_NDTYPES] = {
-    [TY_OP_NEG] = {[TY_F64] = neg_f64, [TY_F32] = neg_f32, [TY_I64] = neg_i64,
-                   [TY_I32] = neg_i32, [TY_U8] = neg_u8},
-    [TY_OP_EXP] = FLOATS(exp),
-    [TY_OP_LOG] = FLOATS(log),
-    [TY_OP_SQRT] = FLOATS(sqrt),
-    [TY_OP_ABS] = {[TY_F64] = abs_f64, [TY_F32] = abs_f32, [TY_I64] = abs_i64,
-                   [TY_I32] = abs_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},
-    [TY_OP_SIN] = FLOATS(sin),
-    [TY_OP_COS] = FLOATS(cos),
-    [TY_OP_TANH] = FLOATS(tanh),
-    [TY_OP_FLOOR] = {[TY_F64] = floor_f64, [TY_F32] = floor_f32, [TY_I64] = ident_i64,
-                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},
-    [TY_OP_CEIL] = {[TY_F64] = ceil_f64, [TY_F32] = ceil_f32, [TY_I64] = ident_i64,
-                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},
-    [TY_OP_NOT] = ALL5(not),
-};
+#define UNARY_TABLE(EXP, LOG, SIN, COS, TANH)                                          \
+  {                                                                                    \
+    [TY_OP_NEG] = {[TY_F64] = neg_f64, [TY_F32] = neg_f32, [TY_I64] = neg_i64,         \
+                   [TY_I32] = neg_i32, [TY_U8] = neg_u8},                              \
+    [TY_OP_EXP] = EXP, [TY_OP_LOG] = LOG, [TY_OP_SQRT] = FLOATS(sqrt),                 \
+    [TY_OP_ABS] = {[TY_F64] = abs_f64, [TY_F32] = abs_f32, [TY_I64] = abs_i64,         \
+                   [TY_I32] = abs_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},      \
+    [TY_OP_SIN] = SIN, [TY_OP_COS] = COS, [TY_OP_TANH] = TANH,                         \
+    [TY_OP_FLOOR] = {[TY_F64] = floor_f64, [TY_F32] = floor_f32, [TY_I64] = ident_i64, \
+                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},  \
+    [TY_OP_CEIL] = {[TY_F64] = ceil_f64, [TY_F32] = ceil_f32, [TY_I64] = ident_i64,    \
+                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},   \
+    [TY_OP_NOT] = ALL5(not),                                                           \
+  }
+#define FLOATS_FAST(NAME) { [TY_F64] = NAME##_f64_fast, [TY_F32] = NAME##_f32_fast }
 
-const ty_loop1d ty__binary_loops[TY_NOPS][TY_NDTYPES] = {
-    [TY_OP_ADD] = {[TY_F64] = add_f64, [TY_F32] = add_f32, [TY_I64] = add_i64,
-                   [TY_I32] = add_i32, [TY_U8] = add_u8},
-    [TY_OP_SUB] = {[TY_F64] = sub_f64, [TY_F32] = sub_f32, [TY_I64] = sub_i64,
-                   [TY_I32] = sub_i32, [TY_U8] = sub_u8},
-    [TY_OP_MUL] = {[TY_F64] = mul_f64, [TY_F32] = mul_f32, [TY_I64] = mul_i64,
-                   [TY_I32] = mul_i32, [TY_U8] = mul_u8},
-    [TY_OP_DIV] = FLOATS(div),
-    [TY_OP_MOD] = {[TY_F64] = mod_f64_loop, [TY_F32] = mod_f32_loop, [TY_I64] = mod_i64_loop,
-                   [TY_I32] = mod_i32_loop, [TY_U8] = mod_u8_loop},
-    [TY_OP_POW] = FLOATS(pow),
-    [TY_OP_MAXIMUM] = ALL5(maximum),
-    [TY_OP_MINIMUM] = ALL5(minimum),
-    [TY_OP_LT] = ALL5(lt),
-    [TY_OP_LE] = ALL5(le),
-    [TY_OP_GT] = ALL5(gt),
-    [TY_OP_GE] = ALL5(ge),
-    [TY_OP_EQ] = ALL5(eq),
-    [TY_OP_NE] = ALL5(ne),
-    [TY_OP_AND] = ALL5(and),
-    [TY_OP_OR] = ALL5(or),
-};
+const ty_loop1d ty__unary_loops[TY_NOPS][TY_NDTYPES] =
+    UNARY_TABLE(FLOATS(exp), FLOATS(log), FLOATS(sin), FLOATS(cos), FLOATS(tanh));
+const ty_loop1d ty__unary_loops_fast[TY_NOPS][TY_NDTYPES] =
+    UNARY_TABLE(FLOATS_FAST(exp), FLOATS_FAST(log), FLOATS_FAST(sin), FLOATS_FAST(cos),
+                FLOATS_FAST(tanh));
+
+#define BINARY_TABLE(POW)                                                              \
+  {                                                                                    \
+    [TY_OP_ADD] = {[TY_F64] = add_f64, [TY_F32] = add_f32, [TY_I64] = add_i64,       \
+                   [TY_I32] = add_i32, [TY_U8] = add_u8},                            \
+    [TY_OP_SUB] = {[TY_F64] = sub_f64, [TY_F32] = sub_f32, [TY_I64] = sub_i64,       \
+                   [TY_I32] = sub_i32, [TY_U8] = sub_u8},                            \
+    [TY_OP_MUL] = {[TY_F64] = mul_f64, [TY_F32] = mul_f32, [TY_I64] = mul_i64,       \
+                   [TY_I32] = mul_i32, [TY_U8] = mul_u8},                            \
+    [TY_OP_DIV] = FLOATS(div),                                                       \
+    [TY_OP_MOD] = {[TY_F64] = mod_f64_loop, [TY_F32] = mod_f32_loop, [TY_I64] = mod_i64_loop,\
+                   [TY_I32] = mod_i32_loop, [TY_U8] = mod_u8_loop},                  \
+    [TY_OP_POW] = POW,                                                               \
+    [TY_OP_MAXIMUM] = ALL5(maximum),                                                 \
+    [TY_OP_MINIMUM] = ALL5(minimum),                                                 \
+    [TY_OP_LT] = ALL5(lt),                                                           \
+    [TY_OP_LE] = ALL5(le),                                                           \
+    [TY_OP_GT] = ALL5(gt),                                                           \
+    [TY_OP_GE] = ALL5(ge),                                                           \
+    [TY_OP_EQ] = ALL5(eq),                                                           \
+    [TY_OP_NE] = ALL5(ne),                                                           \
+    [TY_OP_AND] = ALL5(and),                                                         \
+    [TY_OP_OR] = ALL5(or),                                                           \
+  }
+
+const ty_loop1d ty__binary_loops[TY_NOPS][TY_NDTYPES] = BINARY_TABLE(FLOATS(pow));
+const ty_loop1d ty__binary_loops_fast[TY_NOPS][TY_NDTYPES] = BINARY_TABLE(FLOATS_FAST(pow));
 
 const ty_loop1d ty__where_loops[TY_NDTYPES] = ALL5(where);

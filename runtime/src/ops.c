@@ -30,7 +30,7 @@
  *    split, pieces accumulate into private tiles that the runtime combines into
  *    the output, which a "fill" launch first sets to the identity.
  */
-#include "kernels.h"
+#include "fused.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -111,6 +111,7 @@ typedef struct builtins {
   const ty_task *op[TY_NOPS];
   const ty_task *reduce[TY_NREDUCE]; /* mean has none: it is sum, then div */
   const ty_task *where, *cast, *copy, *fill, *arange, *linspace, *random, *matmul;
+  const ty_task *fused; /* the launches the fusion pass makes (fuse.c, fused_cpu.c) */
 } builtins;
 
 /* task_data of the op tasks: a pointer into this table (must outlive runtimes) */
@@ -133,11 +134,16 @@ void ty__run_tiles(const ty_task_ctx *ctx, ty_loop1d fn, const void *aux) {
               aux);
 }
 
-/* "neg" ... "or": args = {out, in} or {out, a, b}, inputs in the compute dtype */
+/* "neg" ... "or": args = {out, in} or {out, a, b}, inputs in the compute dtype;
+ * scalars: empty, or an int64 that is non-zero when the launch's fastmath
+ * axis allows the 4-ULP vector functions (see pass_fastmath) */
 static int ew_variant(ty_task_ctx *ctx) {
   const int op = *(const int *)ctx->task_data;
   const ty_dtype t = ctx->args[1].dtype;
-  ty_loop1d fn = op < TY_OP_FIRST_BINARY ? ty__unary_loops[op][t] : ty__binary_loops[op][t];
+  int64_t fast = 0;
+  if (ctx->scalar_bytes >= sizeof fast) memcpy(&fast, ctx->scalars, sizeof fast);
+  ty_loop1d fn = op < TY_OP_FIRST_BINARY ? (fast ? ty__unary_loops_fast : ty__unary_loops)[op][t]
+                                         : (fast ? ty__binary_loops_fast : ty__binary_loops)[op][t];
   if (!fn) return ty_ctx_fail(ctx, "%s: no kernel for dtype %s", ctx->task_name, ty_dtype_name(t));
   ty__run_tiles(ctx, fn, NULL);
   return 0;
@@ -163,8 +169,11 @@ static int fill_variant(ty_task_ctx *ctx) {
 
 /* Element-wise tasks (ops, where, cast, copy, fill) are TY_TASK_POINTWISE:
  * output element i reads only element i of each aligned input, which is what
- * lets a fusion pass chain their 1-D loops block by block. Reductions,
- * matmul and the generators (their values depend on global indices) are not. */
+ * lets the fusion pass chain their 1-D loops block by block. The generators
+ * (random, arange, linspace) are point-wise too: element i depends on its
+ * global index only, which a block's tile carries (lo, gshape), so the fused
+ * kernel runs them block by block with a child context. Reductions and
+ * matmul are not (reductions fuse as the last launch of a run: fuse.c). */
 static ty_status reg(ty_runtime *rt, const char *name, ty_variant_fn fn, const void *data,
                      unsigned flags, const ty_task **out) {
   ty_task_desc d = {.name = name, .cpu = fn, .data = data, .flags = flags};
@@ -189,10 +198,17 @@ ty_status ty__register_builtins(ty_runtime *rt) {
   if (!st) st = reg(rt, "cast", cast_variant, NULL, TY_TASK_POINTWISE, &b->cast);
   if (!st) st = reg(rt, "copy", cast_variant, NULL, TY_TASK_POINTWISE, &b->copy);
   if (!st) st = reg(rt, "fill", fill_variant, NULL, TY_TASK_POINTWISE, &b->fill);
-  if (!st) st = reg(rt, "arange", ty__arange_variant, NULL, 0, &b->arange);
-  if (!st) st = reg(rt, "linspace", ty__linspace_variant, NULL, 0, &b->linspace);
-  if (!st) st = reg(rt, "random", ty__random_variant, NULL, 0, &b->random);
+  if (!st) st = reg(rt, "arange", ty__arange_variant, NULL, TY_TASK_POINTWISE, &b->arange);
+  if (!st) st = reg(rt, "linspace", ty__linspace_variant, NULL, TY_TASK_POINTWISE, &b->linspace);
+  if (!st) st = reg(rt, "random", ty__random_variant, NULL, TY_TASK_POINTWISE, &b->random);
   if (!st) st = reg(rt, "matmul", ty__matmul_variant, NULL, 0, &b->matmul);
+  if (!st) {
+    /* the fused launches' task: its data is fusion's state (compiled kernels, scratch) */
+    ty_task_desc d = {.name = "fused", .cpu = ty__fused_variant, .data = ty__fusion_new(),
+                      .release = ty__fusion_free};
+    st = ty_task_register(rt, &d, &b->fused);
+    if (st) ty__fusion_free((void *)d.data);
+  }
   return st;
 }
 
@@ -203,6 +219,58 @@ void ty__free_builtins(ty_runtime *rt) {
 }
 
 static const builtins *tasks(const ty_runtime *rt) { return rt->builtins; }
+
+const ty_task *ty__fused_task(const ty_runtime *rt) { return tasks(rt)->fused; }
+
+bool ty__fuse_builtin(const ty_runtime *rt, const ty_pending *l, ty__fsub *o, ty__fillval *fill) {
+  const builtins *b = tasks(rt);
+  const ty_task *t = l->task;
+  memset(o, 0, sizeof *o);
+  if (l->pol.p.fastmath) o->flags |= TY__FS_FASTMATH;
+  if (t->cpu == ew_variant && l->nargs >= 2) {
+    const int op = *(const int *)t->data;
+    const ty_dtype dt = l->args[1].store->dtype;
+    const bool unary = op < TY_OP_FIRST_BINARY;
+    if (l->nargs != (unary ? 2 : 3)) return false;
+    if (!(unary ? ty__unary_loops : ty__binary_loops)[op][dt]) return false;
+    o->kind = unary ? TY__FK_UNARY : TY__FK_BINARY;
+    o->op = (uint8_t)op;
+    o->dt = (uint8_t)dt;
+    return true;
+  }
+  if (t == b->where && l->nargs == 4) {
+    o->kind = TY__FK_WHERE;
+    o->dt = (uint8_t)l->args[0].store->dtype;
+    return l->args[1].store->dtype == TY_BOOL;
+  }
+  if ((t == b->cast || t == b->copy) && l->nargs == 2) {
+    o->kind = TY__FK_CAST;
+    o->dt = (uint8_t)l->args[0].store->dtype;
+    o->dt2 = (uint8_t)l->args[1].store->dtype;
+    return true;
+  }
+  if (t == b->fill && l->nargs == 1 && l->scalar_bytes == sizeof *fill) {
+    o->kind = TY__FK_FILL;
+    o->dt = (uint8_t)l->args[0].store->dtype;
+    memcpy(fill, l->scalars, sizeof *fill);
+    return true;
+  }
+  for (int r = TY_RED_SUM; r <= TY_RED_MAX; r++) {
+    if (t != b->reduce[r] || l->nargs != 2 || l->scalar_bytes != sizeof(ty__reduce_args))
+      continue;
+    ty__reduce_args ra;
+    memcpy(&ra, l->scalars, sizeof ra);
+    const ty_dtype acc = l->args[0].store->dtype, in = l->args[1].store->dtype;
+    if (ra.kind < 0 || ra.kind >= TY__NREDKIND || !ty__reduce_loops[ra.kind][in][acc]) return false;
+    o->kind = TY__FK_REDUCE;
+    o->op = (uint8_t)ra.kind;
+    o->dt = (uint8_t)acc;
+    o->dt2 = (uint8_t)in;
+    if (ra.init_out) o->flags |= TY__FS_INIT_OUT;
+    return true;
+  }
+  return false;
+}
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
@@ -326,6 +394,20 @@ static ty__fillval fill_value(ty_dtype t, double v) {
   return f;
 }
 
+/* The fastmath axis is resolved when a launch is appended (ty_launch); an op
+ * kernel learns it through its scalar bytes (a non-zero int64), so launches
+ * that do not fuse honour it too. The launch just appended is the window's
+ * last. */
+static void pass_fastmath(ty_runtime *rt, const ty_task *task) {
+  ty_pending *l = rt->nwindow > 0 ? rt->window[rt->nwindow - 1] : NULL;
+  if (!l || l->task != task || l->seq + 1 != rt->next_launch_seq || !l->pol.p.fastmath ||
+      l->scalar_bytes != 0)
+    return;
+  const int64_t one = 1;
+  memcpy(l->scalars, &one, sizeof one);
+  l->scalar_bytes = sizeof one;
+}
+
 /* Element-wise launch: a new output of dtype ot and shape (nd, shape); input i
  * converted to in_t[i] and broadcast. */
 static ty_status ew_launch(ty_runtime *rt, const ty_task *task, ty_dtype ot, int nd,
@@ -344,6 +426,7 @@ static ty_status ew_launch(ty_runtime *rt, const ty_task *task, ty_dtype ot, int
       if (!st) args[i + 1] = arg_in(views[i]);
     }
     if (!st) st = launch(rt, task, nd, shape, nin + 1, args, NULL, 0, 0);
+    if (!st) pass_fastmath(rt, task);
     for (int i = 0; i < nin; i++) {
       ty_store_release(views[i]);
       ty_store_release(conv[i]);

@@ -112,6 +112,10 @@ ty_status ty_bincount(ty_runtime *rt, ty_store *x, ty_store *weights, int64_t ba
                       (long long)(weights->ndim ? weights->shape[0] : 1));
     ot = weights->dtype == TY_F32 ? TY_F32 : TY_F64;
   }
+  /* the launch domain (n, nbins) must have a size (and bytes) that fit */
+  if (nbins > 0 && x->shape[0] > (INT64_MAX / 16) / nbins)
+    return ty__fail(rt, TY_ERANGE, "ty_bincount: %lld labels x %lld bins is too large a domain",
+                    (long long)x->shape[0], (long long)nbins);
   const ty_task *task = ty_task_find(rt, BINCOUNT_TASK);
   if (!task) return ty__fail(rt, TY_ENOTFOUND, "ty_bincount: the bincount task is not registered");
 

@@ -34,6 +34,8 @@ static const int cpu_counts[] = {1, 2, 3, 8};
 
 static ty_runtime *make_rt(int cpus) {
   ty_config cfg = {.cpus = cpus};
+  cfg.policy.set = TY_POL_FUSE; /* one launch per op: these test the kernels, and count pieces */
+  cfg.policy.fuse = false;
   ty_runtime *rt = NULL;
   if (ty_runtime_create(&cfg, &rt) != TY_OK) {
     fprintf(stderr, "cannot create a runtime\n");

@@ -668,7 +668,7 @@ describe("runtime", function()
     local after = tycho.stats()
     assert.is_true(after.launches >= before.launches + 2)
     assert.is_true(after.flushes >= before.flushes + 1)
-    assert.is_true(after.pieces >= before.pieces + 2)
+    assert.is_true(after.pieces >= before.pieces + 1) -- fill and mul may fuse into one launch
     assert.is_true(after.bytes_allocated >= before.bytes_allocated + 16000)
     assert.is_true(after.bytes_peak >= after.bytes_live)
     assert.is_true(after.stores_live >= 1)

@@ -1,0 +1,76 @@
+-- bench/workloads/common.lua — what every tycho workload script shares.
+--
+-- A workload script is run as `tycho <name>.lua key=value ...` by bench/run
+-- (or by hand). It builds its inputs (untimed), runs its step once as a
+-- warm-up, then `reps` timed steps, and prints one line per timed step
+--   time: <seconds>
+-- then `checksum: <number>` (and optional `info: key=value` lines). Every
+-- peer of the workload (Python, C) prints the same lines for the same
+-- parameters, so bench/run can compare them.
+--
+-- Inputs are deterministic sequences every peer can rebuild exactly:
+-- seq(n, alpha)[i] = frac((i + 0.5) * alpha) for 0-based i (Roberts'
+-- additive recurrence: evenly spread in [0, 1), exact in f64), so checksums
+-- agree to rounding.
+local tycho = require "tycho"
+
+local M = {}
+
+-- The irrational steps of the sequences (plastic and golden ratio family).
+M.ALPHA = { 0.6180339887498949, 0.7548776662466927, 0.5698402909980532,
+            0.4142135623730950, 0.7320508075688772, 0.2360679774997897 }
+
+-- key=value arguments over defaults; numbers become numbers.
+function M.params(defaults)
+  local p = {}
+  for k, v in pairs(defaults) do p[k] = v end
+  for _, a in ipairs(arg or {}) do
+    local k, v = a:match("^([%w_]+)=(.*)$")
+    if not k then error("bench: arguments are key=value, got '" .. a .. "'", 0) end
+    if p[k] == nil then error("bench: unknown parameter '" .. k .. "'", 0) end
+    p[k] = math.tointeger(tonumber(v)) or tonumber(v) or v
+  end
+  return p
+end
+
+-- frac((arange(n) + 0.5) * alpha) as f64 (then dtype), shaped `shape` (default {n}).
+function M.seq(n, alpha, dtype, shape)
+  local u = (tycho.arange(n) + 0.5) * alpha
+  local s = u - tycho.floor(u)
+  if shape then s = s:reshape(shape) end
+  if dtype and dtype ~= "f64" then s = s:astype(dtype) end
+  return s
+end
+
+-- Run `step` once untimed, then `reps` times timed. `finish(result)` must
+-- force completion (a value read). Prints the time lines.
+function M.timed(reps, step, finish)
+  local r = step()
+  finish(r)
+  for _ = 1, reps do
+    r = nil
+    collectgarbage()
+    collectgarbage()
+    local t0 = tycho.clock()
+    r = step()
+    finish(r)
+    print(string.format("time: %.9f", tycho.clock() - t0))
+  end
+  return r
+end
+
+-- Force everything pending to run: a flush and a read of one element.
+function M.sync(x)
+  tycho.flush()
+  if x then
+    if x.ndim == 0 then return x:item() end
+    local idx = {}
+    for d = 1, x.ndim do idx[d] = 1 end
+    return x[idx]:item()
+  end
+end
+
+function M.checksum(v) print(string.format("checksum: %.17g", v)) end
+function M.info(k, v) print(string.format("info: %s=%s", k, tostring(v))) end
+
+return M

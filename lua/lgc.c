@@ -1,0 +1,122 @@
+/*
+ * lgc.c — stores that Lua can no longer reach count as dead when the window
+ * is flushed, so that the fusion pass can elide them (temporaries).
+ *
+ * In `z = a*2 + b*3 + c` the stores a*2, b*3 and their sum are held by store
+ * userdata that nothing references once the expression is evaluated, but Lua
+ * finalises unreachable userdata only when its collector gets to them; until
+ * then each holds a reference, the fusion pass sees a store someone may
+ * still read, and writes it to memory. tl_gc_install registers a flush hook
+ * (ty_set_flush_hook) that runs the collector at the start of every
+ * non-empty flush, before the window is analysed:
+ *  - generational mode (lua5.4's and the tycho shell's default): one
+ *    LUA_GCSTEP, which is a minor collection. The window's temporaries were
+ *    created since the last flush, so they are young and a minor collection
+ *    finalises them; its cost follows the young objects, not the heap:
+ *    measured ~4-8 us per flush with busted loaded (a 2.5 MiB heap), against
+ *    ~1.5 ms for a full collection (docs/fusion.md);
+ *  - incremental mode (luaL_newstate's default, so host applications): a
+ *    step does not finish a cycle, so unreachable userdata may survive it;
+ *    the hook runs a full collection, but only when stores were created
+ *    since the last one (tl_box.gc_debt > 0), which keeps loops that flush
+ *    without creating stores (reading values) cheap.
+ * collectgarbage("stop") is honoured: no collection while Lua's collector is
+ * stopped. The hook never runs inside a finalizer (lua_gc refuses there), and
+ * is removed when the state closes (a sentinel's __gc), so a runtime that
+ * outlives its state never calls into a closed state.
+ *
+ * The core never calls Lua: this file only registers a C hook through the
+ * public API, like a host application could.
+ */
+#include "tl.h"
+
+#define TL_GCHOOK "tycho.gchook" /* registry: the sentinel (its presence says installed) */
+#define TL_GC_FULL_BYTES ((uint64_t)8 << 20)
+
+typedef struct gc_sentinel {
+  ty_runtime *rt;
+  lua_State *L;
+  bool incremental;   /* the collector was found in incremental mode */
+  uint64_t last_debt; /* tl_box.gc_debt after the previous hook */
+} gc_sentinel;
+
+/* Reset the binding's count of store bytes created since the last full
+ * collection (tycho_lua.c's tl_created), as tl_collect does. */
+static uint64_t *gc_debt(lua_State *L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, TL_BOX);
+  tl_box *b = luaL_testudata(L, -1, TL_BOXMETA);
+  lua_pop(L, 1);
+  return b ? &b->gc_debt : NULL;
+}
+
+static void gc_hook(void *ud) {
+  gc_sentinel *s = ud;
+  lua_State *L = s->L;
+  /* -1 inside a finalizer (lua_gc refuses there), 0 after collectgarbage("stop") */
+  if (lua_gc(L, LUA_GCISRUNNING) <= 0) return;
+  uint64_t *debt = gc_debt(L);
+  if (!s->incremental) {
+    /* LUA_GCGEN returns the mode the collector was in and, when it was
+     * generational already, changes nothing. */
+    if (lua_gc(L, LUA_GCGEN, 0, 0) == LUA_GCGEN) {
+      /* A full collection during the window (tl_created runs one every
+       * ~64 MiB of new stores) made the intermediates that were live then
+       * old, and a minor collection leaves old objects. The binding does not
+       * count its full collections, so this guesses: when its byte count went
+       * down (one ran) or grew by 8 MiB or more (big stores: one may have
+       * run, and a full collection, ~0.1-2 ms, costs less than writing them
+       * once), collect fully; otherwise a minor collection. */
+      if (debt && (*debt < s->last_debt || *debt - s->last_debt >= TL_GC_FULL_BYTES)) {
+        lua_gc(L, LUA_GCCOLLECT, 0);
+        *debt = 0;
+      } else {
+        lua_gc(L, LUA_GCSTEP, 0);
+      }
+      s->last_debt = debt ? *debt : 0;
+      return;
+    }
+    /* It was incremental: entering generational mode was a full collection
+     * (finalizers ran); the incremental mode is put back and remembered. */
+    lua_gc(L, LUA_GCINC, 0, 0, 0);
+    s->incremental = true;
+  } else {
+    if (debt && *debt == 0) return; /* no store created since the last full collection */
+    lua_gc(L, LUA_GCCOLLECT, 0);
+  }
+  if (debt) *debt = 0;
+  s->last_debt = 0;
+}
+
+/* At lua_close: remove the hook, unless the runtime box was finalised first
+ * (an owned runtime is destroyed then). The sentinel is made after the box,
+ * so it is finalised before it (Lua finalises in reverse order). */
+static int sentinel_gc(lua_State *L) {
+  gc_sentinel *s = lua_touserdata(L, 1);
+  if (!s || !s->rt) return 0;
+  lua_getfield(L, LUA_REGISTRYINDEX, TL_BOX);
+  tl_box *b = luaL_testudata(L, -1, TL_BOXMETA);
+  lua_pop(L, 1);
+  if (!b || b->rt == s->rt) ty_set_flush_hook(s->rt, NULL, NULL);
+  s->rt = NULL;
+  return 0;
+}
+
+void tl_gc_install(lua_State *L, ty_runtime *rt) {
+  if (!rt) return;
+  /* a previous installation's sentinel must not remove this hook later */
+  lua_getfield(L, LUA_REGISTRYINDEX, TL_GCHOOK);
+  gc_sentinel *old = lua_touserdata(L, -1);
+  if (old) old->rt = NULL;
+  lua_pop(L, 1);
+  gc_sentinel *s = lua_newuserdatauv(L, sizeof *s, 0);
+  s->rt = rt;
+  s->L = L;
+  s->incremental = false;
+  s->last_debt = 0;
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, sentinel_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_setfield(L, LUA_REGISTRYINDEX, TL_GCHOOK);
+  ty_set_flush_hook(rt, gc_hook, s); /* a userdata never moves */
+}

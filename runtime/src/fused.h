@@ -1,0 +1,143 @@
+/*
+ * fused.h — the description of a fused launch, shared by the fusion pass
+ * (fuse.c, which writes it), the built-in task table (ops.c, which says what
+ * a built-in launch does) and the kernel that runs it (fused_cpu.c).
+ *
+ * A fused launch is an ordinary launch of the task "fused": nothing in the
+ * core but fuse.c knows it is special. Its store arguments are the stores of
+ * the run's launches, deduplicated (a store, or an identical view of it, that
+ * five sub-operations use is passed once); its packed scalar bytes are this
+ * description:
+ *
+ *   ty__fhead | ty__fsub + its operands | ty__fsub + ... | scalar area
+ *
+ * every record 8-byte aligned, all offsets from the start of the scalar bytes
+ * (which the core keeps 8-byte aligned), the whole within
+ * TY_MAX_SCALAR_BYTES (the pass cuts runs that would not fit).
+ *
+ * An operand names either a store argument of the fused launch (ref >= 0) or
+ * a block slot (ref < 0): a temporary that only this run produces and reads,
+ * which lives one block at a time in a buffer of the kernel and is never
+ * allocated in memory. Operands of a sub-operation are in the order of its
+ * original launch's arguments (built-ins: the output first).
+ */
+#ifndef TY_FUSED_H
+#define TY_FUSED_H
+
+#include "kernels.h"
+
+#define TY__FUSE_MAGIC 0x55465954u /* "TYFU" */
+#define TY__FUSE_VERSION 1
+
+
+typedef enum ty__fkind {
+  TY__FK_UNARY = 1, /* op: ty_op; dt: compute dtype; {out, in} */
+  TY__FK_BINARY,    /* op: ty_op; dt: compute dtype; {out, a, b} */
+  TY__FK_WHERE,     /* dt: dtype of a, b, out; {out, cond (bool), a, b} */
+  TY__FK_CAST,      /* dt2 -> dt; {out, in} (copy: dt2 == dt) */
+  TY__FK_FILL,      /* dt; scalars: a ty__fillval; {out} */
+  TY__FK_REDUCE,    /* op: ty__redkind; dt: acc dtype; dt2: input dtype; {acc, in} */
+  TY__FK_TASK       /* a registered task run on each block with a child context */
+} ty__fkind;
+
+typedef struct ty__fhead {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t nsub;     /* sub-operations, in program order */
+  uint16_t nargs;    /* store arguments of the fused launch */
+  uint16_t nslots;   /* block slots (temporaries never allocated) */
+  uint16_t nconsts;  /* inlined 0-d inputs (Lua numbers), 8 bytes each */
+  uint16_t ndim;     /* the launch domain follows the header: ndim int64 */
+  uint32_t bytes;    /* the whole description */
+  uint32_t first;    /* offset of the first sub-operation record */
+  uint32_t consts;   /* offset of the constants */
+  uint32_t pad;
+  uint64_t kernel;   /* a compiled kernel for the run (fused_codegen.c), or 0 */
+  uint64_t contig;   /* its layout: bit k set when argument k is contiguous, clear
+                        when it is one broadcast element */
+} ty__fhead;
+
+/* A compiled fused run: n elements of a flat piece; args[k] is argument k's
+ * first element, desc the description (its constants and fill values). */
+typedef void (*ty__fused_kernel)(int64_t n, char *const *args, const char *desc);
+
+/* Operand references. */
+#define TY__FREF_CONST 0x4000 /* ref - TY__FREF_CONST: a constant (one element, read-only) */
+#define TY__FREF_SLOT(i) ((int16_t)(-1 - (i)))
+#define TY__FREF_IS_SLOT(r) ((r) < 0)
+#define TY__FREF_IS_CONST(r) ((r) >= TY__FREF_CONST)
+
+/* One operand of a sub-operation: 4 bytes, so that a binary op is a 32-byte
+ * record and a 60-launch chain (Black-Scholes) fits in 2 KiB. */
+typedef struct ty__fopnd {
+  int16_t ref;   /* >= 0: store argument; slot (< 0); constant (>= TY__FREF_CONST) */
+  uint8_t dtype; /* the operand's dtype */
+  uint8_t bits;  /* privilege (2 bits) | projection << 2 | redop << 3 */
+} ty__fopnd;
+
+#define TY__FOPND_PRIV(o) ((ty_privilege)((o)->bits & 3u))
+#define TY__FOPND_PROJ(o) ((ty_projection)(((o)->bits >> 2) & 1u))
+#define TY__FOPND_REDOP(o) ((ty_redop)(((o)->bits >> 3) & 7u))
+
+enum { TY__FS_FASTMATH = 1u << 0, TY__FS_INIT_OUT = 1u << 1 };
+
+typedef struct ty__fsub {
+  uint16_t size;       /* bytes of the record with its operands (a multiple of 8) */
+  uint8_t kind;        /* ty__fkind */
+  uint8_t op;          /* ty_op (UNARY, BINARY), ty__redkind (REDUCE) */
+  uint8_t dt, dt2;     /* see ty__fkind */
+  uint8_t flags;       /* TY__FS_* */
+  uint8_t nops;
+  int32_t task;        /* TASK: the task's id (ty_task_at) */
+  uint16_t scalar_off; /* the sub-operation's own packed scalars (8-byte aligned) */
+  uint16_t scalar_len;
+  ty__fopnd opnd[];    /* nops operands */
+} ty__fsub;
+
+_Static_assert(sizeof(ty__fhead) % 8 == 0, "records stay 8-byte aligned");
+_Static_assert(sizeof(ty__fsub) == 16, "sub-operation records are 16 bytes + operands");
+_Static_assert(sizeof(ty__fopnd) == 4, "operands are 4 bytes");
+_Static_assert(TY_MAX_SCALAR_BYTES <= 65535, "offsets fit 16 bits");
+
+static inline const int64_t *ty__fhead_domain(const ty__fhead *h) {
+  return (const int64_t *)(h + 1);
+}
+static inline const ty__fsub *ty__fsub_first(const ty__fhead *h) {
+  return (const ty__fsub *)((const char *)h + h->first);
+}
+static inline const ty__fsub *ty__fsub_next(const ty__fsub *s) {
+  return (const ty__fsub *)((const char *)s + s->size);
+}
+
+/* What a pending launch of a built-in task computes (ops.c), as a sub-
+ * operation without operands: kind, op, dtypes and, for fills, the value
+ * (written to *fill). False when the launch is not a built-in the fused
+ * kernel implements itself (user tasks, generators, matmul, arg reductions). */
+bool ty__fuse_builtin(const ty_runtime *rt, const ty_pending *l, ty__fsub *out, ty__fillval *fill);
+/* The task "fused" (registered with the built-ins, ops.c). */
+const ty_task *ty__fused_task(const ty_runtime *rt);
+
+/* Its CPU variant (fused_cpu.c): runs the description block by block, or its
+ * compiled kernel when the piece has the kernel's layout. */
+int ty__fused_variant(ty_task_ctx *ctx);
+
+/* Compiled kernels (fused_codegen.c): a table per runtime. */
+typedef struct ty__codegen ty__codegen;
+ty__codegen *ty__codegen_new(void);
+void ty__codegen_free(ty__codegen *cg);
+
+/* Fusion's state in a runtime: the data of the task "fused" (ops.c), freed
+ * with the runtime. The pass's scratch memory is kept between flushes. */
+typedef struct ty__fusion {
+  ty__codegen *cg;
+  void *scratch;
+  size_t scratch_cap;
+} ty__fusion;
+ty__fusion *ty__fusion_new(void);
+void ty__fusion_free(void *state);
+/* The kernel for fused launch f (its description written), or NULL: not
+ * supported, not worth it yet, or no compiler. *contig gets its layout. Runs
+ * on the driving thread (it may compile). */
+ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig);
+
+#endif /* TY_FUSED_H */

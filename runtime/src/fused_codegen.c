@@ -1,0 +1,621 @@
+/*
+ * fused_codegen.c — compiled kernels for fused runs: C source generated from a
+ * run's description, compiled by the system compiler into a shared object
+ * cached on disk by the run's structure, and loaded (the approach PyTorch
+ * Inductor takes on CPU).
+ *
+ * Why: the block interpreter (fused_cpu.c) keeps intermediates in L1 but still
+ * loads and stores every intermediate once per sub-operation; on
+ * Black-Scholes (62 sub-operations) it measured 1.40-1.50x the time of a
+ * hand-fused SLEEF loop (one thread, CPU time, bench/fusion), above the 1.3x
+ * the issue asks. Generated code keeps every intermediate in a vector
+ * register: 1.05-1.15x (docs/fusion.md has the figures).
+ *
+ * What is compiled: runs whose sub-operations are all f64/bool element-wise
+ * built-ins (arithmetic, exp log sin cos tanh sqrt pow, abs floor ceil neg,
+ * maximum minimum, comparisons, and/or/not, where, f64/bool casts, fills)
+ * and whose store arguments are f64 or bool, contiguous or one broadcast
+ * element. Anything else (integers, f32, mod, casts to integers, reductions,
+ * registered tasks, strided views) runs in the interpreter. The kernel's
+ * layout assumption (which arguments are contiguous) is recorded in the
+ * description; a piece whose tiles do not match it runs in the interpreter.
+ *
+ * Results are bit-identical to the interpreter's and the unfused kernels':
+ * the generated code calls the same SLEEF / libmvec functions on the same
+ * vector width, the same hardware sqrt/floor/ceil, computes + - * / per
+ * element in IEEE double without contraction (-ffp-contract=off), pads tails
+ * with zeros as the kernels do, and isolates sin/cos lanes the same way
+ * (kernels_ew.c). test_fuse.c compares the two paths.
+ *
+ * When: TYCHO_CODEGEN=auto (default) compiles a run's structure when its
+ * launch has at least 2^16 elements and it is seen a second time, or at once
+ * from 2^22 elements (a compile costs ~0.1-0.3 s, once per structure per
+ * machine thanks to the disk cache); `always` compiles at first sight (any
+ * size), `off` never. TYCHO_CACHE_DIR (default $XDG_CACHE_HOME/tycho or
+ * ~/.cache/tycho) holds fk-<hash>.so and its source; TYCHO_CC (default cc)
+ * is the compiler. Any failure (no compiler, no writable directory, a
+ * compile error) quietly leaves the run to the interpreter.
+ *
+ * The in-memory table of loaded kernels is part of the data of the task
+ * "fused" (ty__fusion, ops.c), so it belongs to its runtime and is freed
+ * with it.
+ */
+#define _GNU_SOURCE
+#include "fused.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#if defined(__AVX512F__)
+#define CG_W 8
+#define CG_ISA "__AVX512F__"
+#define CG_SUF "d8"
+#define CG_MVEC "_ZGVeN8"
+#elif defined(__AVX2__)
+#define CG_W 4
+#define CG_ISA "__AVX2__"
+#define CG_SUF "d4"
+#define CG_MVEC "_ZGVdN4"
+#else
+#define CG_W 0 /* no code generation without AVX2 */
+#endif
+
+#define CG_MIN_ELEMS ((int64_t)1 << 16)
+#define CG_EAGER_ELEMS ((int64_t)1 << 22)
+
+typedef struct cg_entry {
+  uint64_t hash;
+  uint32_t seen;
+  bool failed;
+  ty__fused_kernel fn;
+  void *handle;
+} cg_entry;
+
+struct ty__codegen {
+  int mode; /* 0 off, 1 auto, 2 always */
+  char dir[1024];
+  char cc[256];
+  cg_entry *e;
+  int n, cap;
+};
+
+ty__codegen *ty__codegen_new(void) {
+  ty__codegen *cg = calloc(1, sizeof *cg);
+  if (!cg) return NULL;
+  const char *m = getenv("TYCHO_CODEGEN");
+  cg->mode = 1;
+  if (m && (!strcmp(m, "off") || !strcmp(m, "0") || !strcmp(m, "false"))) cg->mode = 0;
+  if (m && (!strcmp(m, "always") || !strcmp(m, "on") || !strcmp(m, "1") || !strcmp(m, "true")))
+    cg->mode = 2;
+  if (CG_W == 0) cg->mode = 0;
+  const char *d = getenv("TYCHO_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+  if (d && *d) snprintf(cg->dir, sizeof cg->dir, "%s", d);
+  else if (x && *x) snprintf(cg->dir, sizeof cg->dir, "%s/tycho", x);
+  else if (h && *h) snprintf(cg->dir, sizeof cg->dir, "%s/.cache/tycho", h);
+  else snprintf(cg->dir, sizeof cg->dir, "/tmp/tycho-cache-%ld", (long)getuid());
+  const char *cc = getenv("TYCHO_CC");
+  snprintf(cg->cc, sizeof cg->cc, "%s", cc && *cc ? cc : "cc");
+  return cg;
+}
+
+void ty__codegen_free(ty__codegen *cg) {
+  if (!cg) return;
+  for (int i = 0; i < cg->n; i++)
+    if (cg->e[i].handle) dlclose(cg->e[i].handle);
+  free(cg->e);
+  free(cg);
+}
+
+/* ---- source text --------------------------------------------------------------------- */
+
+/* printf into buf, truncating (vsnprintf: no truncation warnings for the
+ * expression buffers, which are sized for any expression generated) */
+static void fmt(char *buf, size_t cap, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static void fmt(char *buf, size_t cap, const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(buf, cap, f, ap);
+  va_end(ap);
+}
+
+typedef struct sbuf {
+  char *p;
+  size_t len, cap;
+  bool failed;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->failed = true;
+      return;
+    }
+    if (b->p && b->len + (size_t)n < b->cap) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t cap = (b->cap ? b->cap * 2 : 8192) + (size_t)n;
+    char *q = realloc(b->p, cap);
+    if (!q) {
+      b->failed = true;
+      return;
+    }
+    b->p = q;
+    b->cap = cap;
+  }
+}
+
+#if CG_W
+/* Types and helpers of every generated file. vd: CG_W doubles; vm: lane
+ * masks (-1 true, 0 false), what GCC's vector comparisons give. */
+static void preamble(sbuf *b) {
+  put(b, "/* tycho: a fused run compiled by runtime/src/fused_codegen.c */\n");
+  put(b, "#ifndef %s\n#error \"tycho: this kernel needs the runtime's vector ISA (%s)\"\n#endif\n", CG_ISA, CG_ISA);
+  put(b, "typedef long long i64;\ntypedef unsigned char u8;\n");
+  put(b, "typedef double vd __attribute__((vector_size(%d)));\n", CG_W * 8);
+  put(b, "typedef i64 vm __attribute__((vector_size(%d)));\n", CG_W * 8);
+  put(b, "#define W %d\n", CG_W);
+  static const char *const sleef[] = {"exp", "log", "sin", "cos", "tanh"};
+  for (int i = 0; i < 5; i++) put(b, "vd Sleef_%s%s_u10(vd);\n", sleef[i], CG_SUF);
+  put(b, "vd Sleef_pow%s_u10(vd, vd);\nvd Sleef_tanh%s_u35(vd);\n", CG_SUF, CG_SUF);
+  static const char *const mvec[] = {"exp", "log", "sin", "cos"};
+  for (int i = 0; i < 4; i++) put(b, "vd %sv_%s(vd);\n", CG_MVEC, mvec[i]);
+  put(b, "vd %svv_pow(vd, vd);\n", CG_MVEC);
+  put(b,
+      "static inline vd ld(const char *p) { vd v; __builtin_memcpy(&v, p, sizeof v); return v; }\n"
+      "static inline void st(char *p, vd v) { __builtin_memcpy(p, &v, sizeof v); }\n"
+      "static inline vd bc(double x) { return (vd){0} + x; }\n"
+      "static inline vm bcm(int t) { return (vm){0} - (i64)(t != 0); }\n"
+      "static inline vm ldm(const char *p) { vm m; for (int j = 0; j < W; j++) m[j] = -(i64)(p[j] != 0); return m; }\n"
+      "static inline void stm(char *p, vm m) { for (int j = 0; j < W; j++) p[j] = (char)(m[j] & 1); }\n"
+      "static inline vd sel(vm m, vd a, vd b) { return (vd)((m & (vm)a) | (~m & (vm)b)); }\n"
+      "static inline vd vabs(vd x) { return (vd)((vm)x & (vm){0} + 0x7fffffffffffffffLL); }\n"
+      "static inline vd m2d(vm m) { return sel(m, bc(1.0), bc(0.0)); }\n");
+#if CG_W == 8
+  put(b, "static inline vd vsqrt(vd x) { return __builtin_ia32_sqrtpd512_mask(x, x, (unsigned char)-1, 4); }\n"
+         "static inline vd vfloor(vd x) { return __builtin_ia32_rndscalepd_mask(x, 1, x, (unsigned char)-1, 4); }\n"
+         "static inline vd vceil(vd x) { return __builtin_ia32_rndscalepd_mask(x, 2, x, (unsigned char)-1, 4); }\n");
+#else
+  put(b, "static inline vd vsqrt(vd x) { return __builtin_ia32_sqrtpd256(x); }\n"
+         "static inline vd vfloor(vd x) { return __builtin_ia32_roundpd256(x, 1); }\n"
+         "static inline vd vceil(vd x) { return __builtin_ia32_roundpd256(x, 2); }\n");
+#endif
+  /* sin/cos: lane isolation as in kernels_ew.c (TRIG_SMALL) */
+  put(b,
+      "static inline vd trig(vd (*f)(vd), vd x) {\n"
+      "  int big = 0;\n"
+      "  for (int j = 0; j < W; j++) big += !(x[j] < 15.0 && x[j] > -15.0);\n"
+      "  if (!big) return f(x);\n"
+      "  vd r;\n"
+      "  for (int j = 0; j < W; j++) { vd l = (vd){0}; l[j] = x[j]; r[j] = f(l)[j]; }\n"
+      "  return r;\n"
+      "}\n");
+}
+
+/* The C expression type of an operand's dtype: 'd' f64, 'm' bool. */
+static char vtype(ty_dtype t) { return t == TY_F64 ? 'd' : t == TY_BOOL ? 'm' : 0; }
+
+typedef struct gen {
+  sbuf *b;
+  const ty__fhead *h;
+  const ty_pending *f;
+  uint64_t contig;    /* args read/written as W contiguous elements */
+  char argv_[TY_MAX_ARGS][16]; /* the variable holding an argument's current value */
+  char slotv[512][16];
+  int npow;
+  bool ok;
+} gen;
+
+/* An operand's value as an expression (declaring a load when needed). */
+static void operand(gen *g, const ty__fopnd *o, char *out, size_t len) {
+  const ty_dtype t = (ty_dtype)o->dtype;
+  if (TY__FREF_IS_CONST(o->ref)) {
+    unsigned off = g->h->consts + 8u * (unsigned)(o->ref - TY__FREF_CONST);
+    /* f64 constants are copied into a local array at entry (K), which the
+     * compiler keeps in registers: the stores of the loop cannot alias it */
+    if (t == TY_F64) fmt(out, len, "bc(K[%d])", o->ref - TY__FREF_CONST);
+    else fmt(out, len, "bcm(*(const u8 *)(D + %u))", off);
+  } else if (TY__FREF_IS_SLOT(o->ref)) {
+    int s = -1 - o->ref;
+    if (s >= 512 || !g->slotv[s][0]) {
+      g->ok = false;
+      fmt(out, len, "0");
+      return;
+    }
+    fmt(out, len, "%s", g->slotv[s]);
+  } else {
+    int k = o->ref;
+    if (!g->argv_[k][0]) {
+      bool c = (g->contig >> k) & 1u;
+      fmt(g->argv_[k], sizeof g->argv_[k], "a%d", k);
+      if (t == TY_F64 && c) put(g->b, "  vd a%d = ld(p[%d]);\n", k, k);
+      else if (t == TY_F64) put(g->b, "  vd a%d = bc(Bc[%d]);\n", k, k); /* read at entry */
+      else if (c) put(g->b, "  vm a%d = ldm(p[%d]);\n", k, k);
+      else put(g->b, "  vm a%d = bcm(*(const u8 *)p[%d]);\n", k, k);
+    }
+    fmt(out, len, "%s", g->argv_[k]);
+  }
+}
+
+/* A value as the other type: bool operands of f64 ops (and/or/not read
+ * "x != 0"). */
+static void as_mask(char t, const char *x, char *out, size_t len) {
+  if (t == 'm') fmt(out, len, "%s", x);
+  else fmt(out, len, "(%s != 0)", x);
+}
+
+/* One sub-operation: "vX v<k> = expr;", then its output is recorded. */
+static void sub(gen *g, const ty__fsub *s, int k) {
+  char x[96] = "", y[96] = "", z[96] = "", e[512] = "";
+  char rt = 0; /* result type */
+  const int nops = s->nops;
+  if (nops < 1 || nops > 4) {
+    g->ok = false;
+    return;
+  }
+  const ty_dtype dt = (ty_dtype)s->dt;
+  const bool fast = s->flags & TY__FS_FASTMATH;
+  char xt = nops > 1 ? vtype((ty_dtype)s->opnd[1].dtype) : 0;
+  char yt = nops > 2 ? vtype((ty_dtype)s->opnd[2].dtype) : 0;
+  for (int j = 0; j < nops; j++)
+    if (!vtype((ty_dtype)s->opnd[j].dtype)) {
+      g->ok = false;
+      return;
+    }
+  if (nops > 1) operand(g, &s->opnd[1], x, sizeof x);
+  if (nops > 2) operand(g, &s->opnd[2], y, sizeof y);
+  if (nops > 3) operand(g, &s->opnd[3], z, sizeof z);
+  switch (s->kind) {
+  case TY__FK_UNARY:
+    if (dt == TY_F64 && xt == 'd') {
+      rt = 'd';
+      switch ((ty_op)s->op) {
+      case TY_OP_NEG: fmt(e, sizeof e, "-%s", x); break;
+      case TY_OP_EXP: fmt(e, sizeof e, fast ? "%sv_exp(%s)" : "Sleef_exp" CG_SUF "_u10(%s%s)", fast ? CG_MVEC : "", x); break;
+      case TY_OP_LOG: fmt(e, sizeof e, fast ? "%sv_log(%s)" : "Sleef_log" CG_SUF "_u10(%s%s)", fast ? CG_MVEC : "", x); break;
+      case TY_OP_SIN: fmt(e, sizeof e, fast ? "trig(%sv_sin, %s)" : "trig(Sleef_sin" CG_SUF "_u10%s, %s)", fast ? CG_MVEC : "", x); break;
+      case TY_OP_COS: fmt(e, sizeof e, fast ? "trig(%sv_cos, %s)" : "trig(Sleef_cos" CG_SUF "_u10%s, %s)", fast ? CG_MVEC : "", x); break;
+      case TY_OP_TANH: fmt(e, sizeof e, "Sleef_tanh" CG_SUF "_%s(%s)", fast ? "u35" : "u10", x); break;
+      case TY_OP_SQRT: fmt(e, sizeof e, "vsqrt(%s)", x); break;
+      case TY_OP_ABS: fmt(e, sizeof e, "vabs(%s)", x); break;
+      case TY_OP_FLOOR: fmt(e, sizeof e, "vfloor(%s)", x); break;
+      case TY_OP_CEIL: fmt(e, sizeof e, "vceil(%s)", x); break;
+      case TY_OP_NOT: rt = 'm'; fmt(e, sizeof e, "(%s == 0)", x); break;
+      default: g->ok = false;
+      }
+    } else if (dt == TY_BOOL && xt == 'm') {
+      rt = 'm';
+      switch ((ty_op)s->op) {
+      case TY_OP_NOT: fmt(e, sizeof e, "~%s", x); break;
+      case TY_OP_ABS:
+      case TY_OP_FLOOR:
+      case TY_OP_CEIL: fmt(e, sizeof e, "%s", x); break;
+      default: g->ok = false;
+      }
+    } else {
+      g->ok = false;
+    }
+    break;
+  case TY__FK_BINARY: {
+    char mx[128], my[128];
+    as_mask(xt, x, mx, sizeof mx);
+    as_mask(yt, y, my, sizeof my);
+    if (dt == TY_F64 && xt == 'd' && yt == 'd') {
+      rt = 'd';
+      switch ((ty_op)s->op) {
+      case TY_OP_ADD: fmt(e, sizeof e, "%s + %s", x, y); break;
+      case TY_OP_SUB: fmt(e, sizeof e, "%s - %s", x, y); break;
+      case TY_OP_MUL: fmt(e, sizeof e, "%s * %s", x, y); break;
+      case TY_OP_DIV: fmt(e, sizeof e, "%s / %s", x, y); break;
+      case TY_OP_POW: {
+        /* the kernels square when the exponent is one broadcast element equal
+         * to 2 (checked per call, as they do per run) */
+        const ty__fopnd *o = &s->opnd[2];
+        bool scalar = TY__FREF_IS_CONST(o->ref) || (o->ref >= 0 && !((g->contig >> o->ref) & 1u));
+        const char *pw = fast ? CG_MVEC "vv_pow" : "Sleef_pow" CG_SUF "_u10";
+        if (scalar) {
+          int q = g->npow++;
+          fmt(e, sizeof e, "sq[%d] ? %s * %s : %s(%s, %s)", q, x, x, pw, x, y); /* sq: set at entry */
+        } else {
+          fmt(e, sizeof e, "%s(%s, %s)", pw, x, y);
+        }
+        break;
+      }
+      case TY_OP_MAXIMUM: fmt(e, sizeof e, "sel((%s >= %s) | (%s != %s), %s, %s)", x, y, x, x, x, y); break;
+      case TY_OP_MINIMUM: fmt(e, sizeof e, "sel((%s <= %s) | (%s != %s), %s, %s)", x, y, x, x, x, y); break;
+      case TY_OP_LT: rt = 'm'; fmt(e, sizeof e, "(%s < %s)", x, y); break;
+      case TY_OP_LE: rt = 'm'; fmt(e, sizeof e, "(%s <= %s)", x, y); break;
+      case TY_OP_GT: rt = 'm'; fmt(e, sizeof e, "(%s > %s)", x, y); break;
+      case TY_OP_GE: rt = 'm'; fmt(e, sizeof e, "(%s >= %s)", x, y); break;
+      case TY_OP_EQ: rt = 'm'; fmt(e, sizeof e, "(%s == %s)", x, y); break;
+      case TY_OP_NE: rt = 'm'; fmt(e, sizeof e, "(%s != %s)", x, y); break;
+      case TY_OP_AND: rt = 'm'; fmt(e, sizeof e, "(%s & %s)", mx, my); break;
+      case TY_OP_OR: rt = 'm'; fmt(e, sizeof e, "(%s | %s)", mx, my); break;
+      default: g->ok = false;
+      }
+    } else if (dt == TY_BOOL && xt == 'm' && yt == 'm') {
+      rt = 'm';
+      switch ((ty_op)s->op) {
+      case TY_OP_MAXIMUM:
+      case TY_OP_OR: fmt(e, sizeof e, "(%s | %s)", x, y); break;
+      case TY_OP_MINIMUM:
+      case TY_OP_AND: fmt(e, sizeof e, "(%s & %s)", x, y); break;
+      case TY_OP_LT: fmt(e, sizeof e, "(~%s & %s)", x, y); break;
+      case TY_OP_LE: fmt(e, sizeof e, "(~%s | %s)", x, y); break;
+      case TY_OP_GT: fmt(e, sizeof e, "(%s & ~%s)", x, y); break;
+      case TY_OP_GE: fmt(e, sizeof e, "(%s | ~%s)", x, y); break;
+      case TY_OP_EQ: fmt(e, sizeof e, "~(%s ^ %s)", x, y); break;
+      case TY_OP_NE: fmt(e, sizeof e, "(%s ^ %s)", x, y); break;
+      default: g->ok = false;
+      }
+    } else {
+      g->ok = false;
+    }
+    break;
+  }
+  case TY__FK_WHERE:
+    if (xt != 'm') g->ok = false;
+    else if (dt == TY_F64 && yt == 'd') rt = 'd', fmt(e, sizeof e, "sel(%s, %s, %s)", x, y, z);
+    else if (dt == TY_BOOL && yt == 'm') rt = 'm', fmt(e, sizeof e, "((%s & %s) | (~%s & %s))", x, y, x, z);
+    else g->ok = false;
+    break;
+  case TY__FK_CAST:
+    if (s->dt2 == s->dt) rt = xt, fmt(e, sizeof e, "%s", x);
+    else if (dt == TY_F64 && xt == 'm') rt = 'd', fmt(e, sizeof e, "m2d(%s)", x);
+    else if (dt == TY_BOOL && xt == 'd') rt = 'm', fmt(e, sizeof e, "(%s != 0)", x);
+    else g->ok = false;
+    break;
+  case TY__FK_FILL:
+    /* ty__fillval: f (double) then i (int64) */
+    if (dt == TY_F64) rt = 'd', fmt(e, sizeof e, "bc(*(const double *)(D + %u))", (unsigned)s->scalar_off);
+    else if (dt == TY_BOOL) rt = 'm', fmt(e, sizeof e, "bcm(*(const i64 *)(D + %u) != 0)", (unsigned)s->scalar_off + 8u);
+    else g->ok = false;
+    break;
+  default: g->ok = false;
+  }
+  if (!g->ok) return;
+  if (rt != vtype((ty_dtype)s->opnd[0].dtype)) {
+    g->ok = false;
+    return;
+  }
+  put(g->b, "  v%c v%d = %s;\n", rt, k, e);
+  const ty__fopnd *o = &s->opnd[0];
+  if (TY__FREF_IS_SLOT(o->ref)) {
+    int sl = -1 - o->ref;
+    if (sl >= 512) g->ok = false;
+    else fmt(g->slotv[sl], sizeof g->slotv[sl], "v%d", k);
+  } else if (o->ref >= 0) {
+    bool c = (g->contig >> o->ref) & 1u;
+    if (!c) { /* a broadcast output would be written by every lane: interpreter */
+      g->ok = false;
+      return;
+    }
+    put(g->b, rt == 'd' ? "  st(p[%d], v%d);\n" : "  stm(p[%d], v%d);\n", o->ref, k);
+    fmt(g->argv_[o->ref], sizeof g->argv_[o->ref], "v%d", k);
+  } else {
+    g->ok = false;
+  }
+}
+
+/* The whole file for a fused launch; false when the run is not supported. */
+static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
+  const ty__fhead *h = (const ty__fhead *)f->scalars;
+  uint64_t c = 0;
+  for (int k = 0; k < f->nargs; k++) {
+    const ty_arg *a = &f->args[k];
+    const ty_store *s = a->store;
+    if (!vtype(s->dtype) || a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_REDUCE) return false;
+    bool zero = true;
+    for (int d = 0; d < s->ndim; d++) zero &= s->shape[d] <= 1 || s->strides[d] == 0;
+    if (ty_store_is_contiguous(s) && !zero) c |= UINT64_C(1) << k;
+    else if (!zero) return false;
+  }
+  *contig = c;
+  preamble(b);
+  gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
+  /* the body: one vector of W elements; p[k] is argument k's address */
+  put(b, "static inline void body(char *const *p, const char *D, const int *sq, const double *K,\n"
+         "                        const double *Bc) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n");
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub && g.ok; k++, s = ty__fsub_next(s)) {
+    if (s->kind == TY__FK_REDUCE || s->kind == TY__FK_TASK) return false;
+    sub(&g, s, k);
+  }
+  if (!g.ok) return false;
+  put(b, "}\n\n");
+  /* entry: pow squaring flags, then the vector loop and a zero-padded tail */
+  put(b, "void ty_fk(i64 n, char *const *a, const char *D) {\n  int sq[%d];\n", g.npow + 1);
+  int q = 0;
+  s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
+    if (s->kind != TY__FK_BINARY || s->op != TY_OP_POW || s->dt != TY_F64) continue;
+    const ty__fopnd *o = &s->opnd[2];
+    if (TY__FREF_IS_CONST(o->ref))
+      put(b, "  sq[%d] = *(const double *)(D + %u) == 2.0;\n", q++, h->consts + 8u * (unsigned)(o->ref - TY__FREF_CONST));
+    else if (o->ref >= 0 && !((c >> o->ref) & 1u))
+      put(b, "  sq[%d] = *(const double *)a[%d] == 2.0;\n", q++, o->ref);
+  }
+  put(b, "  double K[%d], Bc[%d];\n", h->nconsts + 1, f->nargs + 1);
+  put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
+  for (int k = 0; k < f->nargs; k++)
+    if (!((c >> k) & 1u) && f->args[k].store->dtype == TY_F64) put(b, "  Bc[%d] = *(const double *)a[%d];\n", k, k);
+  put(b, "  char *p[%d];\n  i64 i = 0;\n", f->nargs + 1);
+  put(b, "  for (; i + W <= n; i += W) {\n");
+  for (int k = 0; k < f->nargs; k++) {
+    if ((c >> k) & 1u) put(b, "    p[%d] = a[%d] + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
+    else put(b, "    p[%d] = a[%d];\n", k, k);
+  }
+  put(b, "    body(p, D, sq, K, Bc);\n  }\n  if (i < n) {\n    i64 m = n - i;\n");
+  for (int k = 0; k < f->nargs; k++) {
+    if (!((c >> k) & 1u)) {
+      put(b, "    p[%d] = a[%d];\n", k, k);
+      continue;
+    }
+    int es = (int)ty_dtype_size(f->args[k].store->dtype);
+    put(b, "    char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
+    put(b, "    __builtin_memcpy(t%d, a[%d] + i * %d, (unsigned long)m * %d);\n    p[%d] = t%d;\n", k, k, es, es, k, k);
+  }
+  put(b, "    body(p, D, sq, K, Bc);\n");
+  for (int k = 0; k < f->nargs; k++)
+    if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
+      int es = (int)ty_dtype_size(f->args[k].store->dtype);
+      put(b, "    __builtin_memcpy(a[%d] + i * %d, t%d, (unsigned long)m * %d);\n", k, es, k, es);
+    }
+  put(b, "  }\n}\n");
+  return !b->failed;
+}
+#endif /* CG_W */
+
+/* ---- compile, cache, load -------------------------------------------------------------- */
+
+static uint64_t fnv1a(const char *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+static int mkdirs(const char *path) {
+  char tmp[1024];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+      *p = '/';
+    }
+  return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static bool write_file(const char *path, const char *data, size_t len) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  size_t off = 0;
+  while (off < len) {
+    ssize_t w = write(fd, data + off, len - off);
+    if (w <= 0) {
+      close(fd);
+      return false;
+    }
+    off += (size_t)w;
+  }
+  return close(fd) == 0;
+}
+
+/* cc -O2 ... -o out src -lsleef -lm, its output discarded */
+static bool compile(const ty__codegen *cg, const char *src, const char *out) {
+  char *argv[] = {(char *)cg->cc, "-O2", "-march=native", "-ffp-contract=off", "-fno-math-errno",
+                  "-fPIC", "-shared", "-w", "-o", (char *)out, (char *)src, "-lsleef", "-lm", NULL};
+  posix_spawn_file_actions_t fa;
+  if (posix_spawn_file_actions_init(&fa) != 0) return false;
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, cg->cc, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return false;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static cg_entry *lookup(ty__codegen *cg, uint64_t hash) {
+  for (int i = 0; i < cg->n; i++)
+    if (cg->e[i].hash == hash) return &cg->e[i];
+  if (cg->n == cg->cap) {
+    int cap = cg->cap ? 2 * cg->cap : 16;
+    cg_entry *e = realloc(cg->e, (size_t)cap * sizeof *e);
+    if (!e) return NULL;
+    cg->e = e;
+    cg->cap = cap;
+  }
+  cg_entry *e = &cg->e[cg->n++];
+  memset(e, 0, sizeof *e);
+  e->hash = hash;
+  return e;
+}
+
+/* Load fk-<hash>.so from the cache directory, compiling it first if absent. */
+static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b) {
+  if (mkdirs(cg->dir) != 0) return false;
+  char so[1200], src[1200], tmp_so[1300], tmp_src[1300];
+  snprintf(so, sizeof so, "%s/fk-%016llx.so", cg->dir, (unsigned long long)e->hash);
+  snprintf(src, sizeof src, "%s/fk-%016llx.c", cg->dir, (unsigned long long)e->hash);
+  if (access(so, R_OK) != 0) {
+    /* unique temporaries, then rename: processes compiling the same kernel
+     * at once never see a half-written file */
+    snprintf(tmp_src, sizeof tmp_src, "%s.%ld.c", so, (long)getpid());
+    snprintf(tmp_so, sizeof tmp_so, "%s.%ld.so", so, (long)getpid());
+    bool ok = write_file(tmp_src, b->p, b->len) && compile(cg, tmp_src, tmp_so) &&
+              rename(tmp_so, so) == 0;
+    if (ok) rename(tmp_src, src);
+    unlink(tmp_src);
+    unlink(tmp_so);
+    if (!ok) return false;
+  }
+  e->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!e->handle) return false;
+  void *sym = dlsym(e->handle, "ty_fk");
+  if (!sym) {
+    dlclose(e->handle);
+    e->handle = NULL;
+    return false;
+  }
+  memcpy(&e->fn, &sym, sizeof e->fn);
+  return true;
+}
+
+ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig) {
+  *contig = 0;
+#if CG_W
+  if (!cg || cg->mode == 0) return NULL;
+  int64_t elems = 1;
+  for (int d = 0; d < f->ndim; d++) elems *= f->domain[d];
+  if (cg->mode == 1 && elems < CG_MIN_ELEMS) return NULL;
+  sbuf b = {0};
+  if (!generate(f, &b, contig)) {
+    free(b.p);
+    *contig = 0;
+    return NULL;
+  }
+  uint64_t hash = fnv1a(b.p, b.len) ^ (uint64_t)b.len * 0x9e3779b97f4a7c15ULL;
+  cg_entry *e = lookup(cg, hash);
+  ty__fused_kernel fn = NULL;
+  if (e && !e->failed) {
+    e->seen++;
+    if (e->fn) {
+      fn = e->fn;
+    } else if (cg->mode == 2 || e->seen >= 2 || elems >= CG_EAGER_ELEMS) {
+      if (load(cg, e, &b)) fn = e->fn;
+      else e->failed = true;
+    }
+  }
+  free(b.p);
+  if (!fn) *contig = 0;
+  return fn;
+#else
+  (void)cg;
+  (void)f;
+  return NULL;
+#endif
+}
