@@ -146,10 +146,12 @@ static void format_entry(sbuf *b, const ty_explain_entry *e) {
   if (e->ndim == 0) snprintf(tiling, sizeof tiling, "-");
   sb_printf(b, "#%-5llu %-12s %-16s %-6s %6d %-10s  %s\n", (unsigned long long)e->seq, e->task,
             shape, e->target, e->pieces, tiling, e->why);
-  sb_printf(b, "       mode=%s (%s), overdecompose=%d (%s), min_chunk=%lld (%s)",
+  char chunk[32];
+  ty_format_bytes((double)e->policy.min_chunk, chunk, sizeof chunk);
+  sb_printf(b, "       mode=%s (%s), overdecompose=%d (%s), min_chunk=%s (%s), favor=%s (%s)",
             ty_mode_name(e->policy.mode), e->from[TY_AXIS_MODE], e->policy.overdecompose,
-            e->from[TY_AXIS_OVERDECOMPOSE], (long long)e->policy.min_chunk,
-            e->from[TY_AXIS_MIN_CHUNK]);
+            e->from[TY_AXIS_OVERDECOMPOSE], chunk, e->from[TY_AXIS_MIN_CHUNK],
+            ty_favor_name(e->policy.favor), e->from[TY_AXIS_FAVOR]);
   if (strcmp(e->partition, "new") != 0 && e->partition[0]) sb_printf(b, ", reused %s", e->partition);
   if (e->processor >= 0) sb_printf(b, ", ran on processor %d", e->processor);
   sb_printf(b, "\n");
