@@ -575,8 +575,9 @@ char *ty__gk_source(const ty__gir *ir, const ty__gplan *plan) {
   /* unpack the parameters */
   int w = 0;
   emit(&b, "  const %s n = (%s)p.w[%d];\n", IDX, IDX, w++);
-  if (plan->any_strided)
-    for (int d = 0; d < nd; d++) emit(&b, "  const %s sh%d = (%s)p.w[%d];\n", UIDX, d, UIDX, w++);
+  if (plan->any_strided) /* the outermost extent is implied by n */
+    for (int d = 0; d < nd; d++, w++)
+      if (d > 0) emit(&b, "  const %s sh%d = (%s)p.w[%d];\n", UIDX, d, UIDX, w);
   for (int a = 0; a < ir->nargs; a++) {
     if (!plan->access[a]) continue;
     const char *ct = ty__gk_ctype(ir->args[a].dtype);
