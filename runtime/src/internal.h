@@ -211,6 +211,7 @@ struct ty_runtime {
   /* scheduling figures of the last flush (window.c), trace (trace.c) */
   ty_flush_stats last_flush;
   struct ty_trace *trace;
+  struct ty__gpu *gpu; /* gpu_kernels.c: devices, pools, streams (NULL: none probed) */
 
   /* random */
   uint64_t seed;

@@ -9,6 +9,7 @@
  */
 #include "internal.h"
 #include "trace.h"
+#include "gpu_kernels.h"
 
 #include <errno.h>
 #include <omp.h>
@@ -91,6 +92,22 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
       st = TY_EINVAL;
     }
   }
+  if ((v = getenv("TYCHO_GPUS")) && *v) {
+    char why[200];
+    if (ty_gpus_parse(v, &cfg->gpus, why, sizeof why) != TY_OK) {
+      if (err) snprintf(err, errlen, "TYCHO_GPUS: %s", why);
+      st = TY_EINVAL;
+    }
+  }
+  if ((v = getenv("TYCHO_FBMEM")) && *v) {
+    size_t b;
+    if (ty_parse_size(v, &b) == TY_OK && b > 0)
+      cfg->fbmem = b;
+    else {
+      if (err) snprintf(err, errlen, "TYCHO_FBMEM must be a size such as 8GiB, got '%s'", v);
+      st = TY_EINVAL;
+    }
+  }
   if ((v = getenv("TYCHO_EXPLAIN")) && *v) cfg->explain = strcmp(v, "0") != 0;
   if ((v = getenv("TYCHO_SYSMEM")) && *v) {
     size_t b;
@@ -142,10 +159,21 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
     free(rt);
     return TY_ENOMEM;
   }
-  ty_status st = ty__register_builtins(rt);
+  char gerr[320];
+  ty_status st = ty__gpu_open(c.gpus, c.fbmem, &rt->gpu, gerr, sizeof gerr);
+  if (st != TY_OK) { /* more GPUs asked for than exist: ty_gpus_check says so */
+    free(rt->window);
+    free(rt->explain);
+    free(rt);
+    return st;
+  }
+  st = ty__register_builtins(rt);
   if (st == TY_OK) st = ty__register_index_ops(rt);
   if (st != TY_OK) {
     ty__free_builtins(rt);
+    for (int i = 0; i < rt->ntasks; i++) ty__task_free(rt->tasks[i]);
+    free(rt->tasks);
+    if (rt->gpu) ty__gpu_close(rt->gpu);
     free(rt->explain);
     free(rt->window);
     free(rt);
@@ -155,7 +183,20 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   return TY_OK;
 }
 
+int ty_gpu_count(const ty_runtime *rt) { return rt && rt->gpu ? rt->gpu->ndev : 0; }
+
+ty_status ty_gpu_info(const ty_runtime *rt, int i, ty_gpu_device *out) {
+  if (!rt || !out || i < 0 || i >= ty_gpu_count(rt)) return TY_ERANGE;
+  *out = rt->gpu->list.dev[i];
+  return TY_OK;
+}
+
+const char *ty_gpu_status(const ty_runtime *rt) {
+  return rt && rt->gpu ? rt->gpu->list.why : "GPUs not probed";
+}
+
 static void runtime_free(ty_runtime *rt) {
+  if (rt->gpu) ty__gpu_close(rt->gpu);
   ty__cache_drop(rt);
   ty__pending_cache_free(rt);
   ty__origins_free(rt);

@@ -124,12 +124,42 @@ typedef struct ty_store ty_store;
 
 /* ---- the runtime ------------------------------------------------------------ */
 
+/* ---- GPUs ------------------------------------------------------------------ */
+#define TY_GPU_API 1
+#define TY_MAX_GPUS 16
+
+/* One GPU as discovered at start. */
+typedef struct ty_gpu_device {
+  int ordinal;            /* CUDA device number */
+  char name[128];         /* "NVIDIA H200" */
+  int cc_major, cc_minor; /* compute capability (9.0 for Hopper) */
+  int sms;                /* streaming multiprocessors */
+  size_t total_mem;       /* bytes of device memory */
+  size_t free_mem;        /* bytes free when discovered */
+  size_t fbmem;           /* the budget of tycho's pool on it (--fbmem) */
+  int pci_domain, pci_bus, pci_device;
+} ty_gpu_device;
+
+/* "all" (every device found: the default), "none" or "0" (CPU only), or a
+ * positive count N (exactly N: the runtime fails to start when fewer exist).
+ * *out: 0 all, -1 none, N. TY_EINVAL with a message in err otherwise. */
+ty_status ty_gpus_parse(const char *text, int *out, char *err, size_t errlen);
+/* Whether a runtime asking for `gpus` GPUs (as ty_gpus_parse gives it) with
+ * pool budget `fbmem` (0: default) can start: TY_EINVAL with the message a
+ * shell prints ("--gpus 2: only 1 GPU was found (0: NVIDIA H200, 139.8 GiB)").
+ * ty_runtime_create cannot return a message, so a shell calls this first. */
+ty_status ty_gpus_check(int gpus, size_t fbmem, char *err, size_t errlen);
+
 typedef struct ty_config {
   int cpus;       /* CPU processors; 0: the number of cores. May exceed the cores. */
   int omps;       /* OpenMP processors (groups of ompthreads threads); 0: none */
   int ompthreads; /* threads per OpenMP processor; 0: cores / omps */
   size_t sysmem;  /* host store budget in bytes; 0: 80% of physical memory */
   int window;     /* launches deferred before a flush; 0: the default (64) */
+  int gpus;       /* GPUs: 0 every device found (none without a driver), N > 0 exactly N
+                     (creation fails when fewer exist), -1 none. --gpus / TYCHO_GPUS */
+  size_t fbmem;   /* device pool budget per GPU; 0: 90% of its free memory. --fbmem /
+                     TYCHO_FBMEM */
   ty_policy policy;    /* the global level of every policy axis (unset: built-in default) */
   unsigned policy_cli; /* TY_POL_* bits of `policy` that came from a command line
                           (explain says "global --parallel" rather than "TYCHO_PARALLEL") */
@@ -163,6 +193,13 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out);
  * the runtime's memory alive until they are released. */
 void ty_runtime_destroy(ty_runtime *rt);
 const ty_config *ty_runtime_config(const ty_runtime *rt); /* resolved values */
+/* GPUs the runtime uses (0 without a driver or device, or with gpus = -1).
+ * Launches do not run on them yet (docs/gpu.md): discovery and the modules
+ * below the window are in place. */
+int ty_gpu_count(const ty_runtime *rt);
+ty_status ty_gpu_info(const ty_runtime *rt, int i, ty_gpu_device *out);
+/* "1 GPU (driver 13.0)" or why there is none. */
+const char *ty_gpu_status(const ty_runtime *rt);
 const char *ty_errmsg(const ty_runtime *rt); /* message of the last failure */
 /* Async-signal-safe: ask the flush in progress (or the next) to stop at the
  * next launch boundary; it fails with TY_EINTR and its remaining launches are
