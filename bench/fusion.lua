@@ -4,7 +4,9 @@
 --   tycho bench/fusion.lua b3c N ITERS      a = b + 3*c (a fresh store each time)
 --   tycho bench/fusion.lua b3c_into N ITERS a[{}] = b + 3*c (into an existing store)
 --   tycho bench/fusion.lua chain6 N ITERS   a = ((((b*1.5 + c)*0.5 - b)*c) + 2) * 0.25
+--   tycho bench/fusion.lua chain6_into N ITERS  the same into an existing store (a[{}] = ...)
 --   tycho bench/fusion.lua small ITERS      10 ops on 1,000 elements per iteration
+--                                           (2,000 iterations per timing; per-op time)
 --
 -- Fusion and fast math come from the command line or the environment
 -- (TYCHO_FUSE, TYCHO_FASTMATH), so the same script measures every variant.
@@ -20,6 +22,9 @@ local tycho = tycho or require "tycho"
 local what = arg[1] or "bs"
 local N = math.tointeger(tonumber(arg[2] or "")) or 10000000
 local ITERS = math.tointeger(tonumber(arg[3] or "")) or 3
+if what == "small" then -- small ITERS
+  ITERS = math.tointeger(tonumber(arg[2] or "")) or 3
+end
 
 local function frac(x) return x - tycho.floor(x) end
 
@@ -62,8 +67,8 @@ end
 
 local function report(best, first, checksum, extra)
   print(string.format("fusion_%s: N=%d, %d cpus%s", what, N, tycho.config().cpus, extra or ""))
-  print(string.format("time: %.6f s (best of %d)", best, ITERS))
-  print(string.format("first: %.6f s", first))
+  print(string.format("time: %.9f s (best of %d)", best, ITERS))
+  print(string.format("first: %.9f s", first))
   print(string.format("checksum: %.17g", checksum))
 end
 
@@ -81,18 +86,22 @@ if what == "bs" then
     return call
   end)
   report(best, first, call:sum():item() + put:sum():item())
-elseif what == "b3c" or what == "b3c_into" or what == "chain6" then
+elseif what == "b3c" or what == "b3c_into" or what == "chain6" or what == "chain6_into" then
   -- the peer's inputs (bench/fusion_peers.c): b = (i % 1000) * 0.001, c = (i % 777) * 0.002
   local i = tycho.arange(N)
   local b = (i % 1000) * 0.001
   local c = (i % 777) * 0.002
   i = nil
-  local a = what == "b3c_into" and tycho.zeros(N) or nil
+  local a = what:find("_into") and tycho.zeros(N) or nil
   tycho.flush()
   local best, first, r = timed(function()
     if what == "b3c" then return b + 3 * c end
     if what == "b3c_into" then
       a[{}] = b + 3 * c
+      return a
+    end
+    if what == "chain6_into" then
+      a[{}] = ((((b * 1.5 + c) * 0.5 - b) * c) + 2) * 0.25
       return a
     end
     return ((((b * 1.5 + c) * 0.5 - b) * c) + 2) * 0.25
@@ -117,5 +126,5 @@ elseif what == "small" then
   end)
   report(best / (reps * 10), first / (reps * 10), r:sum():item(), ", time is per operation")
 else
-  error("bench/fusion.lua: unknown workload '" .. tostring(what) .. "' (bs, b3c, b3c_into, chain6, small)", 0)
+  error("bench/fusion.lua: unknown workload '" .. tostring(what) .. "' (bs, b3c, b3c_into, chain6, chain6_into, small)", 0)
 end

@@ -9,7 +9,8 @@
  * thread at a time and needs no lock; the declaring (caller's) state is never
  * touched from a worker. A state holds:
  *   - the standard libraries, and a small global `tycho` (is_tile, clock,
- *     interrupted, worker) that `require "tycho"` also returns there;
+ *     thread_clock, interrupted, worker) that `require "tycho"` also returns
+ *     there;
  *   - a cache of loaded bodies: task id -> closure, valid while the task's
  *     generation matches (a redeclaration bumps it);
  *   - one reusable `ctx` table and one reusable tile userdata per argument
@@ -414,7 +415,6 @@ static void combine_return(lua_State *W, tile *t, ty_redop op, int v) {
 
 /* ---- running a piece --------------------------------------------------------------- */
 
-
 static tile *tile_for(lua_State *W, tl_worker *w, int slot) {
   while (w->ntiles <= slot) {
     tile *t = lua_newuserdatauv(W, sizeof *t, 0);
@@ -559,6 +559,15 @@ static int w_clock(lua_State *W) {
   return 1;
 }
 
+/* tycho.thread_clock(): CPU seconds of the worker's thread (what a piece
+ * computed, whatever else the machine was doing). */
+static int w_thread_clock(lua_State *W) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  lua_pushnumber(W, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+  return 1;
+}
+
 static int w_interrupted(lua_State *W) {
   tl_worker *w = lua_touserdata(W, lua_upvalueindex(1));
   lua_pushboolean(W, ty_interrupt_pending(w->rt));
@@ -595,6 +604,8 @@ static int setup(lua_State *W) {
   lua_setfield(W, -2, "is_tile");
   lua_pushcfunction(W, w_clock);
   lua_setfield(W, -2, "clock");
+  lua_pushcfunction(W, w_thread_clock);
+  lua_setfield(W, -2, "thread_clock");
   lua_pushlightuserdata(W, w);
   lua_pushcclosure(W, w_interrupted, 1);
   lua_setfield(W, -2, "interrupted");

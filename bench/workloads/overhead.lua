@@ -9,11 +9,12 @@
 --     it into an efficiency curve: efficiency(S) = S * (per-element time at the
 --     largest size) / (time per launch at S). Run it under TYCHO_PARALLEL=all
 --     (every launch split on every core) and the default (auto).
---   mode=empty: `launches` launches of a 1-element fill (as close to an empty
---     task as the built-in ops get until tycho.task lands), per launch.
+--   mode=empty n=1024 kind=task|fill: `launches` launches of an empty user
+--     task reading n elements (tycho.task), or of an n-element fill.
 local tycho = require "tycho"
 local C = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
-local p = C.params { mode = "ops", n = 1000, loops = 2000, reps = 5, sizes = "", launches = 0 }
+local p = C.params { mode = "ops", n = 1000, loops = 2000, reps = 5, sizes = "", launches = 0,
+                     kind = "fill" }
 
 if p.mode == "ops" then
   local x0 = C.seq(p.n, C.ALPHA[1])
@@ -55,13 +56,25 @@ elseif p.mode == "curve" then
   end
   C.checksum(0)
 elseif p.mode == "empty" then
+  -- kind=task: an empty user task (tycho.task, a Lua body that returns at
+  -- once) reading x; kind=fill: x:fill(1), a built-in launch that writes it.
   local k = p.launches > 0 and p.launches or 20000
-  local x = tycho.zeros(1)
+  local x = tycho.zeros(p.n)
+  local launch
+  if p.kind == "task" then
+    if not tycho.task then error("bench: this tycho has no tycho.task", 0) end
+    local empty = tycho.task { name = "bench_empty", args = { "in" }, body = function(ctx, a) end }
+    launch = function() empty(x) end
+  else
+    launch = function() x:fill(1) end
+  end
   C.sync(x)
+  local st0 = tycho.stats().pieces
   C.timed(p.reps, function()
-    for _ = 1, k do x:fill(1) end
+    for _ = 1, k do launch() end
     return x
   end, C.sync)
   C.info("launches", k)
+  C.info("pieces_per_launch", (tycho.stats().pieces - st0) / ((p.reps + 1) * k))
   C.checksum(x:sum():item())
 end

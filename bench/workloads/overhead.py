@@ -5,7 +5,8 @@ loop on n-element arrays.
 """
 from common import ALPHA, array_module, checksum, info, numexpr_setup, params, seq, timed
 
-p = params({"mode": "ops", "n": 1000, "loops": 2000, "reps": 5, "sizes": "", "launches": 0})
+p = params({"mode": "ops", "n": 1000, "loops": 2000, "reps": 5, "sizes": "", "launches": 0,
+            "kind": "fill"})
 lib = p["lib"]
 np = array_module(lib)
 if p["mode"] != "ops":

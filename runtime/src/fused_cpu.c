@@ -400,7 +400,9 @@ int ty__fused_variant(ty_task_ctx *ctx) {
   size_t off_cas = off_tiles + (size_t)(has_task ? max_nops : 0) * sizeof(ty_tile);
   size_t off_slots = (off_cas + (size_t)nreduce * sizeof(cascade) + 63) / 64 * 64;
   size_t total = off_slots + (size_t)h->nslots * slot_bytes;
-  char *mem = aligned_alloc(64, (total + 63) / 64 * 64);
+  /* small pieces (small arrays, short runs) need no allocation */
+  _Alignas(64) char local[16384];
+  char *mem = total <= sizeof local ? local : aligned_alloc(64, (total + 63) / 64 * 64);
   if (!mem) return ty_ctx_fail(ctx, "fused: out of memory for %zu bytes of block buffers", total);
   ps.rs = (rsub *)(mem + off_rs);
   ps.ro = (ropnd *)(mem + off_ro);
@@ -482,6 +484,6 @@ int ty__fused_variant(ty_task_ctx *ctx) {
     rsub *r = &ps.rs[k];
     if (r->s->kind == TY__FK_REDUCE && r->cascade) cascade_finish(r, ps.ro[r->first].base);
   }
-  free(mem);
+  if (mem != local) free(mem);
   return rc;
 }

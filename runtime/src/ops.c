@@ -5,7 +5,7 @@
  *
  * Every operation is one or more ordinary launches of registered tasks (one
  * task per operation: "add", "exp", "sum", "matmul", "fill", "copy", "cast",
- * "random", ...), so the window, partitioning and, later, fusion see nothing
+ * "random", ...), so the window, partitioning and fusion see nothing
  * special. An operation:
  *  1. checks its arguments and fails with a message naming the function
  *     ("ty_binary: shapes (3, 4) and (5,) do not broadcast"), launching
@@ -20,6 +20,12 @@
  *     launch holds its own references until it has run.
  * An empty output launches nothing. On failure nothing is returned and every
  * temporary is released.
+ *
+ * For fusion (fuse.c) this file also registers the task "fused" (its data:
+ * fusion's per-runtime state) and says what a built-in launch computes
+ * (ty__fuse_builtin), so that the fused kernel calls the same 1-D loops. The
+ * `fastmath` axis reaches the op kernels through their scalar bytes
+ * (pass_fastmath), fused or not.
  *
  * Reductions pass the output as a view broadcast back to the input's shape
  * (stride 0 on reduced axes) so that the launch domain is the input:

@@ -812,6 +812,105 @@ TEST(fuse_error_in_a_fused_task_names_it) {
   ty_runtime_destroy(rt);
 }
 
+/* "lut": y = table[x mod 4], the table read whole by every block (in:broadcast) */
+static int lut_cpu(ty_task_ctx *ctx) {
+  const ty_tile *x = &ctx->args[0], *tab = &ctx->args[1], *y = &ctx->args[2];
+  if (tab->ndim != 1 || tab->shape[0] != 4) return ty_ctx_fail(ctx, "lut: the table is not whole");
+  for (int64_t i = 0; i < x->shape[0]; i++) {
+    double v = *(const double *)(x->data + i * x->strides[0] * 8);
+    int64_t k = ((int64_t)v % 4 + 4) % 4;
+    *(double *)(y->data + i * y->strides[0] * 8) = *(const double *)(tab->data + k * tab->strides[0] * 8);
+  }
+  return 0;
+}
+
+/* "sumsq": acc += x*x, acc a reduction argument (the run's terminal) */
+static int sumsq_cpu(ty_task_ctx *ctx) {
+  const ty_tile *acc = &ctx->args[0], *x = &ctx->args[1];
+  double s = 0;
+  for (int64_t i = 0; i < x->shape[0]; i++) {
+    double v = *(const double *)(x->data + i * x->strides[0] * 8);
+    s += v * v;
+  }
+  *(double *)acc->data += s;
+  return 0;
+}
+
+TEST(fuse_user_tasks_with_whole_and_reduction_arguments) {
+  for (int fuse = 0; fuse < 2; fuse++) {
+    ty_runtime *rt = rt_new(3, fuse);
+    ty_task_desc d1 = {.name = "lut", .cpu = lut_cpu, .flags = TY_TASK_POINTWISE};
+    ty_task_desc d2 = {.name = "sumsq", .cpu = sumsq_cpu, .flags = TY_TASK_POINTWISE};
+    const ty_task *lut = NULL, *sumsq = NULL;
+    REQ(rt, ty_task_register(rt, &d1, &lut));
+    REQ(rt, ty_task_register(rt, &d2, &sumsq));
+    const int64_t four = 4;
+    const double tv[4] = {10, 20, 30, 40};
+    ty_store *tab = NULL, *a = plain(rt, 1, &N1, 5), *y = NULL, *acc = NULL, *accv = NULL;
+    REQ(rt, ty_store_from_buffer(rt, TY_F64, 1, &four, tv, &tab));
+    REQ(rt, ty_store_create(rt, TY_F64, 1, &N1, &y));
+    REQ(rt, ty_full(rt, TY_F64, 0, NULL, 0, &acc));
+    REQ(rt, ty_flush(rt));
+    ty_store *x = BS(rt, TY_OP_MUL, own(a), 3);
+    ty_arg args[3] = {{x, TY_PRIV_IN, TY_REDOP_NONE, TY_PROJ_ALIGNED},
+                      {tab, TY_PRIV_IN, TY_REDOP_NONE, TY_PROJ_WHOLE},
+                      {y, TY_PRIV_OUT, TY_REDOP_NONE, TY_PROJ_ALIGNED}};
+    ty_launch_desc ld = {.task = lut, .ndim = 1, .domain = &N1, .nargs = 3, .args = args};
+    REQ(rt, ty_launch(rt, &ld));
+    ty_store *z = BS(rt, TY_OP_SUB, own(y), 15);
+    REQ(rt, ty_store_broadcast(rt, acc, 1, &N1, &accv));
+    ty_arg rargs[2] = {{accv, TY_PRIV_REDUCE, TY_REDOP_SUM, TY_PROJ_ALIGNED},
+                       {z, TY_PRIV_IN, TY_REDOP_NONE, TY_PROJ_ALIGNED}};
+    ty_launch_desc rd = {.task = sumsq, .ndim = 1, .domain = &N1, .nargs = 2, .args = rargs};
+    REQ(rt, ty_launch(rt, &rd));
+    ty_explain_entry e[4];
+    int k = entries(rt, e, 4);
+    if (fuse) {
+      const ty_explain_entry *f = find_task(e, k, "fused");
+      CHECK(f != NULL);
+      if (f) {
+        CHECK_EQ_INT(f->fused, 4);
+        CHECK_STR_CONTAINS(f->fused_ops, "mul lut sub sumsq");
+        CHECK_STR_CONTAINS(f->fuse_end, "reduction is terminal");
+      }
+    }
+    size_t len;
+    double *va = (double *)bytes_of(rt, a, &len), *vz = (double *)bytes_of(rt, z, &len);
+    double want = 0;
+    int bad = 0;
+    for (int64_t i = 0; i < N1; i++) {
+      double xv = va[i] * 3, w = tv[(((int64_t)xv % 4) + 4) % 4] - 15;
+      bad += vz[i] != w;
+      want += w * w;
+    }
+    CHECK_EQ_INT(bad, 0);
+    ty_value v;
+    REQ(rt, ty_item(rt, acc, &v));
+    CHECK_NEAR(v.f, want, 1e-12);
+    free(va), free(vz);
+    ty_store_release(tab), ty_store_release(a), ty_store_release(y), ty_store_release(acc);
+    ty_store_release(accv), ty_store_release(x), ty_store_release(z);
+    ty_runtime_destroy(rt);
+  }
+}
+
+/* a run whose every result is dropped: all its stores are temporaries and
+ * the fused launch has no argument at all */
+TEST(fuse_run_with_no_live_result) {
+  ty_runtime *rt = rt_new(3, true);
+  ty_store *r = NULL;
+  REQ(rt, ty_random(rt, TY_F64, 1, &N1, &r));
+  ty_store *x = BS(rt, TY_OP_MUL, r, 2);
+  ty_store_release(x);
+  REQ(rt, ty_flush(rt));
+  CHECK_EQ_INT(FUSED_RUNS(rt), 1);
+  CHECK_EQ_INT(ELIDED(rt), 2 * (uint64_t)N1 * 8);
+  ty_stats st;
+  ty_get_stats(rt, &st);
+  CHECK_EQ_INT(st.bytes_live, 0);
+  ty_runtime_destroy(rt);
+}
+
 /* ---- control ------------------------------------------------------------------------------ */
 
 /* fuse = false globally, in a scope, and as a launch option */
@@ -1184,6 +1283,8 @@ static const check_case cases[] = {
     CASE(fuse_pointwise_user_task_between_builtins),
     CASE(fuse_stops_at_tasks_that_are_not_pointwise),
     CASE(fuse_error_in_a_fused_task_names_it),
+    CASE(fuse_user_tasks_with_whole_and_reduction_arguments),
+    CASE(fuse_run_with_no_live_result),
     CASE(fuse_axis_turns_fusion_off),
     CASE(fuse_run_ends_when_the_window_is_full),
     CASE(fuse_moves_independent_launches_before_the_run),
