@@ -9,6 +9,7 @@
  * message handler, so a failure carries its traceback.
  */
 #include "tl.h"
+#include "rewrite.h"
 #include "tycho_lua.h"
 
 #include <string.h>
@@ -91,12 +92,12 @@ static ty_status run_chunk(lua_State *L, int status) {
 
 ty_status ty_lua_dofile(lua_State *L, const char *path) {
   if (!L || !path) return TY_EINVAL;
-  return run_chunk(L, luaL_loadfile(L, path));
+  return run_chunk(L, tl_loadfilex(L, path, NULL));
 }
 
 ty_status ty_lua_dostring(lua_State *L, const char *code, const char *chunkname) {
   if (!L || !code) return TY_EINVAL;
-  return run_chunk(L, luaL_loadbuffer(L, code, strlen(code), chunkname ? chunkname : "=(host)"));
+  return run_chunk(L, tl_loadbufferx(L, code, strlen(code), chunkname ? chunkname : "=(host)", NULL));
 }
 
 /* ---- stores ------------------------------------------------------------------------ */

@@ -28,7 +28,7 @@ static int finish(lua_State *L, ty_runtime *rt, ty_store **slot, ty_status st, c
 }
 
 static int unary(lua_State *L, ty_op op, const char *fn) {
-  lua_settop(L, 1);
+  tl_launch_options(L, 1, 1, fn);
   ty_runtime *rt = tl_rt(L);
   ty_store *a = tl_operand(L, 1, fn, NULL);
   ty_store **slot = tl_newslot(L);
@@ -38,7 +38,7 @@ static int unary(lua_State *L, ty_op op, const char *fn) {
 }
 
 static int binary(lua_State *L, ty_op op, const char *fn) {
-  lua_settop(L, 2);
+  tl_launch_options(L, 2, 2, fn);
   ty_runtime *rt = tl_rt(L);
   ty_store *a0 = tl_teststore(L, 1, fn), *b0 = tl_teststore(L, 2, fn);
   ty_store *a = a0 ? a0 : tl_operand(L, 1, fn, b0);
@@ -51,7 +51,7 @@ static int binary(lua_State *L, ty_op op, const char *fn) {
 
 /* where(cond, a, b): numbers for a or b are weak next to the other. */
 static int op_where(lua_State *L) {
-  lua_settop(L, 3);
+  tl_launch_options(L, 3, 3, "where");
   ty_runtime *rt = tl_rt(L);
   ty_store *cond = tl_operand(L, 1, "where", NULL);
   ty_store *a0 = tl_teststore(L, 2, "where"), *b0 = tl_teststore(L, 3, "where");
@@ -64,7 +64,7 @@ static int op_where(lua_State *L) {
 }
 
 static int reduce(lua_State *L, ty_reduce_op op, const char *fn) {
-  lua_settop(L, 2);
+  tl_launch_options(L, 1, 2, fn);
   ty_runtime *rt = tl_rt(L);
   ty_store *a = tl_operand(L, 1, fn, NULL);
   int axis = -1;
@@ -99,6 +99,7 @@ static int reduce(lua_State *L, ty_reduce_op op, const char *fn) {
 }
 
 static int matmul(lua_State *L, const char *fn) {
+  tl_launch_options(L, 2, 2, fn);
   ty_store *a = tl_checkstore(L, 1, fn, "argument 1");
   ty_store *b = tl_checkstore(L, 2, fn, "argument 2");
   ty_runtime *rt = tl_rt(L);

@@ -222,10 +222,42 @@ void tl_task_declare(lua_State *L, const char *name, int args_idx, int traits_id
 void tl_checkpolicy(lua_State *L, int idx, const char *fn, const char *what, ty_policy *p,
                     unsigned *flags);
 
+/* ---- policy levels from Lua (lpolicy.c) ------------------------------------- */
+
+/* Module set-up: tycho.parallel, tycho.explain, tycho.hint, x:hint (added to
+ * the store methods), tycho._scopes, tycho._rewrite; replaces load, loadfile,
+ * dofile and package.searchers[2] with versions that apply the
+ * `parallel<...> do` rewrite. Call once, in the driving state only (never in
+ * a worker state), after the store metatable and the module table exist. */
+void tl_policy_open(lua_State *L, int module_index);
+/* Make the runtime's scope stack the running coroutine's (cheap when it
+ * already is): tl_rt calls it, so every launch sees its own thread's scopes. */
+void tl_policy_sync(lua_State *L, ty_runtime *rt);
+/* x:hint{parallel = "all"} (a store method; upvalue 1 = the box). */
+int tl_store_hint(lua_State *L);
+/* For a built-in with `required` positional arguments out of `n`: call it
+ * FIRST, in place of lua_settop(L, n). A table at a position after the
+ * required ones (up to n+1) is an options table ({mode = "single"}): it is
+ * checked, the positions from it up to n read as nil, and the options steer
+ * every launch this call makes; a to-be-closed slot at n+1 clears them when
+ * the function returns or raises. Leaves the stack at n+1 slots: do not
+ * lua_settop below n+1 afterwards. */
+void tl_launch_options(lua_State *L, int required, int n, const char *fn);
+/* The raw pair (no guard): set the launch options from the table at
+ * opts_index (nil: none, returns 0) / clear them. Every path must clear. */
+int tl_with_launch_options(lua_State *L, int opts_index, const char *fn);
+void tl_clear_launch_options(lua_State *L);
+
 /* ---- registration tables (NULL-terminated) ---------------------------------- */
 extern const luaL_Reg tl_store_funcs[], tl_store_methods[], tl_store_meta[];
 extern const luaL_Reg tl_ops_funcs[], tl_ops_methods[], tl_ops_meta[];
 extern const luaL_Reg tl_create_funcs[], tl_create_methods[];
+/* lextra.c: bincount, diagonal (module functions and store methods). */
+void tl_extra_open(lua_State *L, int module_index);
+/* lgc.c: run Lua's collector at the start of every non-empty flush, so that
+ * stores Lua no longer reaches count as dead and fusion elides them. Call once
+ * per state after the runtime box exists. */
+void tl_gc_install(lua_State *L, ty_runtime *rt);
 /* __index and __newindex of stores (upvalue 2: the methods table). */
 int tl_store_index(lua_State *L);
 int tl_store_newindex(lua_State *L);

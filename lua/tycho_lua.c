@@ -36,6 +36,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -86,6 +87,7 @@ const char *tl_typename(lua_State *L, int idx) {
 ty_runtime *tl_rt(lua_State *L) {
   tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
   if (!b || !b->rt) luaL_error(L, "tycho: the runtime is closed");
+  tl_policy_sync(L, b->rt); /* this thread's scopes (lpolicy.c) */
   return b->rt;
 }
 
@@ -416,7 +418,56 @@ static int l_stats(lua_State *L) {
   setint(L, "bytes_peak", s.bytes_peak);
   setint(L, "bytes_reserved", s.bytes_reserved);
   setint(L, "stores_live", s.stores_live);
+  setint(L, "launches_run", s.launches_run);
+  setint(L, "fused_runs", s.fused_runs);
+  setint(L, "fused_launches", s.fused_launches);
+  setint(L, "bytes_elided", s.bytes_elided);
+  setint(L, "waves", s.waves);
+  setint(L, "concurrent_launches", s.concurrent_launches);
+  setint(L, "widest_wave", s.widest_wave);
+  setint(L, "critical_path", s.critical_path);
+  setint(L, "peak_transient", s.peak_transient);
+  /* the last flush: how it was cut into waves */
+  ty_flush_stats f;
+  ty_last_flush_stats(tl_rt(L), &f);
+  lua_createtable(L, 0, 7);
+  lua_pushstring(L, f.favor ? f.favor : "none");
+  lua_setfield(L, -2, "favor");
+  setint(L, "launches", (uint64_t)f.launches);
+  setint(L, "waves", (uint64_t)f.waves);
+  setint(L, "critical_path", (uint64_t)f.critical_path);
+  setint(L, "widest", (uint64_t)f.widest);
+  setint(L, "concurrent", (uint64_t)f.concurrent);
+  setint(L, "peak_transient", (uint64_t)f.peak_transient);
+  lua_setfield(L, -2, "last_flush");
   return 1;
+}
+
+/* tycho.stats_text([format]): the figures as text, json or csv (the shell's
+ * --stats prints it at exit). */
+static int l_stats_text(lua_State *L) {
+  const char *fmt = luaL_optstring(L, 1, "text");
+  char *out = NULL;
+  ty_runtime *rt = tl_rt(L);
+  if (ty_stats_format(rt, fmt, &out) != TY_OK) return luaL_error(L, "tycho.stats_text: %s", ty_errmsg(rt));
+  lua_pushstring(L, out);
+  free(out);
+  return 1;
+}
+
+/* tycho.trace_start(path [, svg_path]) / tycho.trace_stop() */
+static int l_trace_start(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  const char *svg = luaL_optstring(L, 2, NULL);
+  ty_runtime *rt = tl_rt(L);
+  if (ty_trace_start(rt, path, svg) != TY_OK) return luaL_error(L, "tycho.trace_start: %s", ty_errmsg(rt));
+  return 0;
+}
+
+static int l_trace_stop(lua_State *L) {
+  ty_runtime *rt = tl_rt(L);
+  if (ty_trace_stop(rt) != TY_OK) return luaL_error(L, "tycho.trace_stop: %s", ty_errmsg(rt));
+  return 0;
 }
 
 static int l_config(lua_State *L) {
@@ -425,6 +476,29 @@ static int l_config(lua_State *L) {
   setint(L, "cpus", (uint64_t)c->cpus);
   setint(L, "sysmem", c->sysmem);
   setint(L, "window", (uint64_t)c->window);
+  setint(L, "omps", (uint64_t)c->omps);
+  setint(L, "ompthreads", (uint64_t)c->ompthreads);
+  {
+    ty_runtime *rt = tl_rt(L);
+    int n = ty_gpu_count(rt);
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+      ty_gpu_device d;
+      if (ty_gpu_info(rt, i, &d) != TY_OK) continue;
+      lua_createtable(L, 0, 5);
+      lua_pushstring(L, d.name);
+      lua_setfield(L, -2, "name");
+      setint(L, "memory", d.total_mem);
+      setint(L, "pool", d.fbmem);
+      setint(L, "sms", (uint64_t)d.sms);
+      lua_pushfstring(L, "%d.%d", d.cc_major, d.cc_minor);
+      lua_setfield(L, -2, "cc");
+      lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "gpus");
+    lua_pushstring(L, ty_gpu_status(rt));
+    lua_setfield(L, -2, "gpu_status");
+  }
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, -2, "version");
   return 1;
@@ -464,7 +538,8 @@ static int l_is_store(lua_State *L) {
 static const luaL_Reg runtime_funcs[] = {
     {"flush", l_flush},   {"stats", l_stats}, {"config", l_config},
     {"memory", l_memory}, {"clock", l_clock}, {"seed", l_seed},
-    {"is_store", l_is_store}, {NULL, NULL}};
+    {"is_store", l_is_store}, {"stats_text", l_stats_text},
+    {"trace_start", l_trace_start}, {"trace_stop", l_trace_stop}, {NULL, NULL}};
 
 /* ---- binding ---------------------------------------------------------------------- */
 
@@ -481,6 +556,7 @@ static int bind(lua_State *L) {
   int box = lua_gettop(L);
   lua_pushvalue(L, box);
   lua_setfield(L, LUA_REGISTRYINDEX, TL_BOX);
+  tl_gc_install(L, ((tl_box *)lua_touserdata(L, box))->rt);
 
   /* Methods: x:exp() is tycho.exp(x); the table is kept in the metatable as
    * __methods so the shell can complete method names. */
@@ -511,9 +587,11 @@ static int bind(lua_State *L) {
   setfuncs(L, mod, box, tl_store_funcs);
   setfuncs(L, mod, box, tl_ops_funcs);
   setfuncs(L, mod, box, tl_create_funcs);
+  tl_extra_open(L, mod);
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, mod, "version");
   tl_tasks_open(L, mod, box);
+  tl_policy_open(L, mod);
 
   lua_pushvalue(L, mod);
   lua_setfield(L, LUA_REGISTRYINDEX, TL_MODULE);

@@ -64,7 +64,12 @@ static void print_help(FILE *f) {
           "  -W             turn warnings on\n"
           "  --cpus N       CPU processors, N >= 1, may exceed the cores  TYCHO_CPUS\n"
           "  --sysmem SIZE  memory budget for stores: 512MB, 4GiB, ...    TYCHO_SYSMEM\n"
-          "  --window N     launches deferred before a flush, 1..%-5d    TYCHO_WINDOW\n"
+          "  --window N     launches deferred before a flush, 1..%-5d    TYCHO_WINDOW\n",
+          "", TY_MAX_WINDOW);
+  fprintf(f, "\nParallelism (also per scope, task, store or launch: docs/policy.md):\n");
+  ty_shell_policy_help(f);
+  fprintf(f,
+          "\n"
           "  --help         show this help and exit\n"
           "  --version      show the version and exit\n"
           "  --             stop handling options\n"
@@ -73,8 +78,7 @@ static void print_help(FILE *f) {
           "The command line wins over the environment. Defaults: --cpus all cores,\n"
           "--sysmem 80%% of physical memory, --window 64.\n"
           "Also read: LUA_INIT_5_4 or LUA_INIT (code or @file run first), LUA_PATH,\n"
-          "LUA_CPATH; the shell keeps its history in $HOME/.tycho_history.\n",
-          "", TY_MAX_WINDOW);
+          "LUA_CPATH; the shell keeps its history in $HOME/.tycho_history.\n");
 }
 
 /* A decimal integer in [lo, hi], the whole string. */
@@ -92,6 +96,11 @@ typedef struct overlay {
   bool cpus_set, sysmem_set, window_set;
   int cpus, window;
   size_t sysmem;
+  struct {
+    char name[16];
+    const char *value;
+  } pol[64]; /* policy options, applied in order over the environment */
+  int npol;
 } overlay;
 
 /* --cpus, --sysmem, --window with their value; false after a message. */
@@ -163,6 +172,38 @@ static shell_parse long_option(int argc, char **argv, int *i, overlay *o) {
       value = argv[++*i];
     }
     return set_long(o, name, value) ? SHELL_PARSE_RUN : SHELL_PARSE_FAIL;
+  }
+  int arity = ty_shell_policy_arity(name);
+  if (arity >= 0) {
+    const char *value = eq ? eq + 1 : NULL;
+    if (arity == 0 && eq) {
+      fail("option '--%s' takes no value", name);
+      hint_help();
+      return SHELL_PARSE_FAIL;
+    }
+    if (arity == 1 && !value) {
+      if (*i + 1 >= argc) {
+        fail("option '--%s' needs a value", name);
+        hint_help();
+        return SHELL_PARSE_FAIL;
+      }
+      value = argv[++*i];
+    }
+    /* checked now, applied after the environment is read */
+    char err[256];
+    ty_config scratch;
+    memset(&scratch, 0, sizeof scratch);
+    if (ty_shell_policy_option(name, value, &scratch, err, sizeof err) != 0) {
+      fail("%s", err);
+      return SHELL_PARSE_FAIL;
+    }
+    if (o->npol == (int)(sizeof o->pol / sizeof o->pol[0])) {
+      fail("too many policy options");
+      return SHELL_PARSE_FAIL;
+    }
+    snprintf(o->pol[o->npol].name, sizeof o->pol[o->npol].name, "%s", name);
+    o->pol[o->npol++].value = value;
+    return SHELL_PARSE_RUN;
   }
   fail("unrecognized option '%s'", argv[*i]);
   hint_help();
@@ -252,6 +293,13 @@ shell_parse shell_parse_options(int argc, char **argv, shell_options *opt) {
   if (o.cpus_set) opt->cfg.cpus = o.cpus;
   if (o.sysmem_set) opt->cfg.sysmem = o.sysmem;
   if (o.window_set) opt->cfg.window = o.window;
+  for (int k = 0; k < o.npol; k++) {
+    char err[256];
+    if (ty_shell_policy_option(o.pol[k].name, o.pol[k].value, &opt->cfg, err, sizeof err) != 0) {
+      fail("%s", err); /* checked while parsing: not reached */
+      return SHELL_PARSE_FAIL;
+    }
+  }
   return SHELL_PARSE_RUN;
 }
 

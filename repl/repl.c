@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #include <lauxlib.h>
+
+#include "rewrite.h"
 #include <readline/history.h>
 #include <readline/readline.h>
 
@@ -211,7 +213,7 @@ static bool incomplete(lua_State *L, int status) {
 static int addreturn(lua_State *L) {
   const char *line = lua_tostring(L, -1);
   const char *retline = lua_pushfstring(L, "return %s;", line);
-  int status = luaL_loadbuffer(L, retline, strlen(retline), "=stdin");
+  int status = tl_loadbufferx(L, retline, strlen(retline), "=stdin", NULL);
   if (status == LUA_OK) {
     lua_remove(L, -2); /* the "return" text */
     history_add(line);
@@ -227,7 +229,7 @@ static int multiline(lua_State *L) {
   for (;;) {
     size_t len;
     const char *line = lua_tolstring(L, 1, &len);
-    int status = luaL_loadbuffer(L, line, len, "=stdin");
+    int status = tl_loadbufferx(L, line, len, "=stdin", NULL);
     if (!incomplete(L, status)) {
       history_add(line);
       return status;
@@ -237,7 +239,7 @@ static int multiline(lua_State *L) {
     if (r == LINE_EOF) {
       /* end of input inside a statement: compile once more for the message */
       history_add(line);
-      return luaL_loadbuffer(L, line, len, "=stdin");
+      return tl_loadbufferx(L, line, len, "=stdin", NULL);
     }
     lua_pushliteral(L, "\n");
     lua_insert(L, -2);

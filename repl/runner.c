@@ -23,6 +23,8 @@
 
 #include <lauxlib.h>
 
+#include "rewrite.h"
+
 #include "tycho_lua.h"
 
 static lua_State *volatile target_L;
@@ -122,10 +124,10 @@ static int dochunk(lua_State *L, int status) {
   return shell_report(L, status);
 }
 
-int shell_dofile(lua_State *L, const char *name) { return dochunk(L, luaL_loadfile(L, name)); }
+int shell_dofile(lua_State *L, const char *name) { return dochunk(L, tl_loadfilex(L, name, NULL)); }
 
 int shell_dostring(lua_State *L, const char *s, const char *chunkname) {
-  return dochunk(L, luaL_loadbuffer(L, s, strlen(s), chunkname));
+  return dochunk(L, tl_loadbufferx(L, s, strlen(s), chunkname, NULL));
 }
 
 /* -l mod: global mod = require "mod"; -l g=mod: global g = require "mod". */
@@ -177,7 +179,7 @@ static int pushargs(lua_State *L) {
 int shell_handle_script(lua_State *L, char **argv) {
   const char *fname = argv[0];
   if (strcmp(fname, "-") == 0 && strcmp(argv[-1], "--") != 0) fname = NULL;
-  int status = luaL_loadfile(L, fname);
+  int status = tl_loadfilex(L, fname, NULL);
   if (status == LUA_OK) {
     int n = pushargs(L);
     status = shell_docall(L, n, LUA_MULTRET);

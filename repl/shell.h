@@ -68,6 +68,17 @@ shell_parse shell_parse_options(int argc, char **argv, shell_options *opt);
 void shell_free_options(shell_options *opt);
 void shell_print_version(FILE *f);
 
+/* ---- policy_opts.c ----------------------------------------------------------- */
+
+/* The policy and processor options (--parallel MODE ... --explain): 1 when
+ * `name` (without "--") takes a value, 0 for a flag, -1 when it is not one
+ * of them; apply one to cfg (0, or -1 with a message in err); print their
+ * --help lines. */
+int ty_shell_policy_arity(const char *name);
+int ty_shell_policy_option(const char *opt, const char *value, ty_config *cfg, char *err,
+                           size_t len);
+void ty_shell_policy_help(FILE *f);
+
 /* ---- runner.c -------------------------------------------------------------- */
 
 /* The state and runtime that a SIGINT should interrupt (rt may be NULL). */

@@ -117,6 +117,7 @@ void ty__codegen_free(ty__codegen *cg) {
   free(cg);
 }
 
+#if CG_W /* everything below needs a vector ISA to generate for */
 /* ---- source text --------------------------------------------------------------------- */
 
 /* printf into buf, truncating (vsnprintf: no truncation warnings for the
@@ -162,7 +163,6 @@ static void put(sbuf *b, const char *fmt, ...) {
   }
 }
 
-#if CG_W
 /* Types and helpers of every generated file. vd: CG_W doubles; vm: lane
  * masks (-1 true, 0 false), what GCC's vector comparisons give. */
 static void preamble(sbuf *b) {
@@ -481,7 +481,6 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
   put(b, "  }\n}\n");
   return !b->failed;
 }
-#endif /* CG_W */
 
 /* ---- compile, cache, load -------------------------------------------------------------- */
 
@@ -584,6 +583,8 @@ static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b) {
   memcpy(&e->fn, &sym, sizeof e->fn);
   return true;
 }
+
+#endif /* CG_W */
 
 ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig) {
   *contig = 0;

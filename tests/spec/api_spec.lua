@@ -669,7 +669,8 @@ describe("runtime", function()
     assert.is_true(after.launches >= before.launches + 2)
     assert.is_true(after.flushes >= before.flushes + 1)
     assert.is_true(after.pieces >= before.pieces + 1) -- fill and mul may fuse into one launch
-    assert.is_true(after.bytes_allocated >= before.bytes_allocated + 16000)
+    -- the ones(1000) temporary may be fused away: only the result is allocated
+    assert.is_true(after.bytes_allocated >= before.bytes_allocated + 8000)
     assert.is_true(after.bytes_peak >= after.bytes_live)
     assert.is_true(after.stores_live >= 1)
     assert.are.equal(2000, x:sum():item())
