@@ -117,7 +117,31 @@ int ty_shell_main(int argc, char **argv, ty_shell_setup setup, void *ud) {
     case SHELL_PARSE_FAIL: shell_free_options(&opt); return EXIT_FAILURE;
   }
 
+  if (opt.cfg.gpus > 0 || opt.cfg.fbmem > 0) { /* say why before creating the runtime */
+    char err[512];
+    if (ty_gpus_check(opt.cfg.gpus, opt.cfg.fbmem, err, sizeof err) != TY_OK) {
+      fprintf(stderr, SHELL_PROGNAME ": %s\n", err);
+      shell_free_options(&opt);
+      return EXIT_FAILURE;
+    }
+  }
   ty_status st = ty_runtime_create(&opt.cfg, &main_rt);
+  if (st == TY_OK && (opt.trace || opt.trace_svg)) {
+    if (!opt.trace) {
+      fprintf(stderr, SHELL_PROGNAME ": --trace-svg needs --trace FILE as well\n");
+      ty_runtime_destroy(main_rt);
+      main_rt = NULL;
+      shell_free_options(&opt);
+      return EXIT_FAILURE;
+    }
+    if (ty_trace_start(main_rt, opt.trace, opt.trace_svg) != TY_OK) {
+      fprintf(stderr, SHELL_PROGNAME ": --trace: %s\n", ty_errmsg(main_rt));
+      ty_runtime_destroy(main_rt);
+      main_rt = NULL;
+      shell_free_options(&opt);
+      return EXIT_FAILURE;
+    }
+  }
   if (st != TY_OK) {
     fprintf(stderr, SHELL_PROGNAME ": cannot create the runtime (%s)\n", ty_status_name(st));
     shell_free_options(&opt);
@@ -138,6 +162,14 @@ int ty_shell_main(int argc, char **argv, ty_shell_setup setup, void *ud) {
   int ok = lua_toboolean(main_L, -1);
   shell_report(main_L, status);
 
+  if (opt.stats && main_rt) { /* the figures of the whole run, before the state closes */
+    char *text = NULL;
+    ty_flush(main_rt);
+    if (ty_stats_format(main_rt, opt.stats_format ? opt.stats_format : "text", &text) == TY_OK) {
+      fputs(text, stderr);
+      free(text);
+    }
+  }
   lua_State *L = main_L;
   shell_set_target(NULL, NULL);
   main_L = NULL;

@@ -69,6 +69,16 @@ static void print_help(FILE *f) {
   fprintf(f, "\nParallelism (also per scope, task, store or launch: docs/policy.md):\n");
   ty_shell_policy_help(f);
   fprintf(f,
+          "\nGPUs (docs/gpu.md):\n"
+          "  --gpus N       GPUs to use: all, none, or exactly N           TYCHO_GPUS\n"
+          "  --fbmem SIZE   device pool budget per GPU (default 90%%)       TYCHO_FBMEM\n"
+          "\nFigures (docs/scheduling.md):\n"
+          "  --stats        print launches, waves, memory at exit (stderr)\n"
+          "  --stats-format F  text (default), json or csv\n"
+          "  --trace FILE   Chrome trace-event JSON of every point task (open\n"
+          "                 it in https://ui.perfetto.dev or chrome://tracing)\n"
+          "  --trace-svg FILE  also draw the trace as an SVG timeline\n");
+  fprintf(f,
           "\n"
           "  --help         show this help and exit\n"
           "  --version      show the version and exit\n"
@@ -93,7 +103,9 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
 
 /* What the command line sets; applied over the environment afterwards. */
 typedef struct overlay {
-  bool cpus_set, sysmem_set, window_set;
+  bool cpus_set, sysmem_set, window_set, gpus_set, fbmem_set;
+  int gpus;
+  size_t fbmem;
   int cpus, window;
   size_t sysmem;
   struct {
@@ -138,7 +150,8 @@ static bool set_long(overlay *o, const char *name, const char *value) {
 
 /* A long option: "--name", "--name=value" or "--name value". Sets *i to the
  * last argv entry consumed. */
-static shell_parse long_option(int argc, char **argv, int *i, overlay *o) {
+static shell_parse long_option(int argc, char **argv, int *i, overlay *o,
+                               shell_options *opt_out) {
   const char *arg = argv[*i] + 2;
   const char *eq = strchr(arg, '=');
   size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
@@ -172,6 +185,55 @@ static shell_parse long_option(int argc, char **argv, int *i, overlay *o) {
       value = argv[++*i];
     }
     return set_long(o, name, value) ? SHELL_PARSE_RUN : SHELL_PARSE_FAIL;
+  }
+  if (strcmp(name, "stats") == 0) {
+    if (eq) {
+      fail("option '--stats' takes no value");
+      return SHELL_PARSE_FAIL;
+    }
+    opt_out->stats = true;
+    return SHELL_PARSE_RUN;
+  }
+  if (strcmp(name, "trace") == 0 || strcmp(name, "trace-svg") == 0 ||
+      strcmp(name, "stats-format") == 0 || strcmp(name, "gpus") == 0 ||
+      strcmp(name, "fbmem") == 0) {
+    const char *value = eq ? eq + 1 : NULL;
+    if (!value) {
+      if (*i + 1 >= argc) {
+        fail("option '--%s' needs a value", name);
+        hint_help();
+        return SHELL_PARSE_FAIL;
+      }
+      value = argv[++*i];
+    }
+    if (strcmp(name, "trace") == 0) {
+      opt_out->trace = value;
+    } else if (strcmp(name, "trace-svg") == 0) {
+      opt_out->trace_svg = value;
+    } else if (strcmp(name, "stats-format") == 0) {
+      if (strcmp(value, "text") && strcmp(value, "json") && strcmp(value, "csv")) {
+        fail("--stats-format must be text, json or csv, got '%s'", value);
+        return SHELL_PARSE_FAIL;
+      }
+      opt_out->stats_format = value;
+      opt_out->stats = true;
+    } else if (strcmp(name, "gpus") == 0) {
+      char err[256];
+      if (ty_gpus_parse(value, &o->gpus, err, sizeof err) != TY_OK) {
+        fail("--gpus: %s", err);
+        return SHELL_PARSE_FAIL;
+      }
+      o->gpus_set = true;
+    } else {
+      size_t b;
+      if (ty_parse_size(value, &b) != TY_OK || b == 0) {
+        fail("--fbmem must be a positive size such as 8GiB, got '%s'", value);
+        return SHELL_PARSE_FAIL;
+      }
+      o->fbmem = b;
+      o->fbmem_set = true;
+    }
+    return SHELL_PARSE_RUN;
   }
   int arity = ty_shell_policy_arity(name);
   if (arity >= 0) {
@@ -222,7 +284,7 @@ static shell_parse collect(int argc, char **argv, shell_options *opt, overlay *o
         i++;
         break;
       }
-      shell_parse r = long_option(argc, argv, &i, o);
+      shell_parse r = long_option(argc, argv, &i, o, opt);
       if (r != SHELL_PARSE_RUN) return r;
       continue;
     }
@@ -293,6 +355,8 @@ shell_parse shell_parse_options(int argc, char **argv, shell_options *opt) {
   if (o.cpus_set) opt->cfg.cpus = o.cpus;
   if (o.sysmem_set) opt->cfg.sysmem = o.sysmem;
   if (o.window_set) opt->cfg.window = o.window;
+  if (o.gpus_set) opt->cfg.gpus = o.gpus;
+  if (o.fbmem_set) opt->cfg.fbmem = o.fbmem;
   for (int k = 0; k < o.npol; k++) {
     char err[256];
     if (ty_shell_policy_option(o.pol[k].name, o.pol[k].value, &opt->cfg, err, sizeof err) != 0) {

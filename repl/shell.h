@@ -56,6 +56,10 @@ typedef struct shell_options {
   shell_action *actions;  /* malloc'd, nactions entries */
   int nactions;
   ty_config cfg;          /* resolved configuration for ty_runtime_create */
+  const char *trace;      /* --trace FILE: Chrome trace-event JSON of the run */
+  const char *trace_svg;  /* --trace-svg FILE: the same as an SVG timeline */
+  bool stats;             /* --stats: print the figures at exit (stderr) */
+  const char *stats_format; /* --stats-format text|json|csv */
 } shell_options;
 
 typedef enum shell_parse {

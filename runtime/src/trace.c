@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef enum { EV_PIECE, EV_SPAN, EV_COUNTER } ev_kind;
@@ -111,6 +112,9 @@ static ty_status write_atomic(ty_runtime *rt, const char *path, const char *data
     free(tmp);
     return ty__fail(rt, TY_EIO, "trace: cannot write '%s'", path);
   }
+  mode_t mask = umask(0); /* mkstemp makes 0600: give the file the usual mode */
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
   size_t off = 0;
   bool ok = true;
   while (ok && off < len) {

@@ -692,7 +692,17 @@ static void run_wave(ty_runtime *rt, ty_pending **w, const int *members, int cou
   double t0 = tracing ? ty__trace_time(rt) : 0;
   slot *slots = total > 1 ? malloc((size_t)total * sizeof *slots) : NULL;
   ty_trace_piece *tp = tracing && total ? calloc((size_t)total, sizeof *tp) : NULL;
-  if (total == 1 || (total > 1 && (!slots || any_omp))) {
+  if (total == 1 && tp) { /* one point task: run it here, timed */
+    for (int m = 0; m < count; m++)
+      if (sts[m] == TY_OK && !prs[m].skip) {
+        int worker = omp_in_parallel() ? omp_get_thread_num() : 0;
+        tp[0].t0 = ty__trace_time(rt);
+        run_piece(rt, &prs[m], 0, worker);
+        tp[0].t1 = ty__trace_time(rt);
+        tp[0] = (ty_trace_piece){tp[0].t0, tp[0].t1, worker, 0, 1, wave, prs[m].l->fused,
+                                 prs[m].l->seq, prs[m].l->task};
+      }
+  } else if (total == 1 || (total > 1 && (!slots || any_omp))) {
     for (int m = 0; m < count; m++)
       if (sts[m] == TY_OK && !prs[m].skip) run_pieces(rt, &prs[m]);
     free(tp);

@@ -1143,6 +1143,117 @@ TEST(fuse_strided_transposed_and_broadcast_inputs) {
   CHECK(same_fused_unfused(prog_layouts, NULL, "layouts") >= 1);
 }
 
+/* ---- random programs ------------------------------------------------------------------------ */
+
+/* A random program: element-wise ops, views (slices, transposes, row
+ * broadcasts), copies into views, min/max and integer reductions, stores
+ * dropped as it goes (temporaries), all in one window. Deterministic in its
+ * seed, so the same program runs fused and unfused; every store still held
+ * at the end is read. Float sums are left out: they are not bit-identical
+ * fused (docs/fusion.md). */
+typedef struct rng {
+  uint64_t s;
+} rng;
+static uint32_t rnd(rng *r, uint32_t n) {
+  r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (uint32_t)((r->s >> 33) % n);
+}
+
+#define RP_MAX 48
+static int random_program(ty_runtime *rt, uint64_t seed, ty_store **live) {
+  rng g = {seed * 0x9e3779b97f4a7c15ULL + 7};
+  const int64_t R = 37 + rnd(&g, 30), C = 64 + rnd(&g, 200), shape[2] = {R, C};
+  int n = 0;
+  const ty_dtype types[3] = {TY_F64, TY_I64, TY_F32};
+  for (int i = 0; i < 3; i++) live[n++] = input(rt, types[rnd(&g, 3)], 2, shape, seed + (uint64_t)i);
+  for (int step = 0; step < 24 && n < RP_MAX - 2; step++) {
+    ty_store *a = live[rnd(&g, (uint32_t)n)], *b = live[rnd(&g, (uint32_t)n)], *out = NULL;
+    const int nd = ty_store_ndim(a);
+    switch (rnd(&g, 9)) {
+    case 0: case 1: case 2: { /* binary, with broadcasting when shapes allow */
+      static const ty_op ops[] = {TY_OP_ADD, TY_OP_SUB, TY_OP_MUL, TY_OP_MAXIMUM, TY_OP_MINIMUM,
+                                  TY_OP_LT, TY_OP_EQ, TY_OP_DIV, TY_OP_AND};
+      if (ty_binary(rt, ops[rnd(&g, 9)], a, b, &out) != TY_OK) out = NULL;
+      break;
+    }
+    case 3: { /* unary */
+      static const ty_op ops[] = {TY_OP_NEG, TY_OP_ABS, TY_OP_EXP, TY_OP_SIN, TY_OP_SQRT, TY_OP_FLOOR, TY_OP_NOT};
+      if (ty_unary(rt, ops[rnd(&g, 7)], a, &out) != TY_OK) out = NULL;
+      break;
+    }
+    case 4: /* a view: transposed, a slice, or a row broadcast */
+      if (nd == 2 && rnd(&g, 2)) {
+        if (ty_store_transpose(rt, a, 0, 1, &out) != TY_OK) out = NULL;
+      } else if (nd >= 1 && ty_store_shape(a)[0] > 3) {
+        int64_t len = ty_store_shape(a)[0], lo = rnd(&g, 3);
+        if (ty_store_slice(rt, a, 0, lo, len - 2 + lo % 2, 1 + rnd(&g, 2), &out) != TY_OK) out = NULL;
+      }
+      break;
+    case 5: { /* where */
+      if (ty_where(rt, a, b, live[rnd(&g, (uint32_t)n)], &out) != TY_OK) out = NULL;
+      break;
+    }
+    case 6: { /* copy into a view of another store (same shape only) */
+      if (ty_copy(rt, b, a) != TY_OK) { /* shapes that do not broadcast: nothing */ }
+      break;
+    }
+    case 7: { /* min/max (any dtype) or an integer sum */
+      const ty_reduce_op ops[3] = {TY_RED_MIN, TY_RED_MAX, TY_RED_SUM};
+      ty_reduce_op op = ops[rnd(&g, 3)];
+      if (op == TY_RED_SUM && ty_dtype_is_float(ty_store_dtype(a))) op = TY_RED_MAX;
+      int axis = nd ? (int)rnd(&g, (uint32_t)nd + 1) - 1 : -1;
+      if (ty_store_size(a) > 0 && ty_reduce(rt, op, a, axis, &out) != TY_OK) out = NULL;
+      break;
+    }
+    default: /* drop a store: what the program no longer holds may become a temporary */
+      if (n > 3) {
+        int k = 3 + (int)rnd(&g, (uint32_t)n - 3);
+        ty_store_release(live[k]);
+        live[k] = live[--n];
+      }
+      break;
+    }
+    if (out) live[n++] = out;
+  }
+  return n;
+}
+
+TEST(fuse_random_programs_match_unfused) {
+  int fused_somewhere = 0;
+  for (uint64_t seed = 1; seed <= (getenv("FUSE_FUZZ") ? (uint64_t)atoll(getenv("FUSE_FUZZ")) : 60); seed++) {
+    char *ref[RP_MAX] = {0};
+    size_t lens[RP_MAX];
+    int nref = -1;
+    for (int mode = 0; mode < 4; mode++) {
+      /* 0: unfused 1 cpu (the reference), 1: fused 1 cpu, 2: fused 3 cpus, 3: unfused 3 cpus */
+      ty_runtime *rt = rt_new(mode >= 2 ? 3 : 1, mode == 1 || mode == 2);
+      ty_store *live[RP_MAX];
+      int n = random_program(rt, seed, live);
+      REQ(rt, ty_flush(rt));
+      fused_somewhere += mode == 1 && FUSED_RUNS(rt) > 0;
+      CHECK(nref < 0 || n == nref);
+      for (int i = 0; i < n; i++) {
+        size_t len;
+        char *got = bytes_of(rt, live[i], &len);
+        if (mode == 0) {
+          ref[i] = got;
+          lens[i] = len;
+        } else {
+          bool same = i < nref && len == lens[i] && memcmp(got, ref[i], len) == 0;
+          if (!same) fprintf(stderr, "seed %llu store %d differs (mode %d)\n", (unsigned long long)seed, i, mode);
+          CHECK(same);
+          free(got);
+        }
+        ty_store_release(live[i]);
+      }
+      if (mode == 0) nref = n;
+      ty_runtime_destroy(rt);
+    }
+    for (int i = 0; i < nref; i++) free(ref[i]);
+  }
+  CHECK(fused_somewhere > 40);
+}
+
 /* ---- compiled kernels (fused_codegen.c) -------------------------------------------------- */
 
 /* Every op the code generator handles, each result kept (an output of the
@@ -1296,6 +1407,7 @@ static const check_case cases[] = {
     CASE(fuse_reductions_match_unfused),
     CASE(fuse_fastmath_within_4_ulp),
     CASE(fuse_strided_transposed_and_broadcast_inputs),
+    CASE(fuse_random_programs_match_unfused),
     CASE(codegen_matches_the_interpreter),
     CASE(codegen_black_scholes_chain_matches_unfused),
 };
