@@ -733,6 +733,8 @@ static void run_wave(ty_runtime *rt, ty_pending **w, const int *members, int cou
         if (rec) tp[k].t0 = ty__trace_time(rt);
         run_piece(rt, slots[k].pr, slots[k].piece, worker);
         if (rec) tp[k].t1 = ty__trace_time(rt), tp[k].worker = worker;
+        if (slots[k].pr->explain && slots[k].pr->tiling.pieces == 1)
+          slots[k].pr->explain->processor = worker;
       }
     }
     if (tp)

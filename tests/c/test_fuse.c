@@ -1169,16 +1169,21 @@ static int random_program(ty_runtime *rt, uint64_t seed, ty_store **live) {
   for (int step = 0; step < 24 && n < RP_MAX - 2; step++) {
     ty_store *a = live[rnd(&g, (uint32_t)n)], *b = live[rnd(&g, (uint32_t)n)], *out = NULL;
     const int nd = ty_store_ndim(a);
+    const char *what = "?";
     switch (rnd(&g, 9)) {
     case 0: case 1: case 2: { /* binary, with broadcasting when shapes allow */
       static const ty_op ops[] = {TY_OP_ADD, TY_OP_SUB, TY_OP_MUL, TY_OP_MAXIMUM, TY_OP_MINIMUM,
                                   TY_OP_LT, TY_OP_EQ, TY_OP_DIV, TY_OP_AND};
-      if (ty_binary(rt, ops[rnd(&g, 9)], a, b, &out) != TY_OK) out = NULL;
+      ty_op op = ops[rnd(&g, 9)];
+      what = ty_op_name(op);
+      if (ty_binary(rt, op, a, b, &out) != TY_OK) out = NULL;
       break;
     }
     case 3: { /* unary */
       static const ty_op ops[] = {TY_OP_NEG, TY_OP_ABS, TY_OP_EXP, TY_OP_SIN, TY_OP_SQRT, TY_OP_FLOOR, TY_OP_NOT};
-      if (ty_unary(rt, ops[rnd(&g, 7)], a, &out) != TY_OK) out = NULL;
+      ty_op op = ops[rnd(&g, 7)];
+      what = ty_op_name(op);
+      if (ty_unary(rt, op, a, &out) != TY_OK) out = NULL;
       break;
     }
     case 4: /* a view: transposed, a slice, or a row broadcast */
@@ -1202,6 +1207,7 @@ static int random_program(ty_runtime *rt, uint64_t seed, ty_store **live) {
       ty_reduce_op op = ops[rnd(&g, 3)];
       if (op == TY_RED_SUM && ty_dtype_is_float(ty_store_dtype(a))) op = TY_RED_MAX;
       int axis = nd ? (int)rnd(&g, (uint32_t)nd + 1) - 1 : -1;
+      what = ty_reduce_name(op);
       if (ty_store_size(a) > 0 && ty_reduce(rt, op, a, axis, &out) != TY_OK) out = NULL;
       break;
     }
@@ -1213,6 +1219,9 @@ static int random_program(ty_runtime *rt, uint64_t seed, ty_store **live) {
       }
       break;
     }
+    if (out && getenv("FUSE_TRACE"))
+      fprintf(stderr, "step %d: store %d = %s %s (from %s)\n", step, n, what, ty_dtype_name(ty_store_dtype(out)),
+              ty_dtype_name(ty_store_dtype(a)));
     if (out) live[n++] = out;
   }
   return n;

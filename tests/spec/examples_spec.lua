@@ -205,4 +205,38 @@ describe("examples", function()
     local calls, puts = reference(S, K, T)
     assert_close(calls + puts, field(out, "checksum"), 1e-12, "bench checksum")
   end)
+  it("schedule_modes.lua prints each favor's figures and identical results", function()
+    local out = example("examples/schedule_modes.lua", 20000, 16)
+    local rows = {}
+    for favor, waves, launches, conc, peak in out:gmatch("\n(%S+)%s+(%d+)%s+(%d+)%s+(%d+)%s+([%d.]+) MiB") do
+      rows[favor] = {waves = tonumber(waves), launches = tonumber(launches), conc = tonumber(conc),
+                     peak = tonumber(peak)}
+    end
+    local d, m, x = rows.debug, rows["min-peak-memory"], rows["max-concurrency"]
+    assert.is_table(d, out)
+    assert.is_table(m, out)
+    assert.is_table(x, out)
+    assert.are.equal(d.launches, d.waves)
+    assert.are.equal(0, d.conc)
+    assert.are.equal(d.peak, m.peak)
+    assert.is_true(x.waves <= m.waves and m.waves <= d.waves)
+    assert.is_true(x.conc > 0)
+    assert.is_truthy(out:find("identical under every favor", 1, true))
+  end)
+
+  it("heavy_task.lua splits the heavy task by its trait and runs task mode", function()
+    local out = example("examples/heavy_task.lua", 200, 50)
+    assert.is_truthy(out:find("trait parallel", 1, true))
+    assert.is_truthy(out:find("mode task", 1, true))
+    -- the same body in plain Lua gives the checksum
+    local sum = 0
+    for i = 1, 200 do
+      local v = (i - 1) / 199
+      for _ = 1, 50 do v = math.sin(v) * 0.9 + 0.1 end
+      sum = sum + v
+    end
+    assert_close(sum, field(out, "checksum"), 1e-12, "heavy_task checksum")
+    local explain = select(1, tycho_run("--explain", src .. "/examples/heavy_task.lua", 200, 50))
+    assert.is_truthy(explain:find("trait of task 'heavy'", 1, true), explain)
+  end)
 end)
