@@ -48,7 +48,7 @@ static const struct popt {
     {"fuse", "fuse", TY_POL_FUSE, "on|off", "fuse chains of launches (on)", "TYCHO_FUSE"},
     {"fast-math", "fastmath", TY_POL_FASTMATH, NULL, "4-ULP vector math (default 1-ULP)",
      "TYCHO_FASTMATH"},
-    {"stream-memory", "memory", TY_POL_MEMORY, "SIZE", "streaming budget (parsed; not acting yet)",
+    {"stream-memory", "memory", TY_POL_MEMORY, "SIZE", "streaming budget (not acting yet)",
      "TYCHO_STREAM_MEMORY"},
     {"stream", "stream", TY_POL_STREAM, "S", "strict or relaxed (not acting yet)",
      "TYCHO_STREAM"},
