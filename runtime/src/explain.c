@@ -97,46 +97,12 @@ int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out) {
   return (int)take;
 }
 
-/* A growable text buffer. */
-typedef struct sbuf {
-  char *p;
-  size_t len, cap;
-  bool failed;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  if (b->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->failed = true;
-      return;
-    }
-    if (b->p && b->len + (size_t)n < b->cap) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-    char *q = realloc(b->p, cap);
-    if (!q) {
-      b->failed = true;
-      return;
-    }
-    b->p = q;
-    b->cap = cap;
-  }
-}
-
-static void format_header(sbuf *b) {
-  sb_printf(b, "%-6s %-12s %-16s %-6s %6s %-10s  %s\n", "launch", "task", "shape", "target",
+static void format_header(ty_sbuf *b) {
+  ty__sb_printf(b, "%-6s %-12s %-16s %-6s %6s %-10s  %s\n", "launch", "task", "shape", "target",
             "pieces", "tiling", "why");
 }
 
-static void format_entry(sbuf *b, const ty_explain_entry *e) {
+static void format_entry(ty_sbuf *b, const ty_explain_entry *e) {
   char shape[128], tiling[96];
   ty__shape_str(e->ndim, e->shape, shape, sizeof shape);
   size_t t = 0;
@@ -144,19 +110,19 @@ static void format_entry(sbuf *b, const ty_explain_entry *e) {
   for (int d = 0; d < e->ndim && t < sizeof tiling; d++)
     t += (size_t)snprintf(tiling + t, sizeof tiling - t, d ? "x%d" : "%d", e->tiles[d]);
   if (e->ndim == 0) snprintf(tiling, sizeof tiling, "-");
-  sb_printf(b, "#%-5llu %-12s %-16s %-6s %6d %-10s  %s\n", (unsigned long long)e->seq, e->task,
+  ty__sb_printf(b, "#%-5llu %-12s %-16s %-6s %6d %-10s  %s\n", (unsigned long long)e->seq, e->task,
             shape, e->target, e->pieces, tiling, e->why);
   char chunk[32];
   ty_format_bytes((double)e->policy.min_chunk, chunk, sizeof chunk);
-  sb_printf(b, "       mode=%s (%s), overdecompose=%d (%s), min_chunk=%s (%s), favor=%s (%s)",
+  ty__sb_printf(b, "       mode=%s (%s), overdecompose=%d (%s), min_chunk=%s (%s), favor=%s (%s)",
             ty_mode_name(e->policy.mode), e->from[TY_AXIS_MODE], e->policy.overdecompose,
             e->from[TY_AXIS_OVERDECOMPOSE], chunk, e->from[TY_AXIS_MIN_CHUNK],
             ty_favor_name(e->policy.favor), e->from[TY_AXIS_FAVOR]);
-  if (strcmp(e->partition, "new") != 0 && e->partition[0]) sb_printf(b, ", reused %s", e->partition);
-  if (e->processor >= 0) sb_printf(b, ", ran on processor %d", e->processor);
-  sb_printf(b, "\n");
-  if (e->fused) sb_printf(b, "       fused %d launches: %s\n", e->fused, e->fused_ops);
-  if (e->fuse_end[0]) sb_printf(b, "       fusion: %s\n", e->fuse_end);
+  if (strcmp(e->partition, "new") != 0 && e->partition[0]) ty__sb_printf(b, ", reused %s", e->partition);
+  if (e->processor >= 0) ty__sb_printf(b, ", ran on processor %d", e->processor);
+  ty__sb_printf(b, "\n");
+  if (e->fused) ty__sb_printf(b, "       fused %d launches: %s\n", e->fused, e->fused_ops);
+  if (e->fuse_end[0]) ty__sb_printf(b, "       fusion: %s\n", e->fuse_end);
 }
 
 ty_status ty_explain_text(ty_runtime *rt, int n, char **out) {
@@ -165,7 +131,7 @@ ty_status ty_explain_text(ty_runtime *rt, int n, char **out) {
   ty_explain_entry *es = calloc((size_t)n, sizeof *es);
   if (!es) return ty__fail(rt, TY_ENOMEM, "explain: out of memory");
   int k = ty_explain(rt, n, es);
-  sbuf b = {0};
+  ty_sbuf b = {0};
   format_header(&b);
   for (int i = 0; i < k; i++) format_entry(&b, &es[i]);
   free(es);
@@ -180,7 +146,7 @@ ty_status ty_explain_text(ty_runtime *rt, int n, char **out) {
 void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out) {
   if (rt->nexplained - since > TY_EXPLAIN_KEEP) since = rt->nexplained - TY_EXPLAIN_KEEP;
   if (since == rt->nexplained) return;
-  sbuf b = {0};
+  ty_sbuf b = {0};
   if (since == 0) format_header(&b);
   for (uint64_t i = since; i < rt->nexplained; i++) {
     ty_explain_entry e;

@@ -33,36 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- public declarations (requested in notes/requests-GPU.md) ------------------
- * Until the lead moves them into tycho.h (which then defines TY_GPU_API),
- * they live here so the GPU modules and their tests compile. */
-#ifndef TY_GPU_API
-#define TY_MAX_GPUS 16
-
-/* One GPU as discovered at start. */
-typedef struct ty_gpu_device {
-  int ordinal;            /* CUDA device number */
-  char name[128];         /* "NVIDIA H200" */
-  int cc_major, cc_minor; /* compute capability (9.0 for Hopper) */
-  int sms;                /* streaming multiprocessors */
-  size_t total_mem;       /* bytes of device memory */
-  size_t free_mem;        /* bytes free when discovered */
-  size_t fbmem;           /* the budget of tycho's pool on it (--fbmem) */
-  int pci_domain, pci_bus, pci_device;
-} ty_gpu_device;
-
-/* "all" (every device found: the default), "none" or "0" (CPU only), or a
- * positive count N (exactly N: the runtime fails to start when fewer exist).
- * *out: 0 all, -1 none, N. TY_EINVAL with a message in err otherwise. */
-ty_status ty_gpus_parse(const char *text, int *out, char *err, size_t errlen);
-
-/* Whether a runtime asking for `gpus` GPUs (as ty_gpus_parse gives it) with
- * pool budget `fbmem` (0: default) can start: TY_EINVAL with the message a
- * shell prints when more GPUs are asked for than exist ("--gpus 2: only 1
- * GPU was found (0: NVIDIA H200, 139.8 GiB)") or fbmem exceeds a device.
- * ty_runtime_create cannot return a message, so a shell calls this first. */
-ty_status ty_gpus_check(int gpus, size_t fbmem, char *err, size_t errlen);
-#endif
+/* The public GPU declarations (ty_gpu_device, ty_gpus_parse, ty_gpus_check) are
+ * in tycho.h. */
 
 /* ---- the driver API, as much as tycho uses -------------------------------------- */
 

@@ -227,6 +227,20 @@ void ty__runtime_unref(ty_runtime *rt);
 /* Free every block kept for reuse (store.c). */
 void ty__cache_drop(ty_runtime *rt);
 
+/* A growable text buffer (sbuf.c) for the texts the core renders: explain
+ * tables, traces, stats. An allocation failure sets `failed` and later
+ * appends do nothing; the caller checks it once at the end. */
+typedef struct ty_sbuf {
+  char *p;
+  size_t len, cap;
+  bool failed;
+} ty_sbuf;
+void ty__sb_printf(ty_sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* Record a message (printf-style) and return `status`. */
 ty_status ty__fail(ty_runtime *rt, ty_status status, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -130,85 +130,52 @@ static ty_status write_atomic(ty_runtime *rt, const char *path, const char *data
   return ok ? TY_OK : ty__fail(rt, TY_EIO, "trace: cannot write '%s'", path);
 }
 
-typedef struct buf {
-  char *p;
-  size_t len, cap;
-  bool failed;
-} buf;
-
-static void bprintf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void bprintf(buf *b, const char *fmt, ...) {
-  if (b->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->failed = true;
-      return;
-    }
-    if (b->p && b->len + (size_t)n < b->cap) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t cap = (b->cap ? b->cap * 2 : 65536) + (size_t)n;
-    char *q = realloc(b->p, cap);
-    if (!q) {
-      b->failed = true;
-      return;
-    }
-    b->p = q;
-    b->cap = cap;
-  }
-}
-
 /* Task names are identifiers; escape anyway so the JSON stays valid. */
-static void json_str(buf *b, const char *s) {
-  bprintf(b, "\"");
+static void json_str(ty_sbuf *b, const char *s) {
+  ty__sb_printf(b, "\"");
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') bprintf(b, "\\%c", c);
-    else if (c < 0x20) bprintf(b, "\\u%04x", c);
-    else bprintf(b, "%c", c);
+    if (c == '"' || c == '\\') ty__sb_printf(b, "\\%c", c);
+    else if (c < 0x20) ty__sb_printf(b, "\\u%04x", c);
+    else ty__sb_printf(b, "%c", c);
   }
-  bprintf(b, "\"");
+  ty__sb_printf(b, "\"");
 }
 
-static void write_json(const struct ty_trace *t, buf *b) {
-  bprintf(b, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-  bprintf(b, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"tycho\"}}");
+static void write_json(const struct ty_trace *t, ty_sbuf *b) {
+  ty__sb_printf(b, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+  ty__sb_printf(b, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"tycho\"}}");
   int maxw = -1;
   for (size_t i = 0; i < t->n; i++)
     if (t->evs[i].kind == EV_PIECE && t->evs[i].worker > maxw) maxw = t->evs[i].worker;
-  bprintf(b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"runtime\"}}");
+  ty__sb_printf(b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"runtime\"}}");
   for (int w = 0; w <= maxw; w++)
-    bprintf(b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"processor %d\"}}",
+    ty__sb_printf(b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"processor %d\"}}",
             w + 1, w);
   for (size_t i = 0; i < t->n; i++) {
     const ev *e = &t->evs[i];
     switch (e->kind) {
     case EV_PIECE:
-      bprintf(b, ",\n{\"name\":");
+      ty__sb_printf(b, ",\n{\"name\":");
       json_str(b, e->name);
-      bprintf(b, ",\"cat\":\"task\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+      ty__sb_printf(b, ",\"cat\":\"task\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                  "\"args\":{\"launch\":%llu,\"piece\":%d,\"pieces\":%d,\"wave\":%d,\"fused\":%d}}",
               e->worker + 1, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq,
               e->piece, e->pieces, e->wave, e->fused);
       break;
     case EV_SPAN:
-      bprintf(b, ",\n{\"name\":");
+      ty__sb_printf(b, ",\n{\"name\":");
       json_str(b, e->name);
-      bprintf(b, ",\"cat\":\"runtime\",\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"wave\":%d}}",
+      ty__sb_printf(b, ",\"cat\":\"runtime\",\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"wave\":%d}}",
               e->t0 * 1e6, (e->t1 - e->t0) * 1e6, e->wave);
       break;
     case EV_COUNTER:
-      bprintf(b, ",\n{\"name\":\"transient bytes\",\"ph\":\"C\",\"pid\":1,\"ts\":%.3f,\"args\":{\"bytes\":%lld}}",
+      ty__sb_printf(b, ",\n{\"name\":\"transient bytes\",\"ph\":\"C\",\"pid\":1,\"ts\":%.3f,\"args\":{\"bytes\":%lld}}",
               e->t0 * 1e6, (long long)e->value);
       break;
     }
   }
-  bprintf(b, "\n]}\n");
+  ty__sb_printf(b, "\n]}\n");
 }
 
 static unsigned name_hue(const char *s) {
@@ -217,7 +184,7 @@ static unsigned name_hue(const char *s) {
   return h % 360;
 }
 
-static void write_svg(const struct ty_trace *t, buf *b) {
+static void write_svg(const struct ty_trace *t, ty_sbuf *b) {
   int maxw = 0;
   double end = 1e-9;
   for (size_t i = 0; i < t->n; i++) {
@@ -228,13 +195,13 @@ static void write_svg(const struct ty_trace *t, buf *b) {
   const int left = 110, width = 1000, lane = 28, top = 40;
   int height = top + (maxw + 2) * lane + 40;
   double sx = width / end;
-  bprintf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\">\n",
+  ty__sb_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\">\n",
           left + width + 20, height);
-  bprintf(b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-  bprintf(b, "<text x=\"10\" y=\"20\" font-size=\"14\">tycho trace: %.3f ms</text>\n", end * 1e3);
-  bprintf(b, "<text x=\"10\" y=\"%d\">runtime</text>\n", top + lane / 2 + 4);
+  ty__sb_printf(b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+  ty__sb_printf(b, "<text x=\"10\" y=\"20\" font-size=\"14\">tycho trace: %.3f ms</text>\n", end * 1e3);
+  ty__sb_printf(b, "<text x=\"10\" y=\"%d\">runtime</text>\n", top + lane / 2 + 4);
   for (int w = 0; w <= maxw; w++)
-    bprintf(b, "<text x=\"10\" y=\"%d\">processor %d</text>\n", top + (w + 1) * lane + lane / 2 + 4, w);
+    ty__sb_printf(b, "<text x=\"10\" y=\"%d\">processor %d</text>\n", top + (w + 1) * lane + lane / 2 + 4, w);
   for (size_t i = 0; i < t->n; i++) {
     const ev *e = &t->evs[i];
     if (e->kind == EV_COUNTER) continue;
@@ -242,30 +209,30 @@ static void write_svg(const struct ty_trace *t, buf *b) {
     if (w < 0.5) w = 0.5;
     if (e->kind == EV_SPAN) {
       bool wave = strncmp(e->name, "wave", 4) == 0;
-      bprintf(b, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" stroke=\"#888\" stroke-width=\"0.3\"><title>",
+      ty__sb_printf(b, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\" stroke=\"#888\" stroke-width=\"0.3\"><title>",
               x, top + (wave ? lane / 2 : 2), w, wave ? lane / 2 - 2 : lane / 2 - 2, wave ? "#ddd" : "#bbb");
-      bprintf(b, "%s</title></rect>\n", e->name);
+      ty__sb_printf(b, "%s</title></rect>\n", e->name);
     } else {
-      bprintf(b, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"hsl(%u,60%%,60%%)\"><title>%s #%llu piece %d/%d wave %d</title></rect>\n",
+      ty__sb_printf(b, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"hsl(%u,60%%,60%%)\"><title>%s #%llu piece %d/%d wave %d</title></rect>\n",
               x, top + (e->worker + 1) * lane + 2, w, lane - 4, name_hue(e->name), e->name,
               (unsigned long long)e->seq, e->piece + 1, e->pieces, e->wave);
     }
   }
-  bprintf(b, "<text x=\"%d\" y=\"%d\">0</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3f ms</text>\n",
+  ty__sb_printf(b, "<text x=\"%d\" y=\"%d\">0</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3f ms</text>\n",
           left, height - 15, left + width, height - 15, end * 1e3);
-  bprintf(b, "</svg>\n");
+  ty__sb_printf(b, "</svg>\n");
 }
 
 static ty_status trace_write(ty_runtime *rt, struct ty_trace *t) {
   ty_status st = TY_OK;
   if (t->failed) return ty__fail(rt, TY_ENOMEM, "trace: out of memory while recording");
-  buf b = {0};
+  ty_sbuf b = {0};
   write_json(t, &b);
   if (b.failed) st = ty__fail(rt, TY_ENOMEM, "trace: out of memory");
   else st = write_atomic(rt, t->json_path, b.p, b.len);
   free(b.p);
   if (st == TY_OK && t->svg_path) {
-    buf s = {0};
+    ty_sbuf s = {0};
     write_svg(t, &s);
     if (s.failed) st = ty__fail(rt, TY_ENOMEM, "trace: out of memory");
     else st = write_atomic(rt, t->svg_path, s.p, s.len);

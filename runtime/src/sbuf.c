@@ -1,0 +1,34 @@
+/*
+ * sbuf.c — a growable text buffer: appends double the capacity as needed
+ * (starting at 4 KiB), so rendering a table of n rows costs O(n) copies.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void ty__sb_printf(ty_sbuf *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->failed = true;
+      return;
+    }
+    if (b->p && b->len + (size_t)n < b->cap) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+    char *q = realloc(b->p, cap);
+    if (!q) {
+      b->failed = true;
+      return;
+    }
+    b->p = q;
+    b->cap = cap;
+  }
+}
