@@ -438,6 +438,8 @@ static void push_entry(lua_State *L, const ty_explain_entry *e) {
   set_str(L, "why", e->why);
   set_str(L, "partition", e->partition);
   if (e->processor >= 0) set_int(L, "processor", e->processor);
+  set_int(L, "wave", e->wave + 1); /* 1-based, like everything Lua sees */
+  set_int(L, "waves", e->waves);
   set_str(L, "mode", ty_mode_name(e->policy.mode));
   set_int(L, "overdecompose", e->policy.overdecompose);
   set_int(L, "min_chunk", (lua_Integer)e->policy.min_chunk);

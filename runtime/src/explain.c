@@ -12,6 +12,7 @@
 ty_record *ty__explain_next(ty_runtime *rt) {
   ty_record *r = &rt->explain[rt->nexplained++ % TY_EXPLAIN_KEEP];
   r->processor = -1;
+  r->wave = r->waves = 0;
   r->fused = 0;
   r->fused_ops[0] = 0;
   r->fuse_end[0] = 0;
@@ -37,6 +38,8 @@ static void render(const ty_record *r, ty_explain_entry *e) {
     ty__origin_text(&r->pol.from[a], a, r->task, e->from[a], sizeof e->from[a]);
   e->pieces = r->pieces;
   e->processor = r->processor;
+  e->wave = r->wave;
+  e->waves = r->waves;
   const ty_policy *p = &r->pol.p;
   char b1[32], b2[32];
   switch (p->mode) {
@@ -120,6 +123,7 @@ static void format_entry(ty_sbuf *b, const ty_explain_entry *e) {
             ty_favor_name(e->policy.favor), e->from[TY_AXIS_FAVOR]);
   if (strcmp(e->partition, "new") != 0 && e->partition[0]) ty__sb_printf(b, ", reused %s", e->partition);
   if (e->processor >= 0) ty__sb_printf(b, ", ran on processor %d", e->processor);
+  if (e->waves > 0) ty__sb_printf(b, ", wave %d of %d", e->wave + 1, e->waves);
   ty__sb_printf(b, "\n");
   if (e->fused) ty__sb_printf(b, "       fused %d launches: %s\n", e->fused, e->fused_ops);
   if (e->fuse_end[0]) ty__sb_printf(b, "       fusion: %s\n", e->fuse_end);

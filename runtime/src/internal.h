@@ -86,6 +86,7 @@ typedef struct ty_record {
   int pieces;
   int tiles[TY_MAX_RANK];
   int processor;
+  int wave, waves;
   /* how the piece count came about (partition.c) */
   int64_t bytes, raw, want;
   int procs, max_pieces;

@@ -666,7 +666,7 @@ static void note_error(ty_runtime *rt, ty_status st, ty_status *first, char *msg
 /* Run one wave: prepare its launches (program order), run all their pieces
  * together, finish them (program order). */
 static void run_wave(ty_runtime *rt, ty_pending **w, const int *members, int count, int wave,
-                     ty_status *first, char *firstmsg, size_t msglen) {
+                     int nwaves, ty_status *first, char *firstmsg, size_t msglen) {
   /* most waves are small: their bookkeeping lives on the stack */
   prepared prs_local[8];
   ty_status sts_local[8];
@@ -755,7 +755,13 @@ static void run_wave(ty_runtime *rt, ty_pending **w, const int *members, int cou
   }
   free(tp);
   free(slots);
-  for (int m = 0; m < count; m++) note_error(rt, finish(rt, &prs[m], sts[m]), first, firstmsg, msglen);
+  for (int m = 0; m < count; m++) {
+    if (prs[m].explain) {
+      prs[m].explain->wave = wave;
+      prs[m].explain->waves = nwaves;
+    }
+    note_error(rt, finish(rt, &prs[m], sts[m]), first, firstmsg, msglen);
+  }
   if (!local) {
     free(prs);
     free(sts);
@@ -812,7 +818,7 @@ ty_status ty_flush(ty_runtime *rt) {
         if (wave_of[i] == wave) mem[count++] = i;
     }
     if (ty__tracing(rt)) ty__trace_counter(rt, ty__trace_time(rt), (int64_t)rt->live);
-    run_wave(rt, w, mem, count, wave, &first, firstmsg, sizeof firstmsg);
+    run_wave(rt, w, mem, count, wave, ss.waves, &first, firstmsg, sizeof firstmsg);
     for (int m = 0; m < count; m++) {
       launch_release(w[mem[m]]);
       w[mem[m]] = NULL;

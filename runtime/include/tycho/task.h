@@ -188,7 +188,9 @@ typedef struct ty_explain_entry {
   char from[TY_NAXES][TY_MAX_ORIGIN];    /* which level decided each axis */
   int pieces;
   int tiles[TY_MAX_RANK];                /* pieces per dim (the tiling) */
-  int processor;                         /* task mode: the processor it ran on; else -1 */
+  int processor;                         /* one-piece launches: the processor it ran on; else -1 */
+  int wave;                              /* the wave of its flush it ran in (0-based) */
+  int waves;                             /* waves of that flush */
   char why[192];                         /* how the piece count came about */
   char partition[TY_MAX_ORIGIN];         /* "new" or "key partition of store #7" */
   int fused;                             /* launches fused into this one (0: not fused) */
