@@ -5,6 +5,8 @@
 --   tycho bench/fusion.lua b3c_into N ITERS a[{}] = b + 3*c (into an existing store)
 --   tycho bench/fusion.lua chain6 N ITERS   a = ((((b*1.5 + c)*0.5 - b)*c) + 2) * 0.25
 --   tycho bench/fusion.lua chain6_into N ITERS  the same into an existing store (a[{}] = ...)
+--   tycho bench/fusion.lua peak N           peak bytes of z = a*2 + b*3 + c (issue 5: inputs
+--                                           + output, the intermediates never allocated)
 --   tycho bench/fusion.lua small ITERS      10 ops on 1,000 elements per iteration
 --                                           (2,000 iterations per timing; per-op time)
 --
@@ -107,6 +109,18 @@ elseif what == "b3c" or what == "b3c_into" or what == "chain6" or what == "chain
     return ((((b * 1.5 + c) * 0.5 - b) * c) + 2) * 0.25
   end)
   report(best, first, r:sum():item())
+elseif what == "peak" then
+  local a, b, c = tycho.random(N), tycho.random(N), tycho.random(N)
+  tycho.flush()
+  local z = a * 2 + b * 3 + c
+  tycho.flush()
+  local m, st = tycho.memory(), tycho.stats()
+  print(string.format("fusion_peak: N=%d, %d cpus", N, tycho.config().cpus))
+  print(string.format("peak: %d bytes", m.peak))
+  print(string.format("inputs+output: %d bytes", 4 * 8 * N))
+  print(string.format("elided: %d bytes", st.bytes_elided or -1))
+  print("time: 0")
+  print(string.format("checksum: %.17g", z[1]))
 elseif what == "small" then
   N = 1000
   local a, b = tycho.random(N), tycho.random(N)
@@ -126,5 +140,5 @@ elseif what == "small" then
   end)
   report(best / (reps * 10), first / (reps * 10), r:sum():item(), ", time is per operation")
 else
-  error("bench/fusion.lua: unknown workload '" .. tostring(what) .. "' (bs, b3c, b3c_into, chain6, chain6_into, small)", 0)
+  error("bench/fusion.lua: unknown workload '" .. tostring(what) .. "' (bs, b3c, b3c_into, chain6, chain6_into, peak, small)", 0)
 end

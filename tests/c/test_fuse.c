@@ -1,9 +1,11 @@
 /*
- * test_fuse.c — the fusion pass (fuse.c) and the fused kernel (fused_cpu.c):
- * which launches fuse and exactly where a run ends, deduplicated arguments,
- * temporaries that are never allocated, point-wise user tasks inside a run,
+ * test_fuse.c — the fusion pass (fuse.c), the fused kernel (fused_cpu.c) and
+ * compiled kernels (fused_codegen.c): which launches fuse and exactly where a
+ * run ends, deduplicated arguments, temporaries that are never allocated,
+ * point-wise user tasks inside a run (with whole and reduction arguments),
  * and results bit-identical with fusion on and off (every op, every dtype,
- * 1 and 3 processors).
+ * 1 and 3 processors, random programs), interpreted or compiled. The
+ * codegen tests compile into ./tycho-kernel-cache (the test's directory).
  *
  * How a test sees a run: tycho's explain records one entry per launch that
  * ran; a fused launch's entry has task "fused", `fused` = the launches it
