@@ -130,38 +130,9 @@ static void fmt(char *buf, size_t cap, const char *f, ...) {
   va_end(ap);
 }
 
-typedef struct sbuf {
-  char *p;
-  size_t len, cap;
-  bool failed;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...) {
-  if (b->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->failed = true;
-      return;
-    }
-    if (b->p && b->len + (size_t)n < b->cap) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t cap = (b->cap ? b->cap * 2 : 8192) + (size_t)n;
-    char *q = realloc(b->p, cap);
-    if (!q) {
-      b->failed = true;
-      return;
-    }
-    b->p = q;
-    b->cap = cap;
-  }
-}
+/* Generated source goes into the core's growable text buffer (sbuf.c). */
+#define put ty__sb_printf
+typedef ty_sbuf sbuf;
 
 /* Types and helpers of every generated file. vd: CG_W doubles; vm: lane
  * masks (-1 true, 0 false), what GCC's vector comparisons give. */
