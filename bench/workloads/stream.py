@@ -30,7 +30,7 @@ if p["sweep"] != "":
     for n in str(p["sweep"]).split(","):
         b, c, step, finish = make(int(n))
         best = float("inf")
-        for r in range(p["reps"] + 1):
+        for r in range(max(p["reps"], min(1000, 10_000_000 // int(n))) + 1):  # as stream.lua
             t0 = time.perf_counter()
             finish(step())
             if r > 0:
