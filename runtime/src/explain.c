@@ -132,7 +132,7 @@ static void format_entry(ty_sbuf *b, const ty_explain_entry *e) {
 ty_status ty_explain_text(ty_runtime *rt, int n, char **out) {
   *out = NULL;
   if (n <= 0) n = TY_EXPLAIN_KEEP;
-  ty_explain_entry *es = calloc((size_t)n, sizeof *es);
+  ty_explain_entry *es = ty__calloc((size_t)n, sizeof *es);
   if (!es) return ty__fail(rt, TY_ENOMEM, "explain: out of memory");
   int k = ty_explain(rt, n, es);
   ty_sbuf b = {0};

@@ -54,7 +54,7 @@ static bool sb_reserve(sbuf *b, size_t more) {
   if (b->n + more + 1 <= b->cap) return true;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < b->n + more + 1) cap *= 2;
-  char *p = realloc(b->p, cap);
+  char *p = ty__realloc(b->p, cap);
   if (!p) {
     b->oom = true;
     return false;
@@ -356,7 +356,7 @@ static ty_status read_shown(ty_runtime *rt, ty_store *s, fmt *f) {
   bool isf = f->isfloat;
   if (f->nshown == s->size) {
     size_t es = ty_dtype_size(s->dtype), n = (size_t)s->size;
-    char *buf = malloc(n * es + 1);
+    char *buf = ty__malloc(n * es + 1);
     if (!buf) return ty__fail(rt, TY_ENOMEM, "ty_store_format: out of memory");
     ty_status st = ty_store_read(rt, s, buf, n * es);
     if (st == TY_OK)
@@ -426,9 +426,9 @@ ty_status ty_store_format(ty_runtime *rt, ty_store *s, char **out) {
   ty_status st = TY_OK;
   if (f.nshown > 0) {
     if (f.isfloat)
-      f.fv = malloc((size_t)f.nshown * sizeof *f.fv);
+      f.fv = ty__malloc((size_t)f.nshown * sizeof *f.fv);
     else
-      f.iv = malloc((size_t)f.nshown * sizeof *f.iv);
+      f.iv = ty__malloc((size_t)f.nshown * sizeof *f.iv);
     if (!f.fv && !f.iv) return ty__fail(rt, TY_ENOMEM, "ty_store_format: out of memory");
     st = read_shown(rt, s, &f);
     if (st) goto done;

@@ -41,6 +41,7 @@
  * with it.
  */
 #define _GNU_SOURCE
+#include "alloc.h"
 #include "fused.h"
 
 #include <dlfcn.h>
@@ -91,7 +92,7 @@ struct ty__codegen {
 };
 
 ty__codegen *ty__codegen_new(void) {
-  ty__codegen *cg = calloc(1, sizeof *cg);
+  ty__codegen *cg = ty__calloc(1, sizeof *cg);
   if (!cg) return NULL;
   const char *m = getenv("TYCHO_CODEGEN");
   cg->mode = 1;
@@ -514,7 +515,7 @@ static cg_entry *lookup(ty__codegen *cg, uint64_t hash) {
     if (cg->e[i].hash == hash) return &cg->e[i];
   if (cg->n == cg->cap) {
     int cap = cg->cap ? 2 * cg->cap : 16;
-    cg_entry *e = realloc(cg->e, (size_t)cap * sizeof *e);
+    cg_entry *e = ty__realloc(cg->e, (size_t)cap * sizeof *e);
     if (!e) return NULL;
     cg->e = e;
     cg->cap = cap;

@@ -36,6 +36,7 @@
  * task identity, data and scalars, and the block's box as lo/hi: a
  * point-wise task computes the same elements whatever box it is given.
  */
+#include "alloc.h"
 #include "fused.h"
 
 #include <stdio.h>
@@ -402,7 +403,7 @@ int ty__fused_variant(ty_task_ctx *ctx) {
   size_t total = off_slots + (size_t)h->nslots * slot_bytes;
   /* small pieces (small arrays, short runs) need no allocation */
   _Alignas(64) char local[16384];
-  char *mem = total <= sizeof local ? local : aligned_alloc(64, (total + 63) / 64 * 64);
+  char *mem = total <= sizeof local ? local : ty__aligned_alloc(64, (total + 63) / 64 * 64);
   if (!mem) return ty_ctx_fail(ctx, "fused: out of memory for %zu bytes of block buffers", total);
   ps.rs = (rsub *)(mem + off_rs);
   ps.ro = (ropnd *)(mem + off_ro);

@@ -8,6 +8,7 @@
  *  - a free list holds blocks of its class only, most recently freed first
  *    (their memory is likeliest to be in L2 still, and on the same stream).
  */
+#include "alloc.h"
 #include "gpu_alloc.h"
 
 #include <assert.h>
@@ -124,7 +125,7 @@ ty_status ty__gpu_pool_alloc(ty__gpu_pool *p, size_t bytes, uintptr_t stream, co
   if (size > p->budget || p->in_use > p->budget - size) return oom(p, bytes, what, false, err, errlen);
   /* room within the budget: give back cached blocks as needed */
   if (p->in_use + p->cached + size > p->budget) ty__gpu_pool_trim(p, p->budget - p->in_use - size);
-  ty__gpu_block *b = calloc(1, sizeof *b);
+  ty__gpu_block *b = ty__calloc(1, sizeof *b);
   if (!b) {
     if (err) snprintf(err, errlen, "out of host memory for a GPU block");
     return TY_ENOMEM;

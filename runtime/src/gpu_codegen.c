@@ -11,6 +11,7 @@
  *  - the generated text has no #include (NVRTC has no system headers) and
  *    compiles as C with the emulation shim of the tests.
  */
+#include "alloc.h"
 #include "gpu_codegen.h"
 
 #include "fused.h"
@@ -394,7 +395,7 @@ static void emit(sbuf *b, const char *fmt, ...) {
       return;
     }
     size_t ncap = b->cap * 2 + (size_t)w;
-    char *np = realloc(b->p, ncap);
+    char *np = ty__realloc(b->p, ncap);
     if (!np) {
       b->oom = true;
       return;
@@ -560,7 +561,7 @@ typedef struct vname {
 } vname;
 
 char *ty__gk_source(const ty__gir *ir, const ty__gplan *plan) {
-  sbuf b = {malloc(8192), 0, 8192, false};
+  sbuf b = {ty__malloc(8192), 0, 8192, false};
   if (!b.p) return NULL;
   const int nd = plan->ndim;
   const char *IDX = plan->wide ? "long long" : "int";

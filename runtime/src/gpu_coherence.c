@@ -8,6 +8,7 @@
  * at most for the splits. A storage written piece by piece by CPUs and GPUs
  * alternately has about as many segments as pieces (8-64), not elements.
  */
+#include "alloc.h"
 #include "gpu_coherence.h"
 
 #include <stdlib.h>
@@ -36,7 +37,7 @@ static uint64_t seg_end(const ty__coh_obj *o, int i) {
 static bool reserve(ty__coh_obj *o, int extra) {
   if (o->nseg + extra <= o->cap) return true;
   int ncap = o->cap * 2 > o->nseg + extra ? o->cap * 2 : o->nseg + extra + 4;
-  ty__coh_seg *n = malloc((size_t)ncap * sizeof *n);
+  ty__coh_seg *n = ty__malloc((size_t)ncap * sizeof *n);
   if (!n) return false;
   memcpy(n, o->seg, (size_t)o->nseg * sizeof *n);
   if (o->seg != &o->one) free(o->seg);
@@ -88,7 +89,7 @@ static bool push_copy(ty__coh_copies *c, int src, int dst, uint64_t lo, uint64_t
   }
   if (c->n == c->cap) {
     int ncap = c->cap ? c->cap * 2 : 16;
-    ty__coh_copy *n = realloc(c->v, (size_t)ncap * sizeof *n);
+    ty__coh_copy *n = ty__realloc(c->v, (size_t)ncap * sizeof *n);
     if (!n) {
       c->bytes[src + 1][dst] -= hi - lo;
       return false;

@@ -14,6 +14,7 @@
  *    JIT-compiles for newer GPUs; without them only NVRTC-generated kernels
  *    and cuBLAS are available.
  */
+#include "alloc.h"
 #include "gpu_kernels.h"
 
 #include <stdio.h>
@@ -132,7 +133,7 @@ static ty_status load_builtins(ty__gpu *g, ty__gpu_dev *dv, char *err, size_t er
 
 ty_status ty__gpu_open(int requested, size_t fbmem, ty__gpu **out, char *err, size_t errlen) {
   *out = NULL;
-  ty__gpu *g = calloc(1, sizeof *g);
+  ty__gpu *g = ty__calloc(1, sizeof *g);
   if (!g) {
     if (err) snprintf(err, errlen, "out of memory");
     return TY_ENOMEM;
@@ -327,8 +328,8 @@ ty_status ty__gpu_fused(ty__gpu *g, int d, int stream, const ty__gir *ir, char *
     if (err) snprintf(err, errlen, "fused GPU kernels need NVRTC: %s", g->nvrtc_why);
     return TY_ENOTFOUND;
   }
-  ty__gplan *plan = malloc(sizeof *plan);
-  int64_t *words = malloc(TY__GK_MAX_WORDS * sizeof *words);
+  ty__gplan *plan = ty__malloc(sizeof *plan);
+  int64_t *words = ty__malloc(TY__GK_MAX_WORDS * sizeof *words);
   if (!plan || !words) {
     free(plan);
     free(words);

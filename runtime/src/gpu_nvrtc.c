@@ -10,6 +10,7 @@
  * a file. The in-memory table is open addressing on the key's hash, at most
  * half full.
  */
+#include "alloc.h"
 #include "gpu_nvrtc.h"
 
 #include <dlfcn.h>
@@ -106,7 +107,7 @@ ty_status ty__nvrtc_compile(const ty__nvrtc *nv, const char *src, const char *na
   if (r != 0) {
     size_t n = 0;
     char *log = NULL;
-    if (nv->GetProgramLogSize(prog, &n) == 0 && n > 0 && (log = malloc(n + 1))) {
+    if (nv->GetProgramLogSize(prog, &n) == 0 && n > 0 && (log = ty__malloc(n + 1))) {
       if (nv->GetProgramLog(prog, log) != 0) log[0] = 0;
       log[n] = 0;
     }
@@ -119,7 +120,7 @@ ty_status ty__nvrtc_compile(const ty__nvrtc *nv, const char *src, const char *na
   }
   size_t n = 0;
   char *p = NULL;
-  if (nv->GetPTXSize(prog, &n) != 0 || !(p = malloc(n + 1)) || nv->GetPTX(prog, p) != 0) {
+  if (nv->GetPTXSize(prog, &n) != 0 || !(p = ty__malloc(n + 1)) || nv->GetPTX(prog, p) != 0) {
     free(p);
     nv->DestroyProgram(&prog);
     if (err) snprintf(err, errlen, "NVRTC: no PTX for %s", name);
@@ -188,7 +189,7 @@ static ty__ptx_entry *find(const ty__ptx_cache *c, const uint8_t *key, size_t ke
 static bool insert(ty__ptx_cache *c, ty__ptx_entry *e) {
   if ((c->count + 1) * 2 > c->cap) {
     size_t ncap = c->cap ? c->cap * 2 : 64;
-    ty__ptx_entry **ns = calloc(ncap, sizeof *ns);
+    ty__ptx_entry **ns = ty__calloc(ncap, sizeof *ns);
     if (!ns) return false;
     for (size_t i = 0; i < c->cap; i++) {
       ty__ptx_entry *x = c->slots[i];
@@ -211,7 +212,7 @@ static bool insert(ty__ptx_cache *c, ty__ptx_entry *e) {
 /* "// tycho-ptx 1 nvrtc 13.0 sm_90 key 0a1b...\n" (malloc'd) */
 static char *disk_header(const ty__ptx_cache *c, const uint8_t *key, size_t keylen, int arch) {
   size_t len = 96 + 2 * keylen;
-  char *h = malloc(len);
+  char *h = ty__malloc(len);
   if (!h) return NULL;
   int w = snprintf(h, len, "// tycho-ptx %d nvrtc %d.%d sm_%d key ", DISK_FORMAT,
                    c->nv ? c->nv->major : 0, c->nv ? c->nv->minor : 0, arch);
@@ -252,7 +253,7 @@ static char *disk_read(const ty__ptx_cache *c, const char *path, const char *hea
   if (fseek(f, 0, SEEK_END) == 0) {
     long size = ftell(f);
     size_t hl = strlen(header);
-    if (size > (long)hl && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)size + 1))) {
+    if (size > (long)hl && fseek(f, 0, SEEK_SET) == 0 && (buf = ty__malloc((size_t)size + 1))) {
       if (fread(buf, 1, (size_t)size, f) != (size_t)size || memcmp(buf, header, hl) != 0) {
         free(buf);
         buf = NULL;
@@ -295,8 +296,8 @@ ty_status ty__ptx_cache_get(ty__ptx_cache *c, const uint8_t *key, size_t keylen,
     c->hits++;
     return TY_OK;
   }
-  ty__ptx_entry *e = calloc(1, sizeof *e);
-  if (!e || !(e->key = malloc(keylen ? keylen : 1))) {
+  ty__ptx_entry *e = ty__calloc(1, sizeof *e);
+  if (!e || !(e->key = ty__malloc(keylen ? keylen : 1))) {
     free(e);
     if (err) snprintf(err, errlen, "out of memory for a kernel cache entry");
     return TY_ENOMEM;

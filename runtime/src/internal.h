@@ -9,6 +9,7 @@
 #ifndef TY_INTERNAL_H
 #define TY_INTERNAL_H
 
+#include "alloc.h"
 #include "tycho/task.h"
 #include "tycho/tycho.h"
 

@@ -536,7 +536,7 @@ ty_status ty_load_npy(ty_runtime *rt, const char *path, ty_store **out) {
     st = ty__fail(rt, st, "ty_load_npy: '%s': %s", path, err);
     goto done;
   }
-  hdr = malloc((size_t)end); /* <= TY_NPY_MAX_HEADER */
+  hdr = ty__malloc((size_t)end); /* <= TY_NPY_MAX_HEADER */
   if (!hdr) {
     st = ty__fail(rt, TY_ENOMEM, "ty_load_npy: out of memory reading a header");
     goto done;
@@ -557,7 +557,7 @@ ty_status ty_load_npy(ty_runtime *rt, const char *path, ty_store **out) {
     if ((st = ty__storage_ensure(rt, s->storage, false))) goto done;
     char *dst = ty__store_base(s);
     if (h.fortran_order && h.ndim > 1) {
-      tmp = malloc((size_t)h.data_bytes);
+      tmp = ty__malloc((size_t)h.data_bytes);
       if (!tmp) {
         st = ty__fail(rt, TY_ENOMEM, "ty_load_npy: out of memory: %llu bytes to transpose '%s'",
                       (unsigned long long)h.data_bytes, path);
@@ -605,7 +605,7 @@ static mode_t current_umask(void) {
  * file systems refuse fsync on a directory). */
 static void fsync_parent(const char *path) {
   const char *slash = strrchr(path, '/');
-  char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+  char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : ty__strdup(".");
   if (!dir) return;
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
@@ -639,7 +639,7 @@ ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
     if (ty_store_is_contiguous(s) && s->storage->data) {
       data = ty__store_base(s);
     } else {
-      buf = malloc(nbytes);
+      buf = ty__malloc(nbytes);
       if (!buf)
         return ty__fail(rt, TY_ENOMEM, "ty_save_npy: out of memory: %zu bytes to gather the store",
                         nbytes);
@@ -652,7 +652,7 @@ ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
   }
 
   size_t plen = strlen(path);
-  char *tmpl = malloc(plen + sizeof ".tmp.XXXXXX");
+  char *tmpl = ty__malloc(plen + sizeof ".tmp.XXXXXX");
   if (!tmpl) {
     free(buf);
     return ty__fail(rt, TY_ENOMEM, "ty_save_npy: out of memory");

@@ -36,6 +36,7 @@
  *    split, pieces accumulate into private tiles that the runtime combines into
  *    the output, which a "fill" launch first sets to the identity.
  */
+#include "alloc.h"
 #include "fused.h"
 
 #include <math.h>
@@ -188,7 +189,7 @@ static ty_status reg(ty_runtime *rt, const char *name, ty_variant_fn fn, const v
 
 ty_status ty__register_builtins(ty_runtime *rt) {
   ty__blas_init();
-  builtins *b = calloc(1, sizeof *b);
+  builtins *b = ty__calloc(1, sizeof *b);
   if (!b) return ty__fail(rt, TY_ENOMEM, "out of memory registering the built-in tasks");
   rt->builtins = b;
   ty_status st = TY_OK;

@@ -176,12 +176,12 @@ const char *ty__intern(ty_runtime *rt, const char *text) {
   if (rt->norigins >= 4096) return "scope"; /* generated origins: stop growing */
   if (rt->norigins == rt->cap_origins) {
     int cap = rt->cap_origins ? rt->cap_origins * 2 : 16;
-    char **o = realloc(rt->origins, (size_t)cap * sizeof *o);
+    char **o = ty__realloc(rt->origins, (size_t)cap * sizeof *o);
     if (!o) return "scope";
     rt->origins = o;
     rt->cap_origins = cap;
   }
-  char *copy = strdup(text);
+  char *copy = ty__strdup(text);
   if (!copy) return "scope";
   rt->origins[rt->norigins++] = copy;
   return copy;

@@ -143,7 +143,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   if (c.sysmem == 0) c.sysmem = physical_memory() / 10 * 8;
   if (c.window == 0) c.window = TY_DEFAULT_WINDOW;
 
-  ty_runtime *rt = calloc(1, sizeof *rt);
+  ty_runtime *rt = ty__calloc(1, sizeof *rt);
   if (!rt) return TY_ENOMEM;
   rt->refs = 1;
   rt->cfg = c;
@@ -151,8 +151,8 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   rt->next_launch_seq = 1;
   rt->seed = 0x7963686f; /* "ycho": any fixed default keeps runs reproducible */
   atomic_init(&rt->interrupt, 0);
-  rt->window = calloc((size_t)c.window, sizeof *rt->window);
-  rt->explain = calloc(TY_EXPLAIN_KEEP, sizeof *rt->explain);
+  rt->window = ty__calloc((size_t)c.window, sizeof *rt->window);
+  rt->explain = ty__calloc(TY_EXPLAIN_KEEP, sizeof *rt->explain);
   if (!rt->window || !rt->explain) {
     free(rt->window);
     free(rt->explain);
@@ -266,7 +266,7 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
                      s.bytes_elided, s.peak_transient, s.stores_live};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
-  char *b = malloc(cap);
+  char *b = ty__malloc(cap);
   if (!b) return ty__fail(rt, TY_ENOMEM, "stats: out of memory");
 #define PUT(...) (len += (size_t)snprintf(b + len, len < cap ? cap - len : 0, __VA_ARGS__))
   if (format && strcmp(format, "json") == 0) {

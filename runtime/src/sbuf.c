@@ -23,7 +23,7 @@ void ty__sb_printf(ty_sbuf *b, const char *fmt, ...) {
       return;
     }
     size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-    char *q = realloc(b->p, cap);
+    char *q = ty__realloc(b->p, cap);
     if (!q) {
       b->failed = true;
       return;

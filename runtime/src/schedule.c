@@ -14,6 +14,7 @@
  *    longest dependence chain; ties follow program order, so it is
  *    deterministic. Uses more transient memory.
  */
+#include "alloc.h"
 #include "schedule.h"
 
 #include <stdlib.h>
@@ -24,7 +25,7 @@ int64_t ty__simulate_peak(const ty_graph *g, const int *wave_of) {
   for (int i = 0; i < g->n; i++)
     if (wave_of[i] + 1 > nw) nw = wave_of[i] + 1;
   if (nw == 0 || g->nbuf == 0) return 0;
-  int64_t *delta = calloc((size_t)nw + 1, sizeof *delta);
+  int64_t *delta = ty__calloc((size_t)nw + 1, sizeof *delta);
   if (!delta) return -1;
   for (int b = 0; b < g->nbuf; b++) {
     int lo = nw, hi = -1;
@@ -65,7 +66,7 @@ static void fill_stats(const ty_graph *g, const int *wave_of, int cp, ty_sched_s
   for (int i = 0; i < g->n; i++)
     if (wave_of[i] + 1 > nw) nw = wave_of[i] + 1;
   st->waves = nw;
-  int *count = calloc((size_t)nw + 1, sizeof *count);
+  int *count = ty__calloc((size_t)nw + 1, sizeof *count);
   if (count) {
     for (int i = 0; i < g->n; i++) count[wave_of[i]]++;
     for (int w = 0; w < nw; w++) {
@@ -80,7 +81,7 @@ static void fill_stats(const ty_graph *g, const int *wave_of, int cp, ty_sched_s
 ty_status ty__schedule(const ty_graph *g, ty_favor favor, int *wave_of, ty_sched_stats *st) {
   int n = g->n;
   for (int i = 0; i < n; i++) wave_of[i] = i;
-  int *level = malloc((size_t)(n ? n : 1) * sizeof *level);
+  int *level = ty__malloc((size_t)(n ? n : 1) * sizeof *level);
   if (!level) {
     fill_stats(g, wave_of, n, st);
     return TY_ENOMEM;

@@ -63,7 +63,7 @@ static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
 
 static ty_store *store_alloc(ty_runtime *rt, ty_storage *st, ty_dtype t, int ndim,
                              const int64_t *shape) {
-  ty_store *s = calloc(1, sizeof *s);
+  ty_store *s = ty__calloc(1, sizeof *s);
   if (!s) return NULL;
   s->refs = 1;
   s->id = rt->next_store_id++;
@@ -100,7 +100,7 @@ ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *sha
                     "%s with %s in use (raise it with --sysmem, or stream the computation)",
                     sh, ty_dtype_name(t), need, budget, used);
   }
-  ty_storage *stg = calloc(1, sizeof *stg);
+  ty_storage *stg = ty__calloc(1, sizeof *stg);
   if (!stg) return ty__fail(rt, TY_ENOMEM, "out of memory allocating a store");
   stg->nbytes = nbytes;
   stg->rt = rt;
@@ -124,7 +124,7 @@ ty_status ty_store_attach(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *s
   if (st != TY_OK) return st;
   if (!data || ((uintptr_t)data & 7u))
     return ty__fail(rt, TY_EINVAL, "ty_store_attach: data must be a non-NULL, 8-byte aligned pointer");
-  ty_storage *stg = calloc(1, sizeof *stg);
+  ty_storage *stg = ty__calloc(1, sizeof *stg);
   if (!stg) return ty__fail(rt, TY_ENOMEM, "out of memory attaching a buffer");
   stg->nbytes = (size_t)size * ty_dtype_size(t);
   stg->rt = rt;
@@ -195,10 +195,10 @@ static void *block_alloc(ty_runtime *rt, size_t bytes) {
       return p;
     }
   size_t align = bytes >= TY_HUGE_MIN ? TY_HUGE_ALIGN : TY_ALIGN;
-  void *p = aligned_alloc(align, bytes);
+  void *p = ty__aligned_alloc(align, bytes);
   if (!p && rt->ncache) { /* the cache may hold what the system lacks */
     ty__cache_drop(rt);
-    p = aligned_alloc(align, bytes);
+    p = ty__aligned_alloc(align, bytes);
   }
 #ifdef MADV_HUGEPAGE
   if (p && bytes >= TY_HUGE_MIN) madvise(p, bytes, MADV_HUGEPAGE);

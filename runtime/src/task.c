@@ -29,12 +29,12 @@ ty_status ty_task_register(ty_runtime *rt, const ty_task_desc *desc, const ty_ta
     return ty__fail(rt, TY_EINVAL, "ty_task_register: a task named '%s' already exists", desc->name);
   if (rt->ntasks == rt->cap_tasks) {
     int cap = rt->cap_tasks ? rt->cap_tasks * 2 : 64;
-    ty_task **t = realloc(rt->tasks, (size_t)cap * sizeof *t);
+    ty_task **t = ty__realloc(rt->tasks, (size_t)cap * sizeof *t);
     if (!t) return ty__fail(rt, TY_ENOMEM, "ty_task_register: out of memory");
     rt->tasks = t;
     rt->cap_tasks = cap;
   }
-  ty_task *t = calloc(1, sizeof *t);
+  ty_task *t = ty__calloc(1, sizeof *t);
   if (!t) return ty__fail(rt, TY_ENOMEM, "ty_task_register: out of memory");
   snprintf(t->name, sizeof t->name, "%s", desc->name);
   t->cpu = desc->cpu;
@@ -42,7 +42,7 @@ ty_status ty_task_register(ty_runtime *rt, const ty_task_desc *desc, const ty_ta
   t->traits = desc->traits;
   t->flags = desc->flags;
   t->release = desc->release;
-  if (desc->signature && !(t->signature = strdup(desc->signature))) {
+  if (desc->signature && !(t->signature = ty__strdup(desc->signature))) {
     free(t);
     return ty__fail(rt, TY_ENOMEM, "ty_task_register: out of memory");
   }

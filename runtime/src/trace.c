@@ -8,6 +8,7 @@
  * the trace needs no lock. One track (tid) per worker; flushes and waves on
  * track "runtime"; transient bytes as a counter track.
  */
+#include "alloc.h"
 #include "trace.h"
 
 #include <stdio.h>
@@ -53,7 +54,7 @@ static ev *push(ty_runtime *rt) {
   if (!t || t->failed) return NULL;
   if (t->n == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 4096;
-    ev *e = realloc(t->evs, cap * sizeof *e);
+    ev *e = ty__realloc(t->evs, cap * sizeof *e);
     if (!e) {
       t->failed = true;
       return NULL;
@@ -104,7 +105,7 @@ void ty__trace_counter(ty_runtime *rt, double t, int64_t bytes) {
 /* Write to path.tmp.XXXXXX, fsync, rename. */
 static ty_status write_atomic(ty_runtime *rt, const char *path, const char *data, size_t len) {
   size_t n = strlen(path) + 16;
-  char *tmp = malloc(n);
+  char *tmp = ty__malloc(n);
   if (!tmp) return ty__fail(rt, TY_ENOMEM, "trace: out of memory");
   snprintf(tmp, n, "%s.tmp.XXXXXX", path);
   int fd = mkstemp(tmp);
@@ -251,8 +252,8 @@ static void trace_destroy(struct ty_trace *t) {
 ty_status ty_trace_start(ty_runtime *rt, const char *json_path, const char *svg_path) {
   if (!rt || !json_path || !*json_path) return TY_EINVAL;
   if (rt->trace) return ty__fail(rt, TY_EINVAL, "trace: a trace is already being recorded");
-  struct ty_trace *t = calloc(1, sizeof *t);
-  if (!t || !(t->json_path = strdup(json_path)) || (svg_path && !(t->svg_path = strdup(svg_path)))) {
+  struct ty_trace *t = ty__calloc(1, sizeof *t);
+  if (!t || !(t->json_path = ty__strdup(json_path)) || (svg_path && !(t->svg_path = ty__strdup(svg_path)))) {
     if (t) trace_destroy(t);
     return ty__fail(rt, TY_ENOMEM, "trace: out of memory");
   }

@@ -45,7 +45,7 @@ static ty_pending *launch_alloc(ty_runtime *rt) {
     rt->nfree_pending--;
     return l;
   }
-  return malloc(sizeof *l);
+  return ty__malloc(sizeof *l);
 }
 
 void ty__pending_cache_free(ty_runtime *rt) {
@@ -229,7 +229,7 @@ static ty_status private_init(const ty_arg *a, int ndim, const int64_t *lo, cons
   }
   pt->count = n;
   size_t es = ty_dtype_size(a->store->dtype);
-  pt->buf = malloc((size_t)(n ? n : 1) * es);
+  pt->buf = ty__malloc((size_t)(n ? n : 1) * es);
   if (!pt->buf) return TY_ENOMEM;
   set_identity(pt->buf, a->store->dtype, a->redop, n);
   return TY_OK;
@@ -362,12 +362,12 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
   bool has_reduce = false;
   for (int i = 0; i < l->nargs; i++) has_reduce |= l->args[i].priv == TY_PRIV_REDUCE;
   if (has_reduce) {
-    pr->privates = calloc((size_t)pieces * (size_t)l->nargs, sizeof *pr->privates);
+    pr->privates = ty__calloc((size_t)pieces * (size_t)l->nargs, sizeof *pr->privates);
     if (!pr->privates)
       return ty__fail(rt, TY_ENOMEM, "%s: out of memory for reduction buffers", l->task->name);
   }
   if (pieces > 1) {
-    pr->results = calloc((size_t)pieces, sizeof *pr->results);
+    pr->results = ty__calloc((size_t)pieces, sizeof *pr->results);
     if (!pr->results) {
       pr->results = &pr->one;
       return ty__fail(rt, TY_ENOMEM, "%s: out of memory", l->task->name);
@@ -521,7 +521,7 @@ static bool add_dep(graph_space *gs, int *k, size_t *cap, int j, int i) {
   if (i < 0 || gs->mark[i] == j) return true;
   if ((size_t)*k == *cap) {
     size_t ncap = *cap * 2;
-    int *d = realloc(gs->dep_idx, ncap * sizeof *d);
+    int *d = ty__realloc(gs->dep_idx, ncap * sizeof *d);
     if (!d) return false;
     gs->dep_idx = d;
     *cap = ncap;
@@ -541,22 +541,22 @@ static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space 
   int nargs = 0;
   for (int i = 0; i < n; i++) nargs += w[i]->nargs;
   size_t na = (size_t)nargs + 1, nn = (size_t)n + 1;
-  gs->dep_ptr = malloc(nn * sizeof(int));
+  gs->dep_ptr = ty__malloc(nn * sizeof(int));
   size_t dep_cap = 2 * na;
-  gs->dep_idx = malloc(dep_cap * sizeof(int));
-  gs->mark = malloc(nn * sizeof(int));
-  gs->buf_bytes = malloc(na * sizeof(int64_t));
-  gs->user_ptr = malloc((na + 1) * sizeof(int));
-  gs->user_idx = malloc(na * sizeof(int));
-  gs->storages = malloc(na * sizeof(ty_storage *));
-  gs->last_writer = malloc(na * sizeof(int));
-  gs->reader_head = malloc(na * sizeof(int));
-  gs->reader_next = malloc(na * sizeof(int));
-  gs->reader_launch = malloc(na * sizeof(int));
-  gs->nstores = calloc(na, sizeof(int));
-  gs->buf_of = malloc(na * sizeof(int));
-  gs->window_only = malloc(na * sizeof(bool));
-  gs->stores = malloc(na * sizeof(ty_store *));
+  gs->dep_idx = ty__malloc(dep_cap * sizeof(int));
+  gs->mark = ty__malloc(nn * sizeof(int));
+  gs->buf_bytes = ty__malloc(na * sizeof(int64_t));
+  gs->user_ptr = ty__malloc((na + 1) * sizeof(int));
+  gs->user_idx = ty__malloc(na * sizeof(int));
+  gs->storages = ty__malloc(na * sizeof(ty_storage *));
+  gs->last_writer = ty__malloc(na * sizeof(int));
+  gs->reader_head = ty__malloc(na * sizeof(int));
+  gs->reader_next = ty__malloc(na * sizeof(int));
+  gs->reader_launch = ty__malloc(na * sizeof(int));
+  gs->nstores = ty__calloc(na, sizeof(int));
+  gs->buf_of = ty__malloc(na * sizeof(int));
+  gs->window_only = ty__malloc(na * sizeof(bool));
+  gs->stores = ty__malloc(na * sizeof(ty_store *));
   if (!gs->dep_ptr || !gs->dep_idx || !gs->mark || !gs->buf_bytes || !gs->user_ptr ||
       !gs->user_idx || !gs->storages || !gs->last_writer || !gs->reader_head ||
       !gs->reader_next || !gs->reader_launch || !gs->nstores || !gs->buf_of ||
@@ -671,8 +671,8 @@ static void run_wave(ty_runtime *rt, ty_pending **w, const int *members, int cou
   prepared prs_local[8];
   ty_status sts_local[8];
   bool local = count <= 8;
-  prepared *prs = local ? prs_local : calloc((size_t)count, sizeof *prs);
-  ty_status *sts = local ? sts_local : calloc((size_t)count, sizeof *sts);
+  prepared *prs = local ? prs_local : ty__calloc((size_t)count, sizeof *prs);
+  ty_status *sts = local ? sts_local : ty__calloc((size_t)count, sizeof *sts);
   if (!prs || !sts) { /* degrade to one launch at a time */
     free(prs);
     free(sts);
@@ -690,8 +690,8 @@ static void run_wave(ty_runtime *rt, ty_pending **w, const int *members, int cou
   }
   bool tracing = ty__tracing(rt);
   double t0 = tracing ? ty__trace_time(rt) : 0;
-  slot *slots = total > 1 ? malloc((size_t)total * sizeof *slots) : NULL;
-  ty_trace_piece *tp = tracing && total ? calloc((size_t)total, sizeof *tp) : NULL;
+  slot *slots = total > 1 ? ty__malloc((size_t)total * sizeof *slots) : NULL;
+  ty_trace_piece *tp = tracing && total ? ty__calloc((size_t)total, sizeof *tp) : NULL;
   if (total == 1 && tp) { /* one point task: run it here, timed */
     for (int m = 0; m < count; m++)
       if (sts[m] == TY_OK && !prs[m].skip) {
@@ -793,8 +793,8 @@ ty_status ty_flush(ty_runtime *rt) {
   /* schedule into waves under the window's favor (one favor per window);
    * without memory for the graph, run one launch per wave */
   ty_favor favor = w[0]->pol.p.favor;
-  int *wave_of = malloc((size_t)n * sizeof *wave_of);
-  int *members = malloc((size_t)n * sizeof *members);
+  int *wave_of = ty__malloc((size_t)n * sizeof *wave_of);
+  int *members = ty__malloc((size_t)n * sizeof *members);
   graph_space gs;
   ty_graph g;
   ty_sched_stats ss = {.waves = n, .critical_path = n, .widest = 1};

@@ -243,6 +243,15 @@ ty_status ty_flush(ty_runtime *rt);
  * may release stores; it must not append launches or flush. NULL removes it. */
 void ty_set_flush_hook(ty_runtime *rt, void (*hook)(void *ud), void *ud);
 
+/* ---- fault injection (testing) ----------------------------------------------
+ * Every allocation the core makes is counted; after ty_fault_fail_alloc(k) the
+ * k-th one from then on fails (once), and the operation that made it returns
+ * TY_ENOMEM. k = 0 disarms. Process-wide; for tests and fault-injection runs
+ * (see docs/reliability.md), never needed by applications. */
+void ty_fault_fail_alloc(long k);
+long ty_fault_alloc_count(void); /* allocations counted since the last arming */
+long ty_fault_failures(void);    /* allocations failed on purpose, in all */
+
 /* ---- stores ----------------------------------------------------------------- */
 
 /* A new store with fresh storage, charged against the budget now and
