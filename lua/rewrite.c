@@ -33,8 +33,9 @@
  *
  * Invariants: the output equals the input outside the headers it replaced;
  * each replacement holds as many line breaks as the text it replaced (the
- * same bytes, emitted after the rewritten header). Nothing here allocates
- * except the output buffer; nothing depends on Lua.
+ * same bytes, emitted after the rewritten header, kept apart by a space where
+ * two that were apart would otherwise read as one \r\n or \n\r). Nothing
+ * here allocates except the output buffer; nothing depends on Lua.
  */
 #include "rewrite.h"
 
@@ -500,10 +501,27 @@ static int parse_header(scan *z, int line, obuf *b) {
   return TL_REWRITE_DONE;
 }
 
-/* Copy the line breaks of s[from, to) (as they are: \r\n stays \r\n). */
-static void copy_breaks(obuf *b, const char *s, size_t from, size_t to) {
-  for (size_t i = from; i < to; i++)
-    if (s[i] == '\n' || s[i] == '\r') ob_add(b, s + i, 1);
+/* Copy the line breaks of the header s[from, to), each as it is (\r\n stays
+ * \r\n), so that the lines after it keep their numbers. Lua reads \n\r and
+ * \r\n as one break: a lone \n and a lone \r that were apart in the header
+ * ("\n-- note\r") must not meet in the output, nor the header's last lone
+ * break and the byte after `do` (`next`), so a space goes between them
+ * (found by tests/fuzz/fuzz_rewrite). */
+static void copy_breaks(obuf *b, const char *s, size_t from, size_t to, int next) {
+  int lone = 0; /* the last break written, when it was a single byte */
+  for (size_t i = from; i < to;) {
+    char c = s[i];
+    if (c != '\n' && c != '\r') {
+      i++;
+      continue;
+    }
+    size_t n = i + 1 < to && is_nl((unsigned char)s[i + 1]) && s[i + 1] != c ? 2 : 1;
+    if (lone && lone != c) ob_add(b, " ", 1);
+    ob_add(b, s + i, n);
+    lone = n == 1 ? c : 0;
+    i += n;
+  }
+  if (lone && is_nl(next) && next != lone) ob_add(b, " ", 1);
 }
 
 /* ---- the chunk ------------------------------------------------------------------- */
@@ -559,7 +577,7 @@ int tl_rewrite(const char *src, size_t len, const char *chunkname, char **out, s
           if (err && errlen) snprintf(err, errlen, "parallel<...>: not enough memory");
           return TL_REWRITE_NOMEM;
         }
-        copy_breaks(&b, src, s0, z.i);
+        copy_breaks(&b, src, s0, z.i, at(&z, z.i));
         copied = z.i;
         changed = true;
       }

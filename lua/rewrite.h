@@ -9,7 +9,8 @@
  *
  * tl_rewrite is a pure function (no Lua state, no allocation but its output):
  * a host or a test can call it alone. The loaders below (implemented in
- * lpolicy.c) rewrite a text chunk and then load it; binary chunks pass
+ * lpolicy.c) rewrite a text chunk and then load it; binary chunks are
+ * refused unless bytecode is allowed (--allow-bytecode), and then load
  * unchanged. Every entry point of the shell and of the binding goes through
  * them, so scripts, the REPL, require, dofile, loadfile, load and busted's
  * spec loader all accept the sugar.

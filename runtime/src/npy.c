@@ -14,6 +14,10 @@
  * all before the loader allocates anything. The store is charged against the
  * memory budget before its storage is allocated, and a short read (a file
  * that shrank while being read) is an error, never uninitialised data.
+ * Fortran-order data is read through a 4 MiB buffer and scattered into the
+ * store, so no load needs more than the store itself plus that buffer. The
+ * loader reads a file or, for tests and tests/fuzz, a buffer in memory
+ * (ty__npy_load_buffer): one code path either way.
  *
  * Saving writes to "<path>.tmp.XXXXXX" beside the target, fsyncs it and
  * renames it over the target, so a reader sees the old file or the new one,
@@ -359,52 +363,77 @@ ty_status ty__npy_parse(const void *buf, size_t len, uint64_t file_size, ty_npy_
   return TY_OK;
 }
 
-/* Fortran order is C order of the reversed shape: walk the destination in C
- * order, stepping the source by the Fortran strides (dim 0 fastest). */
-static void fortran_to_c(int ndim, const int64_t *shape, size_t es, const char *src, char *dst) {
-  int64_t fst[TY_MAX_RANK], idx[TY_MAX_RANK] = {0};
+/* Fortran order is C order of the reversed shape: the file's elements come
+ * with dim 0 fastest, and each goes to its C-order place in dst. The walk
+ * keeps its place between calls, so the loader can read a Fortran-order file
+ * through a small buffer (NPY_CHUNK): the transposing load then needs the
+ * store plus 4 MiB, not twice the store. */
+typedef struct walk {
+  int64_t idx[TY_MAX_RANK]; /* multi-index of the next element, dim 0 fastest */
+  int64_t off;              /* its C-order offset, in elements */
+} walk;
+
+/* Scatter the next n elements of the file (src) into dst. The header parsed,
+ * so count > 0 means every dim > 0 and offsets stay below count. */
+static void fortran_scatter(const ty_npy_header *h, walk *w, const char *src, int64_t n,
+                            char *dst) {
+  size_t es = ty_dtype_size(h->dtype);
+  int64_t cst[TY_MAX_RANK];
   int64_t s = 1;
-  for (int d = 0; d < ndim; d++) {
-    fst[d] = s;
-    s *= shape[d];
+  for (int d = h->ndim - 1; d >= 0; d--) {
+    cst[d] = s;
+    s *= h->shape[d];
   }
-  int last = ndim - 1;
-  int64_t n = shape[last], step = fst[last] * (int64_t)es, off = 0;
-  for (;;) {
-    const char *p = src + off * (int64_t)es;
+  while (n > 0) {
+    /* a run along dim 0: contiguous in the file, stride cst[0] in dst */
+    int64_t run = h->shape[0] - w->idx[0];
+    if (run > n) run = n;
+    char *p = dst + w->off * (int64_t)es;
+    int64_t step = cst[0] * (int64_t)es;
     switch (es) {
     case 8:
-      for (int64_t i = 0; i < n; i++, p += step, dst += 8) memcpy(dst, p, 8);
+      for (int64_t i = 0; i < run; i++, src += 8, p += step) memcpy(p, src, 8);
       break;
     case 4:
-      for (int64_t i = 0; i < n; i++, p += step, dst += 4) memcpy(dst, p, 4);
+      for (int64_t i = 0; i < run; i++, src += 4, p += step) memcpy(p, src, 4);
       break;
     default:
-      for (int64_t i = 0; i < n; i++, p += step, dst += es) memcpy(dst, p, es);
+      for (int64_t i = 0; i < run; i++, src += es, p += step) memcpy(p, src, es);
       break;
     }
-    int d = last - 1;
-    for (; d >= 0; d--) {
-      off += fst[d];
-      if (++idx[d] < shape[d]) break;
-      off -= fst[d] * shape[d];
-      idx[d] = 0;
+    n -= run;
+    w->idx[0] += run;
+    w->off += run * cst[0];
+    if (w->idx[0] < h->shape[0]) break; /* n is 0: the chunk ended inside the run */
+    w->off -= h->shape[0] * cst[0];
+    w->idx[0] = 0;
+    for (int d = 1; d < h->ndim; d++) {
+      w->off += cst[d];
+      if (++w->idx[d] < h->shape[d]) break;
+      w->off -= cst[d] * h->shape[d];
+      w->idx[d] = 0;
     }
-    if (d < 0) break;
   }
 }
 
+/* numpy writes bools as 0/1, but a file may hold any byte; kernels rely on 0/1. */
+static void normalise_bools(const ty_npy_header *h, void *dst) {
+  if (h->dtype != TY_BOOL) return;
+  unsigned char *b = dst;
+  for (int64_t i = 0; i < h->count; i++) b[i] = b[i] != 0;
+}
+
+static bool transposed(const ty_npy_header *h) { return h->fortran_order && h->ndim > 1; }
+
 void ty__npy_decode(const ty_npy_header *h, const void *src, void *dst) {
   if (h->count == 0) return;
-  if (h->fortran_order && h->ndim > 1)
-    fortran_to_c(h->ndim, h->shape, ty_dtype_size(h->dtype), src, dst);
-  else if (src != dst)
+  if (transposed(h)) {
+    walk w = {{0}, 0};
+    fortran_scatter(h, &w, src, h->count, dst);
+  } else if (src != dst) {
     memcpy(dst, src, (size_t)h->data_bytes);
-  if (h->dtype == TY_BOOL) {
-    /* numpy writes 0/1, but a file may hold any byte; kernels rely on 0/1 */
-    unsigned char *b = dst;
-    for (int64_t i = 0; i < h->count; i++) b[i] = b[i] != 0;
   }
+  normalise_bools(h, dst);
 }
 
 /* ---- header writing (pure) --------------------------------------------------- */
@@ -485,11 +514,120 @@ static int write_full(int fd, const void *buf, size_t n) {
   return 0;
 }
 
-static ty_status read_error(ty_runtime *rt, const char *path, int e) {
+/* The loader reads through a source: an open regular file, or bytes in
+ * memory (ty__npy_load_buffer: tests and the fuzz target). */
+typedef struct source {
+  int fd;                   /* -1: read mem */
+  const unsigned char *mem;
+  uint64_t size;            /* the file's size, measured once */
+  uint64_t chunk;           /* bytes per read of Fortran-order data */
+} source;
+
+/* Exactly n bytes at off: 0, an errno value, or -1 for an early end. */
+static int src_read(const source *src, void *buf, uint64_t n, uint64_t off) {
+  if (src->fd >= 0) return pread_full(src->fd, buf, n, off);
+  if (off > src->size || n > src->size - off) return -1;
+  if (n) memcpy(buf, src->mem + off, (size_t)n);
+  return 0;
+}
+
+static ty_status read_error(ty_runtime *rt, const char *name, int e) {
   if (e < 0)
     return ty__fail(rt, TY_EIO, "ty_load_npy: '%s': truncated (the file changed while being read)",
-                    path);
-  return ty__fail(rt, TY_EIO, "ty_load_npy: cannot read '%s': %s", path, strerror(e));
+                    name);
+  return ty__fail(rt, TY_EIO, "ty_load_npy: cannot read '%s': %s", name, strerror(e));
+}
+
+/* The buffer a Fortran-order file is read through, then scattered (see walk):
+ * 4 MiB, large enough that the reads cost nothing next to the scatter. */
+#define NPY_CHUNK ((uint64_t)4 << 20)
+
+/* The data of a parsed file into dst (h->data_bytes bytes), in C order. */
+static ty_status load_data(ty_runtime *rt, const char *name, const source *src,
+                           const ty_npy_header *h, char *dst) {
+  int e;
+  if (!transposed(h)) {
+    if ((e = src_read(src, dst, h->data_bytes, h->data_offset))) return read_error(rt, name, e);
+    normalise_bools(h, dst);
+    return TY_OK;
+  }
+  uint64_t es = ty_dtype_size(h->dtype);
+  uint64_t chunk = src->chunk / es * es;
+  if (chunk < es) chunk = es;
+  if (chunk > h->data_bytes) chunk = h->data_bytes;
+  /* a buffer source is read in place (ty__npy_parse checked the range) */
+  char *buf = src->fd < 0 ? NULL : ty__malloc((size_t)chunk);
+  if (src->fd >= 0 && !buf)
+    return ty__fail(rt, TY_ENOMEM, "ty_load_npy: out of memory: %llu bytes to read '%s'",
+                    (unsigned long long)chunk, name);
+  walk w = {{0}, 0};
+  for (uint64_t done = 0; done < h->data_bytes;) {
+    uint64_t n = h->data_bytes - done < chunk ? h->data_bytes - done : chunk;
+    const char *p = buf;
+    if (!buf) {
+      p = (const char *)src->mem + h->data_offset + done;
+    } else if ((e = src_read(src, buf, n, h->data_offset + done))) {
+      free(buf);
+      return read_error(rt, name, e);
+    }
+    fortran_scatter(h, &w, p, (int64_t)(n / es), dst);
+    done += n;
+  }
+  free(buf);
+  normalise_bools(h, dst);
+  return TY_OK;
+}
+
+/* Everything the file claims is checked against its size before anything
+ * is allocated but the header (at most TY_NPY_MAX_HEADER bytes): then the
+ * store is charged against the memory budget (ty__store_new) before its
+ * storage exists. So the most a hostile file costs is min(its size, the
+ * budget) plus 4 MiB. */
+static ty_status load(ty_runtime *rt, const char *name, const source *src, ty_store **out) {
+  char err[TY_ERRLEN - 64];
+  unsigned char pre[12];
+  size_t npre = src->size < sizeof pre ? (size_t)src->size : sizeof pre;
+  int e = src_read(src, pre, npre, 0);
+  if (e) return read_error(rt, name, e);
+  uint64_t end;
+  ty_status st = ty__npy_header_end(pre, npre, src->size, &end, err, sizeof err);
+  if (st) return ty__fail(rt, st, "ty_load_npy: '%s': %s", name, err);
+  char *hdr = ty__malloc((size_t)end); /* <= TY_NPY_MAX_HEADER */
+  if (!hdr) return ty__fail(rt, TY_ENOMEM, "ty_load_npy: out of memory reading a header");
+  if ((e = src_read(src, hdr, end, 0))) {
+    free(hdr);
+    return read_error(rt, name, e);
+  }
+  ty_npy_header h;
+  st = ty__npy_parse(hdr, (size_t)end, src->size, &h, err, sizeof err);
+  free(hdr);
+  if (st) return ty__fail(rt, st, "ty_load_npy: '%s': %s", name, err);
+  ty_store *s = NULL;
+  st = ty__store_new(rt, h.dtype, h.ndim, h.shape, &s);
+  if (!st && h.count > 0) st = ty__storage_ensure(rt, s->storage, false);
+  if (st) {
+    /* over the budget: say which file ("out of memory: a store of shape ...") */
+    char msg[TY_ERRLEN - 64];
+    snprintf(msg, sizeof msg, "%s", ty_errmsg(rt));
+    ty_store_release(s);
+    return ty__fail(rt, st, "ty_load_npy: '%s': %s", name, msg);
+  }
+  if (h.count > 0 && (st = load_data(rt, name, src, &h, ty__store_base(s)))) {
+    ty_store_release(s);
+    return st;
+  }
+  *out = s;
+  return TY_OK;
+}
+
+ty_status ty__npy_load_buffer(ty_runtime *rt, const void *buf, size_t len, const char *name,
+                              size_t chunk, ty_store **out) {
+  if (!rt) return TY_EINVAL;
+  if (!out) return ty__fail(rt, TY_EINVAL, "ty_load_npy: out is NULL");
+  *out = NULL;
+  if (!buf && len) return ty__fail(rt, TY_EINVAL, "ty_load_npy: the buffer is NULL");
+  source src = {-1, buf, len, chunk ? chunk : NPY_CHUNK};
+  return load(rt, name ? name : "<buffer>", &src, out);
 }
 
 ty_status ty_load_npy(ty_runtime *rt, const char *path, ty_store **out) {
@@ -504,82 +642,21 @@ ty_status ty_load_npy(ty_runtime *rt, const char *path, ty_store **out) {
     return ty__fail(rt, e == ENOENT ? TY_ENOTFOUND : TY_EIO, "ty_load_npy: cannot open '%s': %s",
                     path, strerror(e));
   }
-  ty_status st = TY_OK;
-  ty_store *s = NULL;
-  char *hdr = NULL, *tmp = NULL;
+  ty_status st;
   struct stat sb;
   if (fstat(fd, &sb) != 0) {
     st = ty__fail(rt, TY_EIO, "ty_load_npy: cannot stat '%s': %s", path, strerror(errno));
-    goto done;
-  }
-  if (S_ISDIR(sb.st_mode)) {
+  } else if (S_ISDIR(sb.st_mode)) {
     st = ty__fail(rt, TY_EIO, "ty_load_npy: '%s' is a directory", path);
-    goto done;
-  }
-  if (!S_ISREG(sb.st_mode)) {
+  } else if (!S_ISREG(sb.st_mode)) {
     /* a pipe or device has no size to check the header against */
     st = ty__fail(rt, TY_EIO, "ty_load_npy: '%s' is not a regular file", path);
-    goto done;
+  } else {
+    source src = {fd, NULL, (uint64_t)sb.st_size, NPY_CHUNK};
+    st = load(rt, path, &src, out);
   }
-  uint64_t fsize = (uint64_t)sb.st_size;
-  char err[TY_ERRLEN - 64];
-
-  unsigned char pre[12];
-  size_t npre = fsize < sizeof pre ? (size_t)fsize : sizeof pre;
-  int e = pread_full(fd, pre, npre, 0);
-  if (e) {
-    st = read_error(rt, path, e);
-    goto done;
-  }
-  uint64_t end;
-  if ((st = ty__npy_header_end(pre, npre, fsize, &end, err, sizeof err))) {
-    st = ty__fail(rt, st, "ty_load_npy: '%s': %s", path, err);
-    goto done;
-  }
-  hdr = ty__malloc((size_t)end); /* <= TY_NPY_MAX_HEADER */
-  if (!hdr) {
-    st = ty__fail(rt, TY_ENOMEM, "ty_load_npy: out of memory reading a header");
-    goto done;
-  }
-  if ((e = pread_full(fd, hdr, end, 0))) {
-    st = read_error(rt, path, e);
-    goto done;
-  }
-  ty_npy_header h;
-  if ((st = ty__npy_parse(hdr, (size_t)end, fsize, &h, err, sizeof err))) {
-    st = ty__fail(rt, st, "ty_load_npy: '%s': %s", path, err);
-    goto done;
-  }
-  /* Everything the file claims is now checked against its size: the data
-   * is at most fsize bytes. The budget check comes with the store. */
-  if ((st = ty__store_new(rt, h.dtype, h.ndim, h.shape, &s))) goto done;
-  if (h.count > 0) {
-    if ((st = ty__storage_ensure(rt, s->storage, false))) goto done;
-    char *dst = ty__store_base(s);
-    if (h.fortran_order && h.ndim > 1) {
-      tmp = ty__malloc((size_t)h.data_bytes);
-      if (!tmp) {
-        st = ty__fail(rt, TY_ENOMEM, "ty_load_npy: out of memory: %llu bytes to transpose '%s'",
-                      (unsigned long long)h.data_bytes, path);
-        goto done;
-      }
-    }
-    if ((e = pread_full(fd, tmp ? tmp : dst, h.data_bytes, h.data_offset))) {
-      st = read_error(rt, path, e);
-      goto done;
-    }
-    ty__npy_decode(&h, tmp ? tmp : dst, dst);
-  }
-done:
   close(fd);
-  free(hdr);
-  free(tmp);
-  if (st) {
-    ty_store_release(s);
-    return st;
-  }
-  *out = s;
-  return TY_OK;
+  return st;
 }
 
 /* The process umask without changing it (umask() sets while it reads, a race

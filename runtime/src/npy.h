@@ -11,6 +11,9 @@
  *     ty__npy_decode(&h, data + h.data_offset, dst);
  *   }
  *
+ * (tests/fuzz/fuzz_npy.c does that, and runs the whole loader through
+ * ty__npy_load_buffer.)
+ *
  * Invariant of a header that parsed (TY_OK): 0 <= ndim <= TY_MAX_RANK, every
  * shape entry >= 0, count = their product (1 for ndim 0) without overflow,
  * data_bytes = count * dtype size <= INT64_MAX, and data_offset + data_bytes
@@ -74,5 +77,14 @@ size_t ty__npy_header_write(ty_dtype t, int ndim, const int64_t *shape, char *bu
 
 /* The descr string numpy uses for a dtype ("<f8", "|b1", ...). */
 const char *ty__npy_descr(ty_dtype t);
+
+/* ty_load_npy on bytes in memory: `buf` holds a whole file of `len` bytes,
+ * `name` stands for its path in messages (NULL: "<buffer>"). Same checks,
+ * same errors, same store; tests and the fuzz target (tests/fuzz) use it to
+ * reach the whole loader without the file system. Fortran-order data is
+ * scattered `chunk` bytes at a time as a file's is read (0: the loader's
+ * 4 MiB), so a small chunk exercises the walk's resumption. */
+ty_status ty__npy_load_buffer(ty_runtime *rt, const void *buf, size_t len, const char *name,
+                              size_t chunk, ty_store **out);
 
 #endif /* TY_NPY_H */

@@ -321,6 +321,123 @@ TEST(npy_load_fortran_order) {
   ty_runtime_destroy(rt);
 }
 
+/* Fortran-order data is read through a 4 MiB buffer and scattered into the
+ * store chunk by chunk: a file larger than the buffer, whose chunk ends in
+ * the middle of a column, and buffers scattered 1, 5, 7 or 24 bytes at a
+ * time (ty__npy_load_buffer) load exactly as one pass would. */
+TEST(npy_load_fortran_order_in_chunks) {
+  ty_runtime *rt = new_rt();
+  const char *dir = new_dir();
+  char path[512];
+  snprintf(path, sizeof path, "%s/big.npy", dir);
+  /* 513 x 1031 f64 = 4.03 MiB: the 4 MiB chunk ends 30 elements into a column */
+  enum { R = 513, C = 1031 };
+  double *f = malloc(sizeof(double) * R * C), *want = malloc(sizeof(double) * R * C);
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) {
+      f[i + (size_t)R * j] = i * 10000.0 + j;
+      want[(size_t)i * C + j] = i * 10000.0 + j;
+    }
+  unsigned char *buf = malloc(128 + sizeof(double) * R * C);
+  size_t n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': True, 'shape': (513, 1031), }",
+                      f, sizeof(double) * R * C);
+  write_bytes(path, buf, n);
+  ty_store *s = NULL;
+  CHECK_EQ_INT(ty_load_npy(rt, path, &s), TY_OK);
+  static const int64_t shape[] = {R, C};
+  if (s) check_store(rt, s, TY_F64, 2, shape, want);
+  ty_store_release(s);
+  free(f);
+  free(want);
+  free(buf);
+
+  /* rank 3 i32 and rank 2 bools (any non-zero byte is true), in small chunks */
+  int32_t g[2 * 3 * 4], gw[2 * 3 * 4];
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++)
+      for (int k = 0; k < 4; k++) {
+        g[i + 2 * j + 6 * k] = 100 * i + 10 * j + k;
+        gw[(i * 3 + j) * 4 + k] = 100 * i + 10 * j + k;
+      }
+  unsigned char small[512], bools[512];
+  size_t ng = make_npy(small, 1, "{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3, 4), }",
+                       g, sizeof g);
+  uint8_t b[6] = {0, 7, 0, 1, 255, 0}, bw[6] = {0, 1, 1, 1, 0, 0}; /* (3, 2) by columns */
+  size_t nb = make_npy(bools, 1, "{'descr': '|b1', 'fortran_order': True, 'shape': (3, 2), }", b,
+                       sizeof b);
+  static const int64_t shape3[] = {2, 3, 4}, shapeb[] = {3, 2};
+  static const size_t chunks[] = {1, 5, 7, 24, 0};
+  for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+    CHECK_EQ_INT(ty__npy_load_buffer(rt, small, ng, "g.npy", chunks[c], &s), TY_OK);
+    if (s) check_store(rt, s, TY_I32, 3, shape3, gw);
+    ty_store_release(s);
+    CHECK_EQ_INT(ty__npy_load_buffer(rt, bools, nb, "b.npy", chunks[c], &s), TY_OK);
+    if (s) check_store(rt, s, TY_BOOL, 2, shapeb, bw);
+    ty_store_release(s);
+  }
+  rm_dir(dir);
+  ty_runtime_destroy(rt);
+}
+
+/* The loader on a buffer (tests and tests/fuzz) is the file loader: same
+ * checks, same messages with the name given for the path. */
+TEST(npy_load_buffer_names_it_in_errors) {
+  ty_runtime *rt = new_rt();
+  unsigned char buf[512];
+  double d[3] = {1, 2, 3};
+  size_t n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", d,
+                      sizeof d);
+  ty_store *s = NULL;
+  CHECK_EQ_INT(ty__npy_load_buffer(rt, buf, n, "mem.npy", 0, &s), TY_OK);
+  static const int64_t shape[] = {3};
+  if (s) check_store(rt, s, TY_F64, 1, shape, d);
+  ty_store_release(s);
+  s = (ty_store *)0x1;
+  CHECK_EQ_INT(ty__npy_load_buffer(rt, buf, n - 1, "mem.npy", 0, &s), TY_EIO);
+  CHECK(s == NULL);
+  CHECK_STR_CONTAINS(ty_errmsg(rt),
+                     "ty_load_npy: 'mem.npy': truncated: shape (3,) of <f8 needs 24");
+  CHECK_EQ_INT(ty__npy_load_buffer(rt, buf, 5, NULL, 0, &s), TY_EIO);
+  CHECK_STR_CONTAINS(ty_errmsg(rt), "'<buffer>'");
+  CHECK_EQ_INT(ty__npy_load_buffer(rt, NULL, 0, "empty", 0, &s), TY_EIO);
+  CHECK_STR_CONTAINS(ty_errmsg(rt), "0 bytes is too short");
+  CHECK_EQ_INT(ty__npy_load_buffer(rt, buf, n, "x", 0, NULL), TY_EINVAL);
+  ty_runtime_destroy(rt);
+}
+
+/* A file that holds all the data it claims can still be larger than the
+ * memory budget (--sysmem): the loader fails before allocating the store,
+ * naming the file, its shape and the budget. The file here is sparse: 1 GiB
+ * of data that costs no disk. */
+TEST(npy_load_over_budget_fails_before_allocating) {
+  ty_config cfg;
+  ty_config_init(&cfg, NULL, 0);
+  cfg.sysmem = 1 << 20;
+  ty_runtime *rt = NULL;
+  CHECK_EQ_INT(ty_runtime_create(&cfg, &rt), TY_OK);
+  if (!rt) return;
+  const char *dir = new_dir();
+  char path[512];
+  snprintf(path, sizeof path, "%s/sparse.npy", dir);
+  unsigned char buf[512];
+  size_t n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': True, 'shape': (1024, 131072), }",
+                      NULL, 0);
+  write_bytes(path, buf, n);
+  CHECK(truncate(path, (off_t)n + ((off_t)1 << 30)) == 0);
+  expect_load_error(rt, path, TY_ENOMEM,
+                    "out of memory: a store of shape (1024, 131072) f64 needs 1.0 GiB; "
+                    "the host memory budget is 1.0 MiB");
+  /* within the budget the same loader succeeds */
+  n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", NULL, 0);
+  write_bytes(path, buf, n);
+  CHECK(truncate(path, (off_t)n + 16) == 0);
+  ty_store *s = NULL;
+  CHECK_EQ_INT(ty_load_npy(rt, path, &s), TY_OK);
+  ty_store_release(s);
+  rm_dir(dir);
+  ty_runtime_destroy(rt);
+}
+
 TEST(npy_load_versions_2_and_3) {
   ty_runtime *rt = new_rt();
   const char *dir = new_dir();
@@ -857,6 +974,9 @@ static const check_case cases[] = {
     CASE(npy_save_view_gathers_c_order),
     CASE(npy_header_matches_numpy_layout),
     CASE(npy_load_fortran_order),
+    CASE(npy_load_fortran_order_in_chunks),
+    CASE(npy_load_buffer_names_it_in_errors),
+    CASE(npy_load_over_budget_fails_before_allocating),
     CASE(npy_load_versions_2_and_3),
     CASE(npy_load_dtype_spellings_and_dict_syntax),
     CASE(npy_load_normalises_bools),

@@ -49,6 +49,24 @@ static int count_str(const char *hay, const char *needle) {
   return n;
 }
 
+/* Lines as Lua's lexer counts them: \n, \r, \r\n and \n\r are one break each. */
+static int lua_lines(const char *s, size_t upto) {
+  int n = 1;
+  for (size_t i = 0; s[i] && i < upto;) {
+    char c = s[i++];
+    if (c != '\n' && c != '\r') continue;
+    n++;
+    if ((s[i] == '\n' || s[i] == '\r') && s[i] != c) i++;
+  }
+  return n;
+}
+
+/* The 1-based line (Lua's count) of the first occurrence of needle, 0 when absent. */
+static int lua_line_of(const char *hay, const char *needle) {
+  const char *p = strstr(hay, needle);
+  return p ? lua_lines(hay, (size_t)(p - hay)) : 0;
+}
+
 /* The 1-based line of the first occurrence of needle, 0 when absent. */
 static int line_of(const char *hay, const char *needle) {
   const char *p = strstr(hay, needle);
@@ -123,6 +141,40 @@ TEST(header_over_lines_keeps_following_lines) {
   CHECK_EQ_INT(line_of(r.out, "marker5"), 6);
   CHECK_STR_CONTAINS(r.out, "{mode=\"all\", overdecompose=2}");
   free(r.out);
+}
+
+/* A lone \n and a lone \r that a comment or spaces kept apart inside a
+ * header are two lines; side by side in the output they would read as one
+ * \n\r break and move every later line up (found by tests/fuzz/fuzz_rewrite:
+ * corpus/rewrite/mixed_breaks.lua). Same for the header's last break and the
+ * byte after `do` (corpus/rewrite/crash_break_after_do.lua). */
+TEST(lone_breaks_in_header_stay_apart) {
+  static const struct {
+    const char *src;
+    int marker_line;
+  } cases[] = {
+      {"parallel<mode=all\n--c\r> do\nmarker()\nend\n", 4},
+      {"parallel<mode=all\r--c\n> do\nmarker()\nend\n", 4},
+      {"parallel<mode=all \n \r > do marker() end", 3},
+      {"parallel<mode=all --[[\n]] \r> do marker() end", 3},
+      {"parallel<mode=all>\ndo\rmarker() end", 3},
+      {"parallel<favor=debug>\rdo\nmarker() end", 3}, /* corpus/rewrite/crash_break_after_do.lua */
+      {"parallel<mode=all>\r\ndo\n\rmarker() end", 3},
+      {"parallel<mode=all>\rdo\r\nmarker() end", 3},
+      {"parallel<mode=all\n\r\n\r> do marker() end", 3},
+      {"parallel<mode=all\n\n\r\r> do marker() end", 4},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const char *src = cases[c].src;
+    rw_result r = rw(src);
+    CHECK_EQ_INT(r.r, TL_REWRITE_DONE);
+    CHECK_EQ_INT(lua_line_of(src, "marker"), cases[c].marker_line);
+    if (lua_line_of(r.out, "marker") != cases[c].marker_line)
+      fprintf(stderr, "case %zu: marker moved to line %d\n", c, lua_line_of(r.out, "marker"));
+    CHECK_EQ_INT(lua_line_of(r.out, "marker"), cases[c].marker_line);
+    CHECK_EQ_INT(lua_lines(r.out, strlen(r.out)), lua_lines(src, strlen(src)));
+    free(r.out);
+  }
 }
 
 TEST(crlf_line_breaks_are_kept) {
@@ -452,6 +504,7 @@ static const check_case cases[] = {
     CASE(nested_and_repeated_scopes),
     CASE(header_over_lines_keeps_following_lines),
     CASE(crlf_line_breaks_are_kept),
+    CASE(lone_breaks_in_header_stay_apart),
     CASE(no_sugar_means_no_copy),
     CASE(strings_and_comments_beside_sugar_are_untouched),
     CASE(origin_names_the_chunk_like_lua),

@@ -106,6 +106,33 @@ describe(".npy round trips", function()
     assert.are.same({"a.npy"}, listdir(dir))
   end)
 
+  -- The error reaches Lua and the old file survives byte for byte: a file
+  -- size limit (binding root too) stops the write half way in a child shell
+  -- (SIGXFSZ ignored, so write() fails with EFBIG instead of killing it).
+  it("keep the old file when a save fails half way, and say why", function()
+    local bin = os.getenv("TYCHO_BIN")
+    if not bin then return pending("TYCHO_BIN names the tycho executable") end
+    local p = dir .. "/keep.npy"
+    tycho.save(p, tycho.arange(3))
+    local f = assert(io.open(p, "rb"))
+    local before = f:read("a")
+    f:close()
+    local script = dir .. "/save.lua"
+    f = assert(io.open(script, "w"))
+    f:write(string.format("print(pcall(tycho.save, %q, tycho.ones(100000)))\n", p))
+    f:close()
+    local sh = string.format("trap '' XFSZ; ulimit -f 8; exec %s %s", q(bin), q(script))
+    local pipe = assert(io.popen("sh -c " .. q(sh) .. " 2>&1"))
+    local out = pipe:read("a")
+    pipe:close()
+    assert.matches("^false\t", out)
+    assert.matches("tycho.save: cannot write '" .. p:gsub("%p", "%%%0") .. "' %(write%): File too large", out)
+    f = assert(io.open(p, "rb"))
+    assert.are.equal(before, f:read("a"))
+    f:close()
+    assert.are.same({"keep.npy", "save.lua"}, listdir(dir))
+  end)
+
   it("loaded stores compute like any other", function()
     tycho.seed(5)
     local x = tycho.random({40, 30})

@@ -1,0 +1,2 @@
+x = 1
+parallel<mode=sometimes> do end

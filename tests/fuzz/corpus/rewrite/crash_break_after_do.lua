@@ -1,0 +1,1 @@
+parallel<favor=debug>do

@@ -1,0 +1,4 @@
+parallel<mode=all>
+do
+  x()
+end

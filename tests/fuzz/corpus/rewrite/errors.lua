@@ -1,0 +1,1 @@
+parallel<colour=red> do end

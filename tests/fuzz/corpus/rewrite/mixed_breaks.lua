@@ -1,0 +1,4 @@
+parallel<mode=all
+--c> do
+error("line 4")
+end
