@@ -32,6 +32,16 @@
  * Launch options: a built-in called with an options table sets them for the
  * launches of that call only (ty_launch_options); a to-be-closed guard
  * clears them when the C function returns or raises, so they never leak.
+ *
+ * Bytecode. The Lua VM does not verify precompiled chunks (string.dump,
+ * luac): a malformed or hostile one can crash the process or corrupt its
+ * memory. So every loader here loads text only and refuses a binary chunk
+ * with a message naming --allow-bytecode, unless the state allows bytecode:
+ * TYCHO_ALLOW_BYTECODE=1 when the binding is set up, the shell's
+ * --allow-bytecode, or a host's ty_lua_allow_bytecode. The flag lives in the
+ * policy state (a userdata: Lua code cannot flip it), and the worker states
+ * follow it (lworker.c). Task bodies are our own dumps, loaded by lbody.c
+ * with mode "b": they are not user input and are always allowed.
  */
 #include "tl.h"
 
@@ -64,6 +74,7 @@ static const char state_key = 'S'; /* registry[&state_key] = the policy state */
 typedef struct pol_state {
   lua_State *synced; /* whose scopes the runtime's stack holds (NULL: none yet) */
   int npushed;       /* scopes this binding pushed there for it */
+  bool allow_bytecode; /* the loaders accept precompiled chunks */
 } pol_state;
 
 /* A scope object. User value 1 = the thread that opened it. */
@@ -185,10 +196,26 @@ static void scope_close(lua_State *L, int idx, int sidx, ty_runtime *rt) {
 
 /* ---- tycho.parallel ------------------------------------------------------------------ */
 
-static int scope_gc_close(lua_State *L) {
-  scope_close(L, 1, STATE_UPV, box_rt(L));
+/* A streamed scope (memory set) runs its deferred launches when it ends:
+ * strict mode's errors belong to the scope's end. On an error exit (err not
+ * nil) the flush's own error is dropped: the first error is the one to see. */
+static int scope_end(lua_State *L, bool raise) {
+  pol_scope *sc = luaL_testudata(L, 1, SCOPE_META);
+  bool streamed = sc && sc->open && (sc->p.set & TY_POL_MEMORY) && sc->p.memory > 0;
+  ty_runtime *rt = box_rt(L);
+  scope_close(L, 1, STATE_UPV, rt);
+  if (streamed && rt) {
+    /* a full collection first: the scope's temporaries must count as dead,
+     * or streaming would have to allocate them whole (a minor step may
+     * leave some, e.g. after an error unwound an earlier statement) */
+    if (lua_gc(L, LUA_GCISRUNNING) > 0) lua_gc(L, LUA_GCCOLLECT);
+    ty_status s = ty_flush(rt);
+    if (s != TY_OK && raise) return tl_fail(L, rt, "parallel", s);
+  }
   return 0;
 }
+
+static int scope_gc_close(lua_State *L) { return scope_end(L, lua_isnoneornil(L, 2)); }
 
 static int scope_tostring(lua_State *L) {
   pol_scope *sc = luaL_checkudata(L, 1, SCOPE_META);
@@ -303,8 +330,7 @@ static int l_parallel(lua_State *L) {
 /* scope:close(): the same as leaving its block (idempotent). */
 static int scope_close_method(lua_State *L) {
   luaL_checkudata(L, 1, SCOPE_META);
-  scope_close(L, 1, STATE_UPV, box_rt(L));
-  return 0;
+  return scope_end(L, true);
 }
 
 /* tycho._scopes(): the origins of the running thread's open scopes
@@ -456,6 +482,7 @@ static void push_entry(lua_State *L, const ty_explain_entry *e) {
   set_int(L, "fused", e->fused);
   set_str(L, "fused_ops", e->fused_ops);
   set_str(L, "fuse_end", e->fuse_end);
+  set_str(L, "streaming", e->stream);
 }
 
 static int explain_tostring(lua_State *L) {
@@ -507,15 +534,72 @@ static int l_explain(lua_State *L) {
 
 /* ---- loaders ----------------------------------------------------------------------------- */
 
+/* TYCHO_ALLOW_BYTECODE: 1, on, true or yes allow; anything else (unset
+ * included) refuses. */
+static bool env_allows_bytecode(void) {
+  const char *v = getenv("TYCHO_ALLOW_BYTECODE");
+  return v && (strcmp(v, "1") == 0 || strcmp(v, "on") == 0 || strcmp(v, "true") == 0 ||
+               strcmp(v, "yes") == 0);
+}
+
+/* The state's switch; a state without the binding follows the environment. */
+static bool bytecode_allowed(lua_State *L) {
+  bool allow;
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &state_key) == LUA_TUSERDATA)
+    allow = ((pol_state *)lua_touserdata(L, -1))->allow_bytecode;
+  else
+    allow = env_allows_bytecode();
+  lua_pop(L, 1);
+  return allow;
+}
+
+/* Allow (1) or refuse (0) precompiled chunks in L's loaders and its worker
+ * states; -1 only asks. Returns the previous setting. Call it between
+ * flushes, from the thread that drives L. */
+int ty_lua_allow_bytecode(lua_State *L, int allow) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &state_key) != LUA_TUSERDATA) {
+    lua_pop(L, 1);
+    return env_allows_bytecode();
+  }
+  pol_state *st = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  int was = st->allow_bytecode;
+  if (allow >= 0) {
+    st->allow_bytecode = allow != 0;
+    lua_getfield(L, LUA_REGISTRYINDEX, TL_BOX);
+    tl_box *b = luaL_testudata(L, -1, TL_BOXMETA);
+    if (b && b->tasks) tl_workers_allow_bytecode(b->tasks, st->allow_bytecode);
+    lua_pop(L, 1);
+  }
+  return was;
+}
+
+/* The refusal, as the loaders report it: "x.luac: precompiled ...". */
+static void refuse_bytecode(const char *name, char *err, size_t errlen) {
+  const char *what = "binary string chunk";
+  if (name && (name[0] == '@' || name[0] == '=')) what = name + 1;
+  snprintf(err, errlen,
+           "%s: precompiled Lua bytecode is refused: the Lua VM does not verify it, and a bad "
+           "chunk can crash the process (run tycho with --allow-bytecode, or set "
+           "TYCHO_ALLOW_BYTECODE=1, to load it)", what);
+}
+
 /* Load a text or binary chunk without raising: on a rewrite error, nothing
  * is pushed and the message is in err (LUA_ERRSYNTAX / LUA_ERRMEM);
  * otherwise luaL_loadbufferx's results (err empty). */
 static int load_quiet(lua_State *L, const char *buf, size_t len, const char *name,
                       const char *mode, char *err, size_t errlen) {
   err[0] = '\0';
-  /* binary chunks pass unchanged; a mode without 't' gets Lua's own refusal */
-  if ((len > 0 && buf[0] == LUA_SIGNATURE[0]) || (mode && !strchr(mode, 't')))
+  /* binary chunks pass unchanged when allowed; a mode without 't' gets Lua's
+     own refusal of text */
+  if (len > 0 && buf[0] == LUA_SIGNATURE[0]) {
+    if ((!mode || strchr(mode, 'b')) && !bytecode_allowed(L)) {
+      refuse_bytecode(name, err, errlen);
+      return LUA_ERRSYNTAX;
+    }
     return luaL_loadbufferx(L, buf, len, name, mode);
+  }
+  if (mode && !strchr(mode, 't')) return luaL_loadbufferx(L, buf, len, name, mode);
   char *out = NULL;
   size_t outlen = 0;
   int r = tl_rewrite(buf, len, name, &out, &outlen, err, errlen);
@@ -772,6 +856,7 @@ void tl_policy_open(lua_State *L, int module_index) {
     pol_state *st = lua_newuserdatauv(L, sizeof *st, 2);
     st->synced = NULL;
     st->npushed = 0;
+    st->allow_bytecode = env_allows_bytecode();
     lua_newtable(L); /* threads, weak keys: a dead thread takes its scopes with it */
     lua_createtable(L, 0, 1);
     lua_pushliteral(L, "k");
@@ -782,6 +867,9 @@ void tl_policy_open(lua_State *L, int module_index) {
     lua_rawsetp(L, LUA_REGISTRYINDEX, &state_key);
   }
   int state = top + 2;
+  tl_box *bx = luaL_testudata(L, box, TL_BOXMETA); /* the worker states follow the loaders */
+  if (bx && bx->tasks)
+    tl_workers_allow_bytecode(bx->tasks, ((pol_state *)lua_touserdata(L, state))->allow_bytecode);
 
   /* scope objects */
   if (luaL_newmetatable(L, SCOPE_META)) {

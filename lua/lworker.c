@@ -23,6 +23,11 @@
  * valid only during its piece (one kept in a global reads as an error
  * afterwards, or as the tile of a later piece: never freed memory).
  *
+ * Loading code: a body's load, loadfile, dofile and require take text only,
+ * as in the declaring state (lpolicy.c), unless that state allows bytecode
+ * (--allow-bytecode): the flag is copied into every worker by
+ * tl_workers_allow_bytecode, between flushes.
+ *
  * Ctrl-C: a count hook would cost ~2x on every Lua instruction (measured:
  * 1.7-2.1x on a table loop), so bodies are stopped two other ways: every tile
  * access checks ty_interrupt_pending (one atomic load), and
@@ -73,7 +78,9 @@ struct tl_worker {
   tile *tiles[TY_MAX_ARGS];
   unsigned *gens; /* per task id: generation of the cached closure, 0: none */
   int ngens;
+  bool allow_bytecode; /* load & co. accept precompiled chunks (set between flushes) */
 };
+
 
 /* ---- elements -------------------------------------------------------------------- */
 
@@ -543,6 +550,132 @@ static void stop_hook(lua_State *W, lua_Debug *ar) {
   luaL_error(W, "interrupted");
 }
 
+/* ---- loading code in a worker --------------------------------------------------------- */
+
+/* Lua's own refusal of a binary chunk in a text-only mode (ldo.c's checkmode). */
+#define BINARY_REFUSED "attempt to load a binary chunk"
+
+/* `mode` without 'b' when the worker refuses bytecode (buf holds it). */
+static const char *text_mode(const tl_worker *w, const char *mode, char *buf) {
+  if (w->allow_bytecode || !strchr(mode, 'b')) return mode;
+  size_t n = 0;
+  for (const char *p = mode; *p && n < 3; p++)
+    if (*p != 'b') buf[n++] = *p;
+  buf[n] = '\0';
+  return buf;
+}
+
+/* The message at idx, when it is Lua's refusal we caused, names the flag. */
+static void explain_refusal(lua_State *W, int idx, const char *what) {
+  idx = lua_absindex(W, idx);
+  const char *msg = lua_tostring(W, idx);
+  if (!msg || !strstr(msg, BINARY_REFUSED)) return;
+  lua_pushfstring(W, "%s: precompiled Lua bytecode is refused: the Lua VM does not verify it, "
+                  "and a bad chunk can crash the process (run tycho with --allow-bytecode, or "
+                  "set TYCHO_ALLOW_BYTECODE=1, to load it)", what);
+  lua_replace(W, idx);
+}
+
+/* load(chunk [, name [, mode [, env]]]): the base library's, upvalue 2. */
+static int w_load(lua_State *W) {
+  const tl_worker *w = lua_touserdata(W, lua_upvalueindex(1));
+  const char *mode = luaL_optstring(W, 3, "bt");
+  char buf[4];
+  const char *eff = text_mode(w, mode, buf);
+  int n = lua_gettop(W) < 3 ? 3 : lua_gettop(W);
+  lua_settop(W, n);
+  lua_pushstring(W, eff);
+  lua_replace(W, 3);
+  lua_pushvalue(W, lua_upvalueindex(2));
+  lua_insert(W, 1);
+  lua_call(W, n, LUA_MULTRET);
+  if (eff != mode && lua_isnil(W, 1) && lua_gettop(W) >= 2) explain_refusal(W, 2, "load");
+  return lua_gettop(W);
+}
+
+/* luaL_loadfilex with the worker's mode; the message on failure. */
+static int load_file(lua_State *W, const tl_worker *w, const char *fname, const char *mode) {
+  char buf[4];
+  const char *eff = text_mode(w, mode ? mode : "bt", buf);
+  int st = luaL_loadfilex(W, fname, eff);
+  if (st != LUA_OK && eff == buf) explain_refusal(W, -1, fname ? fname : "stdin");
+  return st;
+}
+
+/* loadfile([filename [, mode [, env]]]) */
+static int w_loadfile(lua_State *W) {
+  const tl_worker *w = lua_touserdata(W, lua_upvalueindex(1));
+  const char *fname = luaL_optstring(W, 1, NULL);
+  const char *mode = luaL_optstring(W, 2, NULL);
+  int env = !lua_isnone(W, 3) ? 3 : 0;
+  if (load_file(W, w, fname, mode) != LUA_OK) {
+    luaL_pushfail(W);
+    lua_insert(W, -2);
+    return 2;
+  }
+  if (env) {
+    lua_pushvalue(W, env);
+    if (!lua_setupvalue(W, -2, 1)) lua_pop(W, 1);
+  }
+  return 1;
+}
+
+/* dofile([filename]) */
+static int w_dofile(lua_State *W) {
+  const tl_worker *w = lua_touserdata(W, lua_upvalueindex(1));
+  const char *fname = luaL_optstring(W, 1, NULL);
+  lua_settop(W, 1);
+  if (load_file(W, w, fname, NULL) != LUA_OK) return lua_error(W);
+  lua_call(W, 0, LUA_MULTRET);
+  return lua_gettop(W) - 1;
+}
+
+/* package.searchers[2]: Lua files along package.path (as loadlib.c's). */
+static int w_searcher(lua_State *W) {
+  const tl_worker *w = lua_touserdata(W, lua_upvalueindex(1));
+  const char *name = luaL_checkstring(W, 1);
+  lua_settop(W, 1);
+  luaL_getsubtable(W, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(W, -1, "package") != LUA_TTABLE) return luaL_error(W, "'package' is not a table");
+  lua_getfield(W, -1, "searchpath");
+  lua_pushvalue(W, 1);
+  if (lua_getfield(W, -3, "path") != LUA_TSTRING)
+    return luaL_error(W, "'package.path' must be a string");
+  lua_call(W, 2, 2);
+  if (lua_isnil(W, -2)) return 1; /* the "no file ..." message */
+  lua_pop(W, 1);
+  const char *filename = lua_tostring(W, -1);
+  if (load_file(W, w, filename, NULL) == LUA_OK) {
+    lua_pushstring(W, filename);
+    return 2;
+  }
+  return luaL_error(W, "error loading module '%s' from file '%s':\n\t%s", name, filename,
+                    lua_tostring(W, -1));
+}
+
+/* Replace the loaders of a fresh worker state (the global table on top). */
+static void install_loaders(lua_State *W, tl_worker *w) {
+  int top = lua_gettop(W);
+  lua_pushlightuserdata(W, w);
+  lua_getfield(W, -2, "load");
+  lua_pushcclosure(W, w_load, 2);
+  lua_setfield(W, -2, "load");
+  lua_pushlightuserdata(W, w);
+  lua_pushcclosure(W, w_loadfile, 1);
+  lua_setfield(W, -2, "loadfile");
+  lua_pushlightuserdata(W, w);
+  lua_pushcclosure(W, w_dofile, 1);
+  lua_setfield(W, -2, "dofile");
+  luaL_getsubtable(W, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(W, -1, "package") == LUA_TTABLE &&
+      lua_getfield(W, -1, "searchers") == LUA_TTABLE) {
+    lua_pushlightuserdata(W, w);
+    lua_pushcclosure(W, w_searcher, 1);
+    lua_rawseti(W, -2, 2);
+  }
+  lua_settop(W, top);
+}
+
 /* ---- the worker's globals ------------------------------------------------------------ */
 
 static int w_is_tile(lua_State *W) {
@@ -593,6 +726,9 @@ static int setup(lua_State *W) {
   tl_worker *w = lua_touserdata(W, 1);
   lua_settop(W, 0);
   luaL_openlibs(W);
+  lua_pushglobaltable(W);
+  install_loaders(W, w);
+  lua_pop(W, 1);
   luaL_newmetatable(W, TILE_META);
   luaL_setfuncs(W, tile_meta, 0);
   lua_pushboolean(W, 0);
@@ -725,6 +861,10 @@ int tl_workers_open(const tl_tasks *ts) {
   int n = 0;
   for (int i = 0; i < ts->nworkers; i++) n += atomic_load(&ts->workers[i].W) != NULL;
   return n;
+}
+
+void tl_workers_allow_bytecode(const tl_tasks *ts, bool allow) {
+  for (int i = 0; i < ts->nworkers; i++) ts->workers[i].allow_bytecode = allow;
 }
 
 void tl_workers_interrupt(const tl_tasks *ts) {

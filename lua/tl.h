@@ -62,18 +62,30 @@ ty_runtime *tl_rt(lua_State *L);
 int tl_fail(lua_State *L, ty_runtime *rt, const char *fn, ty_status st);
 /* Raise "tycho.<fn>: <printf message>". */
 int tl_error(lua_State *L, const char *fn, const char *fmt, ...);
+/* Push a malloc'd text (from the core) as a Lua string and free it, also
+ * when Lua runs out of memory pushing it. */
+void tl_pushtext(lua_State *L, char *text);
 
 /* Called when a creation fails with TY_ENOMEM (attempt 0, 1, ...): attempt 0
  * runs a full collection (stores Lua can no longer reach release their
  * storage); attempt 1 flushes the window (pending launches hold references)
  * and collects again. Returns 0 when there is nothing more to try. May raise
- * (a failed flush): hold nothing outside slots when using TL_TRY. */
+ * (a failed flush): hold nothing outside slots when using TL_TRY.
+ * A call that flushed the window on its way (a full window) and then failed
+ * is not retried: the ENOMEM may be the flush's, whose launches are cancelled
+ * now, and only raising it tells the script (tl_flushes counts flushes). */
 int tl_reclaim(lua_State *L, ty_runtime *rt, int attempt);
+uint64_t tl_flushes(ty_runtime *rt);
 #define TL_TRY(L, rt, st, call)                                                       \
   do {                                                                                \
+    uint64_t tl_flushes_ = tl_flushes(rt);                                            \
     (st) = (call);                                                                    \
-    for (int tl_try_ = 0; (st) == TY_ENOMEM && tl_reclaim((L), (rt), tl_try_); tl_try_++) \
+    for (int tl_try_ = 0; (st) == TY_ENOMEM && tl_flushes(rt) == tl_flushes_ &&       \
+                          tl_reclaim((L), (rt), tl_try_);                             \
+         tl_try_++) {                                                                 \
+      tl_flushes_ = tl_flushes(rt);                                                   \
       (st) = (call);                                                                  \
+    }                                                                                 \
   } while (0)
 
 /* Push a store userdata holding NULL; the C call that creates the store
@@ -199,6 +211,8 @@ void tl_body_push(lua_State *W, const tl_body *b);
 tl_worker *tl_workers_new(int n, ty_runtime *rt); /* NULL on out of memory */
 void tl_workers_free(tl_worker *w, int n); /* closes their states */
 int tl_workers_open(const tl_tasks *ts);   /* states created so far */
+/* Worker states load precompiled chunks only when allowed (lpolicy.c's switch). */
+void tl_workers_allow_bytecode(const tl_tasks *ts, bool allow);
 /* The cpu variant of every Lua task. */
 int tl_lua_task_cpu(ty_task_ctx *ctx);
 /* Async-signal-safe: make every running body stop with "interrupted". */

@@ -79,6 +79,9 @@ static int pmain(lua_State *L) {
   ty_lua_bind(L, main_rt); /* pushes the module, sets package.loaded.tycho */
   lua_settop(L, top + 1);
   lua_setglobal(L, "tycho");
+  /* the command line and the environment (unless -E) decide, not the
+     binding's own reading of TYCHO_ALLOW_BYTECODE */
+  ty_lua_allow_bytecode(L, opt->allow_bytecode);
 
   if (run->setup && run->setup(L, main_rt, run->ud) != 0) {
     shell_message("the host's setup failed");
@@ -147,7 +150,7 @@ int ty_shell_main(int argc, char **argv, ty_shell_setup setup, void *ud) {
     shell_free_options(&opt);
     return EXIT_FAILURE;
   }
-  main_L = luaL_newstate();
+  main_L = ty_lua_newstate();
   if (main_L == NULL) {
     fprintf(stderr, SHELL_PROGNAME ": cannot create the Lua state: not enough memory\n");
     ty_runtime_destroy(main_rt);

@@ -62,6 +62,8 @@ static void print_help(FILE *f) {
           "  -v             show version information\n"
           "  -E             ignore environment variables (LUA_*, TYCHO_*)\n"
           "  -W             turn warnings on\n"
+          "  --allow-bytecode  load precompiled chunks (luac, string.dump),\n"
+          "                 unverified: a bad chunk can crash tycho  TYCHO_ALLOW_BYTECODE\n"
           "  --cpus N       CPU processors, N >= 1, may exceed the cores  TYCHO_CPUS\n"
           "  --sysmem SIZE  memory budget for stores: 512MB, 4GiB, ...    TYCHO_SYSMEM\n"
           "  --window N     launches deferred before a flush, 1..%-5d    TYCHO_WINDOW\n",
@@ -103,7 +105,7 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
 
 /* What the command line sets; applied over the environment afterwards. */
 typedef struct overlay {
-  bool cpus_set, sysmem_set, window_set, gpus_set, fbmem_set;
+  bool cpus_set, sysmem_set, window_set, gpus_set, fbmem_set, bytecode_set;
   int gpus;
   size_t fbmem;
   int cpus, window;
@@ -186,12 +188,13 @@ static shell_parse long_option(int argc, char **argv, int *i, overlay *o,
     }
     return set_long(o, name, value) ? SHELL_PARSE_RUN : SHELL_PARSE_FAIL;
   }
-  if (strcmp(name, "stats") == 0) {
+  if (strcmp(name, "stats") == 0 || strcmp(name, "allow-bytecode") == 0) {
     if (eq) {
-      fail("option '--stats' takes no value");
+      fail("option '--%s' takes no value", name);
       return SHELL_PARSE_FAIL;
     }
-    opt_out->stats = true;
+    if (name[0] == 's') opt_out->stats = true;
+    else o->bytecode_set = true;
     return SHELL_PARSE_RUN;
   }
   if (strcmp(name, "trace") == 0 || strcmp(name, "trace-svg") == 0 ||
@@ -346,6 +349,15 @@ shell_parse shell_parse_options(int argc, char **argv, shell_options *opt) {
   if (opt->flags & SHELL_HAS_NOENV) {
     memset(&opt->cfg, 0, sizeof opt->cfg);
   } else {
+    const char *bc = getenv("TYCHO_ALLOW_BYTECODE");
+    if (bc && *bc) {
+      if (!strcmp(bc, "1") || !strcmp(bc, "on") || !strcmp(bc, "true") || !strcmp(bc, "yes")) {
+        opt->allow_bytecode = true;
+      } else if (strcmp(bc, "0") && strcmp(bc, "off") && strcmp(bc, "false") && strcmp(bc, "no")) {
+        fail("TYCHO_ALLOW_BYTECODE must be 1 or 0 (on/off, true/false, yes/no), got '%s'", bc);
+        return SHELL_PARSE_FAIL;
+      }
+    }
     char err[256] = "";
     if (ty_config_init(&opt->cfg, err, sizeof err) != TY_OK) {
       fail("%s", err[0] ? err : "a TYCHO_* environment variable does not parse");
@@ -357,6 +369,7 @@ shell_parse shell_parse_options(int argc, char **argv, shell_options *opt) {
   if (o.window_set) opt->cfg.window = o.window;
   if (o.gpus_set) opt->cfg.gpus = o.gpus;
   if (o.fbmem_set) opt->cfg.fbmem = o.fbmem;
+  if (o.bytecode_set) opt->allow_bytecode = true;
   for (int k = 0; k < o.npol; k++) {
     char err[256];
     if (ty_shell_policy_option(o.pol[k].name, o.pol[k].value, &opt->cfg, err, sizeof err) != 0) {

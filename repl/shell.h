@@ -60,6 +60,7 @@ typedef struct shell_options {
   const char *trace_svg;  /* --trace-svg FILE: the same as an SVG timeline */
   bool stats;             /* --stats: print the figures at exit (stderr) */
   const char *stats_format; /* --stats-format text|json|csv */
+  bool allow_bytecode;    /* --allow-bytecode or TYCHO_ALLOW_BYTECODE: load precompiled chunks */
 } shell_options;
 
 typedef enum shell_parse {
@@ -71,6 +72,7 @@ typedef enum shell_parse {
 shell_parse shell_parse_options(int argc, char **argv, shell_options *opt);
 void shell_free_options(shell_options *opt);
 void shell_print_version(FILE *f);
+
 
 /* ---- policy_opts.c ----------------------------------------------------------- */
 
