@@ -12,8 +12,9 @@
 -- Both must match the true beta to within 0.01 (the noise allows ~1e-4 at the
 -- default n); the script raises an error otherwise.
 --
--- Prints both estimates, their largest errors and a checksum (sum of the
--- normal-equation coefficients).
+-- Prints both estimates, their largest errors and checksums (the sums of the
+-- coefficients of each method, all digits: the same bits for any --cpus or
+-- --parallel mode).
 local tycho = require "tycho"
 
 local args = arg or {}
@@ -111,9 +112,10 @@ show("true", beta)
 show("normal equations", b_normal)
 if steps > 0 then show("gradient descent", b_gd) end
 print(string.format("time: %.6f s", elapsed))
-local checksum = 0
-for i = 1, k do checksum = checksum + b_normal[i] end
+local checksum, gd_checksum = 0, 0
+for i = 1, k do checksum, gd_checksum = checksum + b_normal[i], gd_checksum + b_gd[i] end
 print(string.format("checksum: %.17g", checksum))
+if steps > 0 then print(string.format("gradient descent checksum: %.17g", gd_checksum)) end
 
 assert(max_error(b_normal) < TOLERANCE, "normal equations did not recover beta")
 if steps > 0 then

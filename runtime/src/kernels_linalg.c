@@ -8,15 +8,30 @@
  *
  * f64/f32 go to OpenBLAS (cblas_dgemm/sgemm) when each operand is row-major
  * or a transposed row-major matrix (ty__blas_layout; ops.c copies the others
- * to contiguous first). OpenBLAS runs single-threaded: tycho's pieces are the
- * parallelism, one per processor, and nested BLAS threads would oversubscribe
- * the cores. Integer dtypes (and any layout BLAS cannot take) use an i-p-j
- * loop, wrapping modulo 2^bits for integers like the element-wise ops.
+ * to contiguous first). Integer dtypes (and any layout BLAS cannot take) use
+ * an i-p-j loop, wrapping modulo 2^bits for integers like the element-wise
+ * ops; it adds the k products of an element in order, whatever the box.
+ *
+ * Same bits for any piece count. OpenBLAS's result for an element depends on
+ * the shape of the call that computes it (measured with 0.3.21 on Zen: C's
+ * rows computed by 2..9 row-block calls differ in the last bits from one
+ * call for most shapes, column blocks too; a call on 2 threads differs from
+ * one on 1 thread). So C is computed one fixed row block at a time
+ * (ty__matmul_blocks: from the shape alone), each block by one call with all
+ * n columns; the partition (partition.c) cuts C into exactly these blocks,
+ * and a piece that covers several (one piece: single or task mode, one
+ * processor) calls BLAS once per block. A box that cuts a block (another
+ * tiling: not made by the partition, handled for safety) computes the whole
+ * block into a scratch buffer and copies its part. OpenBLAS runs
+ * single-threaded: tycho's pieces are the parallelism, nested BLAS threads
+ * would oversubscribe the cores, and its threading changes the bits.
  */
+#include "alloc.h"
 #include "kernels.h"
 
 #include <cblas.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Also declared by OpenBLAS's cblas.h; repeated so that a netlib cblas.h
@@ -24,6 +39,22 @@
 void openblas_set_num_threads(int num_threads);
 
 void ty__blas_init(void) { openblas_set_num_threads(1); }
+
+/* Rows per BLAS call: at least 128 (OpenBLAS packs all of B for every call:
+ * 1024^3 in 128-row calls took 4% longer than one call, in 64-row calls 19%,
+ * one Zen core), at least 2^15 / (n k) (32k multiply-adds a call, well above a
+ * call's few microseconds, for thin products such as a tall matrix times a
+ * vector), and few enough for TY__ORDER_MAX blocks. */
+int64_t ty__matmul_blocks(int64_t m, int64_t n, int64_t k) {
+  if (m <= 1) return 1;
+  const int64_t nk = n > 0 && k > 0 && n < (INT64_C(1) << 31) && k < (INT64_C(1) << 31) ? n * k : 1;
+  int64_t rows = 128;
+  if ((INT64_C(1) << 15) / nk > rows) rows = (INT64_C(1) << 15) / nk;
+  const int64_t few = (m + TY__ORDER_MAX - 1) / TY__ORDER_MAX;
+  if (few > rows) rows = few;
+  const int64_t b = (m + rows - 1) / rows;
+  return b < 1 ? 1 : b;
+}
 
 bool ty__blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, bool *trans,
                      int64_t *ld) {
@@ -77,6 +108,23 @@ static const gemm_fn naive[TY_NDTYPES] = {
     [TY_I32] = gemm_i32, [TY_U8] = gemm_u8,   [TY_BOOL] = gemm_u8,
 };
 
+/* One BLAS call: rows [r0, r0 + mm) of C, all n columns, into c (leading
+ * dimension ldc). */
+static void blas_rows(ty_dtype t, int64_t r0, int64_t mm, int64_t n, int64_t k, const ty_tile *A,
+                      const ty_tile *B, bool ta, bool tb, int64_t lda, int64_t ldb, char *c,
+                      int64_t ldc) {
+  const int64_t es = (int64_t)ty_dtype_size(t);
+  const char *a = A->data + r0 * A->strides[0] * es;
+  const enum CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
+  const enum CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
+  if (t == TY_F64)
+    cblas_dgemm(CblasRowMajor, opa, opb, (int)mm, (int)n, (int)k, 1.0, (const double *)a, (int)lda,
+                (const double *)B->data, (int)ldb, 0.0, (double *)c, (int)ldc);
+  else
+    cblas_sgemm(CblasRowMajor, opa, opb, (int)mm, (int)n, (int)k, 1.0f, (const float *)a, (int)lda,
+                (const float *)B->data, (int)ldb, 0.0f, (float *)c, (int)ldc);
+}
+
 int ty__matmul_variant(ty_task_ctx *ctx) {
   const ty_tile *C = &ctx->args[0], *A = &ctx->args[1], *B = &ctx->args[2];
   const ty_dtype t = C->dtype;
@@ -85,31 +133,51 @@ int ty__matmul_variant(ty_task_ctx *ctx) {
   const int64_t es = (int64_t)ty_dtype_size(t);
   const int64_t m = C->shape[0], n = C->shape[1], k = A->shape[1];
   if (m == 0 || n == 0) return 0;
-  const char *a = A->data + C->lo[0] * A->strides[0] * es; /* rows of this piece */
-  const char *b = B->data + C->lo[1] * B->strides[1] * es; /* columns of this piece */
-  char *c = C->data;
 
   if (t == TY_F64 || t == TY_F32) {
+    /* the whole of A and B, and C's rows with all its columns */
+    const int64_t M = C->gshape[0], N = C->gshape[1];
     bool ta, tb, tc;
     int64_t lda, ldb, ldc;
-    bool ok = ty__blas_layout(m, k, A->strides[0], A->strides[1], &ta, &lda) &&
-              ty__blas_layout(k, n, B->strides[0], B->strides[1], &tb, &ldb) &&
-              ty__blas_layout(m, n, C->strides[0], C->strides[1], &tc, &ldc) && !tc &&
-              m <= INT_MAX && n <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
-              ldb <= INT_MAX && ldc <= INT_MAX && k > 0;
+    bool ok = ty__blas_layout(M, k, A->strides[0], A->strides[1], &ta, &lda) &&
+              ty__blas_layout(k, N, B->strides[0], B->strides[1], &tb, &ldb) &&
+              ty__blas_layout(M, N, C->strides[0], C->strides[1], &tc, &ldc) && !tc &&
+              M <= INT_MAX && N <= INT_MAX && k <= INT_MAX && lda <= INT_MAX &&
+              ldb <= INT_MAX && ldc <= INT_MAX && k > 0 && B->shape[1] == N;
     if (ok) {
-      const enum CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
-      const enum CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
-      if (t == TY_F64)
-        cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0, (const double *)a,
-                    (int)lda, (const double *)b, (int)ldb, 0.0, (double *)c, (int)ldc);
-      else
-        cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0f, (const float *)a,
-                    (int)lda, (const float *)b, (int)ldb, 0.0f, (float *)c, (int)ldc);
+      const int64_t r0 = C->lo[0], r1 = r0 + m, c0 = C->lo[1];
+      const int64_t nb = ty__matmul_blocks(M, N, k);
+      char *scratch = NULL;
+      for (int64_t j = r0 * nb / M; j < nb; j++) {
+        int64_t b0 = M * j / nb, b1 = M * (j + 1) / nb;
+        if (b1 <= r0) continue;
+        if (b0 >= r1) break;
+        if (b0 >= r0 && b1 <= r1 && c0 == 0 && n == N) { /* the block is ours whole */
+          blas_rows(t, b0, b1 - b0, N, k, A, B, ta, tb, lda, ldb,
+                    C->data + (b0 - r0) * C->strides[0] * es, ldc);
+          continue;
+        }
+        if (!scratch) {
+          const int64_t rows = (M + nb - 1) / nb + 1;
+          scratch = ty__malloc((size_t)(rows * N * es));
+          if (!scratch) return ty_ctx_fail(ctx, "matmul: out of memory for a block of C");
+        }
+        blas_rows(t, b0, b1 - b0, N, k, A, B, ta, tb, lda, ldb, scratch, N);
+        const int64_t lo = b0 > r0 ? b0 : r0, hi = b1 < r1 ? b1 : r1;
+        for (int64_t i = lo; i < hi; i++) {
+          const char *src = scratch + ((i - b0) * N + c0) * es;
+          char *dst = C->data + (i - r0) * C->strides[0] * es;
+          for (int64_t jj = 0; jj < n; jj++)
+            memcpy(dst + jj * C->strides[1] * es, src + jj * es, (size_t)es);
+        }
+      }
+      free(scratch);
       return 0;
     }
   }
-  naive[t](m, n, k, a, A->strides[0], A->strides[1], b, B->strides[0], B->strides[1], c,
+  const char *a = A->data + C->lo[0] * A->strides[0] * es; /* rows of this piece */
+  const char *b = B->data + C->lo[1] * B->strides[1] * es; /* columns of this piece */
+  naive[t](m, n, k, a, A->strides[0], A->strides[1], b, B->strides[0], B->strides[1], C->data,
            C->strides[0], C->strides[1]);
   return 0;
 }

@@ -1,13 +1,15 @@
 /*
  * kernels_reduce.c — reduction kernels: sum, prod, min, max as 1-D
- * accumulation loops, argmin/argmax as index scans, and the variants of their
- * tasks.
+ * accumulation loops, argmin/argmax as index scans, the variants of their
+ * tasks, and the ordered scheme that gives float sums and products the same
+ * bits whatever the piece count.
  *
  * How a reduction launch looks (ops.c): the domain is the input's shape; the
  * output (the input's shape with the reduced axes removed) is passed as a view
  * broadcast back to the input's shape, stride 0 on the reduced axes. Either
  *  - TY_PRIV_REDUCE: every piece gets a private accumulator tile initialised to
- *    the identity and the runtime combines them (any dim may be split), or
+ *    the identity and the runtime combines them in piece order (any dim may be
+ *    split), or
  *  - TY_PRIV_OUT: reduced dims are never split, so the piece owns its outputs
  *    and initialises them itself (scalars.init_out).
  * In both cases the kernel sees (acc, in) with acc's byte stride 0 along a
@@ -15,27 +17,51 @@
  * reduces (acc stride 0: one accumulator) or combines element-wise (reducing
  * an outer axis: acc[i] op= in[i] over a row, which vectorises).
  *
- * Accuracy: float sums use numpy's pairwise summation (8 accumulators over
- * blocks of 128, halves added recursively: error O(log n) ulps); f32 inputs are
- * summed in double within a run. Products use 8 accumulators. Integer sums and
- * products wrap modulo 2^64 (computed in unsigned, no undefined overflow).
- * min/max propagate NaN; argmin/argmax return the first occurrence, and the
- * first NaN when there is one (numpy's rule).
+ * Ordered float sums and products (kernels.h; docs/policy.md, "Determinism").
+ * Float addition is not associative: a sum's bits depend on where it is cut
+ * and in which order the parts are added. So the order of every float sum and
+ * product is a function of the launch's shape alone:
+ *  - tiles: a REDUCE launch is cut by ty__ordered_tiles (partition.c), or runs
+ *    as one piece that walks the same tiles (ty__ordered_walk below); the
+ *    tiles' partials are added in tile order either way;
+ *  - leaves and tree (FULL, INNER): the elements in C order are cut into
+ *    leaves of 128, each summed by numpy's pairwise base case (8 accumulators,
+ *    then the remainder one by one), and the leaves are added as a binary tree
+ *    aligned to powers of two: a binary counter whose levels hold 1, 2, 4, ...
+ *    leaves, added from the smallest level up at the end. For 128 * 2^k
+ *    elements this is numpy's pairwise sum exactly; otherwise it keeps its
+ *    O(log n) error bound. A whole aligned subtree in one run (every leaf of
+ *    a contiguous run but the tail) goes through the recursive pairwise
+ *    function directly, so the loop runs at numpy's speed;
+ *  - OUTER: each output adds its inputs one after the other in index order,
+ *    also when a piece is one column wide (ty__foreach would otherwise see a
+ *    reduction run and use the tree).
+ * The fused kernel (fused_cpu.c) follows the same rules block by block, so
+ * fused and unfused sums agree. Products use the same leaves and tree with *
+ * (8 lanes per leaf). Integer sums and products wrap modulo 2^64 and min/max
+ * are exact: any order gives the same bits, and they keep plain loops.
+ *
+ * Accuracy: f32 inputs are summed in double within a run. min/max propagate
+ * NaN; argmin/argmax return the first occurrence, and the first NaN when there
+ * is one (numpy's rule).
  */
+#include "alloc.h"
 #include "kernels.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 typedef uint8_t ty_bool_t;
 
 #define SZ(T) ((int64_t)sizeof(T))
 #define LOAD(T, p, i, s) (*(const T *)((p) + (i) * (s)))
 
-/* ---- run reducers: the whole run into one value ----------------------------------- */
+/* ---- pairwise sums and tree products ------------------------------------------------ */
 
-/* numpy's pairwise_sum: exact same blocking, so a contiguous 1-D sum in one
- * piece matches numpy bit for bit. */
-#define PW_BLOCK 128
+/* numpy's pairwise_sum, with its exact blocking. The ordered scheme calls it
+ * on one leaf (n <= 128) or on 128 * 2^k elements, where it halves exactly:
+ * the aligned tree over leaves. */
 #define PAIRWISE(NAME, TI, TW)                                                         \
   static TW NAME(const char *p, int64_t n, int64_t s) {                                \
     if (n < 8) {                                                                       \
@@ -43,7 +69,7 @@ typedef uint8_t ty_bool_t;
       for (int64_t i = 0; i < n; i++) r += (TW)LOAD(TI, p, i, s);                      \
       return r;                                                                        \
     }                                                                                  \
-    if (n <= PW_BLOCK) {                                                               \
+    if (n <= TY__OLEAF) {                                                              \
       TW r[8];                                                                         \
       int64_t i;                                                                       \
       if (s == SZ(TI)) {                                                               \
@@ -70,6 +96,139 @@ PAIRWISE(pw_i64_d, int64_t, double)
 PAIRWISE(pw_i32_d, int32_t, double)
 PAIRWISE(pw_u8_d, uint8_t, double)
 
+/* The product counterpart: a leaf multiplies 8 lanes, then the remainder;
+ * longer runs halve like PAIRWISE. */
+#define TREEPROD(NAME, TI)                                                             \
+  static double NAME(const char *p, int64_t n, int64_t s) {                            \
+    if (n <= TY__OLEAF) {                                                              \
+      double r[8] = {1, 1, 1, 1, 1, 1, 1, 1};                                          \
+      int64_t i = 0;                                                                   \
+      for (; i + 8 <= n; i += 8)                                                       \
+        for (int j = 0; j < 8; j++) r[j] *= (double)LOAD(TI, p, i + j, s);             \
+      double res = ((r[0] * r[1]) * (r[2] * r[3])) * ((r[4] * r[5]) * (r[6] * r[7]));  \
+      for (; i < n; i++) res *= (double)LOAD(TI, p, i, s);                             \
+      return res;                                                                      \
+    }                                                                                  \
+    int64_t n2 = n / 2;                                                                \
+    n2 -= n2 % 8;                                                                      \
+    return NAME(p, n2, s) * NAME(p + n2 * s, n - n2, s);                               \
+  }
+TREEPROD(tp_f64, double)
+TREEPROD(tp_f32, float)
+
+/* ---- the ordered stream: leaves and a binary counter ------------------------------------ */
+
+static inline double op2(int kind, double a, double b) { return kind == TY__RSUM ? a + b : a * b; }
+
+void ty__ostream_init(ty__ostream *os, ty__redkind kind) {
+  os->nleaves = 0;
+  os->kind = (int)kind;
+  os->fill = 0;
+}
+
+/* Add the result of 2^g leaves; the counter's levels below g are empty. */
+static void ostream_push(ty__ostream *os, int g, double v) {
+  int l = g;
+  while (l < 63 && ((os->nleaves >> l) & 1u)) {
+    v = op2(os->kind, os->lev[l], v); /* the older half first */
+    l++;
+  }
+  os->lev[l] = v;
+  os->nleaves += UINT64_C(1) << g;
+}
+
+static double leaf_of(const ty__ostream *os) {
+  const char *b = (const char *)os->leaf;
+  return os->kind == TY__RSUM ? pw_f64(b, os->fill, SZ(double)) : tp_f64(b, os->fill, SZ(double));
+}
+
+/* Elements go to the partial leaf until it is full; whole leaves after it go
+ * as the largest aligned subtrees that fit (2^g leaves where g is at most the
+ * number of trailing zero bits of the leaf count). */
+#define OFEED(NAME, TI, GROUP)                                                         \
+  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
+    ty__ostream *os = (ty__ostream *)(uintptr_t)aux;                                   \
+    const char *x = p[1];                                                              \
+    const int64_t st = s[1];                                                           \
+    int64_t i = 0;                                                                     \
+    if (os->fill > 0) {                                                                \
+      while (i < n && os->fill < TY__OLEAF)                                            \
+        os->leaf[os->fill++] = (double)LOAD(TI, x, i++, st);                           \
+      if (os->fill < TY__OLEAF) return;                                                \
+      ostream_push(os, 0, leaf_of(os));                                                \
+      os->fill = 0;                                                                    \
+    }                                                                                  \
+    while (n - i >= TY__OLEAF) {                                                       \
+      int g = os->nleaves ? __builtin_ctzll(os->nleaves) : 62;                         \
+      const int h = 63 - __builtin_clzll((unsigned long long)((n - i) / TY__OLEAF));   \
+      if (g > h) g = h;                                                                \
+      const int64_t len = (int64_t)TY__OLEAF << g;                                     \
+      ostream_push(os, g, GROUP(x + i * st, len, st));                                 \
+      i += len;                                                                        \
+    }                                                                                  \
+    while (i < n) os->leaf[os->fill++] = (double)LOAD(TI, x, i++, st);                 \
+  }
+OFEED(feed_sum_f64, double, pw_f64)
+OFEED(feed_sum_f32, float, pw_f32)
+OFEED(feed_sum_i64, int64_t, pw_i64_d)
+OFEED(feed_sum_i32, int32_t, pw_i32_d)
+OFEED(feed_sum_u8, uint8_t, pw_u8_d)
+OFEED(feed_prod_f64, double, tp_f64)
+OFEED(feed_prod_f32, float, tp_f32)
+
+const ty_loop1d ty__ostream_feeds[2][TY_NDTYPES] = {
+    [TY__RSUM] = {[TY_F64] = feed_sum_f64, [TY_F32] = feed_sum_f32, [TY_I64] = feed_sum_i64,
+                  [TY_I32] = feed_sum_i32, [TY_U8] = feed_sum_u8, [TY_BOOL] = feed_sum_u8},
+    [TY__RPROD] = {[TY_F64] = feed_prod_f64, [TY_F32] = feed_prod_f32},
+};
+
+double ty__ostream_finish(ty__ostream *os) {
+  if (os->fill > 0) {
+    ostream_push(os, 0, leaf_of(os));
+    os->fill = 0;
+  }
+  double t = os->kind == TY__RSUM ? 0.0 : 1.0;
+  bool any = false;
+  for (int l = 0; l < 64; l++) {
+    if (!((os->nleaves >> l) & 1u)) continue;
+    t = any ? op2(os->kind, os->lev[l], t) : os->lev[l]; /* smallest level first */
+    any = true;
+  }
+  os->nleaves = 0;
+  return t;
+}
+
+void ty__ordered_apply(char *acc, ty_dtype t, ty__redkind kind, double v) {
+  if (t == TY_F32) {
+    float *a = (float *)acc;
+    *a = (float)(kind == TY__RSUM ? (double)*a + v : (double)*a * v);
+  } else {
+    double *a = (double *)acc;
+    *a = kind == TY__RSUM ? *a + v : *a * v;
+  }
+}
+
+/* One run, ordered: a single leaf directly, else through a stream. */
+#define ORUN(NAME, TI, GROUP, FEED, KIND)                                              \
+  static double NAME(const char *p, int64_t n, int64_t s) {                            \
+    if (n <= TY__OLEAF) return GROUP(p, n, s);                                         \
+    ty__ostream os;                                                                    \
+    ty__ostream_init(&os, KIND);                                                       \
+    char *pp[2] = {NULL, (char *)(uintptr_t)p};                                        \
+    const int64_t ss[2] = {0, s};                                                      \
+    FEED(n, pp, ss, &os);                                                              \
+    return ty__ostream_finish(&os);                                                    \
+  }
+ORUN(osum_f64, double, pw_f64, feed_sum_f64, TY__RSUM)
+ORUN(osum_f32, float, pw_f32, feed_sum_f32, TY__RSUM)
+ORUN(osum_i64_d, int64_t, pw_i64_d, feed_sum_i64, TY__RSUM)
+ORUN(osum_i32_d, int32_t, pw_i32_d, feed_sum_i32, TY__RSUM)
+ORUN(osum_u8_d, uint8_t, pw_u8_d, feed_sum_u8, TY__RSUM)
+ORUN(oprod_f64, double, tp_f64, feed_prod_f64, TY__RPROD)
+ORUN(oprod_f32, float, tp_f32, feed_prod_f32, TY__RPROD)
+
+/* ---- exact run reducers (integers, min/max) ------------------------------------------------ */
+
 /* Integer sums: exact modulo 2^64, any order. */
 #define ISUM(NAME, TI)                                                                 \
   static uint64_t NAME(const char *p, int64_t n, int64_t s) {                          \
@@ -86,19 +245,6 @@ ISUM(isum_i64, int64_t)
 ISUM(isum_i32, int32_t)
 ISUM(isum_u8, uint8_t)
 
-#define FPROD(NAME, TI, TW)                                                            \
-  static TW NAME(const char *p, int64_t n, int64_t s) {                                \
-    TW r[8] = {1, 1, 1, 1, 1, 1, 1, 1};                                                \
-    int64_t i = 0;                                                                     \
-    for (; i + 8 <= n; i += 8)                                                         \
-      for (int j = 0; j < 8; j++) r[j] *= (TW)LOAD(TI, p, i + j, s);                   \
-    TW res = ((r[0] * r[1]) * (r[2] * r[3])) * ((r[4] * r[5]) * (r[6] * r[7]));      \
-    for (; i < n; i++) res *= (TW)LOAD(TI, p, i, s);                                   \
-    return res;                                                                        \
-  }
-FPROD(prod_f64, double, double)
-FPROD(prod_f32, float, double)
-
 #define IPROD(NAME, TI)                                                                \
   static uint64_t NAME(const char *p, int64_t n, int64_t s) {                          \
     uint64_t r = 1;                                                                    \
@@ -108,7 +254,6 @@ FPROD(prod_f32, float, double)
 IPROD(iprod_i64, int64_t)
 IPROD(iprod_i32, int32_t)
 IPROD(iprod_u8, uint8_t)
-
 /* min/max: BETTER(x, m) says x replaces the running m. For floats it is also
  * true when x is NaN, and never true once m is NaN, so NaN sticks. 16 lanes
  * keep the contiguous loop vectorised. */
@@ -153,8 +298,28 @@ MINMAX_RUN(max_u8, uint8_t, 0, IMAX_BETTER)
 
 /* ---- accumulation loops (ty_loop1d, ptrs = {acc, in}) ---------------------------------- */
 
-/* RUN reduces a run into a TW; COMBINE merges x (the accumulator, TA) with y
- * (a TW: a run's result or one converted input element). */
+/* acc[i] = acc[i] op in[i] along a row (acc stride != 0): the same for every
+ * scheme. COMBINE merges x (the accumulator, TA) with y (a TW). */
+#define EW_ACC(TI, TA, TW, COMBINE)                                                    \
+  if (s[0] == SZ(TA) && s[1] == SZ(TI)) {                                              \
+    TA *restrict o_ = (TA *)p[0];                                                      \
+    const TI *restrict a_ = (const TI *)p[1];                                          \
+    for (int64_t i = 0; i < n; i++) {                                                  \
+      const TA x = o_[i];                                                              \
+      const TW y = (TW)a_[i];                                                          \
+      o_[i] = (TA)(COMBINE);                                                           \
+    }                                                                                  \
+    return;                                                                            \
+  }                                                                                    \
+  char *o_ = p[0];                                                                     \
+  const char *a_ = p[1];                                                               \
+  for (int64_t i = 0; i < n; i++, o_ += s[0], a_ += s[1]) {                            \
+    const TA x = *(TA *)o_;                                                            \
+    const TW y = (TW)*(const TI *)a_;                                                  \
+    *(TA *)o_ = (TA)(COMBINE);                                                         \
+  }
+
+/* A run with acc stride 0 is reduced by RUN into a TW, then merged. */
 #define ACC_LOOP(NAME, TI, TA, TW, RUN, COMBINE)                                       \
   static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
     (void)aux;                                                                         \
@@ -165,38 +330,49 @@ MINMAX_RUN(max_u8, uint8_t, 0, IMAX_BETTER)
       *acc_ = (TA)(COMBINE);                                                           \
       return;                                                                          \
     }                                                                                  \
-    if (s[0] == SZ(TA) && s[1] == SZ(TI)) {                                            \
-      TA *restrict o_ = (TA *)p[0];                                                    \
-      const TI *restrict a_ = (const TI *)p[1];                                        \
-      for (int64_t i = 0; i < n; i++) {                                                \
-        const TA x = o_[i];                                                            \
-        const TW y = (TW)a_[i];                                                        \
-        o_[i] = (TA)(COMBINE);                                                         \
-      }                                                                                \
-      return;                                                                          \
-    }                                                                                  \
-    char *o_ = p[0];                                                                   \
-    const char *a_ = p[1];                                                             \
-    for (int64_t i = 0; i < n; i++, o_ += s[0], a_ += s[1]) {                          \
-      const TA x = *(TA *)o_;                                                          \
-      const TW y = (TW)*(const TI *)a_;                                                \
-      *(TA *)o_ = (TA)(COMBINE);                                                       \
-    }                                                                                  \
+    EW_ACC(TI, TA, TW, COMBINE)                                                        \
   }
 
-/* sums */
-ACC_LOOP(sum_f64, double, double, double, pw_f64, x + y)
-ACC_LOOP(sum_f32, float, float, double, pw_f32, (double)x + y)
+/* OUTER: a run with acc stride 0 is merged element by element, in order. */
+#define SEQ_LOOP(NAME, TI, TA, TW, COMBINE)                                            \
+  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
+    (void)aux;                                                                         \
+    if (s[0] == 0) {                                                                   \
+      TA *acc_ = (TA *)p[0];                                                           \
+      TA a = *acc_;                                                                    \
+      const char *q = p[1];                                                            \
+      for (int64_t i = 0; i < n; i++, q += s[1]) {                                     \
+        const TA x = a;                                                                \
+        const TW y = (TW)*(const TI *)q;                                               \
+        a = (TA)(COMBINE);                                                             \
+      }                                                                                \
+      *acc_ = a;                                                                       \
+      return;                                                                          \
+    }                                                                                  \
+    EW_ACC(TI, TA, TW, COMBINE)                                                        \
+  }
+
+/* float sums and products: ordered runs (FULL, INNER) */
+ACC_LOOP(sum_f64, double, double, double, osum_f64, x + y)
+ACC_LOOP(sum_f32, float, float, double, osum_f32, (double)x + y)
+/* mean of ints: numpy's f64 accumulator */
+ACC_LOOP(sum_i64_d, int64_t, double, double, osum_i64_d, x + y)
+ACC_LOOP(sum_i32_d, int32_t, double, double, osum_i32_d, x + y)
+ACC_LOOP(sum_u8_d, uint8_t, double, double, osum_u8_d, x + y)
+ACC_LOOP(prod_f64_l, double, double, double, oprod_f64, x * y)
+ACC_LOOP(prod_f32_l, float, float, double, oprod_f32, (double)x * y)
+/* ... and in order (OUTER) */
+SEQ_LOOP(seq_sum_f64, double, double, double, x + y)
+SEQ_LOOP(seq_sum_f32, float, float, double, (double)x + y)
+SEQ_LOOP(seq_sum_i64_d, int64_t, double, double, x + y)
+SEQ_LOOP(seq_sum_i32_d, int32_t, double, double, x + y)
+SEQ_LOOP(seq_sum_u8_d, uint8_t, double, double, x + y)
+SEQ_LOOP(seq_prod_f64, double, double, double, x * y)
+SEQ_LOOP(seq_prod_f32, float, float, double, (double)x * y)
+/* integer sums and products */
 ACC_LOOP(sum_i64, int64_t, int64_t, uint64_t, isum_i64, (uint64_t)x + y)
 ACC_LOOP(sum_i32, int32_t, int64_t, uint64_t, isum_i32, (uint64_t)x + y)
 ACC_LOOP(sum_u8, uint8_t, int64_t, uint64_t, isum_u8, (uint64_t)x + y)
-/* integer sums into f64 (mean of integers, like numpy's float accumulator) */
-ACC_LOOP(sum_i64_d, int64_t, double, double, pw_i64_d, x + y)
-ACC_LOOP(sum_i32_d, int32_t, double, double, pw_i32_d, x + y)
-ACC_LOOP(sum_u8_d, uint8_t, double, double, pw_u8_d, x + y)
-/* products */
-ACC_LOOP(prod_f64_l, double, double, double, prod_f64, x * y)
-ACC_LOOP(prod_f32_l, float, float, double, prod_f32, (double)x * y)
 ACC_LOOP(prod_i64, int64_t, int64_t, uint64_t, iprod_i64, (uint64_t)x * y)
 ACC_LOOP(prod_i32, int32_t, int64_t, uint64_t, iprod_i32, (uint64_t)x * y)
 ACC_LOOP(prod_u8, uint8_t, int64_t, uint64_t, iprod_u8, (uint64_t)x * y)
@@ -255,6 +431,45 @@ const ty_loop1d ty__reduce_loops[TY__NREDKIND][TY_NDTYPES][TY_NDTYPES] = {
         },
 };
 
+/* OUTER loops of the ordered kinds */
+static const ty_loop1d seq_loops[2][TY_NDTYPES][TY_NDTYPES] = {
+    [TY__RSUM] =
+        {
+            [TY_F64] = {[TY_F64] = seq_sum_f64},
+            [TY_F32] = {[TY_F32] = seq_sum_f32},
+            [TY_I64] = {[TY_F64] = seq_sum_i64_d},
+            [TY_I32] = {[TY_F64] = seq_sum_i32_d},
+            [TY_U8] = {[TY_F64] = seq_sum_u8_d},
+            [TY_BOOL] = {[TY_F64] = seq_sum_u8_d},
+        },
+    [TY__RPROD] =
+        {
+            [TY_F64] = {[TY_F64] = seq_prod_f64},
+            [TY_F32] = {[TY_F32] = seq_prod_f32},
+        },
+};
+
+bool ty__reduce_ordered(ty__redkind kind, ty_dtype acc) {
+  return (kind == TY__RSUM || kind == TY__RPROD) && (acc == TY_F64 || acc == TY_F32);
+}
+
+ty__rscheme ty__reduce_scheme(const ty_tile *acc) {
+  int last = -1;
+  bool kept = false;
+  for (int d = 0; d < acc->ndim; d++) {
+    if (acc->gshape[d] <= 1) continue;
+    last = d;
+    kept |= acc->strides[d] != 0;
+  }
+  if (!kept) return TY__RS_FULL;
+  return acc->strides[last] == 0 ? TY__RS_INNER : TY__RS_OUTER;
+}
+
+ty_loop1d ty__reduce_loop(ty__redkind kind, ty_dtype in, ty_dtype acc, ty__rscheme scheme) {
+  if (scheme == TY__RS_OUTER && ty__reduce_ordered(kind, acc)) return seq_loops[kind][in][acc];
+  return ty__reduce_loops[kind][in][acc];
+}
+
 ty__fillval ty__reduce_identity(ty__redkind kind, ty_dtype t) {
   ty__fillval v = {0, 0};
   switch (kind) {
@@ -273,14 +488,138 @@ ty__fillval ty__reduce_identity(ty__redkind kind, ty_dtype t) {
   return v;
 }
 
+/* ---- walking the ordered tiles in one piece ------------------------------------------------ */
+
+/* acc[i] = acc[i] op tmp[i], as the runtime combines a private tile (window.c:
+ * in double, stored in the dtype); aux: {kind, dtype}. */
+typedef struct combine_aux {
+  ty__redkind kind;
+  ty_dtype t;
+} combine_aux;
+
+static void combine_loop(int64_t n, char **p, const int64_t *s, const void *aux) {
+  const combine_aux *c = aux;
+  char *o = p[0];
+  const char *v = p[1];
+  for (int64_t i = 0; i < n; i++, o += s[0], v += s[1])
+    ty__store_f64(o, c->t, op2(c->kind, ty__load_f64(o, c->t), ty__load_f64(v, c->t)));
+}
+
+int ty__ordered_walk(ty_task_ctx *ctx, uint64_t aligned, uint64_t accs, const uint8_t *kinds,
+                     int (*fn)(ty_task_ctx *ctx, void *ud), void *ud) {
+  const int nd = ctx->ndim;
+  int64_t shape[TY_MAX_RANK];
+  for (int d = 0; d < nd; d++) shape[d] = ctx->hi[d] - ctx->lo[d];
+  ty_tiling t;
+  ty__ordered_tiles(nd, shape, &t);
+  if (t.pieces <= 1) return fn(ctx, ud);
+
+  /* one buffer per accumulator, as large as its distinct elements in the box */
+  size_t off[TY_MAX_ARGS], total = 0;
+  for (int k = 0; k < ctx->nargs; k++) {
+    off[k] = total;
+    if (!((accs >> k) & 1u)) continue;
+    int64_t cnt = 1;
+    for (int d = 0; d < nd; d++)
+      if (ctx->args[k].strides[d] != 0) cnt *= shape[d];
+    total += ((size_t)cnt * ty_dtype_size(ctx->args[k].dtype) + 63) / 64 * 64;
+  }
+  _Alignas(64) char local[1024];
+  char *mem = total <= sizeof local ? local : ty__aligned_alloc(64, total);
+  if (!mem)
+    return ty_ctx_fail(ctx, "%s: out of memory for %zu bytes of partial sums", ctx->task_name,
+                       total);
+
+  ty_tile tiles[TY_MAX_ARGS];
+  int rc = 0;
+  for (int piece = 0; piece < t.pieces && rc == 0; piece++) {
+    int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+    ty__piece_box(nd, shape, &t, piece, lo, hi);
+    ty_task_ctx sub = *ctx;
+    sub.args = tiles;
+    for (int d = 0; d < nd; d++) {
+      sub.lo[d] = ctx->lo[d] + lo[d];
+      sub.hi[d] = ctx->lo[d] + hi[d];
+    }
+    for (int k = 0; k < ctx->nargs; k++) {
+      ty_tile *tt = &tiles[k];
+      *tt = ctx->args[k];
+      if (!((aligned >> k) & 1u)) continue;
+      const int64_t es = (int64_t)ty_dtype_size(tt->dtype);
+      int64_t o = 0;
+      for (int d = 0; d < nd; d++) {
+        o += lo[d] * tt->strides[d];
+        tt->shape[d] = hi[d] - lo[d];
+        tt->lo[d] += lo[d];
+      }
+      tt->data += o * es;
+      if (!((accs >> k) & 1u)) continue;
+      /* a private tile: compact over the dims the accumulator is not broadcast on */
+      int64_t cnt = 1;
+      for (int d = nd - 1; d >= 0; d--) {
+        if (ctx->args[k].strides[d] == 0) {
+          tt->strides[d] = 0;
+        } else {
+          tt->strides[d] = cnt;
+          cnt *= tt->shape[d];
+        }
+      }
+      tt->data = mem + off[k];
+      const double id = kinds[k] == TY__RSUM ? 0.0 : 1.0;
+      for (int64_t i = 0; i < cnt; i++) ty__store_f64(tt->data + i * es, tt->dtype, id);
+    }
+    rc = fn(&sub, ud);
+    for (int k = 0; rc == 0 && k < ctx->nargs; k++) {
+      if (!((accs >> k) & 1u)) continue;
+      const ty_tile *acc = &ctx->args[k], *tmp = &tiles[k];
+      const int64_t es = (int64_t)ty_dtype_size(acc->dtype);
+      int64_t region[TY_MAX_RANK], st[2][TY_MAX_RANK], o = 0;
+      for (int d = 0; d < nd; d++) {
+        region[d] = acc->strides[d] == 0 ? 1 : hi[d] - lo[d];
+        o += lo[d] * acc->strides[d];
+        st[0][d] = acc->strides[d] * es;
+        st[1][d] = tmp->strides[d] * es;
+      }
+      char *base[2] = {acc->data + o * es, tmp->data};
+      const combine_aux ca = {(ty__redkind)kinds[k], acc->dtype};
+      ty__foreach(nd, region, 2, base, (const int64_t(*)[TY_MAX_RANK])st, combine_loop, &ca);
+    }
+  }
+  if (mem != local) free(mem);
+  return rc;
+}
+
 /* ---- the sum/prod/min/max variant ---------------------------------------------------------- */
+
+/* One piece (or one ordered tile of a walked piece). */
+static int reduce_box(ty_task_ctx *ctx, void *ud) {
+  (void)ud;
+  const ty__reduce_args *a = ctx->scalars;
+  const ty_tile *acc = &ctx->args[0], *in = &ctx->args[1];
+  const ty__redkind kind = (ty__redkind)a->kind;
+  if (!ty__reduce_ordered(kind, acc->dtype)) {
+    ty__run_tiles(ctx, ty__reduce_loops[kind][in->dtype][acc->dtype], NULL);
+    return 0;
+  }
+  const ty__rscheme sc = ty__reduce_scheme(acc);
+  if (sc == TY__RS_FULL) {
+    ty__ostream os;
+    ty__ostream_init(&os, kind);
+    ty__run_tiles(ctx, ty__ostream_feeds[kind][in->dtype], &os);
+    ty__ordered_apply(acc->data, acc->dtype, kind, ty__ostream_finish(&os));
+    return 0;
+  }
+  ty__run_tiles(ctx, ty__reduce_loop(kind, in->dtype, acc->dtype, sc), NULL);
+  return 0;
+}
 
 int ty__reduce_variant(ty_task_ctx *ctx) {
   const ty__reduce_args *a = ctx->scalars;
   const ty_tile *acc = &ctx->args[0], *in = &ctx->args[1];
   const ty__redkind kind = (ty__redkind)a->kind;
   ty_loop1d fn = ty__reduce_loops[kind][in->dtype][acc->dtype];
-  if (!fn)
+  const bool ordered = ty__reduce_ordered(kind, acc->dtype);
+  if (!fn || (ordered && !ty__ostream_feeds[kind][in->dtype]))
     return ty_ctx_fail(ctx, "%s: no kernel from %s to %s", ctx->task_name,
                        ty_dtype_name(in->dtype), ty_dtype_name(acc->dtype));
   if (a->init_out) {
@@ -296,9 +635,14 @@ int ty__reduce_variant(ty_task_ctx *ctx) {
     char *base = acc->data;
     ty__foreach(acc->ndim, shape, 1, &base, (const int64_t(*)[TY_MAX_RANK])st,
                 ty__fill_loops[acc->dtype], &id);
+    return reduce_box(ctx, NULL);
   }
-  ty__run_tiles(ctx, fn, NULL);
-  return 0;
+  /* a REDUCE accumulator in one piece: the ordered tiles, in order */
+  if (ordered && ctx->pieces == 1) {
+    const uint8_t kinds[2] = {(uint8_t)kind, 0};
+    return ty__ordered_walk(ctx, 3u, 1u, kinds, reduce_box, NULL);
+  }
+  return reduce_box(ctx, NULL);
 }
 
 /* ---- argmin / argmax ------------------------------------------------------------------------ */

@@ -29,12 +29,14 @@
  *
  * Reductions pass the output as a view broadcast back to the input's shape
  * (stride 0 on reduced axes) so that the launch domain is the input:
- *  - when a kept dim is long enough to give every processor a piece, the view
- *    is OUT (reduced dims are then never split; each piece initialises and
- *    owns its outputs: no buffers, no combine step);
+ *  - when a kept dim has at least 16 elements (OWN_MIN_KEPT), the view is OUT
+ *    (reduced dims are then never split; each piece initialises and owns its
+ *    outputs: no buffers, no combine step);
  *  - otherwise (full reductions, short kept dims) it is REDUCE: any dim may be
  *    split, pieces accumulate into private tiles that the runtime combines into
- *    the output, which a "fill" launch first sets to the identity.
+ *    the output, which a "fill" launch first sets to the identity. Float sums
+ *    and products of this kind are "ordered" (kernels.h): cut by their shape
+ *    only, so that their bits do not depend on the processors.
  */
 #include "alloc.h"
 #include "fused.h"
@@ -277,6 +279,34 @@ bool ty__fuse_builtin(const ty_runtime *rt, const ty_pending *l, ty__fsub *o, ty
     return true;
   }
   return false;
+}
+
+/* A fused run whose last sub-operation is an ordered reduction into a REDUCE
+ * accumulator (the run then combines pieces). */
+static bool fused_ordered(const ty_pending *l) {
+  const ty__fhead *h = (const ty__fhead *)l->scalars;
+  if (l->scalar_bytes < sizeof *h || h->magic != TY__FUSE_MAGIC || h->bytes > l->scalar_bytes)
+    return false;
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s))
+    if (s->kind == TY__FK_REDUCE && s->nops == 2 && TY__FOPND_PRIV(&s->opnd[0]) == TY_PRIV_REDUCE &&
+        ty__reduce_ordered((ty__redkind)s->op, (ty_dtype)s->dt))
+      return true;
+  return false;
+}
+
+int ty__ordered_launch(const ty_pending *l) {
+  const ty_task *t = l->task;
+  if (t->cpu == ty__reduce_variant && l->nargs == 2 && l->scalar_bytes == sizeof(ty__reduce_args)) {
+    ty__reduce_args ra;
+    memcpy(&ra, l->scalars, sizeof ra);
+    return l->args[0].priv == TY_PRIV_REDUCE && ra.kind >= 0 && ra.kind < TY__NREDKIND &&
+           ty__reduce_ordered((ty__redkind)ra.kind, l->args[0].store->dtype);
+  }
+  if (t->cpu == ty__fused_variant) return fused_ordered(l);
+  if (t->cpu == ty__matmul_variant && l->nargs == 3 && l->ndim == 2)
+    return ty_dtype_is_float(l->args[0].store->dtype) ? 2 : 0;
+  return 0;
 }
 
 /* ---- helpers --------------------------------------------------------------------------- */
@@ -664,6 +694,9 @@ ty_status ty_random(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, 
 
 /* ---- reductions ------------------------------------------------------------------------------ */
 
+/* Kept length from which an axis reduction owns its outputs (OUT). */
+#define OWN_MIN_KEPT 16
+
 /* The output broadcast back to the input's shape: stride 0 on reduced dims. */
 static ty_status reduced_view(ty_runtime *rt, ty_store *res, const ty_store *in, int axis,
                               ty_store **out) {
@@ -686,10 +719,12 @@ static ty_status reduce_basic(ty_runtime *rt, ty_reduce_op op, ty_store *a, int 
   const ty__fillval id = ty__reduce_identity(kind, res->dtype);
   if (a->size == 0) return launch_fill(rt, res, id); /* sum 0, prod 1 */
 
-  /* OUT when a kept dim can give every processor a piece */
+  /* OUT when a kept dim is long enough to give many processors a piece. A
+   * fixed length, not the processor count: OUT and REDUCE add in different
+   * orders, and a float sum must not depend on the processors (kernels.h) */
   bool own = false;
   for (int d = 0; axis >= 0 && d < a->ndim; d++)
-    if (d != axis && a->shape[d] >= rt->cfg.cpus && a->shape[d] > 1) own = true;
+    if (d != axis && a->shape[d] >= OWN_MIN_KEPT) own = true;
   ty_status st = TY_OK;
   if (!own) st = launch_fill(rt, res, id);
   ty_store *view = NULL;

@@ -16,8 +16,17 @@
  *  - Key partitions: when an aligned argument's store has a key partition
  *    (its last writer's tiling) of the same shape and the same piece count,
  *    on splittable dims only, that tiling is reused.
+ *  - Ordered launches (ty__ordered_launch: float sums and products that
+ *    combine pieces, float matmul) get a tiling fixed by their shape, so that
+ *    their bits do not depend on the processors: a reduction the tiles of
+ *    ty__ordered_tiles, a matmul the row blocks of ty__matmul_blocks. When
+ *    the mode asks for one piece (single, task, one processor, a small
+ *    launch) they run as one piece, whose kernel walks the same tiles in the
+ *    same order. So `all`, `overdecompose` and min_chunk only decide between
+ *    one piece and the fixed tiling for them; no key partition is reused.
  */
 #include "internal.h"
+#include "kernels.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +64,41 @@ static int largest_prime_factor(int n) {
       n /= p;
     }
   return n > 1 ? n : f;
+}
+
+void ty__ordered_tiles(int ndim, const int64_t *shape, ty_tiling *out) {
+  int64_t n = 1;
+  for (int k = 0; k < ndim; k++) n *= shape[k];
+  int64_t want = (n + TY__ORDER_CHUNK - 1) / TY__ORDER_CHUNK;
+  if (want > TY__ORDER_MAX) want = TY__ORDER_MAX;
+  out->ndim = ndim;
+  out->pieces = 1;
+  for (int k = 0; k < ndim; k++) out->tiles[k] = 1;
+  for (int k = 0; k < ndim && want > 1; k++) {
+    if (shape[k] < 2) continue;
+    const int64_t t = want < shape[k] ? want : shape[k];
+    out->tiles[k] = (int)t;
+    out->pieces *= (int)t;
+    want = (want + t - 1) / t;
+  }
+}
+
+/* The fixed tiling of an ordered launch, or one piece when its dims cannot
+ * all be split as the tiling needs (the kernel then walks the tiles). */
+static void ordered_partition(const ty_pending *l, int kind, uint32_t allowed, ty_tiling *out) {
+  ty_tiling t = {.ndim = l->ndim, .pieces = 1};
+  for (int k = 0; k < l->ndim; k++) t.tiles[k] = 1;
+  if (kind == 2) { /* matmul: C (m, n) = A (m, k) B; A is argument 1 */
+    const int64_t kk = l->args[1].store->ndim == 2 ? l->args[1].store->shape[1] : 1;
+    const int64_t b = ty__matmul_blocks(l->domain[0], l->domain[1], kk);
+    t.tiles[0] = (int)b;
+    t.pieces = (int)b;
+  } else {
+    ty__ordered_tiles(l->ndim, l->domain, &t);
+  }
+  bool ok = l->nosplit == 0 && (l->max_pieces <= 0 || t.pieces <= l->max_pieces);
+  for (int k = 0; k < l->ndim && ok; k++) ok = t.tiles[k] == 1 || ((allowed >> k) & 1u);
+  if (ok) *out = t;
 }
 
 /* Factor `want` over the allowed dims; returns the pieces actually placed. */
@@ -124,6 +168,11 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
   }
 
   uint32_t allowed = splittable_dims(l);
+  const int ordered = ty__ordered_launch(l);
+  if (ordered) {
+    ordered_partition(l, ordered, allowed, out);
+    return;
+  }
   /* reuse a key partition that fits exactly */
   for (int i = 0; i < l->nargs; i++) {
     const ty_arg *a = &l->args[i];

@@ -806,8 +806,9 @@ TEST(sum_axis_matches_loop) {
   free(m), free(col), free(row);
 }
 
-/* A short kept dim (3 < cpus) reduces through private tiles split along the
- * reduced axis; a long one through owned outputs: same answers. */
+/* A short kept dim (3, under ops.c's 16) reduces through private tiles split
+ * along the reduced axis (the ordered tiles of kernels.h); a long one through
+ * owned outputs: same answers. */
 TEST(sum_short_kept_dim_splits_reduced_axis) {
   const int64_t R = 3, C = 100003;
   double *m = malloc(sizeof(double) * R * C);
