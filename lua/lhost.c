@@ -54,7 +54,7 @@ static int open_state(lua_State *L) {
 
 lua_State *ty_lua_open(ty_runtime *rt) {
   if (!rt) return NULL;
-  lua_State *L = luaL_newstate();
+  lua_State *L = ty_lua_newstate();
   if (!L) return NULL;
   lua_pushcfunction(L, open_state);
   lua_pushlightuserdata(L, rt);

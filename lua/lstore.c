@@ -56,8 +56,7 @@ static int m_tostring(lua_State *L) {
     free(text);
     return tl_fail(L, rt, "tostring", st);
   }
-  lua_pushstring(L, text);
-  free(text);
+  tl_pushtext(L, text);
   return 1;
 }
 

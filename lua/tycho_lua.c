@@ -68,6 +68,21 @@ int tl_fail(lua_State *L, ty_runtime *rt, const char *fn, ty_status st) {
   return luaL_error(L, "tycho.%s: %s", fn, msg);
 }
 
+static int push_text(lua_State *L) {
+  lua_pushstring(L, lua_touserdata(L, 1));
+  return 1;
+}
+
+/* The push runs protected (it allocates, and may raise "not enough memory"):
+ * whatever happens the text is freed first, then the error raised. */
+void tl_pushtext(lua_State *L, char *text) {
+  lua_pushcfunction(L, push_text); /* a light C function and a light userdata: */
+  lua_pushlightuserdata(L, text);  /* no allocation, within LUA_MINSTACK */
+  int status = lua_pcall(L, 1, 1, 0);
+  free(text);
+  if (status != LUA_OK) lua_error(L);
+}
+
 int tl_error(lua_State *L, const char *fn, const char *fmt, ...) {
   char buf[512];
   va_list ap;
@@ -138,6 +153,12 @@ int tl_reclaim(lua_State *L, ty_runtime *rt, int attempt) {
     return 1;
   }
   return 0;
+}
+
+uint64_t tl_flushes(ty_runtime *rt) {
+  ty_stats s;
+  ty_get_stats(rt, &s);
+  return s.flushes;
 }
 
 ty_store **tl_newslot(lua_State *L) {
@@ -427,6 +448,9 @@ static int l_stats(lua_State *L) {
   setint(L, "widest_wave", s.widest_wave);
   setint(L, "critical_path", s.critical_path);
   setint(L, "peak_transient", s.peak_transient);
+  setint(L, "stream_groups", s.stream_groups);
+  setint(L, "stream_pieces", s.stream_pieces);
+  setint(L, "stream_peak", s.stream_peak);
   /* the last flush: how it was cut into waves */
   ty_flush_stats f;
   ty_last_flush_stats(tl_rt(L), &f);
@@ -439,6 +463,13 @@ static int l_stats(lua_State *L) {
   setint(L, "widest", (uint64_t)f.widest);
   setint(L, "concurrent", (uint64_t)f.concurrent);
   setint(L, "peak_transient", (uint64_t)f.peak_transient);
+  if (f.stream_budget > 0) { /* a streamed scope: its budget, pieces and peak */
+    setint(L, "stream_budget", (uint64_t)f.stream_budget);
+    setint(L, "stream_groups", (uint64_t)f.stream_groups);
+    setint(L, "stream_pieces", (uint64_t)f.stream_pieces);
+    setint(L, "stream_peak", (uint64_t)f.stream_peak);
+    setint(L, "stream_outputs", (uint64_t)f.stream_outputs);
+  }
   lua_setfield(L, -2, "last_flush");
   return 1;
 }
@@ -450,8 +481,7 @@ static int l_stats_text(lua_State *L) {
   char *out = NULL;
   ty_runtime *rt = tl_rt(L);
   if (ty_stats_format(rt, fmt, &out) != TY_OK) return luaL_error(L, "tycho.stats_text: %s", ty_errmsg(rt));
-  lua_pushstring(L, out);
-  free(out);
+  tl_pushtext(L, out);
   return 1;
 }
 
@@ -540,6 +570,53 @@ static const luaL_Reg runtime_funcs[] = {
     {"memory", l_memory}, {"clock", l_clock}, {"seed", l_seed},
     {"is_store", l_is_store}, {"stats_text", l_stats_text},
     {"trace_start", l_trace_start}, {"trace_stop", l_trace_stop}, {NULL, NULL}};
+
+/* ---- Lua states under fault injection ------------------------------------------------- */
+
+/* Defined by the core (runtime/src/alloc.c): counts one allocation and says
+ * whether the injector wants it to fail. The one internal symbol the binding
+ * uses, so that Lua's allocations and the core's share one count. */
+bool ty__alloc_should_fail(void);
+
+static bool lua_counts = true; /* TYCHO_FAIL_ALLOC_LUA=0: the core's allocations only */
+
+/* lauxlib's l_alloc (realloc/free, so blocks move freely between the two)
+ * with the injector consulted on growth. Lua answers a failure with an
+ * emergency collection and one retry, then "not enough memory". */
+static void *fault_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  (void)ud;
+  if (nsize == 0) {
+    free(ptr);
+    return NULL;
+  }
+  if (lua_counts && (ptr == NULL || nsize > osize) && ty__alloc_should_fail()) return NULL;
+  return realloc(ptr, nsize);
+}
+
+static void report_alloc_count(void) {
+  fprintf(stderr, "tycho: fault injection: %ld allocations counted, %ld failed on purpose\n",
+          ty_fault_alloc_count(), ty_fault_failures());
+}
+
+lua_State *ty_lua_newstate(void) {
+  static bool env_read; /* once per process: a second state must not re-arm */
+  if (!env_read) {
+    env_read = true;
+    const char *k = getenv("TYCHO_FAIL_ALLOC");
+    const char *count = getenv("TYCHO_ALLOC_COUNT");
+    const char *lua = getenv("TYCHO_FAIL_ALLOC_LUA");
+    lua_counts = !(lua && strcmp(lua, "0") == 0);
+    if ((k && *k) || (count && *count && strcmp(count, "0") != 0)) {
+      ty_fault_fail_alloc(k ? strtol(k, NULL, 10) : 0); /* also restarts the count */
+      if (count && *count && strcmp(count, "0") != 0) atexit(report_alloc_count);
+    }
+  }
+  /* luaL_newstate's panic and warning functions (static in lauxlib), then
+   * this allocator for everything from here on */
+  lua_State *L = luaL_newstate();
+  if (L) lua_setallocf(L, fault_alloc, NULL);
+  return L;
+}
 
 /* ---- binding ---------------------------------------------------------------------- */
 

@@ -50,6 +50,25 @@ ty_runtime *ty_lua_runtime(lua_State *L);
  * ty_runtime_destroy(rt). */
 lua_State *ty_lua_open(ty_runtime *rt);
 
+/* A new Lua state, as luaL_newstate makes it (no libraries opened), whose
+ * allocator takes part in the core's fault injection (ty_fault_fail_alloc):
+ * an allocation that grows a block counts as one and fails when the injector
+ * says so, as Lua's own test allocator does (shrinking never fails: Lua
+ * assumes it cannot). For fault-injection runs (docs/reliability.md), the
+ * first call in a process reads TYCHO_FAIL_ALLOC=k (arm the injector: the
+ * k-th allocation from here on fails) and TYCHO_ALLOC_COUNT=1 (print the
+ * allocations counted on standard error at exit); TYCHO_FAIL_ALLOC_LUA=0
+ * leaves the Lua state's allocations out of the count (the core's only).
+ * The `tycho` shell and ty_lua_open make their states here. NULL when out of
+ * memory. */
+lua_State *ty_lua_newstate(void);
+
+/* Allow (1) or refuse (0) precompiled Lua chunks in L's loaders (load,
+ * loadfile, dofile, require) and in its task workers; -1 only asks. Returns
+ * the previous setting. Refused by default: the Lua VM does not verify
+ * bytecode (TYCHO_ALLOW_BYTECODE=1 allows it when the binding is set up). */
+int ty_lua_allow_bytecode(lua_State *L, int allow);
+
 /* Run a script file / a string in L, as the shell does (a failure carries the
  * traceback). TY_OK; TY_EIO (the file cannot be read), TY_EINVAL (a syntax
  * error), TY_ENOMEM, TY_EINTR (interrupted) or TY_ETASK (the script raised an

@@ -7,6 +7,12 @@
  * becomes an out-of-memory error, the runtime stays usable and nothing leaks.
  * The counter is process-wide: fault injection is a testing tool, and a test
  * drives one runtime at a time.
+ *
+ * One failure is what a caller must survive; TYCHO_FAIL_ALLOC_BURST=n (read
+ * when the injector is armed) makes the n allocations from the k-th on fail,
+ * which defeats a single retry (an emergency collection in Lua, the binding's
+ * collect-and-retry) and so reaches the paths behind it: what a C function
+ * holds when Lua raises "not enough memory", for instance.
  */
 #include "alloc.h"
 
@@ -15,14 +21,19 @@
 #include <errno.h>
 #include <stdatomic.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static atomic_long alloc_count; /* allocations since the injector was armed */
 static atomic_long fail_at;     /* 0: off; k: the k-th allocation fails */
+static atomic_long burst = 1;   /* ... and the burst - 1 after it */
 static atomic_long failures;    /* allocations failed on purpose */
 
 void ty_fault_fail_alloc(long k) {
+  const char *b = getenv("TYCHO_FAIL_ALLOC_BURST");
+  long n = b ? strtol(b, NULL, 10) : 1;
+  atomic_store(&burst, n > 1 ? n : 1);
   atomic_store(&alloc_count, 0);
   atomic_store(&fail_at, k > 0 ? k : 0);
 }
@@ -31,11 +42,32 @@ long ty_fault_alloc_count(void) { return atomic_load(&alloc_count); }
 
 long ty_fault_failures(void) { return atomic_load(&failures); }
 
+#if defined(__SANITIZE_ADDRESS__)
+void __sanitizer_print_stack_trace(void);
+#else
+#include <execinfo.h>
+#endif
+
+/* TYCHO_FAIL_ALLOC_TRACE=1: say where the failure was injected (symbolised
+ * in sanitizer builds), to find the caller that mishandled it. */
+static void trace_failure(long n) {
+  const char *t = getenv("TYCHO_FAIL_ALLOC_TRACE");
+  if (!t || !*t || strcmp(t, "0") == 0) return;
+  fprintf(stderr, "tycho: fault injection: allocation %ld fails, called from:\n", n);
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_print_stack_trace();
+#else
+  void *frames[48];
+  backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
+#endif
+}
+
 bool ty__alloc_should_fail(void) {
   long k = atomic_load_explicit(&fail_at, memory_order_relaxed);
   long n = atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed) + 1;
-  if (k == 0 || n != k) return false;
+  if (k == 0 || n < k || n >= k + atomic_load_explicit(&burst, memory_order_relaxed)) return false;
   atomic_fetch_add(&failures, 1);
+  trace_failure(n);
   return true;
 }
 

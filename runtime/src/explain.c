@@ -16,6 +16,7 @@ ty_record *ty__explain_next(ty_runtime *rt) {
   r->fused = 0;
   r->fused_ops[0] = 0;
   r->fuse_end[0] = 0;
+  r->stream[0] = 0;
   return r;
 }
 
@@ -77,6 +78,7 @@ static void render(const ty_record *r, ty_explain_entry *e) {
   e->fused = r->fused;
   snprintf(e->fused_ops, sizeof e->fused_ops, "%s", r->fused_ops);
   snprintf(e->fuse_end, sizeof e->fuse_end, "%s", r->fuse_end);
+  snprintf(e->stream, sizeof e->stream, "%s", r->stream);
 }
 
 int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out) {
@@ -127,6 +129,7 @@ static void format_entry(ty_sbuf *b, const ty_explain_entry *e) {
   ty__sb_printf(b, "\n");
   if (e->fused) ty__sb_printf(b, "       fused %d launches: %s\n", e->fused, e->fused_ops);
   if (e->fuse_end[0]) ty__sb_printf(b, "       fusion: %s\n", e->fuse_end);
+  if (e->stream[0]) ty__sb_printf(b, "       streaming: %s\n", e->stream);
 }
 
 ty_status ty_explain_text(ty_runtime *rt, int n, char **out) {

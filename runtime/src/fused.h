@@ -51,7 +51,7 @@ typedef struct ty__fhead {
   uint32_t bytes;    /* the whole description */
   uint32_t first;    /* offset of the first sub-operation record */
   uint32_t consts;   /* offset of the constants */
-  uint32_t pad;
+  uint32_t kernel_kind; /* TY__FK_FLAT (ty__fused_kernel) or TY__FK_ROWS (ty__fused_kernel2) */
   uint64_t kernel;   /* a compiled kernel for the run (fused_codegen.c), or 0 */
   uint64_t contig;   /* its layout: bit k set when argument k is contiguous, clear
                         when it is one broadcast element */
@@ -60,6 +60,13 @@ typedef struct ty__fhead {
 /* A compiled fused run: n elements of a flat piece; args[k] is argument k's
  * first element, desc the description (its constants and fill values). */
 typedef void (*ty__fused_kernel)(int64_t n, char *const *args, const char *desc);
+/* A compiled 2-D run (fused_codegen.c's generate2): n0 rows of n1 elements;
+ * args[k] is argument k's first element, os[k] its byte stride between rows;
+ * each argument is contiguous along a row or one element per row, as the
+ * layout bits say. */
+typedef void (*ty__fused_kernel2)(int64_t n0, int64_t n1, char *const *args, const int64_t *os,
+                                  const char *desc);
+enum { TY__FK_FLAT = 0, TY__FK_ROWS = 1 };
 
 /* Operand references. */
 #define TY__FREF_CONST 0x4000 /* ref - TY__FREF_CONST: a constant (one element, read-only) */
@@ -136,8 +143,10 @@ typedef struct ty__fusion {
 ty__fusion *ty__fusion_new(void);
 void ty__fusion_free(void *state);
 /* The kernel for fused launch f (its description written), or NULL: not
- * supported, not worth it yet, or no compiler. *contig gets its layout. Runs
+ * supported, not worth it yet, or no compiler. *contig gets its layout, *kind
+ * its signature (a ty__fused_kernel2 when TY__FK_ROWS: cast it). Runs
  * on the driving thread (it may compile). */
-ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig);
+ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig,
+                                    uint32_t *kind);
 
 #endif /* TY_FUSED_H */

@@ -15,10 +15,15 @@
  * built-ins (arithmetic, exp log sin cos tanh sqrt pow, abs floor ceil neg,
  * maximum minimum, comparisons, and/or/not, where, f64/bool casts, fills)
  * and whose store arguments are f64 or bool, contiguous or one broadcast
- * element. Anything else (integers, f32, mod, casts to integers, reductions,
- * registered tasks, strided views) runs in the interpreter. The kernel's
- * layout assumption (which arguments are contiguous) is recorded in the
- * description; a piece whose tiles do not match it runs in the interpreter.
+ * element (ty_fk: one flat loop). Runs over a 2-D domain whose arguments are
+ * each contiguous along the rows or one element per row (a column against a
+ * row: a[:, None] - b[None, :]), possibly ending in an f64 min or max
+ * reduction along either axis or whole, compile to ty_fk2 (a loop over rows;
+ * generate2). Anything else (integers, f32, mod, casts to integers, sums and
+ * products, registered tasks, other strided views) runs in the interpreter.
+ * The kernel's layout assumption (which arguments are contiguous) is recorded
+ * in the description; a piece whose tiles do not match it runs in the
+ * interpreter.
  *
  * Results are bit-identical to the interpreter's and the unfused kernels':
  * the generated code calls the same SLEEF / libmvec functions on the same
@@ -454,6 +459,148 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
   return !b->failed;
 }
 
+/* A 2-D run (ty_fk2): rows of a piece, each argument contiguous along the
+ * inner dim (bit k of *contig) or one element per row (stride 0 there), any
+ * byte stride between rows (os[k] at run time). The last sub-operation may be
+ * an f64 min or max reduction: into one accumulator per row (its inner stride
+ * 0: along the inner dim, a vector accumulator reduced at the row's end) or
+ * into a row of accumulators (inner stride 1: along the outer dim). Min/max
+ * are order-independent (NaN sticks as in kernels_reduce.c), so the result
+ * is the interpreter's, up to the sign of a zero result when both -0 and +0
+ * occur. Sums stay with the interpreter (their order is fixed there). */
+static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
+  const ty__fhead *h = (const ty__fhead *)f->scalars;
+  if (f->ndim != 2 || f->domain[1] < 2) return false;
+  /* the reduction, if any: the last sub-operation */
+  const ty__fsub *s = ty__fsub_first(h), *red = NULL;
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
+    if (s->kind == TY__FK_TASK) return false;
+    if (s->kind == TY__FK_REDUCE) {
+      if (k != h->nsub - 1 || (s->op != TY__RMIN && s->op != TY__RMAX) || s->dt != TY_F64 ||
+          s->dt2 != TY_F64 || s->nops != 2 || s->opnd[0].ref < 0 || TY__FREF_IS_CONST(s->opnd[0].ref))
+        return false;
+      red = s;
+    }
+  }
+  const int acc = red ? red->opnd[0].ref : -1;
+  uint64_t c = 0;
+  for (int k = 0; k < f->nargs; k++) {
+    const ty_arg *a = &f->args[k];
+    const ty_store *st = a->store;
+    if (!vtype(st->dtype) || a->proj != TY_PROJ_ALIGNED || st->ndim != 2) return false;
+    if (a->priv == TY_PRIV_REDUCE && k != acc) return false;
+    if (k == acc && st->dtype != TY_F64) return false;
+    if (st->strides[1] == 1) c |= UINT64_C(1) << k;
+    else if (st->strides[1] != 0) return false;
+  }
+  *contig = c;
+  const bool rowacc = red && !((c >> acc) & 1u); /* one accumulator per row */
+  preamble(b);
+  gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
+  put(b, "static inline vd body(char *const *p, const char *D, const int *sq, const double *K,\n"
+         "                      const double *Bc) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n");
+  s = ty__fsub_first(h);
+  char rin[96] = "bc(0)";
+  for (int k = 0; k < h->nsub && g.ok; k++, s = ty__fsub_next(s)) {
+    if (s == red) {
+      if (vtype((ty_dtype)s->opnd[1].dtype) != 'd') return false;
+      operand(&g, &s->opnd[1], rin, sizeof rin);
+    } else {
+      sub(&g, s, k);
+    }
+  }
+  if (!g.ok) return false;
+  put(b, "  return %s;\n}\n\n", rin);
+  const char *better = red && red->op == TY__RMAX ? "(%s > %s) | (%s != %s)" : "(%s < %s) | (%s != %s)";
+  const char *ident = red && red->op == TY__RMAX ? "-__builtin_inf()" : "__builtin_inf()";
+  if (red) {
+    /* m := v op m, lane by lane (vectors) and one element (scalars) */
+    put(b, "static inline vd comb(vd v, vd m) { return sel(");
+    put(b, better, "v", "m", "v", "v");
+    put(b, ", v, m); }\nstatic inline double comb1(double v, double m) { return (");
+    put(b, better, "v", "m", "v", "v");
+    put(b, ") ? v : m; }\n");
+  }
+  put(b, "void ty_fk2(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D) {\n");
+  put(b, "  double K[%d], Bc[%d];\n  int sq[%d];\n  char *ra[%d], *p[%d];\n", h->nconsts + 1,
+      f->nargs + 1, g.npow + 1, f->nargs + 1, f->nargs + 1);
+  put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
+  put(b, "  for (i64 r = 0; r < n0; r++) {\n");
+  for (int k = 0; k < f->nargs; k++) put(b, "    ra[%d] = a[%d] + r * os[%d];\n", k, k, k);
+  for (int k = 0; k < f->nargs; k++)
+    if (!((c >> k) & 1u) && f->args[k].store->dtype == TY_F64 && k != acc)
+      put(b, "    Bc[%d] = *(const double *)ra[%d];\n", k, k);
+  int q = 0;
+  s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
+    if (s->kind != TY__FK_BINARY || s->op != TY_OP_POW || s->dt != TY_F64) continue;
+    const ty__fopnd *o = &s->opnd[2];
+    if (TY__FREF_IS_CONST(o->ref))
+      put(b, "    sq[%d] = *(const double *)(D + %u) == 2.0;\n", q++, h->consts + 8u * (unsigned)(o->ref - TY__FREF_CONST));
+    else if (o->ref >= 0 && !((c >> o->ref) & 1u))
+      put(b, "    sq[%d] = *(const double *)ra[%d] == 2.0;\n", q++, o->ref);
+  }
+  if (rowacc) {
+    /* four accumulators: one would make the loop wait on its latency */
+    put(b, "    vd acc = bc(%s), acc1 = acc, acc2 = acc, acc3 = acc;\n    i64 i = 0;\n", ident);
+    put(b, "    for (; i + 4 * W <= n1; i += 4 * W) {\n");
+    for (int u = 0; u < 4; u++) {
+      for (int k = 0; k < f->nargs; k++) {
+        if ((c >> k) & 1u)
+          put(b, "      p[%d] = ra[%d] + (i + %d * W) * %d;\n", k, k, u, (int)ty_dtype_size(f->args[k].store->dtype));
+        else
+          put(b, "      p[%d] = ra[%d];\n", k, k);
+      }
+      put(b, "      acc%s = comb(body(p, D, sq, K, Bc), acc%s);\n", u ? (const char *[]){"", "1", "2", "3"}[u] : "",
+          u ? (const char *[]){"", "1", "2", "3"}[u] : "");
+    }
+    put(b, "    }\n    acc = comb(acc1, comb(acc2, comb(acc3, acc)));\n");
+  } else {
+    put(b, "    i64 i = 0;\n");
+  }
+  put(b, "    for (; i + W <= n1; i += W) {\n");
+  for (int k = 0; k < f->nargs; k++) {
+    if ((c >> k) & 1u) put(b, "      p[%d] = ra[%d] + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
+    else put(b, "      p[%d] = ra[%d];\n", k, k);
+  }
+  put(b, "      vd v = body(p, D, sq, K, Bc);\n");
+  if (rowacc) put(b, "      acc = comb(v, acc);\n");
+  else if (red) put(b, "      st(p[%d], comb(v, ld(p[%d])));\n", acc, acc);
+  else put(b, "      (void)v;\n");
+  put(b, "    }\n    if (i < n1) {\n      i64 m = n1 - i;\n");
+  for (int k = 0; k < f->nargs; k++) {
+    if (!((c >> k) & 1u)) {
+      put(b, "      p[%d] = ra[%d];\n", k, k);
+      continue;
+    }
+    int es = (int)ty_dtype_size(f->args[k].store->dtype);
+    put(b, "      char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
+    put(b, "      __builtin_memcpy(t%d, ra[%d] + i * %d, (unsigned long)m * %d);\n      p[%d] = t%d;\n", k, k,
+        es, es, k, k);
+  }
+  put(b, "      vd v = body(p, D, sq, K, Bc);\n");
+  if (red) { /* lanes past the row's end must not count */
+    put(b, "      for (int j = (int)m; j < W; j++) v[j] = %s;\n", ident);
+    if (rowacc) put(b, "      acc = comb(v, acc);\n");
+    else put(b, "      st(p[%d], comb(v, ld(p[%d])));\n", acc, acc);
+  } else {
+    put(b, "      (void)v;\n");
+  }
+  for (int k = 0; k < f->nargs; k++)
+    if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
+      int es = (int)ty_dtype_size(f->args[k].store->dtype);
+      put(b, "      __builtin_memcpy(ra[%d] + i * %d, t%d, (unsigned long)m * %d);\n", k, es, k, es);
+    }
+  put(b, "    }\n");
+  if (rowacc) {
+    put(b, "    double x = *(const double *)ra[%d];\n", acc);
+    put(b, "    for (int j = 0; j < W; j++) x = comb1(acc[j], x);\n");
+    put(b, "    *(double *)ra[%d] = x;\n", acc);
+  }
+  put(b, "  }\n}\n");
+  return !b->failed;
+}
+
 /* ---- compile, cache, load -------------------------------------------------------------- */
 
 static uint64_t fnv1a(const char *p, size_t n) {
@@ -527,7 +674,7 @@ static cg_entry *lookup(ty__codegen *cg, uint64_t hash) {
 }
 
 /* Load fk-<hash>.so from the cache directory, compiling it first if absent. */
-static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b) {
+static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b, const char *symbol) {
   if (mkdirs(cg->dir) != 0) return false;
   char so[1200], src[1200], tmp_so[1300], tmp_src[1300];
   snprintf(so, sizeof so, "%s/fk-%016llx.so", cg->dir, (unsigned long long)e->hash);
@@ -546,7 +693,7 @@ static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b) {
   }
   e->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!e->handle) return false;
-  void *sym = dlsym(e->handle, "ty_fk");
+  void *sym = dlsym(e->handle, symbol);
   if (!sym) {
     dlclose(e->handle);
     e->handle = NULL;
@@ -558,8 +705,10 @@ static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b) {
 
 #endif /* CG_W */
 
-ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig) {
+ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig,
+                                    uint32_t *kind) {
   *contig = 0;
+  *kind = TY__FK_FLAT;
 #if CG_W
   if (!cg || cg->mode == 0) return NULL;
   int64_t elems = 1;
@@ -568,8 +717,14 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   sbuf b = {0};
   if (!generate(f, &b, contig)) {
     free(b.p);
-    *contig = 0;
-    return NULL;
+    b = (sbuf){0};
+    *kind = TY__FK_ROWS;
+    if (!generate2(f, &b, contig)) {
+      free(b.p);
+      *contig = 0;
+      *kind = TY__FK_FLAT;
+      return NULL;
+    }
   }
   uint64_t hash = fnv1a(b.p, b.len) ^ (uint64_t)b.len * 0x9e3779b97f4a7c15ULL;
   cg_entry *e = lookup(cg, hash);
@@ -579,12 +734,12 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
     if (e->fn) {
       fn = e->fn;
     } else if (cg->mode == 2 || e->seen >= 2 || elems >= CG_EAGER_ELEMS) {
-      if (load(cg, e, &b)) fn = e->fn;
+      if (load(cg, e, &b, *kind == TY__FK_ROWS ? "ty_fk2" : "ty_fk")) fn = e->fn;
       else e->failed = true;
     }
   }
   free(b.p);
-  if (!fn) *contig = 0;
+  if (!fn) *contig = 0, *kind = TY__FK_FLAT;
   return fn;
 #else
   (void)cg;

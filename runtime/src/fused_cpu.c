@@ -25,11 +25,19 @@
  *
  * Reductions (only ever the last sub-operation, fuse.c) accumulate block by
  * block into the launch's accumulator tile (a reduction private tile, or the
- * output in OUT mode). A full reduction (accumulator strides all 0 over the
- * piece) keeps one partial per block and adds the partials pairwise (a binary
- * counter, O(log n) storage), so a fused sum keeps the O(log n) error bound of
- * the unfused pairwise sum; it is not bit-identical to it (the unfused sum
- * splits at different points), see docs/fusion.md.
+ * output in OUT mode). Float sums and products follow the ordered scheme of
+ * kernels_reduce.c, so that a fused sum has the unfused sum's bits:
+ *  - FULL (no kept dim): the piece's elements in C order go through one
+ *    ty__ostream (128-element leaves, an aligned binary tree), block after
+ *    block; blocks are multiples of 128 elements, so in flat mode every block
+ *    starts a leaf and whole subtrees go to the pairwise function;
+ *  - INNER: a row shorter than a block is whole in each block and the loop
+ *    reduces it as the unfused kernel does; a longer row is cut into blocks
+ *    along it, fed to a stream that ends with the row;
+ *  - OUTER: the in-order loop, whatever the block's shape;
+ *  - a one-piece launch whose accumulator is REDUCE walks the ordered tiles
+ *    (ty__ordered_walk), as ty__reduce_variant does.
+ * min, max and integer reductions accumulate block by block directly.
  *
  * Registered tasks (user tasks marked point-wise, the generators) run on each
  * block with a child context that holds only their own arguments, their own
@@ -45,37 +53,32 @@
 
 /* Elements per block: the block's working set — one block of every slot
  * and store argument, 8 bytes an element at most — is kept near 64 KiB
- * (this machine: 48 KiB L1d, 2 MiB L2 per core), in multiples of 64
- * elements, between 512 and 4096. Black-Scholes (~10 slots, 5 arguments)
- * gets 512: measured 0.060 s against 0.069 s at 1024 and 0.092 s at 2048
- * (4M options, one thread, interpreter); a 6-op chain over 2 arrays gets
- * 1600, where the block size does not matter (memory-bound). */
+ * (this machine: 48 KiB L1d, 2 MiB L2 per core), in multiples of 128
+ * elements (an ordered sum's leaf), between 512 and 4096. Black-Scholes (~10
+ * slots, 5 arguments) gets 512: measured 0.060 s against 0.069 s at 1024 and
+ * 0.092 s at 2048 (4M options, one thread, interpreter); a 6-op chain over 2
+ * arrays gets 1536, where the block size does not matter (memory-bound). */
 static int64_t block_elems(const ty__fhead *h) {
   int64_t b = (64 << 10) / (8 * ((int64_t)h->nslots + h->nargs + 1));
-  b = b / 64 * 64;
+  b = b / TY__OLEAF * TY__OLEAF;
   return b < 512 ? 512 : b > 4096 ? 4096 : b;
 }
+
+/* How an ordered reduction reaches its accumulator (see the top). */
+enum { STREAM_NONE = 0, STREAM_PIECE, STREAM_ROWS };
 
 /* A sub-operation resolved for this piece. */
 typedef struct rsub {
   const ty__fsub *s;
-  ty_loop1d fn;          /* built-ins: the 1-D loop */
+  ty_loop1d fn;          /* built-ins: the 1-D loop (REDUCE: the one for its scheme) */
   const void *aux;       /* FILL: its ty__fillval */
-  ty_loop1d combine;     /* REDUCE: acc op= acc (one element) */
   const ty_task *task;   /* TASK */
   const void *scalars;   /* TASK: its own packed scalars */
   int first;             /* its first operand in the piece's operand arrays */
-  bool cascade;          /* REDUCE with one accumulator over the whole piece */
-  uint64_t identity;     /* REDUCE: the identity in the accumulator's dtype */
-  struct cascade *cas;   /* REDUCE: the partials of a full reduction */
+  int stream;            /* REDUCE: STREAM_* */
+  ty_loop1d feed;        /* REDUCE with a stream: feeds a run to os */
+  ty__ostream *os;       /* REDUCE: its stream */
 } rsub;
-
-/* Partials of a full reduction: levels[l] holds the result of 2^l blocks
- * when bit l of `occupied` is set (a binary counter). */
-typedef struct cascade {
-  uint64_t occupied;
-  uint64_t levels[64];
-} cascade;
 
 /* An operand resolved for this piece: where its data is and how to walk it. */
 typedef struct ropnd {
@@ -102,47 +105,9 @@ typedef struct piece_state {
   int64_t block;               /* elements per block (block_elems) */
 } piece_state;
 
-static void put_value(uint64_t *dst, ty_dtype t, ty__fillval v) {
-  *dst = 0;
-  if (ty_dtype_is_float(t))
-    ty__store_f64(dst, t, v.f);
-  else
-    ty__store_i64(dst, t, v.i);
-}
-
-/* Add one block's partial to the binary counter: levels hold sums of 1, 2,
- * 4, ... blocks, so partials are combined pairwise, as a pairwise sum over
- * block results would. */
-static void cascade_push(rsub *r, uint64_t v) {
-  cascade *c = r->cas;
-  int64_t zero[2] = {0, 0};
-  int lvl = 0;
-  while (lvl < 63 && (c->occupied >> lvl) & 1u) {
-    char *p[2] = {(char *)&c->levels[lvl], (char *)&v};
-    r->combine(1, p, zero, NULL);
-    v = c->levels[lvl];
-    c->occupied &= ~(UINT64_C(1) << lvl);
-    lvl++;
-  }
-  c->levels[lvl] = v;
-  c->occupied |= UINT64_C(1) << lvl;
-}
-
-/* *acc op= the counter's total, oldest blocks first. */
-static void cascade_finish(rsub *r, char *acc) {
-  cascade *c = r->cas;
-  int64_t zero[2] = {0, 0};
-  uint64_t total = r->identity;
-  for (int lvl = 63; lvl >= 0; lvl--) {
-    if (!((c->occupied >> lvl) & 1u)) continue;
-    uint64_t v = c->levels[lvl];
-    char *p[2] = {(char *)&v, (char *)&total};
-    r->combine(1, p, zero, NULL); /* v = older op newer */
-    total = v;
-  }
-  char *p[2] = {acc, (char *)&total};
-  r->combine(1, p, zero, NULL);
-  c->occupied = 0;
+/* A stream's result into the accumulator at acc. */
+static void stream_apply(const rsub *r, char *acc) {
+  ty__ordered_apply(acc, (ty_dtype)r->s->dt, (ty__redkind)r->s->op, ty__ostream_finish(r->os));
 }
 
 /* Run a registered task on one block: a child context with its own arguments
@@ -218,10 +183,9 @@ static int resolve(piece_state *ps) {
       r->aux = (const char *)h + s->scalar_off;
       break;
     case TY__FK_REDUCE:
-      r->fn = ty__reduce_loops[s->op][dt2][dt];
-      r->combine = ty__reduce_loops[s->op][dt][dt];
-      put_value(&r->identity, dt, ty__reduce_identity((ty__redkind)s->op, dt));
-      if (!r->combine) r->fn = NULL;
+      r->fn = s->op < TY__NREDKIND ? ty__reduce_loops[s->op][dt2][dt] : NULL;
+      if (r->fn && ty__reduce_ordered((ty__redkind)s->op, dt) && !ty__ostream_feeds[s->op][dt2])
+        r->fn = NULL;
       break;
     case TY__FK_TASK:
       r->task = ty_task_at(ctx->rt, s->task);
@@ -291,14 +255,8 @@ static int run_flat(piece_state *ps, int64_t n) {
       }
       switch (r->s->kind) {
       case TY__FK_REDUCE:
-        if (r->cascade) {
-          uint64_t local = r->identity;
-          p[0] = (char *)&local;
-          r->fn(len, p, st, NULL);
-          cascade_push(r, local);
-        } else {
-          r->fn(len, p, st, NULL);
-        }
+        if (r->stream) r->feed(len, p, st, r->os);
+        else r->fn(len, p, st, NULL);
         break;
       case TY__FK_TASK: {
         /* flat mode has a task only over a 0-d or 1-D domain */
@@ -340,11 +298,10 @@ static int run_box(piece_state *ps) {
       const int64_t(*bst)[TY_MAX_RANK] = (const int64_t(*)[TY_MAX_RANK])&ps->bst[r->first];
       switch (r->s->kind) {
       case TY__FK_REDUCE:
-        if (r->cascade) {
-          uint64_t local = r->identity;
-          bases[0] = (char *)&local; /* its strides are all 0 (the cascade condition) */
-          ty__foreach(nd, cur, nops, bases, bst, r->fn, NULL);
-          cascade_push(r, local);
+        if (r->stream) {
+          ty__foreach(nd, cur, nops, bases, bst, r->feed, r->os);
+          /* a row cut along dim sd ends with its last block */
+          if (r->stream == STREAM_ROWS && rel[sd] + cur[sd] >= ps->P[sd]) stream_apply(r, bases[0]);
         } else {
           ty__foreach(nd, cur, nops, bases, bst, r->fn, NULL);
         }
@@ -368,11 +325,10 @@ static int run_box(piece_state *ps) {
   }
 }
 
-int ty__fused_variant(ty_task_ctx *ctx) {
+/* One piece, or one ordered tile of a walked piece. */
+static int fused_piece(ty_task_ctx *ctx, void *ud) {
+  (void)ud;
   const ty__fhead *h = ctx->scalars;
-  if (ctx->scalar_bytes < sizeof *h || h->magic != TY__FUSE_MAGIC || h->version != TY__FUSE_VERSION ||
-      h->bytes > ctx->scalar_bytes || h->nargs != ctx->nargs || h->ndim != ctx->ndim)
-    return ty_ctx_fail(ctx, "fused: the launch's description is not a fused run");
   piece_state ps = {.ctx = ctx, .h = h, .nd = ctx->ndim, .nsub = h->nsub};
   int64_t n = 1;
   for (int d = 0; d < ps.nd; d++) {
@@ -398,8 +354,8 @@ int ty__fused_variant(ty_task_ctx *ctx) {
   size_t off_ro = off_rs + (size_t)h->nsub * sizeof(rsub);
   size_t off_bst = (off_ro + (size_t)nops * sizeof(ropnd) + 63) / 64 * 64;
   size_t off_tiles = off_bst + (size_t)nops * sizeof *ps.bst;
-  size_t off_cas = off_tiles + (size_t)(has_task ? max_nops : 0) * sizeof(ty_tile);
-  size_t off_slots = (off_cas + (size_t)nreduce * sizeof(cascade) + 63) / 64 * 64;
+  size_t off_os = (off_tiles + (size_t)(has_task ? max_nops : 0) * sizeof(ty_tile) + 7) / 8 * 8;
+  size_t off_slots = (off_os + (size_t)nreduce * sizeof(ty__ostream) + 63) / 64 * 64;
   size_t total = off_slots + (size_t)h->nslots * slot_bytes;
   /* small pieces (small arrays, short runs) need no allocation */
   _Alignas(64) char local[16384];
@@ -411,7 +367,7 @@ int ty__fused_variant(ty_task_ctx *ctx) {
   ps.tiles = (ty_tile *)(mem + off_tiles);
   ps.max_nops = max_nops;
   char *slots = mem + off_slots;
-  cascade *cas = (cascade *)(mem + off_cas);
+  ty__ostream *os = (ty__ostream *)(mem + off_os);
 
   int rc = resolve(&ps);
   int64_t flat_stride[TY_MAX_ARGS];
@@ -419,9 +375,9 @@ int ty__fused_variant(ty_task_ctx *ctx) {
 
   /* block shape of box mode, for the slots' dense strides */
   int64_t bshape[TY_MAX_RANK];
+  int sd = ps.nd - 1; /* box mode: blocks cut dim sd, inner dims are whole */
   {
     int64_t prod = 1;
-    int sd = ps.nd - 1;
     while (sd >= 0 && prod * ps.P[sd] <= ps.block) prod *= ps.P[sd--];
     const int64_t chunk = sd >= 0 ? (ps.block / prod > 0 ? ps.block / prod : 1) : 1;
     for (int e = 0; e < ps.nd; e++) bshape[e] = e < sd ? 1 : e == sd ? chunk : ps.P[e];
@@ -457,18 +413,48 @@ int ty__fused_variant(ty_task_ctx *ctx) {
       }
     }
     if (r->s->kind == TY__FK_REDUCE) {
-      r->cas = cas++;
-      r->cas->occupied = 0;
-      /* one accumulator for the whole piece: its strides are 0 on every dim */
-      r->cascade = true;
-      for (int e = 0; e < ps.nd; e++)
-        if (ps.P[e] > 1 && ps.bst[r->first][e] != 0) r->cascade = false;
+      r->os = os++;
+      const int acc = r->s->opnd[0].ref;
+      const ty__redkind kind = (ty__redkind)r->s->op;
+      if (acc >= 0 && !TY__FREF_IS_CONST(acc) && ty__reduce_ordered(kind, (ty_dtype)r->s->dt)) {
+        /* the scheme of the launch, as ty__reduce_variant's (kernels_reduce.c) */
+        const ty_tile *t = &ctx->args[acc];
+        const ty__rscheme sc = ty__reduce_scheme(t);
+        int ax = -1; /* INNER: the reduced axis, the last dim longer than 1 */
+        for (int e = 0; e < t->ndim; e++)
+          if (t->gshape[e] > 1) ax = e;
+        r->fn = ty__reduce_loop(kind, (ty_dtype)r->s->dt2, (ty_dtype)r->s->dt, sc);
+        r->feed = ty__ostream_feeds[kind][r->s->dt2];
+        if (sc == TY__RS_FULL || (sc == TY__RS_INNER && flat && flat_stride[acc] == 0))
+          r->stream = STREAM_PIECE; /* every element of the piece into one accumulator */
+        else if (sc == TY__RS_INNER && !flat && sd == ax && ps.P[ax] > 1)
+          r->stream = STREAM_ROWS; /* rows longer than a block */
+        if (r->stream) ty__ostream_init(r->os, kind);
+      }
       if (r->s->flags & TY__FS_INIT_OUT) init_out(&ps, r);
     }
   }
   /* the compiled kernel, when this piece has its layout */
   bool compiled = false;
-  if (rc == 0 && flat && h->kernel && nreduce == 0) {
+  if (rc == 0 && h->kernel && h->kernel_kind == TY__FK_ROWS && ps.nd == 2 && !has_task) {
+    /* a compiled 2-D run: every argument contiguous along the rows or one
+     * element per row, as when it was compiled (reductions: min/max only,
+     * initialised above) */
+    compiled = true;
+    int64_t os[TY_MAX_ARGS];
+    char *bases[TY_MAX_ARGS];
+    for (int a = 0; a < ctx->nargs && compiled; a++) {
+      const ty_tile *t = &ctx->args[a];
+      compiled = t->ndim == 2 && (ps.P[1] == 1 || t->strides[1] == (((h->contig >> a) & 1u) ? 1 : 0));
+      os[a] = t->ndim == 2 ? t->strides[0] * (int64_t)ty_dtype_size(t->dtype) : 0;
+      bases[a] = t->data;
+    }
+    if (compiled) {
+      ty__fused_kernel2 fn;
+      memcpy(&fn, &h->kernel, sizeof fn);
+      fn(ps.P[0], ps.P[1], bases, os, (const char *)h);
+    }
+  } else if (rc == 0 && flat && h->kernel && nreduce == 0) {
     compiled = true;
     for (int a = 0; a < ctx->nargs && compiled; a++)
       compiled = flat_stride[a] == (((h->contig >> a) & 1u) ? 1 : 0);
@@ -481,10 +467,38 @@ int ty__fused_variant(ty_task_ctx *ctx) {
     }
   }
   if (rc == 0 && !compiled) rc = flat ? run_flat(&ps, n) : run_box(&ps);
-  for (int k = 0; rc == 0 && k < ps.nsub; k++) {
+  for (int k = 0; rc == 0 && !compiled && k < ps.nsub; k++) {
     rsub *r = &ps.rs[k];
-    if (r->s->kind == TY__FK_REDUCE && r->cascade) cascade_finish(r, ps.ro[r->first].base);
+    if (r->s->kind == TY__FK_REDUCE && r->stream == STREAM_PIECE) stream_apply(r, ps.ro[r->first].base);
   }
   if (mem != local) free(mem);
   return rc;
+}
+
+int ty__fused_variant(ty_task_ctx *ctx) {
+  const ty__fhead *h = ctx->scalars;
+  if (ctx->scalar_bytes < sizeof *h || h->magic != TY__FUSE_MAGIC || h->version != TY__FUSE_VERSION ||
+      h->bytes > ctx->scalar_bytes || h->nargs != ctx->nargs || h->ndim != ctx->ndim)
+    return ty_ctx_fail(ctx, "fused: the launch's description is not a fused run");
+  if (ctx->pieces > 1) return fused_piece(ctx, NULL);
+  /* one piece: an ordered reduction into a REDUCE accumulator walks the
+   * ordered tiles, as it would run with several pieces (ty__ordered_walk) */
+  _Static_assert(TY_MAX_ARGS <= 64, "argument masks are 64 bits");
+  uint64_t whole = 0, accs = 0;
+  uint8_t kinds[TY_MAX_ARGS] = {0};
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s))
+    for (int j = 0; j < s->nops; j++) {
+      const ty__fopnd *o = &s->opnd[j];
+      if (o->ref < 0 || TY__FREF_IS_CONST(o->ref) || o->ref >= ctx->nargs) continue;
+      if (TY__FOPND_PROJ(o) == TY_PROJ_WHOLE) whole |= UINT64_C(1) << o->ref;
+      if (s->kind == TY__FK_REDUCE && j == 0 && TY__FOPND_PRIV(o) == TY_PRIV_REDUCE &&
+          ty__reduce_ordered((ty__redkind)s->op, (ty_dtype)s->dt)) {
+        accs |= UINT64_C(1) << o->ref;
+        kinds[o->ref] = s->op;
+      }
+    }
+  if (!accs) return fused_piece(ctx, NULL);
+  const uint64_t all = ctx->nargs >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << ctx->nargs) - 1;
+  return ty__ordered_walk(ctx, all & ~whole, accs, kinds, fused_piece, NULL);
 }

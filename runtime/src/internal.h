@@ -21,6 +21,7 @@
 
 #define TY_ERRLEN 2048 /* room for a Lua body's traceback */
 #define TY_DEFAULT_WINDOW 64
+#define TY_MAX_STREAM_WINDOW 4096 /* launches a streamed scope may defer */
 #define TY_CACHE_SLOTS 64
 #define TY_ALIGN 64 /* storage alignment: one cache line, a full AVX-512 vector */
 
@@ -32,6 +33,8 @@ typedef struct ty_storage {
   void *data;
   bool cancelled; /* its producer was cancelled: reading it is an error */
   bool external;  /* attached host buffer (ty_store_attach): not ours to free */
+  bool uncharged; /* made inside a streamed scope: charged when allocated, if ever */
+  bool sliced;    /* data is a streamed piece's slice (stream.c), not a block of ours */
   void (*release)(void *ud);
   void *release_ud;
   /* scratch of the flush that last touched it (window.c's graph building) */
@@ -96,6 +99,7 @@ typedef struct ty_record {
   int fused;
   char fused_ops[192];
   char fuse_end[TY_MAX_ORIGIN];
+  char stream[320]; /* how a streamed scope ran it (stream.c), or "" */
 } ty_record;
 
 struct ty_store {
@@ -171,6 +175,7 @@ struct ty_runtime {
   /* window */
   ty_pending **window;
   int nwindow;
+  int window_cap; /* cfg.window; grown up to TY_MAX_STREAM_WINDOW in streamed scopes */
   bool flushing;
   uint64_t flush_epoch;
   ty_pending *free_pending; /* launches kept for reuse (linked through args[0].store) */
@@ -304,6 +309,25 @@ void ty__origin_text(const ty_origin *o, int axis, const struct ty_task *task, c
 ty_record *ty__explain_next(ty_runtime *rt);
 /* Print the entries recorded since `since` (a value of rt->nexplained). */
 void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out);
+
+/* The memory axis in force for a store created now (innermost scope, else
+ * global; 0: no streaming): inside a streamed scope a store is charged against
+ * the host budget only when allocated, since streaming may never allocate it. */
+size_t ty__policy_memory_now(const ty_runtime *rt);
+
+/* Streaming (stream.c): run the window w[0 .. n) of a streamed scope piece by
+ * piece under its memory budget (the launches' memory axis), after fusion.
+ * Every launch is run or cancelled; the caller releases them. The first
+ * error's message goes to msg, the streaming figures to fs. */
+ty_status ty__stream_run(ty_runtime *rt, ty_pending **w, int n, ty_flush_stats *fs, char *msg,
+                         size_t cap);
+/* Run launch l restricted to [lo, hi) along dim (window.c), its pieces in
+ * global coordinates; dim < 0 runs the whole domain. The explain record is
+ * kept when `record`, with `note` as its streaming line. */
+ty_status ty__run_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64_t hi, bool record,
+                      const char *note);
+/* Mark what launch l writes as unreadable (its run failed or was skipped). */
+void ty__cancel_outputs(ty_pending *l);
 
 /* Fusion (fuse.c): rewrite rt->window[0 .. rt->nwindow) in place, replacing
  * fusible runs by fused launches (nwindow may shrink). Runs at the start of a

@@ -152,6 +152,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   rt->seed = 0x7963686f; /* "ycho": any fixed default keeps runs reproducible */
   atomic_init(&rt->interrupt, 0);
   rt->window = ty__calloc((size_t)c.window, sizeof *rt->window);
+  rt->window_cap = c.window;
   rt->explain = ty__calloc(TY_EXPLAIN_KEEP, sizeof *rt->explain);
   if (!rt->window || !rt->explain) {
     free(rt->window);
@@ -259,11 +260,13 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
   static const char *const names[] = {
       "launches", "launches_run", "fused_runs", "fused_launches", "flushes", "pieces", "waves",
       "critical_path", "widest_wave", "concurrent_launches", "bytes_allocated", "bytes_live",
-      "bytes_peak", "bytes_reserved", "bytes_elided", "peak_transient", "stores_live"};
+      "bytes_peak", "bytes_reserved", "bytes_elided", "peak_transient", "stores_live",
+      "stream_groups", "stream_pieces", "stream_peak"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
                      s.bytes_allocated, s.bytes_live, s.bytes_peak, s.bytes_reserved,
-                     s.bytes_elided, s.peak_transient, s.stores_live};
+                     s.bytes_elided, s.peak_transient, s.stores_live, s.stream_groups,
+                     s.stream_pieces, s.stream_peak};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
   char *b = ty__malloc(cap);
@@ -301,6 +304,12 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
     PUT("  memory          peak %s (allocator), transient peak %s (simulated), live %s\n", peak,
         tpeak, live);
     PUT("  allocated       %s in all, %s of temporaries elided\n", alloc, elided);
+    if (s.stream_groups) {
+      char speak[32];
+      ty_format_bytes((double)s.stream_peak, speak, sizeof speak);
+      PUT("  streaming       %llu groups in %llu pieces, transient peak %s\n",
+          (unsigned long long)s.stream_groups, (unsigned long long)s.stream_pieces, speak);
+    }
   } else {
     free(b);
     return ty__fail(rt, TY_EINVAL, "stats: format must be text, json or csv, got '%s'", format);

@@ -82,6 +82,24 @@ static ty_store *store_alloc(ty_runtime *rt, ty_storage *st, ty_dtype t, int ndi
   return s;
 }
 
+/* Charge nbytes against the host budget, or say why not. */
+static ty_status charge(ty_runtime *rt, size_t nbytes, int ndim, const int64_t *shape, ty_dtype t) {
+  if (nbytes > rt->cfg.sysmem || rt->reserved > rt->cfg.sysmem - nbytes) {
+    char sh[256] = "", need[32], budget[32], used[32];
+    if (ndim >= 0) ty__shape_str(ndim, shape, sh, sizeof sh);
+    ty_format_bytes((double)nbytes, need, sizeof need);
+    ty_format_bytes((double)rt->cfg.sysmem, budget, sizeof budget);
+    ty_format_bytes((double)rt->reserved, used, sizeof used);
+    return ty__fail(rt, TY_ENOMEM,
+                    "out of memory: a store %s%s %s needs %s; the host memory budget is "
+                    "%s with %s in use (raise it with --sysmem, or stream the computation)",
+                    ndim >= 0 ? "of shape " : "made in a streamed scope", sh,
+                    ndim >= 0 ? ty_dtype_name(t) : "", need, budget, used);
+  }
+  rt->reserved += nbytes;
+  return TY_OK;
+}
+
 ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape,
                         ty_store **out) {
   *out = NULL;
@@ -89,27 +107,20 @@ ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *sha
   ty_status st = ty__shape_size(rt, "ty_store_create", ndim, shape, t, &size);
   if (st != TY_OK) return st;
   size_t nbytes = (size_t)size * ty_dtype_size(t);
-  if (nbytes > rt->cfg.sysmem || rt->reserved > rt->cfg.sysmem - nbytes) {
-    char sh[256], need[32], budget[32], used[32];
-    ty__shape_str(ndim, shape, sh, sizeof sh);
-    ty_format_bytes((double)nbytes, need, sizeof need);
-    ty_format_bytes((double)rt->cfg.sysmem, budget, sizeof budget);
-    ty_format_bytes((double)rt->reserved, used, sizeof used);
-    return ty__fail(rt, TY_ENOMEM,
-                    "out of memory: a store of shape %s %s needs %s; the host memory budget is "
-                    "%s with %s in use (raise it with --sysmem, or stream the computation)",
-                    sh, ty_dtype_name(t), need, budget, used);
-  }
+  /* inside a streamed scope, charge at allocation: streaming may never
+   * allocate it whole */
+  bool defer = ty__policy_memory_now(rt) > 0;
+  if (!defer && (st = charge(rt, nbytes, ndim, shape, t))) return st;
   ty_storage *stg = ty__calloc(1, sizeof *stg);
-  if (!stg) return ty__fail(rt, TY_ENOMEM, "out of memory allocating a store");
-  stg->nbytes = nbytes;
-  stg->rt = rt;
-  ty_store *s = store_alloc(rt, stg, t, ndim, shape);
+  ty_store *s = stg ? store_alloc(rt, stg, t, ndim, shape) : NULL;
   if (!s) {
     free(stg);
+    if (!defer) rt->reserved -= nbytes; /* give back what charge() took */
     return ty__fail(rt, TY_ENOMEM, "out of memory allocating a store");
   }
-  rt->reserved += nbytes;
+  stg->nbytes = nbytes;
+  stg->rt = rt;
+  stg->uncharged = defer;
   contiguous_strides(ndim, shape, s->strides);
   *out = s;
   return TY_OK;
@@ -224,6 +235,11 @@ static void block_free(ty_runtime *rt, void *p, size_t bytes) {
 
 ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
   if (st->data) return TY_OK;
+  if (st->uncharged) {
+    ty_status c = charge(rt, st->nbytes, -1, NULL, TY_U8);
+    if (c) return c;
+    st->uncharged = false;
+  }
   size_t bytes = block_bytes(st->nbytes);
   void *p = block_alloc(rt, bytes);
   if (!p) {
@@ -248,7 +264,7 @@ static void storage_release(ty_storage *st) {
     return;
   }
   if (st->data) rt->live -= st->nbytes;
-  rt->reserved -= st->nbytes;
+  if (!st->uncharged) rt->reserved -= st->nbytes;
   block_free(rt, st->data, block_bytes(st->nbytes));
   free(st);
 }

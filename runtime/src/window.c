@@ -116,10 +116,29 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
     return ty__fail(rt, TY_EINVAL, "ty_launch(%s): invalid launch options", name);
   ty_resolved pol;
   ty__policy_resolve(rt, d->task, d->args, d->nargs, d->options, &pol);
-  /* a window is scheduled under one favor: a change of favor flushes it */
-  if (rt->nwindow >= rt->cfg.window ||
-      (rt->nwindow > 0 && rt->window[0]->pol.p.favor != pol.p.favor)) {
+  /* a window is scheduled under one favor and streamed under one budget: a
+   * change of either flushes it. A streamed scope is not flushed when the
+   * window is full: the window grows, up to TY_MAX_STREAM_WINDOW launches. */
+  if (rt->nwindow > 0 && (rt->window[0]->pol.p.favor != pol.p.favor ||
+                          rt->window[0]->pol.p.memory != pol.p.memory ||
+                          rt->window[0]->pol.p.stream_relaxed != pol.p.stream_relaxed)) {
     ty_status st = ty_flush(rt);
+    if (st) return st;
+  }
+  if (rt->nwindow >= rt->window_cap) {
+    ty_status st = TY_OK;
+    if (pol.p.memory > 0 && rt->window_cap < TY_MAX_STREAM_WINDOW) {
+      int cap = rt->window_cap * 2 < TY_MAX_STREAM_WINDOW ? rt->window_cap * 2 : TY_MAX_STREAM_WINDOW;
+      ty_pending **nw = ty__realloc(rt->window, (size_t)cap * sizeof *nw);
+      if (nw) {
+        rt->window = nw;
+        rt->window_cap = cap;
+      } else {
+        st = ty_flush(rt); /* no memory to grow: stream what is there */
+      }
+    } else {
+      st = ty_flush(rt);
+    }
     if (st) return st;
   }
   ty_pending *l = launch_alloc(rt);
@@ -310,9 +329,12 @@ typedef struct prepared {
   piece_result *results;
   piece_result one;
   ty_record *explain;
+  /* streamed runs (ty__run_box): the box's corner, added to every piece's */
+  bool boxed;
+  int64_t origin[TY_MAX_RANK];
 } prepared;
 
-static void cancel_outputs(ty_pending *l) {
+void ty__cancel_outputs(ty_pending *l) {
   for (int i = 0; i < l->nargs; i++)
     if (writes(l->args[i].priv)) l->args[i].store->storage->cancelled = true;
 }
@@ -382,6 +404,10 @@ static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
   int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
   ty_tile tiles[TY_MAX_ARGS];
   ty__piece_box(l->ndim, l->domain, &pr->tiling, piece, lo, hi);
+  for (int k = 0; pr->boxed && k < l->ndim; k++) {
+    lo[k] += pr->origin[k];
+    hi[k] += pr->origin[k];
+  }
   for (int i = 0; i < l->nargs; i++) {
     private_tile *pt = NULL;
     if (l->args[i].priv == TY_PRIV_REDUCE) {
@@ -453,6 +479,10 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
     for (int piece = 0; piece < pieces; piece++) {
       int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
       ty__piece_box(l->ndim, l->domain, &pr->tiling, piece, lo, hi);
+      for (int k = 0; pr->boxed && k < l->ndim; k++) {
+        lo[k] += pr->origin[k];
+        hi[k] += pr->origin[k];
+      }
       for (int i = 0; i < l->nargs; i++) {
         private_tile *pt = &pr->privates[(size_t)piece * (size_t)l->nargs + (size_t)i];
         if (pt->buf && st == TY_OK) private_combine(&l->args[i], l->ndim, lo, hi, pt);
@@ -463,8 +493,8 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
   }
   if (pr->results != &pr->one) free(pr->results);
   if (st || pr->skip) {
-    cancel_outputs(l);
-  } else {
+    ty__cancel_outputs(l);
+  } else if (!pr->boxed) {
     /* the stores this launch wrote remember its tiling (their key partition) */
     for (int i = 0; i < l->nargs; i++) {
       ty_store *s = l->args[i].store;
@@ -482,6 +512,39 @@ static ty_status run_launch(ty_runtime *rt, ty_pending *l) {
   ty_status st = prepare(rt, l, &pr);
   if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
   return finish(rt, &pr, st);
+}
+
+ty_status ty__run_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64_t hi, bool record,
+                      const char *note) {
+  if (dim < 0 || dim >= l->ndim) {
+    uint64_t before = rt->nexplained;
+    ty_status st = run_launch(rt, l);
+    if (note && *note && rt->nexplained > before) {
+      ty_record *e = &rt->explain[(rt->nexplained - 1) % TY_EXPLAIN_KEEP];
+      snprintf(e->stream, sizeof e->stream, "%s", note);
+    }
+    return st;
+  }
+  const int64_t whole = l->domain[dim];
+  l->domain[dim] = hi - lo; /* partition the box, run it in global coordinates */
+  uint64_t before = rt->nexplained;
+  prepared pr;
+  ty_status st = prepare(rt, l, &pr);
+  pr.boxed = true;
+  pr.origin[dim] = lo;
+  if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
+  st = finish(rt, &pr, st);
+  l->domain[dim] = whole;
+  if (rt->nexplained > before) {
+    if (!record) {
+      rt->nexplained = before; /* one record per launch, from its first box */
+    } else {
+      ty_record *e = &rt->explain[(rt->nexplained - 1) % TY_EXPLAIN_KEEP];
+      for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
+      snprintf(e->stream, sizeof e->stream, "%s", note ? note : "");
+    }
+  }
+  return st;
 }
 
 
@@ -798,14 +861,23 @@ ty_status ty_flush(ty_runtime *rt) {
   graph_space gs;
   ty_graph g;
   ty_sched_stats ss = {.waves = n, .critical_path = n, .widest = 1};
-  if (wave_of && members && build_graph(rt, w, n, &gs, &g) == TY_OK) {
+  ty_flush_stats sf = {0};
+  bool streamed = n > 0 && w[0]->pol.p.memory > 0;
+  if (streamed) {
+    /* a streamed scope: launches run piece by piece, in program order */
+    first = ty__stream_run(rt, w, n, &sf, firstmsg, sizeof firstmsg);
+    for (int i = 0; i < n; i++) {
+      launch_release(w[i]);
+      w[i] = NULL;
+    }
+  } else if (wave_of && members && build_graph(rt, w, n, &gs, &g) == TY_OK) {
     if (ty__schedule(&g, favor, wave_of, &ss) != TY_OK) ss.waves = n;
     graph_free(&gs);
   } else if (wave_of) {
     for (int i = 0; i < n; i++) wave_of[i] = i;
   }
   bool interrupted = false;
-  for (int wave = 0; wave < ss.waves; wave++) {
+  for (int wave = 0; !streamed && wave < ss.waves; wave++) { /* streamed: figures as debug's */
     if (atomic_exchange(&rt->interrupt, 0)) {
       interrupted = true;
       break;
@@ -828,7 +900,7 @@ ty_status ty_flush(ty_runtime *rt) {
     int cancelled = 0;
     for (int j = 0; j < n; j++)
       if (w[j]) {
-        cancel_outputs(w[j]);
+        ty__cancel_outputs(w[j]);
         launch_release(w[j]);
         w[j] = NULL;
         cancelled++;
@@ -841,7 +913,9 @@ ty_status ty_flush(ty_runtime *rt) {
   rt->nwindow = 0;
   rt->flushing = false;
   rt->last_flush = (ty_flush_stats){n, ss.waves, ss.critical_path, ss.widest, ss.concurrent,
-                                    ss.peak_transient, ty_favor_name(favor)};
+                                    ss.peak_transient, ty_favor_name(favor), sf.stream_budget,
+                                    sf.stream_groups, sf.stream_pieces, sf.stream_peak,
+                                    sf.stream_outputs};
   rt->stats.waves += (uint64_t)ss.waves;
   rt->stats.concurrent_launches += (uint64_t)ss.concurrent;
   if ((uint64_t)ss.widest > rt->stats.widest_wave) rt->stats.widest_wave = (uint64_t)ss.widest;

@@ -196,6 +196,7 @@ typedef struct ty_explain_entry {
   int fused;                             /* launches fused into this one (0: not fused) */
   char fused_ops[192];                   /* "mul add exp ..." when fused */
   char fuse_end[TY_MAX_ORIGIN];          /* why the fused run (or fusion) stopped here */
+  char stream[320];                      /* streamed scopes: pieces, transient bytes, budget */
 } ty_explain_entry;
 
 #define TY_EXPLAIN_KEEP 4096 /* launches remembered */
@@ -224,6 +225,14 @@ typedef struct ty_flush_stats {
   int concurrent;         /* launches that ran in a wave of two or more */
   int64_t peak_transient; /* simulated peak of transient bytes */
   const char *favor;
+  /* a streamed scope's flush (0 otherwise): its budget, the groups and pieces
+   * it ran in, the peak of transient bytes allocated at once (within the
+   * budget), and the bytes of the stores it wrote that outlive it */
+  int64_t stream_budget;
+  int stream_groups;
+  int stream_pieces;
+  int64_t stream_peak;
+  int64_t stream_outputs;
 } ty_flush_stats;
 void ty_last_flush_stats(const ty_runtime *rt, ty_flush_stats *out);
 /* format: "text", "json" or "csv"; *out is malloc'd. */

@@ -232,6 +232,9 @@ typedef struct ty_stats {
   uint64_t widest_wave;     /* most launches in one wave */
   uint64_t critical_path;   /* longest dependence chain of any flush */
   uint64_t peak_transient;  /* highest simulated transient bytes of any flush */
+  uint64_t stream_groups;   /* streamed groups run (memory axis) */
+  uint64_t stream_pieces;   /* pieces they ran in */
+  uint64_t stream_peak;     /* most transient bytes a streamed group held at once */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 
