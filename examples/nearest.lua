@@ -80,7 +80,7 @@ local t_chunked = tycho.clock() - t0
 
 print(string.format("nearest: N = %d, M = %d, budget %s (the N x M matrix would be %.1f GB)",
                     N, M, budget, N * M * 8 / 1e9))
-print(string.format("  streamed      checksum %.12g  %8.3f s", streamed, t_streamed))
-print(string.format("  hand-chunked  checksum %.12g  %8.3f s  (blocks of %d columns)", chunked,
+print(string.format("  streamed      checksum %.17g  %8.3f s", streamed, t_streamed))
+print(string.format("  hand-chunked  checksum %.17g  %8.3f s  (blocks of %d columns)", chunked,
                     t_chunked, block))
 print(string.format("  peak memory allocated by the runtime: %.1f MiB", peak_mib()))

@@ -65,7 +65,12 @@ static void render(const ty_record *r, ty_explain_entry *e) {
                (long long)r->raw, r->raw == 1 ? "" : "s");
   }
   }
+  if (r->ordered > 1 && r->pieces > 1)
+    snprintf(e->why, sizeof e->why,
+             "ordered: %d pieces fixed by the shape (the same bits on any processors)", r->pieces);
   size_t n = strlen(e->why);
+  if (r->ordered > 1 && r->pieces <= 1)
+    n += (size_t)snprintf(e->why + n, sizeof e->why - n, "; walks %d ordered tiles", r->ordered);
   if (r->max_pieces > 0 && r->want == r->max_pieces && r->raw > r->max_pieces)
     n += (size_t)snprintf(e->why + n, sizeof e->why - n, "; the task allows %d", r->max_pieces);
   if (r->short_dims && n < sizeof e->why)

@@ -95,6 +95,7 @@ typedef struct ty_record {
   int64_t bytes, raw, want;
   int procs, max_pieces;
   bool short_dims; /* fewer pieces than wanted fit the splittable dims */
+  int ordered;     /* float sum/prod/matmul: the tiles fixed by the shape (partition.c), else 0 */
   uint64_t key_store; /* reused key partition of this store; 0: new */
   int fused;
   char fused_ops[192];

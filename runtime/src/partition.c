@@ -133,6 +133,7 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
   for (int k = 0; k < l->ndim; k++) out->tiles[k] = 1;
   r->key_store = 0;
   r->short_dims = false;
+  r->ordered = 0;
 
   int64_t elems = 1;
   for (int k = 0; k < l->ndim; k++) elems *= l->domain[k];
@@ -161,6 +162,18 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
   r->want = want;
   r->procs = procs;
   r->max_pieces = l->max_pieces;
+  const int ordered = ty__ordered_launch(l);
+  if (ordered && elems > 1) { /* the tiles a one-piece run walks, for explain */
+    ty_tiling t = {.ndim = l->ndim, .pieces = 1};
+    for (int k = 0; k < l->ndim; k++) t.tiles[k] = 1;
+    if (ordered == 2) {
+      const int64_t kk = l->args[1].store->ndim == 2 ? l->args[1].store->shape[1] : 1;
+      t.pieces = (int)ty__matmul_blocks(l->domain[0], l->domain[1], kk);
+    } else {
+      ty__ordered_tiles(l->ndim, l->domain, &t);
+    }
+    r->ordered = t.pieces;
+  }
   if (want <= 1) return;
   if (elems <= 1) { /* nothing to split */
     r->short_dims = true;
@@ -168,7 +181,6 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
   }
 
   uint32_t allowed = splittable_dims(l);
-  const int ordered = ty__ordered_launch(l);
   if (ordered) {
     ordered_partition(l, ordered, allowed, out);
     return;

@@ -428,6 +428,7 @@ describe("stress", function()
     io.stdout:write(string.format("# stress: %d launches run and checked (%d child shells and " ..
                                   "this one), %d more made in flushes Ctrl-C interrupted\n",
                                   total_launches, total_runs, interrupted_launches))
-    assert.is_true(total_launches > 10000)
+    -- ~17,000 in a full run; fewer when a label or filter leaves cases out
+    assert.is_true(total_launches > 5000, "launches: " .. total_launches)
   end)
 end)
