@@ -43,6 +43,7 @@ typedef struct gc_sentinel {
                          binding's last full collection, tycho_lua.c's tl_created) */
   bool incremental;   /* the collector was found in incremental mode */
   uint64_t last_debt; /* box->gc_debt after the previous hook */
+  uint64_t last_fulls; /* box->gc_fulls after the previous hook */
 } gc_sentinel;
 
 static void gc_hook(void *ud) {
@@ -59,12 +60,17 @@ static void gc_hook(void *ud) {
     if (lua_gc(L, LUA_GCGEN, 0, 0) == LUA_GCGEN) {
       /* A full collection during the window (tl_created runs one every
        * ~64 MiB of new stores) made the intermediates that were live then
-       * old, and a minor collection leaves old objects. The binding does not
-       * count its full collections, so this guesses: when its byte count went
-       * down (one ran) or grew by 8 MiB or more (big stores: one may have
-       * run, and a full collection, ~0.1-2 ms, costs less than writing them
-       * once), collect fully; otherwise a minor collection. */
-      if (debt && (*debt < s->last_debt || *debt - s->last_debt >= TL_GC_FULL_BYTES)) {
+       * old, and a minor collection leaves old objects: collect fully when
+       * one ran (the binding counts them), or when the byte count went down
+       * or grew by 8 MiB or more (big stores: a full collection, ~0.1-2 ms,
+       * costs less than writing them once); otherwise a minor collection.
+       * Measured: nearest 16384^2 after collectgarbage() wrote two 2 GiB
+       * intermediates (6.3 s against 0.06 s) when only the byte count was
+       * looked at. */
+      const bool full_ran = s->box && s->box->gc_fulls != s->last_fulls;
+      if (s->box) s->last_fulls = s->box->gc_fulls;
+      if (full_ran ||
+          (debt && (*debt < s->last_debt || *debt - s->last_debt >= TL_GC_FULL_BYTES))) {
         lua_gc(L, LUA_GCCOLLECT, 0);
         *debt = 0;
       } else {

@@ -50,6 +50,7 @@ typedef struct tl_box {
   tl_tasks *tasks;       /* Lua tasks and worker states of this binding (ltask.c) */
   uint64_t gc_debt;      /* store bytes created since the last full collection */
   uint64_t gc_threshold; /* gc_debt that triggers the next one (tl_created) */
+  uint64_t gc_fulls;     /* full collections the binding ran (tl_collect) */
 } tl_box;
 
 /* ---- tycho_lua.c: runtime, errors, conversions ------------------------------ */

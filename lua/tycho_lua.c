@@ -182,6 +182,7 @@ void tl_collect(lua_State *L) {
   lua_gc(L, LUA_GCCOLLECT, 0);
   tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
   if (!b || !b->rt) return;
+  b->gc_fulls++;
   ty_stats st;
   ty_get_stats(b->rt, &st);
   uint64_t heap = (uint64_t)lua_gc(L, LUA_GCCOUNT) << 10;
