@@ -125,7 +125,7 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
     ty_status st = ty_flush(rt);
     if (st) return st;
   }
-  if (rt->nwindow >= rt->window_cap) {
+  if (rt->nwindow >= (pol.p.memory > 0 ? rt->window_cap : rt->cfg.window)) {
     ty_status st = TY_OK;
     if (pol.p.memory > 0 && rt->window_cap < TY_MAX_STREAM_WINDOW) {
       int cap = rt->window_cap * 2 < TY_MAX_STREAM_WINDOW ? rt->window_cap * 2 : TY_MAX_STREAM_WINDOW;

@@ -221,6 +221,24 @@ describe("streaming", function()
     assert.matches("cut before launch", table.concat(notes, "\n"))
   end)
 
+  it("defers hundreds of launches past the window size to the scope's end", function()
+    local a = tycho.arange(300) * 0.5
+    local b = tycho.arange(200) * 0.25
+    local acc
+    tycho.parallel({memory = "64KB", fuse = false}, function()
+      local t = a:expand(2) - b:expand(1)
+      acc = t * 0
+      for k = 1, 300 do acc = acc + t * k end
+      acc = acc:sum()
+    end)
+    local want = 0
+    for i = 0, 299 do for j = 0, 199 do want = want + (i * 0.5 - j * 0.25) * 45150 end end
+    assert.are.equal(want, acc:item())
+    local f = tycho.stats().last_flush
+    assert.is_true(f.launches > 600, "launches: " .. f.launches)
+    assert.is_true(f.stream_pieces > 1)
+  end)
+
   it("does not charge a streamed scope's stores at creation", function()
     -- 8000 x 8000 f64 is 512 MB, over a 64 MB host budget: fused and
     -- streamed, the intermediate never exists
