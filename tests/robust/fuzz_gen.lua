@@ -1064,9 +1064,16 @@ function G.task(S)
       if skipped(x) then S2.slots[dst] = M.taint(M.new("f64", {}, { 0.0 }, 2), x); return end
       if x.dtype == "bool" and not size0(x) then M.fail("arithmetic on a boolean in the body") end
       local vals, st = M.values(x)
-      local acc, s = 0.0, 0
-      for k = 1, #vals do acc = acc + vals[k]; s = math.max(s, st[k]) end
+      local acc, s, mag = 0.0, 0, 0.0
+      for k = 1, #vals do
+        acc = acc + vals[k]
+        mag = mag + math.abs(vals[k])
+        s = math.max(s, st[k])
+      end
       if s == 0 then s = 1 end
+      -- the body adds Lua integers for an integer store: past 2^62 they may
+      -- wrap, in each piece, and the pieces depend on the partition
+      if not M.is_float(x.dtype) and mag >= 2.0 ^ 62 then s = 2 end
       S2.slots[dst] = M.new("f64", {}, { acc }, { s })
     end, 2)
   elseif which == "fail" then
