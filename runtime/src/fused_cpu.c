@@ -360,7 +360,10 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
   /* small pieces (small arrays, short runs) need no allocation */
   _Alignas(64) char local[16384];
   char *mem = total <= sizeof local ? local : ty__aligned_alloc(64, (total + 63) / 64 * 64);
-  if (!mem) return ty_ctx_fail(ctx, "fused: out of memory for %zu bytes of block buffers", total);
+  if (!mem) { /* an out-of-memory error, not a task failure */
+    ty_ctx_fail(ctx, "fused: out of memory for %zu bytes of block buffers", total);
+    return TY_ENOMEM;
+  }
   ps.rs = (rsub *)(mem + off_rs);
   ps.ro = (ropnd *)(mem + off_ro);
   ps.bst = (int64_t(*)[TY_MAX_RANK])(mem + off_bst);

@@ -679,7 +679,9 @@ ty_status ty_random(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, 
   if ((st = check_dtype(rt, "ty_random", t))) return st;
   ty_store *s = NULL;
   if ((st = ty__store_new(rt, t, ndim, shape, &s))) return st;
-  ty__random_args a = {.seed = rt->seed, .stream = rt->random_calls++};
+  /* the stream is used up only by a call that succeeds: a retry after an
+   * error (out of memory) draws the numbers the first try would have */
+  ty__random_args a = {.seed = rt->seed, .stream = rt->random_calls};
   if (s->size > 0) {
     ty_arg arg = arg_out(s, TY_PRIV_OUT);
     st = launch(rt, tasks(rt)->random, ndim, s->shape, 1, &arg, &a, sizeof a, 0);
@@ -688,6 +690,7 @@ ty_status ty_random(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, 
       return st;
     }
   }
+  rt->random_calls++;
   *out = s;
   return TY_OK;
 }
