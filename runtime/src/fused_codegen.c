@@ -391,6 +391,24 @@ static void sub(gen *g, const ty__fsub *s, int k) {
   }
 }
 
+/* The squaring flags of pow sub-operations whose exponent is one element
+ * (the kernels square when it is 2): "sq[q] = <exponent> == 2.0;", the
+ * exponent read from the constants or from `base`[k] (the argument's
+ * address: a[k] for a flat run, the row's ra[k] for a 2-D one). */
+static void pow_flags(sbuf *b, const ty__fhead *h, uint64_t c, const char *indent, const char *base) {
+  int q = 0;
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
+    if (s->kind != TY__FK_BINARY || s->op != TY_OP_POW || s->dt != TY_F64) continue;
+    const ty__fopnd *o = &s->opnd[2];
+    if (TY__FREF_IS_CONST(o->ref))
+      put(b, "%ssq[%d] = *(const double *)(D + %u) == 2.0;\n", indent, q++,
+          h->consts + 8u * (unsigned)(o->ref - TY__FREF_CONST));
+    else if (o->ref >= 0 && !((c >> o->ref) & 1u))
+      put(b, "%ssq[%d] = *(const double *)%s[%d] == 2.0;\n", indent, q++, base, o->ref);
+  }
+}
+
 /* The whole file for a fused launch; false when the run is not supported. */
 static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
   const ty__fhead *h = (const ty__fhead *)f->scalars;
@@ -419,16 +437,7 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
   put(b, "}\n\n");
   /* entry: pow squaring flags, then the vector loop and a zero-padded tail */
   put(b, "void ty_fk(i64 n, char *const *a, const char *D) {\n  int sq[%d];\n", g.npow + 1);
-  int q = 0;
-  s = ty__fsub_first(h);
-  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
-    if (s->kind != TY__FK_BINARY || s->op != TY_OP_POW || s->dt != TY_F64) continue;
-    const ty__fopnd *o = &s->opnd[2];
-    if (TY__FREF_IS_CONST(o->ref))
-      put(b, "  sq[%d] = *(const double *)(D + %u) == 2.0;\n", q++, h->consts + 8u * (unsigned)(o->ref - TY__FREF_CONST));
-    else if (o->ref >= 0 && !((c >> o->ref) & 1u))
-      put(b, "  sq[%d] = *(const double *)a[%d] == 2.0;\n", q++, o->ref);
-  }
+  pow_flags(b, h, c, "  ", "a");
   put(b, "  double K[%d], Bc[%d];\n", h->nconsts + 1, f->nargs + 1);
   put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
   for (int k = 0; k < f->nargs; k++)
@@ -530,16 +539,7 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   for (int k = 0; k < f->nargs; k++)
     if (!((c >> k) & 1u) && f->args[k].store->dtype == TY_F64 && k != acc)
       put(b, "    Bc[%d] = *(const double *)ra[%d];\n", k, k);
-  int q = 0;
-  s = ty__fsub_first(h);
-  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
-    if (s->kind != TY__FK_BINARY || s->op != TY_OP_POW || s->dt != TY_F64) continue;
-    const ty__fopnd *o = &s->opnd[2];
-    if (TY__FREF_IS_CONST(o->ref))
-      put(b, "    sq[%d] = *(const double *)(D + %u) == 2.0;\n", q++, h->consts + 8u * (unsigned)(o->ref - TY__FREF_CONST));
-    else if (o->ref >= 0 && !((c >> o->ref) & 1u))
-      put(b, "    sq[%d] = *(const double *)ra[%d] == 2.0;\n", q++, o->ref);
-  }
+  pow_flags(b, h, c, "    ", "ra");
   if (rowacc) {
     /* four accumulators: one would make the loop wait on its latency */
     put(b, "    vd acc = bc(%s), acc1 = acc, acc2 = acc, acc3 = acc;\n    i64 i = 0;\n", ident);
