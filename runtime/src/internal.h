@@ -22,6 +22,7 @@
 #define TY_ERRLEN 2048 /* room for a Lua body's traceback */
 #define TY_DEFAULT_WINDOW 64
 #define TY_MAX_STREAM_WINDOW 4096 /* launches a streamed scope may defer */
+#define TY_MAX_PIECES 65536       /* pieces of one launch (clamped, not an error) */
 #define TY_CACHE_SLOTS 64
 #define TY_ALIGN 64 /* storage alignment: one cache line, a full AVX-512 vector */
 

@@ -156,7 +156,8 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
     want = raw < cap ? raw : cap;
   }
   if (l->max_pieces > 0 && want > l->max_pieces) want = l->max_pieces;
-  if (want > 1 << 20) want = 1 << 20;
+  /* each piece has ~2 KiB of bookkeeping while it runs (its error buffer) */
+  if (want > TY_MAX_PIECES) want = TY_MAX_PIECES;
   r->bytes = bytes;
   r->raw = raw;
   r->want = want;

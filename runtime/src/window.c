@@ -400,6 +400,9 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
 
 static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
   const ty_pending *l = pr->l;
+  /* an empty domain has no element to compute: a task body never sees it */
+  for (int k = 0; k < l->ndim; k++)
+    if (l->domain[k] == 0) return;
   piece_result *res = &pr->results[piece];
   int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
   ty_tile tiles[TY_MAX_ARGS];

@@ -564,3 +564,20 @@ describe("worker states", function()
     assert.matches("alive\t45", out)
   end)
 end)
+
+describe("a task over an empty domain", function()
+  it("never runs its body (as the built-ins)", function()
+    local never = tycho.task {
+      name = "never_on_empty", args = {"inout"},
+      body = function() error("the body ran on an empty domain") end,
+    }
+    for _, shape in ipairs { {3, 0}, {0}, {0, 5} } do
+      local x = tycho.zeros(shape)
+      never(x)
+      tycho.flush()
+      assert.are.equal(0, x.size)
+    end
+    -- and a non-empty one still runs it
+    assert.has_error(function() never(tycho.zeros({2})); tycho.flush() end)
+  end)
+end)
