@@ -82,22 +82,24 @@ static ty_store *store_alloc(ty_runtime *rt, ty_storage *st, ty_dtype t, int ndi
   return s;
 }
 
-/* Charge nbytes against the host budget, or say why not. */
-static ty_status charge(ty_runtime *rt, size_t nbytes, int ndim, const int64_t *shape, ty_dtype t) {
-  if (nbytes > rt->cfg.sysmem || rt->reserved > rt->cfg.sysmem - nbytes) {
-    char sh[256] = "", need[32], budget[32], used[32];
-    if (ndim >= 0) ty__shape_str(ndim, shape, sh, sizeof sh);
-    ty_format_bytes((double)nbytes, need, sizeof need);
-    ty_format_bytes((double)rt->cfg.sysmem, budget, sizeof budget);
-    ty_format_bytes((double)rt->reserved, used, sizeof used);
-    return ty__fail(rt, TY_ENOMEM,
-                    "out of memory: a store %s%s %s needs %s; the host memory budget is "
-                    "%s with %s in use (raise it with --sysmem, or stream the computation)",
-                    ndim >= 0 ? "of shape " : "made in a streamed scope", sh,
-                    ndim >= 0 ? ty_dtype_name(t) : "", need, budget, used);
-  }
+/* Charge nbytes against the host budget: false (nothing charged) when they
+ * do not fit. */
+static bool charge(ty_runtime *rt, size_t nbytes) {
+  if (nbytes > rt->cfg.sysmem || rt->reserved > rt->cfg.sysmem - nbytes) return false;
   rt->reserved += nbytes;
-  return TY_OK;
+  return true;
+}
+
+/* The error of a charge that failed; `what`: "a store of shape (4, 5) f64". */
+static ty_status over_budget(ty_runtime *rt, size_t nbytes, const char *what) {
+  char need[32], budget[32], used[32];
+  ty_format_bytes((double)nbytes, need, sizeof need);
+  ty_format_bytes((double)rt->cfg.sysmem, budget, sizeof budget);
+  ty_format_bytes((double)rt->reserved, used, sizeof used);
+  return ty__fail(rt, TY_ENOMEM,
+                  "out of memory: %s needs %s; the host memory budget is "
+                  "%s with %s in use (raise it with --sysmem, or stream the computation)",
+                  what, need, budget, used);
 }
 
 ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape,
@@ -110,7 +112,12 @@ ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *sha
   /* inside a streamed scope, charge at allocation: streaming may never
    * allocate it whole */
   bool defer = ty__policy_memory_now(rt) > 0;
-  if (!defer && (st = charge(rt, nbytes, ndim, shape, t))) return st;
+  if (!defer && !charge(rt, nbytes)) {
+    char what[320], sh[256];
+    ty__shape_str(ndim, shape, sh, sizeof sh);
+    snprintf(what, sizeof what, "a store of shape %s %s", sh, ty_dtype_name(t));
+    return over_budget(rt, nbytes, what);
+  }
   ty_storage *stg = ty__calloc(1, sizeof *stg);
   ty_store *s = stg ? store_alloc(rt, stg, t, ndim, shape) : NULL;
   if (!s) {
@@ -236,8 +243,7 @@ static void block_free(ty_runtime *rt, void *p, size_t bytes) {
 ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
   if (st->data) return TY_OK;
   if (st->uncharged) {
-    ty_status c = charge(rt, st->nbytes, -1, NULL, TY_U8);
-    if (c) return c;
+    if (!charge(rt, st->nbytes)) return over_budget(rt, st->nbytes, "a store made in a streamed scope");
     st->uncharged = false;
   }
   size_t bytes = block_bytes(st->nbytes);

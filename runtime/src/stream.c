@@ -628,19 +628,17 @@ ty_status ty__stream_run(ty_runtime *rt, ty_pending **w, int n, ty_flush_stats *
     for (int i = 0; i < n; i++) ty__cancel_outputs(w[i]);
   }
   for (int g = 0; !st && g < ngroups; g++) {
-    /* transients depend on the group: classify again for this one */
-    plan *p = &plans[g];
-    int dim = p->dim;
-    int64_t chunk = p->chunk;
-    int pieces = p->pieces;
+    /* the stores' classification (transient, sliced, roles) is per group and
+     * planning later groups overwrote it: plan this one again (the same
+     * result), keeping the split decided above (a relaxed group may have been
+     * forced unsplit) */
+    const plan *p = &plans[g];
     plan fresh;
     plan_group(&c, p->g0, p->g1, &fresh);
-    fresh.dim = dim;
-    fresh.chunk = chunk;
-    fresh.pieces = pieces;
+    fresh.dim = p->dim;
+    fresh.chunk = p->chunk;
+    fresh.pieces = p->pieces;
     fresh.per_piece = p->per_piece;
-    for (int k = 0; dim >= 0 && k < c.nsi; k++)
-      if (c.si[k].sliced) c.si[k].row_bytes = c.si[k].stg->nbytes / (size_t)fresh.dom[dim];
     st = run_group(&c, &fresh, g, ngroups, cuts[g], saved, msg, cap);
     if (st)
       for (int h = g + 1; h < ngroups; h++)

@@ -329,6 +329,7 @@ typedef struct prepared {
   piece_result *results;
   piece_result one;
   ty_record *explain;
+  bool empty; /* the domain has no element: no piece runs a body */
   /* streamed runs (ty__run_box): the box's corner, added to every piece's */
   bool boxed;
   int64_t origin[TY_MAX_RANK];
@@ -377,6 +378,7 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
     memcpy(e->fuse_end, l->fuse_end, sizeof e->fuse_end);
   }
   ty__partition(l, procs, &pr->tiling, e);
+  for (int k = 0; k < l->ndim; k++) pr->empty |= l->domain[k] == 0;
   e->pieces = pr->tiling.pieces;
   for (int k = 0; k < l->ndim; k++) e->tiles[k] = pr->tiling.tiles[k];
 
@@ -400,9 +402,7 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
 
 static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
   const ty_pending *l = pr->l;
-  /* an empty domain has no element to compute: a task body never sees it */
-  for (int k = 0; k < l->ndim; k++)
-    if (l->domain[k] == 0) return;
+  if (pr->empty) return; /* a task body never sees an empty domain */
   piece_result *res = &pr->results[piece];
   int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
   ty_tile tiles[TY_MAX_ARGS];
@@ -519,25 +519,17 @@ static ty_status run_launch(ty_runtime *rt, ty_pending *l) {
 
 ty_status ty__run_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64_t hi, bool record,
                       const char *note) {
-  if (dim < 0 || dim >= l->ndim) {
-    uint64_t before = rt->nexplained;
-    ty_status st = run_launch(rt, l);
-    if (note && *note && rt->nexplained > before) {
-      ty_record *e = &rt->explain[(rt->nexplained - 1) % TY_EXPLAIN_KEEP];
-      snprintf(e->stream, sizeof e->stream, "%s", note);
-    }
-    return st;
-  }
-  const int64_t whole = l->domain[dim];
-  l->domain[dim] = hi - lo; /* partition the box, run it in global coordinates */
+  const bool boxed = dim >= 0 && dim < l->ndim;
+  const int64_t whole = boxed ? l->domain[dim] : 0;
+  if (boxed) l->domain[dim] = hi - lo; /* partition the box, run it in global coordinates */
   uint64_t before = rt->nexplained;
   prepared pr;
   ty_status st = prepare(rt, l, &pr);
-  pr.boxed = true;
-  pr.origin[dim] = lo;
+  pr.boxed = boxed;
+  if (boxed) pr.origin[dim] = lo;
   if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
   st = finish(rt, &pr, st);
-  l->domain[dim] = whole;
+  if (boxed) l->domain[dim] = whole;
   if (rt->nexplained > before) {
     if (!record) {
       rt->nexplained = before; /* one record per launch, from its first box */
