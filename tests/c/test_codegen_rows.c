@@ -6,6 +6,7 @@
  * and 3 processors. The kernels compile into ./tycho-kernel-cache.
  */
 #include "check.h"
+#include "req.h"
 #include "fused.h"
 #include "internal.h"
 
@@ -15,14 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REQ(rt, expr)                                                                  \
-  do {                                                                                 \
-    ty_status req_ = (expr);                                                           \
-    if (req_ != TY_OK) {                                                               \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr, ty_errmsg(rt)); \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
 
 /* a column of n values and a row of m, with a NaN and infinities in them */
 static ty_store *values(ty_runtime *rt, int64_t n, double scale, bool specials) {

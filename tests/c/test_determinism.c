@@ -9,6 +9,7 @@
  * plain C rendering of its definition.
  */
 #include "check.h"
+#include "req.h"
 #include "internal.h"
 #include "kernels.h"
 
@@ -18,15 +19,6 @@
 #include <math.h>
 #include <stdint.h>
 
-#define REQ(rt, expr)                                                                  \
-  do {                                                                                 \
-    ty_status req_ = (expr);                                                           \
-    if (req_ != TY_OK) {                                                               \
-      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #expr,          \
-              ty_status_name(req_), ty_errmsg(rt));                                    \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
 
 /* ---- configurations ------------------------------------------------------------------ */
 

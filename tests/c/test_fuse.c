@@ -13,6 +13,7 @@
  * launch that stopped a run says "not fused with #a-#b: <why>".
  */
 #include "check.h"
+#include "req.h"
 #include "fused.h"
 #include "internal.h"
 
@@ -25,15 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define REQ(rt, expr)                                                                  \
-  do {                                                                                 \
-    ty_status req_ = (expr);                                                           \
-    if (req_ != TY_OK) {                                                               \
-      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #expr,          \
-              ty_status_name(req_), ty_errmsg(rt));                                    \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
 
 static ty_runtime *rt_new(int cpus, bool fuse) {
   ty_config cfg = {.cpus = cpus};

@@ -4,6 +4,7 @@
  * number of processors, and the errors it reports.
  */
 #include "check.h"
+#include "req.h"
 #include "internal.h"
 
 #include <tycho/task.h>
@@ -15,15 +16,6 @@
 static const int cpu_counts[] = {1, 2, 3, 8};
 #define NCPUS ((int)(sizeof cpu_counts / sizeof cpu_counts[0]))
 
-#define REQ(rt, expr)                                                                  \
-  do {                                                                                 \
-    ty_status req_ = (expr);                                                           \
-    if (req_ != TY_OK) {                                                               \
-      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #expr,          \
-              ty_status_name(req_), ty_errmsg(rt));                                    \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
 
 static ty_runtime *make_rt(int cpus) {
   ty_config cfg = {.cpus = cpus};

@@ -7,6 +7,7 @@
  * runtime really splits them (the tests check stats.pieces).
  */
 #include "check.h"
+#include "req.h"
 #include "internal.h"
 #include "kernels.h"
 
@@ -22,15 +23,6 @@ static const int cpu_counts[] = {1, 2, 3, 8};
 
 /* A failed setup step ends the test case at once (later steps would only
  * dereference NULL stores). */
-#define REQ(rt, expr)                                                                  \
-  do {                                                                                 \
-    ty_status req_ = (expr);                                                           \
-    if (req_ != TY_OK) {                                                               \
-      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #expr,          \
-              ty_status_name(req_), ty_errmsg(rt));                                    \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
 
 static ty_runtime *make_rt(int cpus) {
   ty_config cfg = {.cpus = cpus};

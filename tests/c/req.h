@@ -1,0 +1,23 @@
+/*
+ * req.h — REQ(rt, expr): a tycho call a test cannot go on without; on an
+ * error it prints the call, the status and the runtime's message, and exits.
+ */
+#ifndef TY_TEST_REQ_H
+#define TY_TEST_REQ_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <tycho/tycho.h>
+
+#define REQ(rt, expr)                                                                  \
+  do {                                                                                 \
+    ty_status req_ = (expr);                                                           \
+    if (req_ != TY_OK) {                                                               \
+      fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #expr,          \
+              ty_status_name(req_), ty_errmsg(rt));                                    \
+      exit(1);                                                                         \
+    }                                                                                  \
+  } while (0)
+
+#endif /* TY_TEST_REQ_H */
