@@ -49,6 +49,11 @@ typedef struct gc_sentinel {
 static void gc_hook(void *ud) {
   gc_sentinel *s = ud;
   lua_State *L = s->L;
+  /* the constant cache lives for one window (its launches hold what they
+   * use): emptied by the next use, as a flush may run inside a C call that
+   * holds one of its stores; tycho.flush() empties it at once, so that with
+   * no work alive no store is left (tycho.stats().stores_live) */
+  if (s->box) s->box->consts_stale = true;
   /* -1 inside a finalizer (lua_gc refuses there), 0 after collectgarbage("stop") */
   if (lua_gc(L, LUA_GCISRUNNING) <= 0) return;
   /* no stack operations here: L is the main thread, which may be suspended

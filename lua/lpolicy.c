@@ -69,13 +69,8 @@ void tl_clear_launch_options(lua_State *L);
 
 static const char state_key = 'S'; /* registry[&state_key] = the policy state */
 
-/* User values: 1 = threads (weak keys: thread -> list of its open scopes,
- * outermost first), 2 = the synced thread (an anchor). */
-typedef struct pol_state {
-  lua_State *synced; /* whose scopes the runtime's stack holds (NULL: none yet) */
-  int npushed;       /* scopes this binding pushed there for it */
-  bool allow_bytecode; /* the loaders accept precompiled chunks */
-} pol_state;
+/* pol_state (tl.h). User values: 1 = threads (weak keys: thread -> list of
+ * its open scopes, outermost first), 2 = the synced thread (an anchor). */
 
 /* A scope object. User value 1 = the thread that opened it. */
 typedef struct pol_scope {
@@ -868,6 +863,7 @@ void tl_policy_open(lua_State *L, int module_index) {
   }
   int state = top + 2;
   tl_box *bx = luaL_testudata(L, box, TL_BOXMETA); /* the worker states follow the loaders */
+  if (bx) bx->pol = lua_touserdata(L, state); /* anchored in the registry: never moves */
   if (bx && bx->tasks)
     tl_workers_allow_bytecode(bx->tasks, ((pol_state *)lua_touserdata(L, state))->allow_bytecode);
 

@@ -44,6 +44,15 @@ typedef struct tl_tasks tl_tasks;
 
 /* The runtime as Lua holds it: a full userdata so its __gc can destroy an
  * owned runtime when the state closes. rt is NULL once destroyed. */
+#define TL_CONSTS 8
+
+/* lpolicy.c's per-state record (registry[&state_key]). */
+typedef struct pol_state {
+  lua_State *synced;   /* whose scopes the runtime's stack holds (NULL: none yet) */
+  int npushed;         /* scopes this binding pushed there for it */
+  bool allow_bytecode; /* the loaders accept precompiled chunks */
+} pol_state;
+
 typedef struct tl_box {
   ty_runtime *rt;
   bool owned;
@@ -51,6 +60,18 @@ typedef struct tl_box {
   uint64_t gc_debt;      /* store bytes created since the last full collection */
   uint64_t gc_threshold; /* gc_debt that triggers the next one (tl_created) */
   uint64_t gc_fulls;     /* full collections the binding ran (tl_collect) */
+  /* 0-d stores made for Lua numbers in `x * 0.5`, kept for the next use of the
+   * same number (tl_const); read-only: no API hands them to Lua. */
+  struct tl_const {
+    ty_dtype dtype;
+    uint64_t bits;
+    ty_store *store;
+  } consts[TL_CONSTS];
+  unsigned consts_next; /* the entry the next miss replaces */
+  bool consts_stale;    /* a flush ran: tl_const_operand empties the cache first */
+  pol_state *pol;         /* the state's policy record once lpolicy.c opened it (tl_rt's
+                             fast check: the running thread is the synced one) */
+  const void *store_meta; /* the store metatable (tl_isstore's pointer test) */
 } tl_box;
 
 /* ---- tycho_lua.c: runtime, errors, conversions ------------------------------ */
@@ -109,6 +130,16 @@ ty_store *tl_checkstore(lua_State *L, int idx, const char *fn, const char *what)
  * weak-scalar dtype next to `peer` (may be NULL) and replaces the value at idx
  * on the stack (so it stays anchored). */
 ty_store *tl_operand(lua_State *L, int idx, const char *fn, const ty_store *peer);
+/* tl_teststore for a function whose upvalue 1 is the box b: the metatable is
+ * compared by pointer (no registry lookup). */
+ty_store *tl_teststore_in(lua_State *L, const tl_box *b, int idx, const char *fn);
+/* tl_operand for a number next to a store (peer), idx holding no store: the
+ * 0-d store comes from the box's constant cache and is owned by it, so
+ * nothing is allocated when a loop reuses its numbers. Valid until the next
+ * tl_const_operand call: at most one per C call. */
+ty_store *tl_const_operand(lua_State *L, int idx, const char *fn, const ty_store *peer);
+/* Release the constant cache (before the runtime goes). */
+void tl_consts_clear(tl_box *b);
 /* The dtype a Lua number at idx takes next to a store of dtype `peer`:
  * integer with integer/bool store -> the store's dtype (bool -> i64, and i64
  * when the number does not fit); float with integer store -> f64; anything

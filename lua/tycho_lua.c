@@ -102,7 +102,7 @@ const char *tl_typename(lua_State *L, int idx) {
 ty_runtime *tl_rt(lua_State *L) {
   tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
   if (!b || !b->rt) luaL_error(L, "tycho: the runtime is closed");
-  tl_policy_sync(L, b->rt); /* this thread's scopes (lpolicy.c) */
+  if (!b->pol || b->pol->synced != L) tl_policy_sync(L, b->rt); /* this thread's scopes */
   return b->rt;
 }
 
@@ -119,6 +119,7 @@ ty_runtime *ty_lua_runtime(lua_State *L) {
 static int box_gc(lua_State *L) {
   tl_box *b = luaL_checkudata(L, 1, TL_BOXMETA);
   tl_tasks_close(b); /* first: an owned runtime frees the Lua tasks' records */
+  tl_consts_clear(b);
   if (b->rt && b->owned) ty_runtime_destroy(b->rt);
   b->rt = NULL;
   return 0;
@@ -130,6 +131,12 @@ static tl_box *push_box(lua_State *L, ty_runtime *rt, bool owned) {
   b->owned = owned;
   b->tasks = NULL;
   b->gc_debt = b->gc_threshold = 0;
+  b->gc_fulls = 0;
+  memset(b->consts, 0, sizeof b->consts);
+  b->consts_next = 0;
+  b->consts_stale = false;
+  b->pol = NULL;
+  b->store_meta = NULL;
   if (luaL_newmetatable(L, TL_BOXMETA)) {
     lua_pushcfunction(L, box_gc);
     lua_setfield(L, -2, "__gc");
@@ -205,6 +212,17 @@ void tl_created(lua_State *L, const ty_store *s) {
 ty_store *tl_teststore(lua_State *L, int idx, const char *fn) {
   ty_store **p = luaL_testudata(L, idx, TL_STORE);
   if (!p) return NULL;
+  if (!*p) tl_error(L, fn, "argument %d is a closed store", idx);
+  return *p;
+}
+
+ty_store *tl_teststore_in(lua_State *L, const tl_box *b, int idx, const char *fn) {
+  if (!b || !b->store_meta) return tl_teststore(L, idx, fn);
+  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
+  const bool is = lua_topointer(L, -1) == b->store_meta;
+  lua_pop(L, 1);
+  if (!is) return NULL;
+  ty_store **p = lua_touserdata(L, idx);
   if (!*p) tl_error(L, fn, "argument %d is a closed store", idx);
   return *p;
 }
@@ -383,6 +401,55 @@ ty_store *tl_operand(lua_State *L, int idx, const char *fn, const ty_store *peer
   return s;
 }
 
+void tl_consts_clear(tl_box *b) {
+  if (!b) return;
+  b->consts_stale = false;
+  for (int i = 0; i < TL_CONSTS; i++) {
+    ty_store_release(b->consts[i].store);
+    b->consts[i].store = NULL;
+  }
+}
+
+ty_store *tl_const_operand(lua_State *L, int idx, const char *fn, const ty_store *peer) {
+  int tp = lua_type(L, idx);
+  tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
+  if ((tp != LUA_TNUMBER && tp != LUA_TBOOLEAN) || !b || !b->rt)
+    return tl_operand(L, idx, fn, peer); /* its errors */
+  if (b->consts_stale) tl_consts_clear(b);
+  ty_dtype t = tl_weak_dtype(L, idx, peer != NULL, peer ? ty_store_dtype(peer) : TY_F64);
+  const bool isfloat = tp == LUA_TNUMBER && !lua_isinteger(L, idx);
+  uint64_t bits;
+  if (tp == LUA_TBOOLEAN) {
+    bits = (uint64_t)lua_toboolean(L, idx);
+  } else if (isfloat) {
+    double v = (double)lua_tonumber(L, idx);
+    memcpy(&bits, &v, sizeof bits);
+  } else {
+    bits = (uint64_t)lua_tointeger(L, idx);
+  }
+  bits ^= isfloat ? UINT64_C(0x9e3779b97f4a7c15) : 0; /* 1 and 1.0 differ */
+  for (int i = 0; i < TL_CONSTS; i++) {
+    const struct tl_const *c = &b->consts[i];
+    if (c->store && c->dtype == t && c->bits == bits) return c->store;
+  }
+  ty_store *fresh = NULL;
+  ty_status st;
+  if (tp == LUA_TBOOLEAN || !isfloat) {
+    int64_t v = tp == LUA_TBOOLEAN ? (int64_t)lua_toboolean(L, idx) : (int64_t)lua_tointeger(L, idx);
+    st = ty_scalar_i64(b->rt, t, v, &fresh);
+  } else {
+    st = ty_scalar_f64(b->rt, t, (double)lua_tonumber(L, idx), &fresh);
+  }
+  if (st != TY_OK) return tl_operand(L, idx, fn, peer); /* the usual path, its retries */
+  struct tl_const *c = &b->consts[b->consts_next];
+  b->consts_next = (b->consts_next + 1) % TL_CONSTS;
+  ty_store_release(c->store);
+  c->dtype = t;
+  c->bits = bits;
+  c->store = fresh;
+  return fresh;
+}
+
 /* 2^53: integers above it do not survive the double that ty_fill takes. */
 #define TL_EXACT_DOUBLE (INT64_C(1) << 53)
 
@@ -416,6 +483,7 @@ void tl_fill_value(lua_State *L, ty_runtime *rt, ty_store *dst, int idx, const c
 static int l_flush(lua_State *L) {
   ty_runtime *rt = tl_rt(L);
   ty_status st = ty_flush(rt);
+  tl_consts_clear(lua_touserdata(L, lua_upvalueindex(1))); /* also after an empty window */
   if (st != TY_OK) tl_fail(L, rt, "flush", st);
   return 0;
 }
@@ -646,6 +714,7 @@ static int bind(lua_State *L) {
 
   luaL_newmetatable(L, TL_STORE); /* sets __name = "tycho.store" */
   int meta = lua_gettop(L);
+  ((tl_box *)lua_touserdata(L, box))->store_meta = lua_topointer(L, meta);
   setfuncs(L, meta, box, tl_store_meta);
   setfuncs(L, meta, box, tl_ops_meta);
   lua_pushvalue(L, box);

@@ -104,6 +104,10 @@ typedef struct ty_record {
   char stream[320]; /* how a streamed scope ran it (stream.c), or "" */
 } ty_record;
 
+/* records kept by a runtime for reuse (store.c); none in sanitizer builds,
+ * so that a use after free is still seen */
+#define TY_POOL_SLOTS 64
+
 struct ty_store {
   int refs;
   uint64_t id;
@@ -125,6 +129,8 @@ struct ty_store {
   /* scratch of the flush that last touched it (window.c) */
   uint64_t epoch;
   int wcount; /* references held by that flush's launches */
+  /* a 0-d store's broadcast view to the last shape asked (ops.c), held */
+  struct ty_store *bview;
 };
 
 struct ty_task {
@@ -204,6 +210,14 @@ struct ty_runtime {
 
   /* launch options of ty_launch_options, applied to launches without their own */
   bool has_launch_options;
+  /* the resolution of a launch that no option, trait, hint or scope touches
+   * (the configuration and the defaults: fixed at creation), once computed */
+  ty_resolved base_pol;
+  bool have_base_pol;
+  /* freed store and storage records kept for the next ones (store.c): a
+   * script's chain of small operations makes and drops several per launch */
+  void *pool_store[TY_POOL_SLOTS], *pool_storage[TY_POOL_SLOTS];
+  int npool_store, npool_storage;
   ty_policy launch_options;
 
   /* policy scopes, innermost last */
@@ -235,6 +249,8 @@ void ty__runtime_ref(ty_runtime *rt);
 void ty__runtime_unref(ty_runtime *rt);
 /* Free every block kept for reuse (store.c). */
 void ty__cache_drop(ty_runtime *rt);
+/* Free the store and storage records kept for reuse (store.c). */
+void ty__store_pools_free(ty_runtime *rt);
 
 /* A growable text buffer (sbuf.c) for the texts the core renders: explain
  * tables, traces, stats. An allocation failure sets `failed` and later
@@ -289,7 +305,7 @@ ty_status ty__register_index_ops(ty_runtime *rt); /* ops_index.c: bincount, ... 
 void ty__free_builtins(ty_runtime *rt);
 
 /* Policy (policy.c): resolve every axis of a launch being appended. */
-void ty__policy_resolve(const ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
+void ty__policy_resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
                         const ty_policy *options, ty_resolved *out);
 /* Built-in defaults of the axes. */
 void ty__policy_defaults(ty_policy *p);

@@ -371,7 +371,21 @@ static ty_status broadcast_view(ty_runtime *rt, ty_store *s, int nd, const int64
     *out = s;
     return TY_OK;
   }
-  return ty_store_broadcast(rt, s, nd, shape, out);
+  if (s->ndim > 0) return ty_store_broadcast(rt, s, nd, shape, out);
+  /* a number next to a store (x * 0.5): the view made for the last shape
+   * serves again, as a loop asks for the same one each time */
+  ty_store *v = s->bview;
+  same = v && v->ndim == nd;
+  for (int d = 0; same && d < nd; d++) same = v->shape[d] == shape[d];
+  if (!same) {
+    ty_status st = ty_store_broadcast(rt, s, nd, shape, &v);
+    if (st) return st;
+    ty_store_release(s->bview);
+    s->bview = v;
+  }
+  ty_store_retain(v);
+  *out = v;
+  return TY_OK;
 }
 
 /* dst[...] = src (broadcast, converted to dst's dtype), one launch; src must

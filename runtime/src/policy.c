@@ -97,8 +97,30 @@ static void copy_axis(ty_policy *dst, const ty_policy *src, int axis) {
   dst->set |= axis_bit(axis);
 }
 
-void ty__policy_resolve(const ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
+static void resolve_axes(const ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
+                         const ty_policy *options, ty_resolved *out);
+
+void ty__policy_resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
                         const ty_policy *options, ty_resolved *out) {
+  if (!options && rt->has_launch_options) options = &rt->launch_options;
+  bool plain = !options && !task->traits.set && rt->nscopes == 0;
+  for (int i = 0; i < nargs && plain; i++)
+    plain = !(args[i].proj == TY_PROJ_ALIGNED && args[i].store->has_hint);
+  if (!plain) {
+    resolve_axes(rt, task, args, nargs, options, out);
+    return;
+  }
+  /* most launches of a script: every axis from the configuration or the
+   * defaults, the same for all of them */
+  if (!rt->have_base_pol) {
+    resolve_axes(rt, task, args, 0, NULL, &rt->base_pol);
+    rt->have_base_pol = true;
+  }
+  *out = rt->base_pol;
+}
+
+static void resolve_axes(const ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
+                         const ty_policy *options, ty_resolved *out) {
   static ty_policy defaults;
   static bool have_defaults; /* a constant; racing writers store the same bytes */
   if (!have_defaults) {
@@ -108,7 +130,6 @@ void ty__policy_resolve(const ty_runtime *rt, const ty_task *task, const ty_arg 
   out->p.set = 0;
   out->mode_from_hint = false;
   out->hint_store = 0;
-  if (!options && rt->has_launch_options) options = &rt->launch_options;
   for (int axis = 0; axis < TY_NAXES; axis++) {
     unsigned bit = axis_bit(axis);
     ty_origin *from = &out->from[axis];

@@ -206,6 +206,7 @@ static void runtime_free(ty_runtime *rt) {
   free(rt->tasks);
   free(rt->window);
   free(rt->explain);
+  ty__store_pools_free(rt);
   free(rt);
 }
 

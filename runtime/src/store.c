@@ -61,9 +61,58 @@ static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
   }
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define NO_POOL 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define NO_POOL 1
+#endif
+#endif
+
+/* A zeroed record of `bytes` from pool[*n] or the allocator. */
+static void *pool_get(void **pool, int *n, size_t bytes) {
+#ifndef NO_POOL
+  if (*n > 0) {
+    void *p = pool[--*n];
+    memset(p, 0, bytes);
+    return p;
+  }
+#else
+  (void)pool;
+  (void)n;
+#endif
+  return ty__calloc(1, bytes);
+}
+
+static void pool_put(void **pool, int *n, void *p) {
+#ifndef NO_POOL
+  if (*n < TY_POOL_SLOTS) {
+    pool[(*n)++] = p;
+    return;
+  }
+#else
+  (void)pool;
+  (void)n;
+#endif
+  free(p);
+}
+
+void ty__store_pools_free(ty_runtime *rt) {
+  while (rt->npool_store > 0) free(rt->pool_store[--rt->npool_store]);
+  while (rt->npool_storage > 0) free(rt->pool_storage[--rt->npool_storage]);
+}
+
+static ty_storage *storage_alloc(ty_runtime *rt) {
+  return pool_get(rt->pool_storage, &rt->npool_storage, sizeof(ty_storage));
+}
+
+static void storage_free(ty_runtime *rt, ty_storage *st) {
+  pool_put(rt->pool_storage, &rt->npool_storage, st);
+}
+
 static ty_store *store_alloc(ty_runtime *rt, ty_storage *st, ty_dtype t, int ndim,
                              const int64_t *shape) {
-  ty_store *s = ty__calloc(1, sizeof *s);
+  ty_store *s = pool_get(rt->pool_store, &rt->npool_store, sizeof *s);
   if (!s) return NULL;
   s->refs = 1;
   s->id = rt->next_store_id++;
@@ -118,10 +167,10 @@ ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *sha
     snprintf(what, sizeof what, "a store of shape %s %s", sh, ty_dtype_name(t));
     return over_budget(rt, nbytes, what);
   }
-  ty_storage *stg = ty__calloc(1, sizeof *stg);
+  ty_storage *stg = storage_alloc(rt);
   ty_store *s = stg ? store_alloc(rt, stg, t, ndim, shape) : NULL;
   if (!s) {
-    free(stg);
+    if (stg) storage_free(rt, stg);
     if (!defer) rt->reserved -= nbytes; /* give back what charge() took */
     return ty__fail(rt, TY_ENOMEM, "out of memory allocating a store");
   }
@@ -266,13 +315,13 @@ static void storage_release(ty_storage *st) {
   ty_runtime *rt = st->rt;
   if (st->external) {
     if (st->release) st->release(st->release_ud);
-    free(st);
+    storage_free(rt, st);
     return;
   }
   if (st->data) rt->live -= st->nbytes;
   if (!st->uncharged) rt->reserved -= st->nbytes;
   block_free(rt, st->data, block_bytes(st->nbytes));
-  free(st);
+  storage_free(rt, st);
 }
 
 void ty_store_retain(ty_store *s) {
@@ -282,9 +331,10 @@ void ty_store_retain(ty_store *s) {
 void ty_store_release(ty_store *s) {
   if (!s || --s->refs > 0) return;
   ty_runtime *rt = s->rt;
+  ty_store_release(s->bview);
   storage_release(s->storage);
   rt->stats.stores_live--;
-  free(s);
+  pool_put(rt->pool_store, &rt->npool_store, s); /* freed with the runtime at the latest */
   ty__runtime_unref(rt);
 }
 
