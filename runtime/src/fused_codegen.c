@@ -79,6 +79,13 @@ extern char **environ;
 
 #define CG_MIN_ELEMS ((int64_t)1 << 16)
 #define CG_EAGER_ELEMS ((int64_t)1 << 22)
+/* Smaller runs are compiled too once their structure came back CG_SMALL_HOT
+ * times (a loop), from CG_SMALL_MIN elements: found by the structure key
+ * below, such a run costs no source text per flush, and the compiled loop
+ * replaces one pass over the block per sub-operation. */
+#define CG_SMALL_MIN ((int64_t)256)
+#define CG_SMALL_HOT 8
+#define CG_MAX_PRE 1024 /* structure keys remembered */
 
 typedef struct cg_entry {
   uint64_t hash;
@@ -88,12 +95,28 @@ typedef struct cg_entry {
   void *handle;
 } cg_entry;
 
+/* A run's structure (its key: what generate and generate2 read of it, the
+ * constants' values excepted) and what came of it, so that a run seen before
+ * finds its kernel without writing its source again. */
+typedef struct cg_pre {
+  uint64_t hash;
+  unsigned char *key;
+  size_t len;
+  uint32_t seen;
+  int entry;      /* index in ty__codegen.e; -1: no kernel for it; -2: not generated yet */
+  uint32_t kind;  /* what generation gave: TY__FK_FLAT or TY__FK_ROWS */
+  uint64_t contig;
+} cg_pre;
+
 struct ty__codegen {
   int mode; /* 0 off, 1 auto, 2 always */
   char dir[1024];
   char cc[256];
   cg_entry *e;
   int n, cap;
+  cg_pre *pre;
+  int npre, cap_pre;
+  ty_sbuf key; /* scratch for the key being looked up */
 };
 
 ty__codegen *ty__codegen_new(void) {
@@ -120,6 +143,9 @@ void ty__codegen_free(ty__codegen *cg) {
   for (int i = 0; i < cg->n; i++)
     if (cg->e[i].handle) dlclose(cg->e[i].handle);
   free(cg->e);
+  for (int i = 0; i < cg->npre; i++) free(cg->pre[i].key);
+  free(cg->pre);
+  free(cg->key.p);
   free(cg);
 }
 
@@ -703,6 +729,72 @@ static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b, const char *symbol
   return true;
 }
 
+static void key_put(sbuf *b, const void *p, size_t n) {
+  if (b->failed) return;
+  if (b->len + n > b->cap) {
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->len + n) cap *= 2;
+    char *q = ty__realloc(b->p, cap);
+    if (!q) {
+      b->failed = true;
+      return;
+    }
+    b->p = q;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, p, n);
+  b->len += n;
+}
+
+/* The run's structure key into cg->key: the domain, each argument's dtype,
+ * access and layout, and the description without the constants' values. */
+static bool structure_key(ty__codegen *cg, const ty_pending *f) {
+  sbuf *b = &cg->key;
+  b->len = 0;
+  b->failed = false;
+  const ty__fhead *h = (const ty__fhead *)f->scalars;
+  const int32_t head[6] = {f->ndim, f->nargs, h->nsub, h->nslots, h->nconsts, h->ndim};
+  key_put(b, head, sizeof head);
+  key_put(b, f->domain, sizeof f->domain[0] * (size_t)f->ndim);
+  for (int k = 0; k < f->nargs; k++) {
+    const ty_arg *a = &f->args[k];
+    const ty_store *st = a->store;
+    const int32_t ak[6] = {(int32_t)st->dtype, (int32_t)a->priv, (int32_t)a->proj, (int32_t)a->redop,
+                           st->ndim, ty_store_is_contiguous(st)};
+    key_put(b, ak, sizeof ak);
+    key_put(b, st->shape, sizeof st->shape[0] * (size_t)st->ndim);
+    key_put(b, st->strides, sizeof st->strides[0] * (size_t)st->ndim);
+  }
+  if (h->consts < sizeof *h || h->consts > f->scalar_bytes) return false;
+  key_put(b, (const char *)f->scalars + sizeof *h, h->consts - sizeof *h);
+  return !b->failed;
+}
+
+/* The remembered structure of f, added when new (NULL: no key, or the table
+ * is full). */
+static cg_pre *pre_find(ty__codegen *cg, const ty_pending *f) {
+  if (!structure_key(cg, f)) return NULL;
+  const uint64_t hash = fnv1a(cg->key.p, cg->key.len);
+  for (int i = 0; i < cg->npre; i++) {
+    cg_pre *p = &cg->pre[i];
+    if (p->hash == hash && p->len == cg->key.len && memcmp(p->key, cg->key.p, p->len) == 0) return p;
+  }
+  if (cg->npre >= CG_MAX_PRE) return NULL;
+  if (cg->npre == cg->cap_pre) {
+    int cap = cg->cap_pre ? 2 * cg->cap_pre : 16;
+    cg_pre *q = ty__realloc(cg->pre, (size_t)cap * sizeof *q);
+    if (!q) return NULL;
+    cg->pre = q;
+    cg->cap_pre = cap;
+  }
+  unsigned char *key = ty__malloc(cg->key.len);
+  if (!key) return NULL;
+  memcpy(key, cg->key.p, cg->key.len);
+  cg_pre *p = &cg->pre[cg->npre++];
+  *p = (cg_pre){.hash = hash, .key = key, .len = cg->key.len, .entry = -2};
+  return p;
+}
+
 #endif /* CG_W */
 
 ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig,
@@ -713,7 +805,25 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   if (!cg || cg->mode == 0) return NULL;
   int64_t elems = 1;
   for (int d = 0; d < f->ndim; d++) elems *= f->domain[d];
-  if (cg->mode == 1 && elems < CG_MIN_ELEMS) return NULL;
+  const bool small = cg->mode == 1 && elems < CG_MIN_ELEMS;
+  if (small && elems < CG_SMALL_MIN) return NULL;
+  cg_pre *p = pre_find(cg, f);
+  if (p) {
+    p->seen++;
+    if (p->entry == -1) return NULL;
+    if (p->entry >= 0) {
+      const cg_entry *e = &cg->e[p->entry];
+      if (e->fn) {
+        *contig = p->contig;
+        *kind = p->kind;
+        return e->fn;
+      }
+      if (e->failed) return NULL;
+    }
+    if (small && p->seen < CG_SMALL_HOT) return NULL;
+  } else if (small) {
+    return NULL;
+  }
   sbuf b = {0};
   if (!generate(f, &b, contig)) {
     free(b.p);
@@ -723,17 +833,23 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
       free(b.p);
       *contig = 0;
       *kind = TY__FK_FLAT;
+      if (p) p->entry = -1;
       return NULL;
     }
   }
   uint64_t hash = fnv1a(b.p, b.len) ^ (uint64_t)b.len * 0x9e3779b97f4a7c15ULL;
   cg_entry *e = lookup(cg, hash);
   ty__fused_kernel fn = NULL;
+  if (e && p) {
+    p->entry = (int)(e - cg->e);
+    p->kind = *kind;
+    p->contig = *contig;
+  }
   if (e && !e->failed) {
     e->seen++;
     if (e->fn) {
       fn = e->fn;
-    } else if (cg->mode == 2 || e->seen >= 2 || elems >= CG_EAGER_ELEMS) {
+    } else if (cg->mode == 2 || small || e->seen >= 2 || elems >= CG_EAGER_ELEMS) {
       if (load(cg, e, &b, *kind == TY__FK_ROWS ? "ty_fk2" : "ty_fk")) fn = e->fn;
       else e->failed = true;
     }
