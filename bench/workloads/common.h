@@ -49,10 +49,17 @@ static inline void *xmalloc(size_t bytes) {
   return p;
 }
 
+/* A warm-up step unless BENCH_WARMUP=0 (bench/run sets it where one step
+ * is minutes long: CG to 1e-8 at 4M unknowns). */
+static inline int bench_warmup(void) {
+  const char *w = getenv("BENCH_WARMUP");
+  return !(w && !strcmp(w, "0"));
+}
+
 /* TIMED(reps, statements...): variadic so that a block with commas fits */
 #define TIMED(reps, ...)                                                 \
   do {                                                                   \
-    __VA_ARGS__;                                                         \
+    if (bench_warmup()) { __VA_ARGS__; }                                 \
     for (int rep_ = 0; rep_ < (reps); rep_++) {                          \
       double t0_ = omp_get_wtime();                                      \
       __VA_ARGS__;                                                       \

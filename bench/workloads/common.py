@@ -55,8 +55,11 @@ def seq(np, n, alpha, dtype="f64", shape=None):
 
 
 def timed(reps, step, finish):
-    r = step()
-    finish(r)
+    """A warm-up step (none with BENCH_WARMUP=0), then `reps` timed steps."""
+    r = None
+    if os.environ.get("BENCH_WARMUP") != "0":
+        r = step()
+        finish(r)
     for _ in range(reps):
         r = None
         t0 = time.perf_counter()
