@@ -6,7 +6,9 @@
  * are WHOLE, so a piece with box [r0, r1) x [c0, c1) computes
  * C[r0:r1, c0:c1] = A[r0:r1, :] B[:, c0:c1] and pieces never share outputs.
  *
- * f64/f32 go to OpenBLAS (cblas_dgemm/sgemm) when each operand is row-major
+ * f64/f32 go to OpenBLAS (cblas_dgemm/sgemm; cblas_dgemv/sgemv when C's
+ * block is one column or one row, a matrix-vector product, which gemm would
+ * run by packing the whole matrix) when each operand is row-major
  * or a transposed row-major matrix (ty__blas_layout; ops.c copies the others
  * to contiguous first). Integer dtypes (and any layout BLAS cannot take) use
  * an i-p-j loop, wrapping modulo 2^bits for integers like the element-wise
@@ -108,6 +110,42 @@ static const gemm_fn naive[TY_NDTYPES] = {
     [TY_I32] = gemm_i32, [TY_U8] = gemm_u8,   [TY_BOOL] = gemm_u8,
 };
 
+/* A matrix times a vector (n == 1: C's block is A's rows times B's column;
+ * mm == 1: a row times B) as one gemv call. gemm packs its operands into
+ * buffers first: with one column that copies the whole of A for every product
+ * (dgemm_oncopy took 47% of Jacobi's time, 8192^2 A, and the product ran at a
+ * third of numpy's dgemv). y is zeroed first: beta = 0 does not clear a NaN in
+ * every BLAS (OpenBLAS scales y by beta from 0.3.27). Like gemm, the call
+ * depends only on the block, so the bits do not depend on the pieces. */
+static bool blas_gemv(ty_dtype t, int64_t mm, int64_t n, int64_t k, const char *a, const ty_tile *B,
+                      bool ta, bool tb, int64_t lda, int64_t ldb, char *c, int64_t ldc) {
+  const int64_t es = (int64_t)ty_dtype_size(t);
+  const char *mat, *vec;
+  int64_t rows, cols, ldm, incx, incy;
+  bool trans;
+  if (n == 1) { /* y (mm) = A (mm x k) x, x = B's column */
+    mat = a, vec = B->data, ldm = lda, trans = ta;
+    rows = ta ? k : mm, cols = ta ? mm : k;
+    incx = tb ? 1 : ldb, incy = ldc;
+  } else if (mm == 1) { /* y (n) = B^T (n x k) x, x = A's row */
+    mat = B->data, vec = a, ldm = ldb, trans = !tb;
+    rows = tb ? n : k, cols = tb ? k : n;
+    incx = ta ? lda : 1, incy = 1;
+  } else {
+    return false;
+  }
+  const int64_t ny = n == 1 ? mm : n;
+  for (int64_t i = 0; i < ny; i++) memset(c + i * incy * es, 0, (size_t)es);
+  const enum CBLAS_TRANSPOSE op = trans ? CblasTrans : CblasNoTrans;
+  if (t == TY_F64)
+    cblas_dgemv(CblasRowMajor, op, (int)rows, (int)cols, 1.0, (const double *)mat, (int)ldm,
+                (const double *)vec, (int)incx, 0.0, (double *)c, (int)incy);
+  else
+    cblas_sgemv(CblasRowMajor, op, (int)rows, (int)cols, 1.0f, (const float *)mat, (int)ldm,
+                (const float *)vec, (int)incx, 0.0f, (float *)c, (int)incy);
+  return true;
+}
+
 /* One BLAS call: rows [r0, r0 + mm) of C, all n columns, into c (leading
  * dimension ldc). */
 static void blas_rows(ty_dtype t, int64_t r0, int64_t mm, int64_t n, int64_t k, const ty_tile *A,
@@ -115,6 +153,7 @@ static void blas_rows(ty_dtype t, int64_t r0, int64_t mm, int64_t n, int64_t k, 
                       int64_t ldc) {
   const int64_t es = (int64_t)ty_dtype_size(t);
   const char *a = A->data + r0 * A->strides[0] * es;
+  if (blas_gemv(t, mm, n, k, a, B, ta, tb, lda, ldb, c, ldc)) return;
   const enum CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans;
   const enum CBLAS_TRANSPOSE opb = tb ? CblasTrans : CblasNoTrans;
   if (t == TY_F64)
