@@ -55,10 +55,21 @@ static void gc_hook(void *ud) {
    * no work alive no store is left (tycho.stats().stores_live) */
   if (s->box) s->box->consts_stale = true;
   /* -1 inside a finalizer (lua_gc refuses there), 0 after collectgarbage("stop") */
-  if (lua_gc(L, LUA_GCISRUNNING) <= 0) return;
+  const int running = lua_gc(L, LUA_GCISRUNNING);
+  if (running < 0) return;
   /* no stack operations here: L is the main thread, which may be suspended
    * in a resume while a coroutine flushes */
   uint64_t *debt = s->box ? &s->box->gc_debt : NULL;
+  if (s->rt && ty_flush_pressure(s->rt)) {
+    /* what the window would allocate does not fit the budget: release all
+     * that Lua dropped first, even with the collector stopped (stores are
+     * charged when allocated; this is where a creation used to collect) */
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    if (debt) *debt = 0;
+    s->last_debt = 0;
+    return;
+  }
+  if (running == 0) return;
   if (!s->incremental) {
     /* LUA_GCGEN returns the mode the collector was in and, when it was
      * generational already, changes nothing. */

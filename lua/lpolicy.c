@@ -478,6 +478,26 @@ static void push_entry(lua_State *L, const ty_explain_entry *e) {
   set_str(L, "fused_ops", e->fused_ops);
   set_str(L, "fuse_end", e->fuse_end);
   set_str(L, "streaming", e->stream);
+  set_int(L, "flush", (lua_Integer)e->flush.flush); /* its figures: the object's flushes */
+}
+
+/* One flush's figures, the same as tycho.stats().last_flush's. */
+static void push_flush(lua_State *L, const ty_flush_stats *f) {
+  lua_createtable(L, 0, 13);
+  set_int(L, "flush", (lua_Integer)f->flush);
+  set_str(L, "favor", f->favor ? f->favor : "none");
+  set_int(L, "launches", f->launches);
+  set_int(L, "waves", f->waves);
+  set_int(L, "critical_path", f->critical_path);
+  set_int(L, "widest", f->widest);
+  set_int(L, "concurrent", f->concurrent);
+  lua_pushnumber(L, f->launches > 0 ? (double)f->concurrent / f->launches : 0);
+  lua_setfield(L, -2, "concurrent_fraction");
+  set_int(L, "peak_transient", (lua_Integer)f->peak_transient);
+  set_int(L, "bytes_peak", (lua_Integer)f->bytes_peak);
+  set_int(L, "bytes_allocated", (lua_Integer)f->bytes_allocated);
+  set_int(L, "bytes_freed", (lua_Integer)f->bytes_freed);
+  set_int(L, "bytes_live", (lua_Integer)f->bytes_live);
 }
 
 static int explain_tostring(lua_State *L) {
@@ -486,7 +506,8 @@ static int explain_tostring(lua_State *L) {
 }
 
 /* tycho.explain([n]): the last n launches (default 10), oldest first; prints
- * as explain's table. */
+ * as explain's table. Each entry's `flush` numbers the flush it ran in; the
+ * object's `flushes` lists the figures of those flushes, oldest first. */
 static int l_explain(lua_State *L) {
   const char *fn = "explain";
   int64_t n = 10;
@@ -513,10 +534,17 @@ static int l_explain(lua_State *L) {
   }
   int tidx = lua_gettop(L);
   lua_createtable(L, k, 0);
-  for (int i = 0; i < k; i++) {
+  lua_createtable(L, 0, 0);
+  for (int i = 0, nf = 0; i < k; i++) {
     push_entry(L, &es[i]);
-    lua_rawseti(L, -2, i + 1);
+    lua_rawseti(L, -3, i + 1);
+    /* entries come by flush: a flush's figures once, after its last launch */
+    if (es[i].flush.flush && (i + 1 == k || es[i + 1].flush.flush != es[i].flush.flush)) {
+      push_flush(L, &es[i].flush);
+      lua_rawseti(L, -2, ++nf);
+    }
   }
+  lua_setfield(L, -2, "flushes");
   lua_createtable(L, 0, 2);
   lua_pushvalue(L, tidx);
   lua_pushcclosure(L, explain_tostring, 1);

@@ -37,7 +37,7 @@ static ty_store *self(lua_State *L, int idx, const char *fn) {
 /* ---- metamethods ---------------------------------------------------------------- */
 
 static int m_gc(lua_State *L) {
-  ty_store **p = luaL_checkudata(L, 1, TL_STORE);
+  ty_store **p = tl_checkslot_in(L, lua_touserdata(L, lua_upvalueindex(1)), 1);
   ty_store_release(*p);
   *p = NULL;
   return 0;

@@ -133,6 +133,8 @@ ty_store *tl_operand(lua_State *L, int idx, const char *fn, const ty_store *peer
 /* tl_teststore for a function whose upvalue 1 is the box b: the metatable is
  * compared by pointer (no registry lookup). */
 ty_store *tl_teststore_in(lua_State *L, const tl_box *b, int idx, const char *fn);
+/* luaL_checkudata(L, idx, TL_STORE) for such a function. */
+ty_store **tl_checkslot_in(lua_State *L, const tl_box *b, int idx);
 /* tl_operand for a number next to a store (peer), idx holding no store: the
  * 0-d store comes from the box's constant cache and is owned by it, so
  * nothing is allocated when a loop reuses its numbers. Valid until the next

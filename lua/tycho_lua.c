@@ -216,15 +216,26 @@ ty_store *tl_teststore(lua_State *L, int idx, const char *fn) {
   return *p;
 }
 
-ty_store *tl_teststore_in(lua_State *L, const tl_box *b, int idx, const char *fn) {
-  if (!b || !b->store_meta) return tl_teststore(L, idx, fn);
+/* The store slot at idx when its metatable is b's store metatable (one
+ * pointer comparison), else NULL. */
+static ty_store **slot_in(lua_State *L, const tl_box *b, int idx) {
   if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
   const bool is = lua_topointer(L, -1) == b->store_meta;
   lua_pop(L, 1);
-  if (!is) return NULL;
-  ty_store **p = lua_touserdata(L, idx);
+  return is ? lua_touserdata(L, idx) : NULL;
+}
+
+ty_store *tl_teststore_in(lua_State *L, const tl_box *b, int idx, const char *fn) {
+  if (!b || !b->store_meta) return tl_teststore(L, idx, fn);
+  ty_store **p = slot_in(L, b, idx);
+  if (!p) return NULL;
   if (!*p) tl_error(L, fn, "argument %d is a closed store", idx);
   return *p;
+}
+
+ty_store **tl_checkslot_in(lua_State *L, const tl_box *b, int idx) {
+  ty_store **p = b && b->store_meta ? slot_in(L, b, idx) : NULL;
+  return p ? p : luaL_checkudata(L, idx, TL_STORE);
 }
 
 ty_store *tl_checkstore(lua_State *L, int idx, const char *fn, const char *what) {
@@ -497,13 +508,14 @@ static int l_stats(lua_State *L) {
   ty_stats s;
   ty_get_stats(tl_rt(L), &s);
   tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
-  lua_createtable(L, 0, 10);
+  lua_createtable(L, 0, 26);
   setint(L, "lua_tasks", b->tasks ? (uint64_t)b->tasks->ntasks : 0);
   setint(L, "lua_workers", b->tasks ? (uint64_t)tl_workers_open(b->tasks) : 0);
   setint(L, "launches", s.launches);
   setint(L, "flushes", s.flushes);
   setint(L, "pieces", s.pieces);
   setint(L, "bytes_allocated", s.bytes_allocated);
+  setint(L, "bytes_freed", s.bytes_freed);
   setint(L, "bytes_live", s.bytes_live);
   setint(L, "bytes_peak", s.bytes_peak);
   setint(L, "bytes_reserved", s.bytes_reserved);
@@ -514,6 +526,9 @@ static int l_stats(lua_State *L) {
   setint(L, "bytes_elided", s.bytes_elided);
   setint(L, "waves", s.waves);
   setint(L, "concurrent_launches", s.concurrent_launches);
+  /* as stats_text's: concurrent launches over launches run (0 before any) */
+  lua_pushnumber(L, s.launches_run ? (double)s.concurrent_launches / (double)s.launches_run : 0);
+  lua_setfield(L, -2, "concurrent_fraction");
   setint(L, "widest_wave", s.widest_wave);
   setint(L, "critical_path", s.critical_path);
   setint(L, "peak_transient", s.peak_transient);
@@ -523,15 +538,22 @@ static int l_stats(lua_State *L) {
   /* the last flush: how it was cut into waves */
   ty_flush_stats f;
   ty_last_flush_stats(tl_rt(L), &f);
-  lua_createtable(L, 0, 7);
+  lua_createtable(L, 0, 14);
   lua_pushstring(L, f.favor ? f.favor : "none");
   lua_setfield(L, -2, "favor");
+  setint(L, "flush", f.flush);
   setint(L, "launches", (uint64_t)f.launches);
   setint(L, "waves", (uint64_t)f.waves);
   setint(L, "critical_path", (uint64_t)f.critical_path);
   setint(L, "widest", (uint64_t)f.widest);
   setint(L, "concurrent", (uint64_t)f.concurrent);
+  lua_pushnumber(L, f.launches > 0 ? (double)f.concurrent / f.launches : 0);
+  lua_setfield(L, -2, "concurrent_fraction");
   setint(L, "peak_transient", (uint64_t)f.peak_transient);
+  setint(L, "bytes_peak", f.bytes_peak);
+  setint(L, "bytes_allocated", f.bytes_allocated);
+  setint(L, "bytes_freed", f.bytes_freed);
+  setint(L, "bytes_live", f.bytes_live);
   if (f.stream_budget > 0) { /* a streamed scope: its budget, pieces and peak */
     setint(L, "stream_budget", (uint64_t)f.stream_budget);
     setint(L, "stream_groups", (uint64_t)f.stream_groups);

@@ -1,7 +1,10 @@
 /*
  * explain.c — the record of what the runtime decided for each launch that
  * ran, and why: a ring of the last TY_EXPLAIN_KEEP launches (about 3 KiB
- * each), filled at flush time when a launch is partitioned.
+ * each), filled at flush time when a launch is partitioned. When a flush
+ * ends, each of its records gets the flush's figures (waves, concurrency,
+ * simulated and real memory): the text shows them once, after the flush's
+ * last launch.
  */
 #include "internal.h"
 
@@ -17,6 +20,7 @@ ty_record *ty__explain_next(ty_runtime *rt) {
   r->fused_ops[0] = 0;
   r->fuse_end[0] = 0;
   r->stream[0] = 0;
+  memset(&r->flush, 0, sizeof r->flush); /* stamped when its flush ends (window.c) */
   return r;
 }
 
@@ -84,6 +88,7 @@ static void render(const ty_record *r, ty_explain_entry *e) {
   snprintf(e->fused_ops, sizeof e->fused_ops, "%s", r->fused_ops);
   snprintf(e->fuse_end, sizeof e->fuse_end, "%s", r->fuse_end);
   snprintf(e->stream, sizeof e->stream, "%s", r->stream);
+  e->flush = r->flush;
 }
 
 int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out) {
@@ -94,11 +99,12 @@ int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out) {
   for (uint64_t i = 0; i < take; i++)
     render(&rt->explain[(rt->nexplained - take + i) % TY_EXPLAIN_KEEP], &out[i]);
   /* launches run in waves, not always in program order: report them by
-   * launch number (insertion sort: n is small and nearly sorted) */
+   * flush, then launch number (insertion sort: n is small and nearly sorted) */
   for (uint64_t i = 1; i < take; i++) {
     ty_explain_entry e = out[i];
     uint64_t j = i;
-    while (j > 0 && out[j - 1].seq > e.seq) {
+    while (j > 0 && (out[j - 1].flush.flush > e.flush.flush ||
+                     (out[j - 1].flush.flush == e.flush.flush && out[j - 1].seq > e.seq))) {
       out[j] = out[j - 1];
       j--;
     }
@@ -137,6 +143,25 @@ static void format_entry(ty_sbuf *b, const ty_explain_entry *e) {
   if (e->stream[0]) ty__sb_printf(b, "       streaming: %s\n", e->stream);
 }
 
+/* One line of a flush's figures, after its last launch. */
+static void format_flush(ty_sbuf *b, const ty_flush_stats *f) {
+  if (f->flush == 0) return; /* its flush has not ended */
+  char tpeak[32], peak[32], alloc[32], freed[32], live[32];
+  ty_format_bytes((double)f->peak_transient, tpeak, sizeof tpeak);
+  ty_format_bytes((double)f->bytes_peak, peak, sizeof peak);
+  ty_format_bytes((double)f->bytes_allocated, alloc, sizeof alloc);
+  ty_format_bytes((double)f->bytes_freed, freed, sizeof freed);
+  ty_format_bytes((double)f->bytes_live, live, sizeof live);
+  double pct = f->launches > 0 ? 100.0 * f->concurrent / f->launches : 0;
+  ty__sb_printf(b,
+                "flush %llu (favor %s): %d launch%s in %d wave%s, critical path %d, widest %d, "
+                "%d concurrent (%.0f%%), transient peak %s (simulated); allocator peak %s, "
+                "allocated %s, freed %s, live %s\n",
+                (unsigned long long)f->flush, f->favor ? f->favor : "none", f->launches,
+                f->launches == 1 ? "" : "es", f->waves, f->waves == 1 ? "" : "s",
+                f->critical_path, f->widest, f->concurrent, pct, tpeak, peak, alloc, freed, live);
+}
+
 ty_status ty_explain_text(ty_runtime *rt, int n, char **out) {
   *out = NULL;
   if (n <= 0) n = TY_EXPLAIN_KEEP;
@@ -145,7 +170,10 @@ ty_status ty_explain_text(ty_runtime *rt, int n, char **out) {
   int k = ty_explain(rt, n, es);
   ty_sbuf b = {0};
   format_header(&b);
-  for (int i = 0; i < k; i++) format_entry(&b, &es[i]);
+  for (int i = 0; i < k; i++) {
+    format_entry(&b, &es[i]);
+    if (i + 1 == k || es[i + 1].flush.flush != es[i].flush.flush) format_flush(&b, &es[i].flush);
+  }
   free(es);
   if (b.failed) {
     free(b.p);
@@ -165,6 +193,7 @@ void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out) {
     render(&rt->explain[i % TY_EXPLAIN_KEEP], &e);
     format_entry(&b, &e);
   }
+  format_flush(&b, &rt->last_flush); /* called as a flush ends: these were its launches */
   if (!b.failed && b.p) fputs(b.p, out);
   free(b.p);
 }

@@ -102,6 +102,7 @@ typedef struct ty_record {
   char fused_ops[192];
   char fuse_end[TY_MAX_ORIGIN];
   char stream[320]; /* how a streamed scope ran it (stream.c), or "" */
+  ty_flush_stats flush; /* the figures of its flush, stamped when the flush ends (window.c) */
 } ty_record;
 
 /* records kept by a runtime for reuse (store.c); none in sanitizer builds,
@@ -137,6 +138,7 @@ struct ty_task {
   char name[TY_MAX_NAME];
   ty_variant_fn cpu;
   ty_variant_fn omp;
+  ty_variant_fn gpu; /* stored, not called yet (task.h) */
   const void *data;
   ty_policy traits;
   unsigned flags;
@@ -190,6 +192,7 @@ struct ty_runtime {
   int nfree_pending;
   void (*flush_hook)(void *ud);
   void *flush_hook_ud;
+  bool flush_pressure; /* ty_flush_pressure: set before the hook runs */
   atomic_int interrupt;
 
   /* memory */
@@ -249,6 +252,9 @@ void ty__runtime_ref(ty_runtime *rt);
 void ty__runtime_unref(ty_runtime *rt);
 /* Free every block kept for reuse (store.c). */
 void ty__cache_drop(ty_runtime *rt);
+/* Whether the storage the window's launches write but nobody allocated yet
+ * overflows the host budget next to what is charged (store.c). */
+bool ty__flush_pressure(const ty_runtime *rt);
 /* Free the store and storage records kept for reuse (store.c). */
 void ty__store_pools_free(ty_runtime *rt);
 

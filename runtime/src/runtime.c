@@ -258,16 +258,17 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
   ty_get_stats(rt, &s);
   ty_flush_stats f = rt->last_flush;
   double frac = s.launches_run ? (double)s.concurrent_launches / (double)s.launches_run : 0;
+  double ffrac = f.launches > 0 ? (double)f.concurrent / (double)f.launches : 0;
   static const char *const names[] = {
       "launches", "launches_run", "fused_runs", "fused_launches", "flushes", "pieces", "waves",
-      "critical_path", "widest_wave", "concurrent_launches", "bytes_allocated", "bytes_live",
-      "bytes_peak", "bytes_reserved", "bytes_elided", "peak_transient", "stores_live",
-      "stream_groups", "stream_pieces", "stream_peak"};
+      "critical_path", "widest_wave", "concurrent_launches", "bytes_allocated", "bytes_freed",
+      "bytes_live", "bytes_peak", "bytes_reserved", "bytes_elided", "peak_transient",
+      "stores_live", "stream_groups", "stream_pieces", "stream_peak"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
-                     s.bytes_allocated, s.bytes_live, s.bytes_peak, s.bytes_reserved,
-                     s.bytes_elided, s.peak_transient, s.stores_live, s.stream_groups,
-                     s.stream_pieces, s.stream_peak};
+                     s.bytes_allocated, s.bytes_freed, s.bytes_live, s.bytes_peak,
+                     s.bytes_reserved, s.bytes_elided, s.peak_transient, s.stores_live,
+                     s.stream_groups, s.stream_pieces, s.stream_peak};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
   char *b = ty__malloc(cap);
@@ -276,20 +277,25 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
   if (format && strcmp(format, "json") == 0) {
     PUT("{");
     for (int i = 0; i < N; i++) PUT("%s\"%s\": %llu", i ? ", " : "", names[i], (unsigned long long)vals[i]);
-    PUT(", \"concurrent_fraction\": %.4f, \"last_flush\": {\"favor\": \"%s\", \"launches\": %d, "
-        "\"waves\": %d, \"critical_path\": %d, \"widest\": %d, \"concurrent\": %d, "
-        "\"peak_transient\": %lld}}\n",
-        frac, f.favor ? f.favor : "none", f.launches, f.waves, f.critical_path, f.widest,
-        f.concurrent, (long long)f.peak_transient);
+    PUT(", \"concurrent_fraction\": %.4f, \"last_flush\": {\"flush\": %llu, \"favor\": \"%s\", "
+        "\"launches\": %d, \"waves\": %d, \"critical_path\": %d, \"widest\": %d, "
+        "\"concurrent\": %d, \"concurrent_fraction\": %.4f, \"peak_transient\": %lld, "
+        "\"bytes_peak\": %llu, \"bytes_allocated\": %llu, \"bytes_freed\": %llu, "
+        "\"bytes_live\": %llu}}\n",
+        frac, (unsigned long long)f.flush, f.favor ? f.favor : "none", f.launches, f.waves,
+        f.critical_path, f.widest, f.concurrent, ffrac, (long long)f.peak_transient,
+        (unsigned long long)f.bytes_peak, (unsigned long long)f.bytes_allocated,
+        (unsigned long long)f.bytes_freed, (unsigned long long)f.bytes_live);
   } else if (format && strcmp(format, "csv") == 0) {
     PUT("name,value\n");
     for (int i = 0; i < N; i++) PUT("%s,%llu\n", names[i], (unsigned long long)vals[i]);
     PUT("concurrent_fraction,%.4f\n", frac);
   } else if (!format || strcmp(format, "text") == 0) {
-    char live[32], peak[32], alloc[32], tpeak[32], elided[32];
+    char live[32], peak[32], alloc[32], freed[32], tpeak[32], elided[32];
     ty_format_bytes((double)s.bytes_live, live, sizeof live);
     ty_format_bytes((double)s.bytes_peak, peak, sizeof peak);
     ty_format_bytes((double)s.bytes_allocated, alloc, sizeof alloc);
+    ty_format_bytes((double)s.bytes_freed, freed, sizeof freed);
     ty_format_bytes((double)s.peak_transient, tpeak, sizeof tpeak);
     ty_format_bytes((double)s.bytes_elided, elided, sizeof elided);
     PUT("tycho stats\n");
@@ -304,7 +310,7 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
         (unsigned long long)s.concurrent_launches, frac * 100);
     PUT("  memory          peak %s (allocator), transient peak %s (simulated), live %s\n", peak,
         tpeak, live);
-    PUT("  allocated       %s in all, %s of temporaries elided\n", alloc, elided);
+    PUT("  allocated       %s in all, %s freed, %s of temporaries elided\n", alloc, freed, elided);
     if (s.stream_groups) {
       char speak[32];
       ty_format_bytes((double)s.stream_peak, speak, sizeof speak);

@@ -483,6 +483,7 @@ static void slice_free(sctx *c, int k, int64_t rows) {
   s->stg->sliced = false;
   c->live -= bytes;
   c->rt->live -= bytes;
+  c->rt->stats.bytes_freed += bytes;
 }
 
 /* Put the views of sliced storages back as they were (their storage is gone:

@@ -17,7 +17,10 @@ ty_status ty_task_register(ty_runtime *rt, const ty_task_desc *desc, const ty_ta
     return ty__fail(rt, TY_ELIMIT, "ty_task_register: task name '%.20s...' is longer than %d bytes",
                     desc->name, TY_MAX_NAME - 1);
   if (!desc->cpu)
-    return ty__fail(rt, TY_EINVAL, "ty_task_register: task '%s' has no cpu variant", desc->name);
+    return ty__fail(rt, TY_EINVAL,
+                    "ty_task_register: task '%s' has no cpu variant (required, also beside "
+                    "an omp or gpu variant)",
+                    desc->name);
   const ty_policy *tr = &desc->traits;
   if (((tr->set & TY_POL_MODE) && (unsigned)tr->mode > TY_MODE_TASK) ||
       ((tr->set & TY_POL_OVERDECOMPOSE) && tr->overdecompose < 1) ||
@@ -39,6 +42,7 @@ ty_status ty_task_register(ty_runtime *rt, const ty_task_desc *desc, const ty_ta
   snprintf(t->name, sizeof t->name, "%s", desc->name);
   t->cpu = desc->cpu;
   t->omp = desc->omp;
+  t->gpu = desc->gpu;
   t->traits = desc->traits;
   t->flags = desc->flags;
   t->release = desc->release;
@@ -65,6 +69,7 @@ const char *ty_task_signature(const ty_task *t) { return t ? t->signature : NULL
 const void *ty_task_data(const ty_task *t) { return t ? t->data : NULL; }
 unsigned ty_task_flags(const ty_task *t) { return t ? t->flags : 0; }
 const ty_policy *ty_task_traits(const ty_task *t) { return t ? &t->traits : NULL; }
+ty_variant_fn ty_task_gpu(const ty_task *t) { return t ? t->gpu : NULL; }
 const ty_task *ty_task_at(const ty_runtime *rt, int i) {
   return rt && i >= 0 && i < rt->ntasks ? rt->tasks[i] : NULL;
 }

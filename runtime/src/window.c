@@ -839,6 +839,13 @@ ty_status ty_flush(ty_runtime *rt) {
   if (rt->nwindow == 0) return TY_OK;
   rt->flushing = true;
   double flush_t0 = ty__tracing(rt) ? ty__trace_time(rt) : 0;
+  /* the allocator's figures of this flush: deltas of the run's counters, and
+   * its own peak counted from the bytes live now (the run's peak comes back
+   * at the end) */
+  const uint64_t alloc0 = rt->stats.bytes_allocated, freed0 = rt->stats.bytes_freed;
+  const uint64_t peak0 = rt->stats.bytes_peak;
+  rt->stats.bytes_peak = rt->live;
+  rt->flush_pressure = ty__flush_pressure(rt);
   if (rt->flush_hook) rt->flush_hook(rt->flush_hook_ud);
   rt->stats.flushes++;
   uint64_t explained = rt->nexplained;
@@ -910,7 +917,14 @@ ty_status ty_flush(ty_runtime *rt) {
   rt->last_flush = (ty_flush_stats){n, ss.waves, ss.critical_path, ss.widest, ss.concurrent,
                                     ss.peak_transient, ty_favor_name(favor), sf.stream_budget,
                                     sf.stream_groups, sf.stream_pieces, sf.stream_peak,
-                                    sf.stream_outputs};
+                                    sf.stream_outputs, rt->stats.flushes, rt->stats.bytes_peak,
+                                    rt->stats.bytes_allocated - alloc0,
+                                    rt->stats.bytes_freed - freed0, rt->live};
+  if (peak0 > rt->stats.bytes_peak) rt->stats.bytes_peak = peak0;
+  /* explain shows every launch with the figures of its flush */
+  uint64_t stamp = rt->nexplained - explained > TY_EXPLAIN_KEEP ? rt->nexplained - TY_EXPLAIN_KEEP
+                                                                 : explained;
+  for (; stamp < rt->nexplained; stamp++) rt->explain[stamp % TY_EXPLAIN_KEEP].flush = rt->last_flush;
   rt->stats.waves += (uint64_t)ss.waves;
   rt->stats.concurrent_launches += (uint64_t)ss.concurrent;
   if ((uint64_t)ss.widest > rt->stats.widest_wave) rt->stats.widest_wave = (uint64_t)ss.widest;

@@ -342,6 +342,62 @@ TEST(c_task_traits_and_options_reach_the_policy) {
   ty_runtime_destroy(rt);
 }
 
+/* A gpu variant that would receive device pointers: never called today (no
+ * GPU path for tasks yet); counted so the test sees it. */
+static int gpu_calls;
+static int gpu_scale2(ty_task_ctx *c) {
+  gpu_calls++;
+  return ty_ctx_fail(c, "gpu variant called for piece %d", c->piece);
+}
+
+TEST(c_task_gpu_variant_is_stored_and_the_cpu_variant_runs) {
+  ty_runtime *rt = make_rt(3);
+  ty_task_desc d;
+  memset(&d, 0, sizeof d);
+  d.name = "scale2_gpu";
+  d.cpu = scale2;
+  d.gpu = gpu_scale2;
+  d.traits.set = TY_POL_MODE;
+  d.traits.mode = TY_MODE_ALL; /* 3 pieces */
+  const ty_task *with = NULL, *without;
+  CHECK(ty_task_register(rt, &d, &with) == TY_OK);
+  CHECK(ty_task_gpu(with) == gpu_scale2);
+  without = reg(rt, "scale2_cpu", scale2, TY_MODE_ALL, NULL);
+  CHECK(ty_task_gpu(without) == NULL);
+  CHECK(ty_task_gpu(ty_task_find(rt, "scale2_gpu")) == gpu_scale2);
+  /* a gpu variant alone is refused: the cpu variant is required */
+  d.name = "gpu_only";
+  d.cpu = NULL;
+  CHECK(ty_task_register(rt, &d, NULL) == TY_EINVAL);
+  CHECK_STR_CONTAINS(ty_errmsg(rt), "task 'gpu_only' has no cpu variant");
+  CHECK(ty_task_find(rt, "gpu_only") == NULL);
+
+  ty_store *x = vec(rt, 12, 0), *y = vec(rt, 12, 0);
+  ty_arg ax[1] = {{x, TY_PRIV_INOUT, TY_REDOP_NONE, TY_PROJ_ALIGNED}};
+  ty_arg ay[1] = {{y, TY_PRIV_INOUT, TY_REDOP_NONE, TY_PROJ_ALIGNED}};
+  gpu_calls = 0;
+  CHECK(launch(rt, with, x, 1, ax, NULL, 0) == TY_OK);
+  CHECK(launch(rt, without, y, 1, ay, NULL, 0) == TY_OK);
+  CHECK(ty_flush(rt) == TY_OK);
+  double hx[12], hy[12];
+  CHECK(ty_store_read(rt, x, hx, sizeof hx) == TY_OK);
+  CHECK(ty_store_read(rt, y, hy, sizeof hy) == TY_OK);
+  for (int i = 0; i < 12; i++) {
+    CHECK(hx[i] == 2.0 * i);
+    CHECK(hy[i] == 2.0 * i);
+  }
+  ty_explain_entry e[2];
+  CHECK_EQ_INT(ty_explain(rt, 2, e), 2);
+  CHECK_EQ_INT(e[0].pieces, 3);
+  CHECK(strcmp(e[0].target, "cpu") == 0);
+  /* without a GPU the cpu variant runs every piece (today it does with one
+   * too: the window runs tasks on CPU workers) */
+  if (ty_gpu_count(rt) == 0) CHECK_EQ_INT(gpu_calls, 0);
+  ty_store_release(x);
+  ty_store_release(y);
+  ty_runtime_destroy(rt);
+}
+
 static const check_case cases[] = {
     CASE(c_task_in_out_inout_and_scalars),
     CASE(c_task_whole_argument_is_seen_by_every_piece),
@@ -352,5 +408,6 @@ static const check_case cases[] = {
     CASE(c_task_on_an_attached_host_buffer),
     CASE(thousands_of_tiny_c_launches_leak_nothing),
     CASE(c_task_traits_and_options_reach_the_policy),
+    CASE(c_task_gpu_variant_is_stored_and_the_cpu_variant_runs),
 };
 CHECK_MAIN(cases)

@@ -150,6 +150,33 @@ describe("a C task registered by the host", function()
     assert.matches("1%.0 2%.0 3%.0\ttrue", out)
   end)
 
+  it("shows in explain like a Lua task: its trait, :with{} options and scopes", function()
+    local out = ok_host([[
+      local function show()
+        local e = tycho.explain(1)[1]
+        print(e.task, e.pieces, e.mode, e.from.mode, e.favor, e.from.favor)
+      end
+      local y = tycho.zeros(64)
+      tycho.flush()
+      tycho.tasks.c_pieces(y); show()                                  -- trait all
+      tycho.tasks.c_pieces:with { parallel = "single" }(y); show()      -- launch option
+      tycho.tasks.c_pieces:with { favor = "debug" }(y); show()
+      tycho.parallel({ mode = "single", favor = "max-concurrency" }, function()
+        tycho.tasks.c_pieces(y); show()                                -- the trait beats the scope
+        tycho.tasks.c_axpy(y, y, nil, 1); show()                       -- no trait: the scope decides
+      end)
+      print(y:max():item())
+    ]], 4)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.matches("^c_pieces\t4\tall\ttrait of task 'c_pieces'\tmin%-peak%-memory\tdefault$", lines[1], 1)
+    assert.matches("^c_pieces\t1\tsingle\tlaunch option\t", lines[2], 1)
+    assert.matches("^c_pieces\t4\tall\ttrait of task 'c_pieces'\tdebug\tlaunch option$", lines[3], 1)
+    assert.matches("^c_pieces\t4\tall\ttrait of task 'c_pieces'\tmax%-concurrency\tscope at ", lines[4], 1)
+    assert.matches("^c_axpy\t1\tsingle\tscope at [^\t]*\tmax%-concurrency\tscope at ", lines[5], 1)
+    assert.are.equal("4.0", lines[6], out) -- c_pieces ran last in 4 pieces: 1..4
+  end)
+
   it("lives in a host shell that runs scripts like tycho", function()
     local out, status = host("print(tycho.version, #arg)")
     assert.are.equal(0, status, out)

@@ -290,6 +290,12 @@ describe("results of a Lua task", function()
       for _, v in ipairs(y:totable()) do out[#out + 1] = string.format("%.17g", v) end
       print("total", total:item())
       print("values", table.concat(out, ","))
+      local serial = {} -- the same body as a plain loop over x's values, in this state
+      for i, v in ipairs(x:totable()) do
+        for _ = 1, 20 do v = math.sin(v) * 1.5 + 0.25 end
+        serial[i] = string.format("%.17g", v)
+      end
+      print("serial", table.concat(serial, ","))
       print("pieces", mark(tycho.zeros(997))[1])
     ]]
     local first, split
@@ -300,6 +306,8 @@ describe("results of a Lua task", function()
       local values = out:match("values\t([^\n]+)")
       local pieces = tonumber(out:match("pieces\t(%d+)"))
       assert.are.equal(tostring(997 * 998 // 2), total)
+      assert.is_string(values, out)
+      assert.are.equal(out:match("serial\t([^\n]+)"), values) -- identical to a serial computation
       if not first then first = values else assert.are.equal(first, values) end
       if pieces > 1 then split = true end
     end

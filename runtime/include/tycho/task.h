@@ -1,8 +1,8 @@
 /*
  * tycho/task.h — tasks, their point-task context, and launches.
  *
- * A task is a named computation with a CPU variant that runs one *piece* of a
- * launch. A launch names a task, its store arguments (each with a privilege
+ * A task is a named computation with a CPU variant (and optionally OpenMP and
+ * GPU variants) that runs one *piece* of a launch. A launch names a task, its store arguments (each with a privilege
  * and a projection) and a packed scalar buffer, over a launch domain (a shape).
  * The runtime splits the domain into pieces and runs the variant once per
  * piece, on worker threads, possibly at the same time.
@@ -109,6 +109,15 @@ typedef struct ty_task_desc {
   const char *signature;        /* e.g. "in, out, scalar:f64": lets a binding call the task by
                                    name (copied; NULL: none). The core only keeps it. */
   void (*release)(void *data);  /* called with `data` when the runtime is freed (may be NULL) */
+  /* optional: the variant for a GPU. It will receive the same context as the
+   * cpu variant with every ctx->args[k].data a device pointer (strides in
+   * elements, as on the CPU) on the GPU the piece runs on. Today it is only
+   * stored (ty_task_gpu returns it): the window runs user tasks on CPU
+   * workers, so the cpu variant (or omp) runs every piece even where a GPU
+   * exists, until GPU execution of tasks lands (docs/gpu.md, "Integration").
+   * Last in the struct so that positional initialisers written before it
+   * existed keep working. */
+  ty_variant_fn gpu;
 } ty_task_desc;
 
 ty_status ty_task_register(ty_runtime *rt, const ty_task_desc *desc, const ty_task **out);
@@ -118,6 +127,7 @@ const char *ty_task_signature(const ty_task *t); /* NULL when none */
 const void *ty_task_data(const ty_task *t);
 unsigned ty_task_flags(const ty_task *t);
 const ty_policy *ty_task_traits(const ty_task *t);
+ty_variant_fn ty_task_gpu(const ty_task *t); /* its gpu variant, NULL when none */
 /* The i-th registered task (0-based) or NULL: to list them. */
 const ty_task *ty_task_at(const ty_runtime *rt, int i);
 
@@ -177,6 +187,36 @@ enum { TY_AXIS_MODE = 0, TY_AXIS_OVERDECOMPOSE, TY_AXIS_MIN_CHUNK, TY_AXIS_FAVOR
        TY_AXIS_FASTMATH, TY_AXIS_MEMORY, TY_AXIS_STREAM, TY_NAXES };
 const char *ty_axis_name(int axis); /* "mode", "overdecompose", ... */
 
+/* The figures of one flush: how its window was cut into waves and what the
+ * allocator did while it ran. ty_last_flush_stats gives the last one, every
+ * explain entry the one its launch ran in. */
+typedef struct ty_flush_stats {
+  int launches;           /* launches run (after fusion) */
+  int waves;
+  int critical_path;
+  int widest;             /* launches in the widest wave */
+  int concurrent;         /* launches that ran in a wave of two or more */
+  int64_t peak_transient; /* simulated peak of transient bytes */
+  const char *favor;
+  /* a streamed scope's flush (0 otherwise): its budget, the groups and pieces
+   * it ran in, the peak of transient bytes allocated at once (within the
+   * budget), and the bytes of the stores it wrote that outlive it */
+  int64_t stream_budget;
+  int stream_groups;
+  int stream_pieces;
+  int64_t stream_peak;
+  int64_t stream_outputs;
+  /* which flush (ty_stats.flushes when it ran: 1 is the first) and the host
+   * allocator from its start (the flush hook's releases included) to its
+   * end: the highest bytes live at once, bytes allocated and freed, and bytes
+   * live at its end (live at its start + allocated - freed) */
+  uint64_t flush;
+  uint64_t bytes_peak;
+  uint64_t bytes_allocated;
+  uint64_t bytes_freed;
+  uint64_t bytes_live;
+} ty_flush_stats;
+
 /* What the runtime decided for one launch, and why. */
 typedef struct ty_explain_entry {
   uint64_t seq;                          /* launch number */
@@ -197,14 +237,22 @@ typedef struct ty_explain_entry {
   char fused_ops[192];                   /* "mul add exp ..." when fused */
   char fuse_end[TY_MAX_ORIGIN];          /* why the fused run (or fusion) stopped here */
   char stream[320];                      /* streamed scopes: pieces, transient bytes, budget */
+  ty_flush_stats flush;                  /* the figures of the flush it ran in */
 } ty_explain_entry;
 
 #define TY_EXPLAIN_KEEP 4096 /* launches remembered */
 
-/* Flushes, then copies the last min(n, remembered) launches, oldest first,
- * into out (an array of n entries); returns how many. */
+/* Flushes, then copies the last min(n, remembered) launches, oldest first
+ * (by flush, then launch number), into out (an array of n entries); returns
+ * how many. */
 int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out);
-/* The same as a text table (malloc'd; free() it), one launch per line. */
+/* The same as a text table (malloc'd; free() it): one launch per line (two
+ * to four with its policy, fusion and streaming), and after the last launch
+ * of each flush a line of that flush's figures:
+ *   flush 3 (favor max-concurrency): 9 launches in 4 waves, critical path 4,
+ *   widest 3, 6 concurrent (67%), transient peak 23.4 KiB (simulated);
+ *   allocator peak 31.3 KiB, allocated 31.3 KiB, freed 23.4 KiB, live 7.8 KiB
+ * (one line in the output). Entries are ordered by flush, then launch. */
 ty_status ty_explain_text(ty_runtime *rt, int n, char **out);
 
 /* ---- trace ---------------------------------------------------------------------- */
@@ -216,24 +264,7 @@ ty_status ty_explain_text(ty_runtime *rt, int n, char **out);
 ty_status ty_trace_start(ty_runtime *rt, const char *json_path, const char *svg_path);
 ty_status ty_trace_stop(ty_runtime *rt);
 
-/* Counters of the last flush and the whole run, and a rendering of them. */
-typedef struct ty_flush_stats {
-  int launches;           /* launches run (after fusion) */
-  int waves;
-  int critical_path;
-  int widest;             /* launches in the widest wave */
-  int concurrent;         /* launches that ran in a wave of two or more */
-  int64_t peak_transient; /* simulated peak of transient bytes */
-  const char *favor;
-  /* a streamed scope's flush (0 otherwise): its budget, the groups and pieces
-   * it ran in, the peak of transient bytes allocated at once (within the
-   * budget), and the bytes of the stores it wrote that outlive it */
-  int64_t stream_budget;
-  int stream_groups;
-  int stream_pieces;
-  int64_t stream_peak;
-  int64_t stream_outputs;
-} ty_flush_stats;
+/* The figures of the last flush and of the whole run, and a rendering of them. */
 void ty_last_flush_stats(const ty_runtime *rt, ty_flush_stats *out);
 /* format: "text", "json" or "csv"; *out is malloc'd. */
 ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out);

@@ -235,6 +235,8 @@ typedef struct ty_stats {
   uint64_t stream_groups;   /* streamed groups run (memory axis) */
   uint64_t stream_pieces;   /* pieces they ran in */
   uint64_t stream_peak;     /* most transient bytes a streamed group held at once */
+  uint64_t bytes_freed;     /* cumulative bytes of store storage freed: always
+                               bytes_allocated - bytes_freed == bytes_live */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 
@@ -245,6 +247,11 @@ ty_status ty_flush(ty_runtime *rt);
  * no longer reach there, so that they count as dead (temporaries). The hook
  * may release stores; it must not append launches or flush. NULL removes it. */
 void ty_set_flush_hook(ty_runtime *rt, void (*hook)(void *ud), void *ud);
+/* Inside the hook: true when the stores the window would allocate do not fit
+ * the host budget next to what is allocated (stores are charged when
+ * allocated, not when created). A binding then releases all it can, even
+ * with its collector stopped, so that temporaries are not allocated. */
+bool ty_flush_pressure(const ty_runtime *rt);
 
 /* ---- fault injection (testing) ----------------------------------------------
  * Every allocation the core makes is counted; after ty_fault_fail_alloc(k) the
