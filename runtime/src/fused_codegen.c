@@ -746,6 +746,23 @@ static void key_put(sbuf *b, const void *p, size_t n) {
   b->len += n;
 }
 
+/* A hash of the key 8 bytes at a time (fnv1a, a byte at a time, cost ~5
+ * instructions per byte: 15,000 per flush of a 64-launch run). */
+static uint64_t key_hash(const char *p, size_t n) {
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 29;
+  }
+  uint64_t w = 0;
+  memcpy(&w, p + i, n - i);
+  h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+  return h ^ (h >> 32);
+}
+
 /* The run's structure key into cg->key: the domain, each argument's dtype,
  * access and layout, and the description without the constants' values. */
 static bool structure_key(ty__codegen *cg, const ty_pending *f) {
@@ -774,7 +791,7 @@ static bool structure_key(ty__codegen *cg, const ty_pending *f) {
  * is full). */
 static cg_pre *pre_find(ty__codegen *cg, const ty_pending *f) {
   if (!structure_key(cg, f)) return NULL;
-  const uint64_t hash = fnv1a(cg->key.p, cg->key.len);
+  const uint64_t hash = key_hash(cg->key.p, cg->key.len);
   for (int i = 0; i < cg->npre; i++) {
     cg_pre *p = &cg->pre[i];
     if (p->hash == hash && p->len == cg->key.len && memcmp(p->key, cg->key.p, p->len) == 0) return p;
