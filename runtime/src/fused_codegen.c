@@ -729,23 +729,6 @@ static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b, const char *symbol
   return true;
 }
 
-static void key_put(sbuf *b, const void *p, size_t n) {
-  if (b->failed) return;
-  if (b->len + n > b->cap) {
-    size_t cap = b->cap ? b->cap : 1024;
-    while (cap < b->len + n) cap *= 2;
-    char *q = ty__realloc(b->p, cap);
-    if (!q) {
-      b->failed = true;
-      return;
-    }
-    b->p = q;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->len, p, n);
-  b->len += n;
-}
-
 /* A hash of the key 8 bytes at a time (fnv1a, a byte at a time, cost ~5
  * instructions per byte: 15,000 per flush of a 64-launch run). */
 static uint64_t key_hash(const char *p, size_t n) {
@@ -771,19 +754,19 @@ static bool structure_key(ty__codegen *cg, const ty_pending *f) {
   b->failed = false;
   const ty__fhead *h = (const ty__fhead *)f->scalars;
   const int32_t head[6] = {f->ndim, f->nargs, h->nsub, h->nslots, h->nconsts, h->ndim};
-  key_put(b, head, sizeof head);
-  key_put(b, f->domain, sizeof f->domain[0] * (size_t)f->ndim);
+  ty__sb_append(b, head, sizeof head);
+  ty__sb_append(b, f->domain, sizeof f->domain[0] * (size_t)f->ndim);
   for (int k = 0; k < f->nargs; k++) {
     const ty_arg *a = &f->args[k];
     const ty_store *st = a->store;
     const int32_t ak[6] = {(int32_t)st->dtype, (int32_t)a->priv, (int32_t)a->proj, (int32_t)a->redop,
                            st->ndim, ty_store_is_contiguous(st)};
-    key_put(b, ak, sizeof ak);
-    key_put(b, st->shape, sizeof st->shape[0] * (size_t)st->ndim);
-    key_put(b, st->strides, sizeof st->strides[0] * (size_t)st->ndim);
+    ty__sb_append(b, ak, sizeof ak);
+    ty__sb_append(b, st->shape, sizeof st->shape[0] * (size_t)st->ndim);
+    ty__sb_append(b, st->strides, sizeof st->strides[0] * (size_t)st->ndim);
   }
   if (h->consts < sizeof *h || h->consts > f->scalar_bytes) return false;
-  key_put(b, (const char *)f->scalars + sizeof *h, h->consts - sizeof *h);
+  ty__sb_append(b, (const char *)f->scalars + sizeof *h, h->consts - sizeof *h);
   return !b->failed;
 }
 

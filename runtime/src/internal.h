@@ -266,6 +266,8 @@ typedef struct ty_sbuf {
   size_t len, cap;
   bool failed;
 } ty_sbuf;
+/* Append n bytes (not text: no terminator is written). */
+void ty__sb_append(ty_sbuf *b, const void *p, size_t n);
 void ty__sb_printf(ty_sbuf *b, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -6,6 +6,21 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* Room for n more bytes (and a terminator); false (failed set) when the
+ * allocator refuses. */
+static bool grow(ty_sbuf *b, size_t n) {
+  size_t cap = (b->cap ? b->cap * 2 : 4096) + n;
+  char *q = ty__realloc(b->p, cap);
+  if (!q) {
+    b->failed = true;
+    return false;
+  }
+  b->p = q;
+  b->cap = cap;
+  return true;
+}
 
 void ty__sb_printf(ty_sbuf *b, const char *fmt, ...) {
   if (b->failed) return;
@@ -22,13 +37,12 @@ void ty__sb_printf(ty_sbuf *b, const char *fmt, ...) {
       b->len += (size_t)n;
       return;
     }
-    size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-    char *q = ty__realloc(b->p, cap);
-    if (!q) {
-      b->failed = true;
-      return;
-    }
-    b->p = q;
-    b->cap = cap;
+    if (!grow(b, (size_t)n)) return;
   }
+}
+
+void ty__sb_append(ty_sbuf *b, const void *p, size_t n) {
+  if (b->failed || (b->len + n >= b->cap && !grow(b, n))) return;
+  memcpy(b->p + b->len, p, n);
+  b->len += n;
 }
