@@ -88,7 +88,9 @@ static void print_help(FILE *f) {
           "  -              stop handling options and run standard input\n"
           "\n"
           "The command line wins over the environment. Defaults: --cpus all cores,\n"
-          "--sysmem 80%% of physical memory, --window 64.\n"
+          "--sysmem 80%% of physical memory (a store is charged when allocated), --window 64.\n"
+          "Compiled fused kernels (docs/fusion.md): TYCHO_CODEGEN auto|always|off,\n"
+          "TYCHO_CACHE_DIR (default ~/.cache/tycho), TYCHO_CC (default cc).\n"
           "Also read: LUA_INIT_5_4 or LUA_INIT (code or @file run first), LUA_PATH,\n"
           "LUA_CPATH; the shell keeps its history in $HOME/.tycho_history.\n");
 }
