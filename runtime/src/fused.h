@@ -37,8 +37,15 @@ typedef enum ty__fkind {
   TY__FK_CAST,      /* dt2 -> dt; {out, in} (copy: dt2 == dt) */
   TY__FK_FILL,      /* dt; scalars: a ty__fillval; {out} */
   TY__FK_REDUCE,    /* op: ty__redkind; dt: acc dtype; dt2: input dtype; {acc, in} */
-  TY__FK_TASK       /* a registered task run on each block with a child context */
+  TY__FK_TASK,      /* a registered task run on each block with a child context */
+  TY__FK_ARGREDUCE  /* op: 0 argmin, 1 argmax; dt: i64; dt2: input dtype; {out, in}; the
+                       reduced axis is the domain's last, at most TY__FUSE_ARG_ROW long
+                       (so a block always holds whole rows); scalars: none */
 } ty__fkind;
+
+/* Longest row an arg reduction may fuse over: the smallest block (fused_cpu.c,
+ * 512 elements) holds whole rows, so the interpreter scans each row at once. */
+#define TY__FUSE_ARG_ROW 512
 
 typedef struct ty__fhead {
   uint32_t magic;
@@ -91,7 +98,7 @@ enum { TY__FS_FASTMATH = 1u << 0, TY__FS_INIT_OUT = 1u << 1 };
 typedef struct ty__fsub {
   uint16_t size;       /* bytes of the record with its operands (a multiple of 8) */
   uint8_t kind;        /* ty__fkind */
-  uint8_t op;          /* ty_op (UNARY, BINARY), ty__redkind (REDUCE) */
+  uint8_t op;          /* ty_op (UNARY, BINARY), ty__redkind (REDUCE), 0/1 (ARGREDUCE) */
   uint8_t dt, dt2;     /* see ty__fkind */
   uint8_t flags;       /* TY__FS_* */
   uint8_t nops;

@@ -18,9 +18,10 @@
  * element (ty_fk: one flat loop). Runs over a 2-D domain whose arguments are
  * each contiguous along the rows or one element per row (a column against a
  * row: a[:, None] - b[None, :]), possibly ending in an f64 min or max
- * reduction along either axis or whole, compile to ty_fk2 (a loop over rows;
- * generate2). Anything else (integers, f32, mod, casts to integers, sums and
- * products, registered tasks, other strided views) runs in the interpreter.
+ * reduction along either axis or whole, or in an f64 argmin/argmax along the
+ * rows, compile to ty_fk2 (a loop over rows; generate2). Anything else
+ * (integers, f32, mod, casts to integers, sums and products, registered
+ * tasks, other strided views) runs in the interpreter.
  * The kernel's layout assumption (which arguments are contiguous) is recorded
  * in the description; a piece whose tiles do not match it runs in the
  * interpreter.
@@ -456,7 +457,7 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
          "                        const double *Bc) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n");
   const ty__fsub *s = ty__fsub_first(h);
   for (int k = 0; k < h->nsub && g.ok; k++, s = ty__fsub_next(s)) {
-    if (s->kind == TY__FK_REDUCE || s->kind == TY__FK_TASK) return false;
+    if (s->kind == TY__FK_REDUCE || s->kind == TY__FK_TASK || s->kind == TY__FK_ARGREDUCE) return false;
     sub(&g, s, k);
   }
   if (!g.ok) return false;
@@ -502,14 +503,28 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
  * into a row of accumulators (inner stride 1: along the outer dim). Min/max
  * are order-independent (NaN sticks as in kernels_reduce.c), so the result
  * is the interpreter's, up to the sign of a zero result when both -0 and +0
- * occur. Sums stay with the interpreter (their order is fixed there). */
+ * occur. Sums stay with the interpreter (their order is fixed there).
+ *
+ * Or the last sub-operation is an f64 argmin/argmax along the rows (i64
+ * output, one element per row; rows of at most TY__FUSE_ARG_ROW): the row's
+ * values go to a buffer on the stack and are scanned as argmin_short_f64
+ * scans them (kernels_reduce.c: a strict comparison keeps the first index,
+ * no branch per element; a row with a NaN gives its first NaN), so the index
+ * is the unfused one. Lane-wise best values and indices merged at the row's
+ * end measured slower on rows of 10 (the merge's branches). */
 static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   const ty__fhead *h = (const ty__fhead *)f->scalars;
   if (f->ndim != 2 || f->domain[1] < 2) return false;
   /* the reduction, if any: the last sub-operation */
-  const ty__fsub *s = ty__fsub_first(h), *red = NULL;
+  const ty__fsub *s = ty__fsub_first(h), *red = NULL, *ared = NULL;
   for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
     if (s->kind == TY__FK_TASK) return false;
+    if (s->kind == TY__FK_ARGREDUCE) {
+      if (k != h->nsub - 1 || s->dt != TY_I64 || s->dt2 != TY_F64 || s->nops != 2 ||
+          s->opnd[0].ref < 0 || TY__FREF_IS_CONST(s->opnd[0].ref))
+        return false;
+      ared = s;
+    }
     if (s->kind == TY__FK_REDUCE) {
       if (k != h->nsub - 1 || (s->op != TY__RMIN && s->op != TY__RMAX) || s->dt != TY_F64 ||
           s->dt2 != TY_F64 || s->nops != 2 || s->opnd[0].ref < 0 || TY__FREF_IS_CONST(s->opnd[0].ref))
@@ -517,11 +532,18 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
       red = s;
     }
   }
-  const int acc = red ? red->opnd[0].ref : -1;
+  const int acc = red ? red->opnd[0].ref : -1, aacc = ared ? ared->opnd[0].ref : -1;
+  if (ared && f->domain[1] > TY__FUSE_ARG_ROW) return false; /* rv below: 4 KiB at most */
   uint64_t c = 0;
   for (int k = 0; k < f->nargs; k++) {
     const ty_arg *a = &f->args[k];
     const ty_store *st = a->store;
+    if (k == aacc) { /* the arg reduction's output: one i64 per row, written */
+      if (st->dtype != TY_I64 || a->priv != TY_PRIV_OUT || a->proj != TY_PROJ_ALIGNED ||
+          st->ndim != 2 || st->strides[1] != 0)
+        return false;
+      continue;
+    }
     if (!vtype(st->dtype) || a->proj != TY_PROJ_ALIGNED || st->ndim != 2) return false;
     if (a->priv == TY_PRIV_REDUCE && k != acc) return false;
     if (k == acc && st->dtype != TY_F64) return false;
@@ -537,7 +559,7 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   s = ty__fsub_first(h);
   char rin[96] = "bc(0)";
   for (int k = 0; k < h->nsub && g.ok; k++, s = ty__fsub_next(s)) {
-    if (s == red) {
+    if (s == red || s == ared) {
       if (vtype((ty_dtype)s->opnd[1].dtype) != 'd') return false;
       operand(&g, &s->opnd[1], rin, sizeof rin);
     } else {
@@ -584,6 +606,8 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   } else {
     put(b, "    i64 i = 0;\n");
   }
+  if (ared) /* the row's values, padded to whole vectors */
+    put(b, "    double rv[%lld] __attribute__((aligned(64)));\n", (long long)((f->domain[1] + CG_W - 1) / CG_W * CG_W));
   put(b, "    for (; i + W <= n1; i += W) {\n");
   for (int k = 0; k < f->nargs; k++) {
     if ((c >> k) & 1u) put(b, "      p[%d] = ra[%d] + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
@@ -592,36 +616,64 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   put(b, "      vd v = body(p, D, sq, K, Bc);\n");
   if (rowacc) put(b, "      acc = comb(v, acc);\n");
   else if (red) put(b, "      st(p[%d], comb(v, ld(p[%d])));\n", acc, acc);
+  else if (ared) put(b, "      st((char *)(rv + i), v);\n");
   else put(b, "      (void)v;\n");
   put(b, "    }\n    if (i < n1) {\n      i64 m = n1 - i;\n");
+  if (CG_W == 4) put(b, "      vm tm;\n      for (int j = 0; j < W; j++) tm[j] = -(i64)(j < m);\n      (void)tm;\n");
   for (int k = 0; k < f->nargs; k++) {
     if (!((c >> k) & 1u)) {
       put(b, "      p[%d] = ra[%d];\n", k, k);
       continue;
     }
     int es = (int)ty_dtype_size(f->args[k].store->dtype);
+    /* a row's tail is short (k-means: 2 of 10): element copies over a fixed
+     * W, not a memcpy call of m bytes (6.5% of k-means' time went to the
+     * call) */
+#if CG_W == 4
+    /* f64 with AVX2: one masked load (lanes past m read as 0, nothing past
+     * the row is touched) stored whole, so body's load is forwarded from one
+     * store, not assembled from m element stores (a stall of ~15 cycles) */
+    if (es == 8) {
+      put(b, "      char t%d[W * 8] __attribute__((aligned(64)));\n", k);
+      put(b, "      st(t%d, __builtin_ia32_maskloadpd256((const vd *)(ra[%d] + i * 8), tm));\n", k, k);
+      put(b, "      p[%d] = t%d;\n", k, k);
+      continue;
+    }
+#endif
     put(b, "      char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
-    put(b, "      __builtin_memcpy(t%d, ra[%d] + i * %d, (unsigned long)m * %d);\n      p[%d] = t%d;\n", k, k,
-        es, es, k, k);
+    put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(t%d + j * %d, ra[%d] + (i + j) * %d, %d);\n",
+        k, es, k, es, es);
+    put(b, "      p[%d] = t%d;\n", k, k);
   }
   put(b, "      vd v = body(p, D, sq, K, Bc);\n");
   if (red) { /* lanes past the row's end must not count */
     put(b, "      for (int j = (int)m; j < W; j++) v[j] = %s;\n", ident);
     if (rowacc) put(b, "      acc = comb(v, acc);\n");
     else put(b, "      st(p[%d], comb(v, ld(p[%d])));\n", acc, acc);
+  } else if (ared) {
+    put(b, "      st((char *)(rv + i), v);\n");
   } else {
     put(b, "      (void)v;\n");
   }
   for (int k = 0; k < f->nargs; k++)
     if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
       int es = (int)ty_dtype_size(f->args[k].store->dtype);
-      put(b, "      __builtin_memcpy(ra[%d] + i * %d, t%d, (unsigned long)m * %d);\n", k, es, k, es);
+      put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(ra[%d] + (i + j) * %d, t%d + j * %d, %d);\n",
+          k, es, k, es, es);
     }
   put(b, "    }\n");
   if (rowacc) {
     put(b, "    double x = *(const double *)ra[%d];\n", acc);
     put(b, "    for (int j = 0; j < W; j++) x = comb1(acc[j], x);\n");
     put(b, "    *(double *)ra[%d] = x;\n", acc);
+  }
+  if (ared) { /* argmin_short_f64's scan (kernels_reduce.c): no branch per element */
+    const char *cmp = ared->op ? ">" : "<";
+    put(b, "    double m = rv[0];\n    i64 best = 0;\n    int nan = m != m;\n");
+    put(b, "    for (i64 j = 1; j < n1; j++) {\n      double x = rv[j];\n");
+    put(b, "      best = x %s m ? j : best;\n      m = x %s m ? x : m;\n      nan |= x != x;\n    }\n", cmp, cmp);
+    put(b, "    if (nan) for (best = 0; rv[best] == rv[best]; best++) {}\n");
+    put(b, "    *(i64 *)ra[%d] = best;\n", aacc);
   }
   put(b, "  }\n}\n");
   return !b->failed;

@@ -38,6 +38,10 @@
  *  - a one-piece launch whose accumulator is REDUCE walks the ordered tiles
  *    (ty__ordered_walk), as ty__reduce_variant does.
  * min, max and integer reductions accumulate block by block directly.
+ * An arg reduction (argmin/argmax, fuse.c) reduces the last dim, which the
+ * launch never splits and which is at most TY__FUSE_ARG_ROW long: box blocks
+ * (flat mode is not used) hold whole rows, and each row is scanned at once by
+ * the unfused task's loop (ties: the first index; a NaN: the first NaN).
  *
  * Registered tasks (user tasks marked point-wise, the generators) run on each
  * block with a child context that holds only their own arguments, their own
@@ -73,6 +77,7 @@ typedef struct rsub {
   ty_loop1d fn;          /* built-ins: the 1-D loop (REDUCE: the one for its scheme) */
   const void *aux;       /* FILL: its ty__fillval */
   const ty_task *task;   /* TASK */
+  ty_argloop arg;        /* ARGREDUCE: the row scan */
   const void *scalars;   /* TASK: its own packed scalars */
   int first;             /* its first operand in the piece's operand arrays */
   int stream;            /* REDUCE: STREAM_* */
@@ -187,6 +192,14 @@ static int resolve(piece_state *ps) {
       if (r->fn && ty__reduce_ordered((ty__redkind)s->op, dt) && !ty__ostream_feeds[s->op][dt2])
         r->fn = NULL;
       break;
+    case TY__FK_ARGREDUCE:
+      r->arg = dt2 < TY_NDTYPES ? (s->op ? ty__argmax_loops : ty__argmin_loops)[dt2] : NULL;
+      if (!r->arg || s->nops != 2 || dt != TY_I64 || ps->nd < 2 ||
+          ctx->lo[ps->nd - 1] != 0 || ps->P[ps->nd - 1] != ty__fhead_domain(h)[ps->nd - 1] ||
+          ps->P[ps->nd - 1] > TY__FUSE_ARG_ROW)
+        return ty_ctx_fail(ctx, "fused: arg reduction %d needs whole rows of at most %d", k + 1,
+                           TY__FUSE_ARG_ROW);
+      break;
     case TY__FK_TASK:
       r->task = ty_task_at(ctx->rt, s->task);
       r->scalars = (const char *)h + s->scalar_off;
@@ -194,7 +207,7 @@ static int resolve(piece_state *ps) {
       break;
     default: return ty_ctx_fail(ctx, "fused: sub-operation %d has an unknown kind %d", k + 1, s->kind);
     }
-    if (s->kind != TY__FK_TASK && !r->fn)
+    if (s->kind != TY__FK_TASK && s->kind != TY__FK_ARGREDUCE && !r->fn)
       return ty_ctx_fail(ctx, "fused: no kernel for sub-operation %d (kind %d, op %d, %s, %s)", k + 1,
                          s->kind, s->op, ty_dtype_name(dt), ty_dtype_name(dt2));
   }
@@ -273,6 +286,29 @@ static int run_flat(piece_state *ps, int64_t n) {
   return 0;
 }
 
+/* An arg reduction over a box block: rows along the last dim, whole in the
+ * block (see the top); one output element per row. */
+static void arg_rows(const rsub *r, int nd, const int64_t *cur, char *const *bases,
+                     const int64_t (*bst)[TY_MAX_RANK]) {
+  const int64_t n = cur[nd - 1], step = bst[1][nd - 1];
+  int64_t idx[TY_MAX_RANK] = {0};
+  for (;;) {
+    char *o = bases[0];
+    const char *in = bases[1];
+    for (int e = 0; e < nd - 1; e++) {
+      o += idx[e] * bst[0][e];
+      in += idx[e] * bst[1][e];
+    }
+    *(int64_t *)o = r->arg(n, in, step);
+    int e = nd - 2;
+    for (; e >= 0; e--) {
+      if (++idx[e] < cur[e]) break;
+      idx[e] = 0;
+    }
+    if (e < 0) return;
+  }
+}
+
 static int run_box(piece_state *ps) {
   const int nd = ps->nd;
   /* the block: whole inner dims while they fit, then a chunk of dim sd */
@@ -311,6 +347,7 @@ static int run_box(piece_state *ps) {
         if (rc) return rc;
         break;
       }
+      case TY__FK_ARGREDUCE: arg_rows(r, nd, cur, bases, bst); break;
       default: ty__foreach(nd, cur, nops, bases, bst, r->fn, r->aux); break;
       }
     }
@@ -339,12 +376,13 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
 
   /* one allocation: sub-operations, operands, strides, task tiles, slots */
   int nops = 0, max_nops = 0, nreduce = 0;
-  bool has_task = false;
+  bool has_task = false, has_arg = false;
   const ty__fsub *s = ty__fsub_first(h);
   for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
     nops += s->nops;
     if (s->nops > max_nops) max_nops = s->nops;
     has_task |= s->kind == TY__FK_TASK;
+    has_arg |= s->kind == TY__FK_ARGREDUCE;
     nreduce += s->kind == TY__FK_REDUCE;
   }
   ps.block = block_elems(h);
@@ -374,7 +412,7 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
 
   int rc = resolve(&ps);
   int64_t flat_stride[TY_MAX_ARGS];
-  const bool flat = rc == 0 && (!has_task || ps.nd <= 1) && flat_layout(&ps, flat_stride);
+  const bool flat = rc == 0 && (!has_task || ps.nd <= 1) && !has_arg && flat_layout(&ps, flat_stride);
 
   /* block shape of box mode, for the slots' dense strides */
   int64_t bshape[TY_MAX_RANK];
