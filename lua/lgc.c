@@ -50,10 +50,11 @@ static void gc_hook(void *ud) {
   gc_sentinel *s = ud;
   lua_State *L = s->L;
   /* the constant cache lives for one window (its launches hold what they
-   * use): emptied by the next use, as a flush may run inside a C call that
-   * holds one of its stores; tycho.flush() empties it at once, so that with
-   * no work alive no store is left (tycho.stats().stores_live) */
-  if (s->box) s->box->consts_stale = true;
+   * use): emptied now, so that fusion finds its numbers dead like any
+   * temporary, or by the next use when a C call holds one of its stores
+   * (a flush inside that call's retry) */
+  if (s->box && s->box->consts_busy) s->box->consts_stale = true;
+  else if (s->box) tl_consts_clear(s->box);
   /* -1 inside a finalizer (lua_gc refuses there), 0 after collectgarbage("stop") */
   const int running = lua_gc(L, LUA_GCISRUNNING);
   if (running < 0) return;

@@ -40,14 +40,16 @@ static int unary(lua_State *L, ty_op op, const char *fn) {
 static int binary(lua_State *L, ty_op op, const char *fn) {
   tl_launch_options(L, 2, 2, fn);
   ty_runtime *rt = tl_rt(L);
-  const tl_box *bx = lua_touserdata(L, lua_upvalueindex(1));
+  tl_box *bx = lua_touserdata(L, lua_upvalueindex(1));
   ty_store *a0 = tl_teststore_in(L, bx, 1, fn), *b0 = tl_teststore_in(L, bx, 2, fn);
   /* a number next to a store comes from the constant cache (one per call) */
   ty_store *a = a0 ? a0 : b0 ? tl_const_operand(L, 1, fn, b0) : tl_operand(L, 1, fn, NULL);
   ty_store *b = b0 ? b0 : a0 ? tl_const_operand(L, 2, fn, a0) : tl_operand(L, 2, fn, NULL);
   ty_store **slot = tl_newslot(L);
   ty_status st;
+  if (bx) bx->consts_busy = !a0 || !b0; /* held across TL_TRY's flushes */
   TL_TRY(L, rt, st, ty_binary(rt, op, a, b, slot));
+  if (bx) bx->consts_busy = false;
   return finish(L, rt, slot, st, fn);
 }
 

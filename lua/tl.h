@@ -68,7 +68,8 @@ typedef struct tl_box {
     ty_store *store;
   } consts[TL_CONSTS];
   unsigned consts_next; /* the entry the next miss replaces */
-  bool consts_stale;    /* a flush ran: tl_const_operand empties the cache first */
+  bool consts_stale;    /* a flush ran while busy: tl_const_operand empties the cache first */
+  bool consts_busy;     /* a C call holds a store of the cache across a possible flush */
   pol_state *pol;         /* the state's policy record once lpolicy.c opened it (tl_rt's
                              fast check: the running thread is the synced one) */
   const void *store_meta; /* the store metatable (tl_isstore's pointer test) */

@@ -135,6 +135,7 @@ static tl_box *push_box(lua_State *L, ty_runtime *rt, bool owned) {
   memset(b->consts, 0, sizeof b->consts);
   b->consts_next = 0;
   b->consts_stale = false;
+  b->consts_busy = false;
   b->pol = NULL;
   b->store_meta = NULL;
   if (luaL_newmetatable(L, TL_BOXMETA)) {
@@ -426,6 +427,7 @@ ty_store *tl_const_operand(lua_State *L, int idx, const char *fn, const ty_store
   tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
   if ((tp != LUA_TNUMBER && tp != LUA_TBOOLEAN) || !b || !b->rt)
     return tl_operand(L, idx, fn, peer); /* its errors */
+  b->consts_busy = false; /* a call that raised left it set */
   if (b->consts_stale) tl_consts_clear(b);
   ty_dtype t = tl_weak_dtype(L, idx, peer != NULL, peer ? ty_store_dtype(peer) : TY_F64);
   const bool isfloat = tp == LUA_TNUMBER && !lua_isinteger(L, idx);
