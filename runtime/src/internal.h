@@ -192,7 +192,6 @@ struct ty_runtime {
   int nfree_pending;
   void (*flush_hook)(void *ud);
   void *flush_hook_ud;
-  bool flush_pressure; /* ty_flush_pressure: set before the hook runs */
   atomic_int interrupt;
 
   /* memory */
@@ -252,9 +251,6 @@ void ty__runtime_ref(ty_runtime *rt);
 void ty__runtime_unref(ty_runtime *rt);
 /* Free every block kept for reuse (store.c). */
 void ty__cache_drop(ty_runtime *rt);
-/* Whether the storage the window's launches write but nobody allocated yet
- * overflows the host budget next to what is charged (store.c). */
-bool ty__flush_pressure(const ty_runtime *rt);
 /* Free the store and storage records kept for reuse (store.c). */
 void ty__store_pools_free(ty_runtime *rt);
 

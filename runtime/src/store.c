@@ -292,7 +292,10 @@ static void block_free(ty_runtime *rt, void *p, size_t bytes) {
   free(p);
 }
 
-bool ty__flush_pressure(const ty_runtime *rt) {
+/* Computed when asked (by a flush hook, before fusion: the window is whole),
+ * so flushes without a hook pay nothing. */
+bool ty_flush_pressure(const ty_runtime *rt) {
+  if (!rt) return false;
   size_t pending = 0; /* a storage written twice counts twice: at worst one more collection */
   for (int i = 0; i < rt->nwindow; i++) {
     const ty_pending *l = rt->window[i];
@@ -303,8 +306,6 @@ bool ty__flush_pressure(const ty_runtime *rt) {
   }
   return pending > rt->cfg.sysmem || rt->reserved > rt->cfg.sysmem - pending;
 }
-
-bool ty_flush_pressure(const ty_runtime *rt) { return rt && rt->flush_pressure; }
 
 ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
   if (st->data) return TY_OK;

@@ -845,7 +845,6 @@ ty_status ty_flush(ty_runtime *rt) {
   const uint64_t alloc0 = rt->stats.bytes_allocated, freed0 = rt->stats.bytes_freed;
   const uint64_t peak0 = rt->stats.bytes_peak;
   rt->stats.bytes_peak = rt->live;
-  rt->flush_pressure = ty__flush_pressure(rt);
   if (rt->flush_hook) rt->flush_hook(rt->flush_hook_ud);
   rt->stats.flushes++;
   uint64_t explained = rt->nexplained;
