@@ -395,8 +395,8 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
   size_t off_os = (off_tiles + (size_t)(has_task ? max_nops : 0) * sizeof(ty_tile) + 7) / 8 * 8;
   size_t off_slots = (off_os + (size_t)nreduce * sizeof(ty__ostream) + 63) / 64 * 64;
   size_t total = off_slots + (size_t)h->nslots * slot_bytes;
-  /* small pieces (small arrays, short runs) need no allocation */
-  _Alignas(64) char local[16384];
+  /* most pieces need no allocation (up to 8 slots of a full block) */
+  _Alignas(64) char local[65536]; /* slots of 1,024 f64 elements: 8 of them */
   char *mem = total <= sizeof local ? local : ty__aligned_alloc(64, (total + 63) / 64 * 64);
   if (!mem) { /* an out-of-memory error, not a task failure */
     ty_ctx_fail(ctx, "fused: out of memory for %zu bytes of block buffers", total);

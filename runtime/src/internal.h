@@ -165,6 +165,7 @@ typedef struct ty_pending {
   int fused;
   char fused_ops[192];
   char fuse_end[TY_MAX_ORIGIN];
+  int8_t fop; /* the fusion pass's class of the launch (fuse.c), 0 until it asks */
 } ty_pending;
 
 typedef struct ty_scope {
@@ -220,6 +221,8 @@ struct ty_runtime {
    * script's chain of small operations makes and drops several per launch */
   void *pool_store[TY_POOL_SLOTS], *pool_storage[TY_POOL_SLOTS];
   int npool_store, npool_storage;
+  void *pool_line[TY_POOL_SLOTS]; /* one-line data blocks (0-d stores: Lua numbers) */
+  int npool_line;
   ty_policy launch_options;
 
   /* policy scopes, innermost last */
@@ -264,6 +267,9 @@ typedef struct ty_sbuf {
 } ty_sbuf;
 /* Append n bytes (not text: no terminator is written). */
 void ty__sb_append(ty_sbuf *b, const void *p, size_t n);
+/* Copy the string src into dst (cap bytes, cap > 0), cut to fit and always
+ * terminated: the explain texts on the launch path, without printf. */
+void ty__strlcpy(char *dst, const char *src, size_t cap);
 void ty__sb_printf(ty_sbuf *b, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -46,3 +46,9 @@ void ty__sb_append(ty_sbuf *b, const void *p, size_t n) {
   memcpy(b->p + b->len, p, n);
   b->len += n;
 }
+
+void ty__strlcpy(char *dst, const char *src, size_t cap) {
+  size_t n = strnlen(src, cap - 1);
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}

@@ -100,6 +100,7 @@ static void pool_put(void **pool, int *n, void *p) {
 void ty__store_pools_free(ty_runtime *rt) {
   while (rt->npool_store > 0) free(rt->pool_store[--rt->npool_store]);
   while (rt->npool_storage > 0) free(rt->pool_storage[--rt->npool_storage]);
+  while (rt->npool_line > 0) free(rt->pool_line[--rt->npool_line]);
 }
 
 static ty_storage *storage_alloc(ty_runtime *rt) {
@@ -257,6 +258,10 @@ void ty__cache_drop(ty_runtime *rt) {
 }
 
 static void *block_alloc(ty_runtime *rt, size_t bytes) {
+#ifndef NO_POOL
+  /* a Lua number next to a store is a 0-d store: one line, every few ops */
+  if (bytes == TY_ALIGN && rt->npool_line > 0) return rt->pool_line[--rt->npool_line];
+#endif
   for (int i = rt->ncache - 1; i >= 0; i--)
     if (rt->cache[i].bytes == bytes) {
       void *p = rt->cache[i].p;
@@ -278,6 +283,12 @@ static void *block_alloc(ty_runtime *rt, size_t bytes) {
 
 static void block_free(ty_runtime *rt, void *p, size_t bytes) {
   if (!p) return;
+#ifndef NO_POOL
+  if (bytes == TY_ALIGN && rt->npool_line < TY_POOL_SLOTS) {
+    rt->pool_line[rt->npool_line++] = p;
+    return;
+  }
+#endif
   if (bytes >= TY_CACHE_MIN && bytes <= cache_cap(rt)) {
     while (rt->ncache > 0 && (rt->ncache == TY_CACHE_SLOTS || rt->cached + bytes > cache_cap(rt))) {
       rt->cached -= rt->cache[0].bytes; /* evict the oldest */

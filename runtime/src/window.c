@@ -159,6 +159,7 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
   l->fused = 0;
   l->fused_ops[0] = 0;
   l->fuse_end[0] = 0;
+  l->fop = 0;
   l->pol = pol;
   if (l->pol.mode_from_hint) {
     /* what a hinted store drives is split like it (the hint's axes travel) */
@@ -327,12 +328,13 @@ typedef struct prepared {
   int threads;
   private_tile *privates;
   piece_result *results;
-  piece_result one;
   ty_record *explain;
   bool empty; /* the domain has no element: no piece runs a body */
   /* streamed runs (ty__run_box): the box's corner, added to every piece's */
   bool boxed;
   int64_t origin[TY_MAX_RANK];
+  piece_result one; /* last: prepare clears what comes before (its 2 KiB message is
+                       written by run_piece before anyone reads it) */
 } prepared;
 
 void ty__cancel_outputs(ty_pending *l) {
@@ -341,8 +343,10 @@ void ty__cancel_outputs(ty_pending *l) {
 }
 
 static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
-  memset(pr, 0, sizeof *pr);
+  memset(pr, 0, offsetof(prepared, one));
   pr->l = l;
+  pr->one.failed = 0;
+  pr->one.msg[0] = 0;
   pr->results = &pr->one;
   pr->tiling.pieces = 1;
   for (int i = 0; i < l->nargs; i++) {
@@ -374,8 +378,8 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
   e->pol = l->pol;
   if (l->fused || l->fuse_end[0]) {
     e->fused = l->fused;
-    memcpy(e->fused_ops, l->fused_ops, sizeof e->fused_ops);
-    memcpy(e->fuse_end, l->fuse_end, sizeof e->fuse_end);
+    ty__strlcpy(e->fused_ops, l->fused_ops, sizeof e->fused_ops);
+    ty__strlcpy(e->fuse_end, l->fuse_end, sizeof e->fuse_end);
   }
   ty__partition(l, procs, &pr->tiling, e);
   for (int k = 0; k < l->ndim; k++) pr->empty |= l->domain[k] == 0;
