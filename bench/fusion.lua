@@ -7,8 +7,11 @@
 --   tycho bench/fusion.lua chain6_into N ITERS  the same into an existing store (a[{}] = ...)
 --   tycho bench/fusion.lua peak N           peak bytes of z = a*2 + b*3 + c (issue 5: inputs
 --                                           + output, the intermediates never allocated)
---   tycho bench/fusion.lua small ITERS      10 ops on 1,000 elements per iteration
+--   tycho bench/fusion.lua small ITERS      10 ops on 1,000 elements per iteration and a
+--                                           flush per iteration (as a value read would)
 --                                           (2,000 iterations per timing; per-op time)
+--   tycho bench/fusion.lua small_window ITERS  the same without the flush: the
+--                                           window flushes every 64 launches
 --
 -- Fusion and fast math come from the command line or the environment
 -- (TYCHO_FUSE, TYCHO_FASTMATH), so the same script measures every variant.
@@ -24,7 +27,7 @@ local tycho = tycho or require "tycho"
 local what = arg[1] or "bs"
 local N = math.tointeger(tonumber(arg[2] or "")) or 10000000
 local ITERS = math.tointeger(tonumber(arg[3] or "")) or 3
-if what == "small" then -- small ITERS
+if what == "small" or what == "small_window" then -- small ITERS
   ITERS = math.tointeger(tonumber(arg[2] or "")) or 3
 end
 
@@ -121,7 +124,10 @@ elseif what == "peak" then
   print(string.format("elided: %d bytes", st.bytes_elided or -1))
   print("time: 0")
   print(string.format("checksum: %.17g", z[1]))
-elseif what == "small" then
+elseif what == "small" or what == "small_window" then
+  -- small: a value read every iteration (a flush per 10 ops, the worst case);
+  -- small_window: the same program without it (the window flushes when full)
+  local per_iteration = what == "small"
   N = 1000
   local a, b = tycho.random(N), tycho.random(N)
   tycho.flush()
@@ -134,11 +140,11 @@ elseif what == "small" then
       x = x / (b + 1)
       x = tycho.exp(x * 0.1) + 1
       y = x * 2 - a -- 10 operations
-      tycho.flush()
+      if per_iteration then tycho.flush() end
     end
     return y
   end)
   report(best / (reps * 10), first / (reps * 10), r:sum():item(), ", time is per operation")
 else
-  error("bench/fusion.lua: unknown workload '" .. tostring(what) .. "' (bs, b3c, b3c_into, chain6, chain6_into, peak, small)", 0)
+  error("bench/fusion.lua: unknown workload '" .. tostring(what) .. "' (bs, b3c, b3c_into, chain6, chain6_into, peak, small, small_window)", 0)
 end
