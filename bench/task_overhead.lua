@@ -4,9 +4,10 @@
 --   2. throughput of a Lua task body touching one element per iteration,
 --      next to the same loop over Lua tables in this interpreter (and, when
 --      run under plain lua5.4, there: the runner does both);
---   3. the speedup of a heavy Lua body split across every processor over the
---      same body in one piece.
--- Times are the best of RUNS runs (tycho.clock(), wall time).
+--   3. the speedup of a heavy Lua body split into one piece per processor, and
+--      into 4 per processor, over the same body in one piece.
+-- Times are the best of RUNS runs (tycho.clock(), wall time); section 3 runs
+-- its configurations in RUNS alternating rounds.
 
 local RUNS = tonumber(os.getenv("RUNS")) or 5
 local N_LOOP = tonumber(os.getenv("N_LOOP")) or 2000000
@@ -98,14 +99,17 @@ print(string.format("%-44s %10.1f M elements/s", "loop over tables, this interpr
   plain_loop() / 1e6))
 
 -- ---- 3. speedup of a heavy body ---------------------------------------------------------
--- Each piece also records when it ran (tycho.clock) and the CPU time of its
--- thread (tycho.thread_clock). On a machine busy with other work the wall
--- speedup is what the free cores gave; the CPU-time speedup (the one-piece
--- run's CPU time over the longest piece's) is what idle cores give, and the
--- overlap says whether the pieces really ran at the same time.
+-- The configurations run in alternating rounds (the first one rotates), RUNS
+-- rounds, so that drift on a shared machine hits them all alike: each reports
+-- its best wall time, best over the one-piece best, and the median of the
+-- per-round ratios. Each piece records when it ran (tycho.clock), the CPU
+-- time of its thread (tycho.thread_clock) and its worker. With one piece per
+-- processor the run waits for the slowest piece, so a slower core sets its
+-- time; with more pieces than threads the pieces are handed out one at a
+-- time (window.c, schedule(dynamic, 1)), and the faster core takes more.
 local heavy = tycho.task {
-  name = "heavy", args = { "in", "out", "out", "out", "out" }, traits = { parallel = "all" },
-  body = function(ctx, x, y, t0, t1, cpu)
+  name = "heavy", args = { "in", "out", "out", "out", "out", "out" }, traits = { parallel = "all" },
+  body = function(ctx, x, y, t0, t1, cpu, worker)
     local start, c0 = tycho.clock(), tycho.thread_clock()
     for i = ctx.lo, ctx.hi do
       local v = x[i]
@@ -113,40 +117,88 @@ local heavy = tycho.task {
       y[i] = v
     end
     t0[ctx.lo], t1[ctx.lo], cpu[ctx.lo] = start, tycho.clock(), tycho.thread_clock() - c0
+    worker[ctx.lo] = ctx.worker
   end,
 }
-local h = tycho.linspace(0, 1, 2000)
-local function run(launcher)
-  local y, s, e, c = launcher(h, nil, tycho.zeros(2000), tycho.zeros(2000), tycho.zeros(2000))
+local N_HEAVY = 2000
+local h = tycho.linspace(0, 1, N_HEAVY)
+local configs = {
+  { label = "1 piece", task = heavy:with { parallel = "single" } },
+  { label = "parallel=all", task = heavy:with { parallel = "all" } },
+  { label = "parallel=all, overdecompose=4", task = heavy:with { parallel = "all", overdecompose = 4 } },
+}
+
+-- One run: wall time of the launch up to the result, then the pieces' records.
+local function run(task)
+  local z = function() return tycho.zeros(N_HEAVY) end
+  local t0 = tycho.clock()
+  local y, s, e, c, w = task(h, nil, z(), z(), z(), z())
   local sum = y:sum():item()
-  local starts, ends, cpu = s:totable(), e:totable(), c:totable()
-  local last_start, first_end, longest, cpu_max = 0, math.huge, 0, 0
-  for i = 1, #starts do
+  local wall = tycho.clock() - t0
+  local starts, ends, cpu, worker = s:totable(), e:totable(), c:totable(), w:totable()
+  local r = { wall = wall, sum = sum, pieces = 0, cpu_min = math.huge, cpu_max = 0, per_worker = {} }
+  local last_start, first_end, longest = 0, math.huge, 0
+  for i = 1, N_HEAVY do
     if starts[i] > 0 then
+      r.pieces = r.pieces + 1
       last_start = math.max(last_start, starts[i])
       first_end = math.min(first_end, ends[i])
       longest = math.max(longest, ends[i] - starts[i])
-      cpu_max = math.max(cpu_max, cpu[i])
+      r.cpu_min, r.cpu_max = math.min(r.cpu_min, cpu[i]), math.max(r.cpu_max, cpu[i])
+      r.per_worker[worker[i]] = (r.per_worker[worker[i]] or 0) + 1
     end
   end
-  return sum, math.max(0, first_end - last_start) / longest, cpu_max
+  r.overlap = math.max(0, first_end - last_start) / longest
+  return r
 end
-local r1, r2, overlap, cpu1, cpun = nil, nil, 0, math.huge, math.huge
-local single = heavy:with { parallel = "single" }
-local t1 = best(function()
-  local c
-  r1, _, c = run(single)
-  cpu1 = math.min(cpu1, c)
-end)
-local t2 = best(function()
-  local c
-  r2, overlap, c = run(heavy)
-  cpun = math.min(cpun, c)
-end)
-assert(r1 == r2, "the split run must give the same result")
-print(string.format("\nheavy body (2000 elements x 2000 sin), 1 piece vs %d pieces on %d cpus:", cpus,
-  cpus))
-print(string.format("  wall %.3f s vs %.3f s: speedup %.2fx (pieces all running at once %.0f%% " ..
-  "of the time)", t1, t2, t1 / t2, overlap * 100))
-print(string.format("  CPU time of the longest piece %.3f s vs %.3f s: speedup %.2fx on idle cores",
-  cpu1, cpun, cpu1 / cpun))
+
+for _, cf in ipairs(configs) do run(cf.task) end -- warm: worker states, body caches
+local rounds = {}
+for round = 1, RUNS do
+  rounds[round] = {}
+  for k = 0, #configs - 1 do
+    local j = (round - 1 + k) % #configs + 1
+    rounds[round][j] = run(configs[j].task)
+  end
+end
+
+local function median(t)
+  table.sort(t)
+  local n = #t
+  return n % 2 == 1 and t[(n + 1) / 2] or (t[n / 2] + t[n / 2 + 1]) / 2
+end
+local best = {} -- per configuration, the round with the best wall time
+for j = 1, #configs do
+  for round = 1, RUNS do
+    local r = rounds[round][j]
+    assert(r.sum == rounds[1][1].sum, "every configuration must give the same result")
+    if not best[j] or r.wall < best[j].wall then best[j] = r end
+  end
+end
+print(string.format("\nheavy body (%d elements x 2000 sin), %d cpus, %d alternating rounds:", N_HEAVY,
+  cpus, RUNS))
+for j, cf in ipairs(configs) do
+  local b = best[j]
+  local line = string.format("  %-31s %2d piece%s  best %.3f s", cf.label, b.pieces,
+    b.pieces == 1 and " " or "s", b.wall)
+  if j > 1 then
+    local ratios = {}
+    for round = 1, RUNS do ratios[round] = rounds[round][1].wall / rounds[round][j].wall end
+    line = line .. string.format("  speedup %.2fx (median of rounds %.2fx)", best[1].wall / b.wall,
+      median(ratios))
+    if j == 2 then
+      line = line .. string.format(", at once %.0f%% of the time", b.overlap * 100)
+    else
+      local counts = {}
+      for _, n in pairs(b.per_worker) do counts[#counts + 1] = n end
+      table.sort(counts, function(a, c) return a > c end)
+      line = line .. ", pieces per worker " .. table.concat(counts, "+")
+    end
+  end
+  print(line)
+end
+print(string.format("  CPU time of a piece, parallel=all (best round): fastest %.3f s, slowest %.3f s; " ..
+  "1 piece %.3f s / %d = %.3f s", best[2].cpu_min, best[2].cpu_max, best[1].cpu_max, cpus,
+  best[1].cpu_max / cpus))
+print("  (equal pieces take more CPU time on a core that runs slower, shared or throttled; with one " ..
+  "piece per cpu the run waits for the slowest)")
