@@ -92,7 +92,9 @@ static void print_help(FILE *f) {
           "Compiled fused kernels (docs/fusion.md): TYCHO_CODEGEN auto|always|off,\n"
           "TYCHO_CACHE_DIR (default ~/.cache/tycho), TYCHO_CC (default cc).\n"
           "Also read: LUA_INIT_5_4 or LUA_INIT (code or @file run first), LUA_PATH,\n"
-          "LUA_CPATH; the shell keeps its history in $HOME/.tycho_history.\n");
+          "LUA_CPATH; the shell keeps its history in $HOME/.tycho_history.\n"
+          "On a machine shared with other work, OMP_WAIT_POLICY=passive keeps idle\n"
+          "workers from spinning (README, Global settings).\n");
 }
 
 /* A decimal integer in [lo, hi], the whole string. */
