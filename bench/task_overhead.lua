@@ -167,24 +167,24 @@ local function median(t)
   local n = #t
   return n % 2 == 1 and t[(n + 1) / 2] or (t[n / 2] + t[n / 2 + 1]) / 2
 end
-local best = {} -- per configuration, the round with the best wall time
+local best_run = {} -- per configuration, the round with the best wall time
 for j = 1, #configs do
   for round = 1, RUNS do
     local r = rounds[round][j]
     assert(r.sum == rounds[1][1].sum, "every configuration must give the same result")
-    if not best[j] or r.wall < best[j].wall then best[j] = r end
+    if not best_run[j] or r.wall < best_run[j].wall then best_run[j] = r end
   end
 end
 print(string.format("\nheavy body (%d elements x 2000 sin), %d cpus, %d alternating rounds:", N_HEAVY,
   cpus, RUNS))
 for j, cf in ipairs(configs) do
-  local b = best[j]
+  local b = best_run[j]
   local line = string.format("  %-31s %2d piece%s  best %.3f s", cf.label, b.pieces,
     b.pieces == 1 and " " or "s", b.wall)
   if j > 1 then
     local ratios = {}
     for round = 1, RUNS do ratios[round] = rounds[round][1].wall / rounds[round][j].wall end
-    line = line .. string.format("  speedup %.2fx (median of rounds %.2fx)", best[1].wall / b.wall,
+    line = line .. string.format("  speedup %.2fx (median of rounds %.2fx)", best_run[1].wall / b.wall,
       median(ratios))
     if j == 2 then
       line = line .. string.format(", at once %.0f%% of the time", b.overlap * 100)
@@ -198,7 +198,7 @@ for j, cf in ipairs(configs) do
   print(line)
 end
 print(string.format("  CPU time of a piece, parallel=all (best round): fastest %.3f s, slowest %.3f s; " ..
-  "1 piece %.3f s / %d = %.3f s", best[2].cpu_min, best[2].cpu_max, best[1].cpu_max, cpus,
-  best[1].cpu_max / cpus))
+  "1 piece %.3f s / %d = %.3f s", best_run[2].cpu_min, best_run[2].cpu_max, best_run[1].cpu_max, cpus,
+  best_run[1].cpu_max / cpus))
 print("  (equal pieces take more CPU time on a core that runs slower, shared or throttled; with one " ..
   "piece per cpu the run waits for the slowest)")

@@ -69,19 +69,23 @@ static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
 #endif
 #endif
 
-/* A zeroed record of `bytes` from pool[*n] or the allocator. */
-static void *pool_get(void **pool, int *n, size_t bytes) {
+/* The last record put in pool[*n], or NULL. */
+static void *pool_pop(void **pool, int *n) {
 #ifndef NO_POOL
-  if (*n > 0) {
-    void *p = pool[--*n];
-    memset(p, 0, bytes);
-    return p;
-  }
+  if (*n > 0) return pool[--*n];
 #else
   (void)pool;
   (void)n;
 #endif
-  return ty__calloc(1, bytes);
+  return NULL;
+}
+
+/* A zeroed record of `bytes` from pool[*n] or the allocator. */
+static void *pool_get(void **pool, int *n, size_t bytes) {
+  void *p = pool_pop(pool, n);
+  if (!p) return ty__calloc(1, bytes);
+  memset(p, 0, bytes);
+  return p;
 }
 
 static void pool_put(void **pool, int *n, void *p) {
@@ -258,10 +262,9 @@ void ty__cache_drop(ty_runtime *rt) {
 }
 
 static void *block_alloc(ty_runtime *rt, size_t bytes) {
-#ifndef NO_POOL
   /* a Lua number next to a store is a 0-d store: one line, every few ops */
-  if (bytes == TY_ALIGN && rt->npool_line > 0) return rt->pool_line[--rt->npool_line];
-#endif
+  void *line = bytes == TY_ALIGN ? pool_pop(rt->pool_line, &rt->npool_line) : NULL;
+  if (line) return line;
   for (int i = rt->ncache - 1; i >= 0; i--)
     if (rt->cache[i].bytes == bytes) {
       void *p = rt->cache[i].p;
@@ -283,12 +286,10 @@ static void *block_alloc(ty_runtime *rt, size_t bytes) {
 
 static void block_free(ty_runtime *rt, void *p, size_t bytes) {
   if (!p) return;
-#ifndef NO_POOL
-  if (bytes == TY_ALIGN && rt->npool_line < TY_POOL_SLOTS) {
-    rt->pool_line[rt->npool_line++] = p;
+  if (bytes == TY_ALIGN) {
+    pool_put(rt->pool_line, &rt->npool_line, p);
     return;
   }
-#endif
   if (bytes >= TY_CACHE_MIN && bytes <= cache_cap(rt)) {
     while (rt->ncache > 0 && (rt->ncache == TY_CACHE_SLOTS || rt->cached + bytes > cache_cap(rt))) {
       rt->cached -= rt->cache[0].bytes; /* evict the oldest */
