@@ -671,6 +671,14 @@ static int launcher_call(lua_State *L) {
   d.scalars = pk ? pk->buf : NULL;
   d.scalar_bytes = scalar_bytes;
   d.options = ln->has_options ? &ln->options : NULL;
+  luaL_where(L, 1); /* "file:line:" of the caller, named if the task fails */
+  char origin[TY_MAX_ORIGIN];
+  size_t olen = 0;
+  const char *where = lua_tolstring(L, -1, &olen);
+  while (olen > 0 && (where[olen - 1] == ':' || where[olen - 1] == ' ')) olen--;
+  snprintf(origin, sizeof origin, "%.*s", (int)olen, where);
+  lua_pop(L, 1);
+  d.origin = origin[0] ? origin : NULL;
   ty_status st = ty_launch(rt, &d);
   if (st != TY_OK) tl_fail(L, rt, fn, st);
 

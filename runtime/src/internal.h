@@ -32,7 +32,9 @@ typedef struct ty_storage {
   int refs;
   size_t nbytes;
   void *data;
-  bool cancelled; /* its producer was cancelled: reading it is an error */
+  bool cancelled; /* its producer failed or did not run: reading it is an error */
+  ty_status cancel_status; /* the error a read gives: TY_ETASK, TY_EINTR, TY_EINVAL, ... */
+  char *cancel_why;        /* the cause, named by that error (owned; NULL: not known) */
   bool external;  /* attached host buffer (ty_store_attach): not ours to free */
   bool uncharged; /* made inside a streamed scope: charged when allocated, if ever */
   bool sliced;    /* data is a streamed piece's slice (stream.c), not a block of ours */
@@ -166,6 +168,7 @@ typedef struct ty_pending {
   char fused_ops[192];
   char fuse_end[TY_MAX_ORIGIN];
   int8_t fop; /* the fusion pass's class of the launch (fuse.c), 0 until it asks */
+  char origin[TY_MAX_ORIGIN]; /* ty_launch_desc.origin, or "" */
 } ty_pending;
 
 typedef struct ty_scope {
@@ -178,6 +181,11 @@ struct ty_runtime {
   bool destroyed; /* ty_runtime_destroy was called */
   ty_config cfg;
   char errmsg[TY_ERRLEN];
+  /* The error of a flush that a launch's append made (the window was full):
+   * not the appending call's fault, so it waits for the next ty_flush (a
+   * read, tycho.flush) and is returned there. */
+  ty_status deferred;
+  char deferred_msg[TY_ERRLEN];
 
   /* tasks */
   ty_task **tasks;
@@ -354,8 +362,24 @@ ty_status ty__stream_run(ty_runtime *rt, ty_pending **w, int n, ty_flush_stats *
  * kept when `record`, with `note` as its streaming line. */
 ty_status ty__run_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64_t hi, bool record,
                       const char *note);
-/* Mark what launch l writes as unreadable (its run failed or was skipped). */
-void ty__cancel_outputs(ty_pending *l);
+/* Mark what launch l writes as unreadable: its run failed (cause TY_ETASK,
+ * ...), was interrupted (TY_EINTR) or was refused before it ran; `why` is the
+ * cause a later read names ("launch #12 'boom' failed: ..."). A storage keeps
+ * its first cause. Skipped launches pass on the cause of the input that
+ * made them skip. */
+void ty__cancel_outputs(ty_pending *l, ty_status cause, const char *why);
+void ty__cancel_storage(ty_storage *stg, ty_status cause, const char *why);
+/* Do two views of one storage share a byte (by the byte ranges they span)? */
+bool ty__store_overlap(const ty_store *a, const ty_store *b);
+/* The same elements in the same order: storage, dtype, offset, shape, strides. */
+bool ty__same_view(const ty_store *a, const ty_store *b);
+/* The error for reading a cancelled storage: "<fn>: the value is
+ * unavailable: <cause>", with the cause's status. */
+ty_status ty__unavailable(ty_runtime *rt, const char *fn, const ty_storage *stg);
+
+/* Append a launch to the window (window.c): ty_launch after the arguments
+ * that overlap were resolved (ops.c). Checks the description. */
+ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d);
 
 /* Fusion (fuse.c): rewrite rt->window[0 .. rt->nwindow) in place, replacing
  * fusible runs by fused launches (nwindow may shrink). Runs at the start of a

@@ -710,9 +710,7 @@ ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
   ty_status st = ty_flush(rt);
   if (st) return st;
   if (nbytes > 0) {
-    if (s->storage->cancelled)
-      return ty__fail(rt, TY_EINTR,
-                      "ty_save_npy: the value is unavailable: the launch producing it was cancelled");
+    if (s->storage->cancelled) return ty__unavailable(rt, "ty_save_npy", s->storage);
     if (ty_store_is_contiguous(s) && s->storage->data) {
       data = ty__store_base(s);
     } else {

@@ -346,6 +346,55 @@ static ty_status launch(ty_runtime *rt, const ty_task *task, int ndim, const int
   return ty_launch(rt, &d);
 }
 
+static ty_status new_copy(ty_runtime *rt, ty_store *x, ty_dtype t, ty_store **out);
+
+/* Arguments of one launch that share bytes of one storage. Pieces run at
+ * once and in any order, so a piece may read what another piece of the same
+ * launch already wrote: `copy(x[1:-2], x[2:])` would read its own output.
+ * Aligned arguments through the same view are safe (a piece reads and writes
+ * only its own elements). Otherwise a read-only argument is replaced by a
+ * copy made before the launch (numpy's `y[1:] = x[:-1]`), and two written
+ * arguments are refused. */
+ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
+  if (!rt || !d) return TY_EINVAL;
+  if (d->nargs < 2 || d->nargs > TY_MAX_ARGS || !d->args || !d->task) return ty__window_append(rt, d);
+  ty_arg args[TY_MAX_ARGS];
+  ty_store *copies[TY_MAX_ARGS];
+  int ncopies = 0;
+  const ty_arg *a = d->args;
+  ty_status st = TY_OK;
+  for (int i = 0; i < d->nargs && !st; i++) {
+    args[i] = a[i];
+    if (!a[i].store || a[i].store->rt != rt) return ty__window_append(rt, d); /* it says why */
+  }
+  for (int i = 0; i < d->nargs && !st; i++)
+    for (int j = i + 1; j < d->nargs && !st; j++) {
+      ty_store *x = a[i].store, *y = a[j].store;
+      bool wx = a[i].priv != TY_PRIV_IN, wy = a[j].priv != TY_PRIV_IN;
+      if (x->storage != y->storage || (!wx && !wy) || !ty__store_overlap(x, y)) continue;
+      if (a[i].proj == TY_PROJ_ALIGNED && a[j].proj == TY_PROJ_ALIGNED && ty__same_view(x, y))
+        continue;
+      if (wx && wy)
+        st = ty__fail(rt, TY_EINVAL,
+                      "ty_launch(%s): store arguments %d and %d are written and overlap in memory "
+                      "through different views: pass separate stores", d->task->name, i + 1, j + 1);
+      else {
+        int r = wx ? j : i;
+        if (args[r].store != a[r].store) continue; /* copied already */
+        st = new_copy(rt, a[r].store, a[r].store->dtype, &copies[ncopies]);
+        if (!st) args[r].store = copies[ncopies++];
+      }
+    }
+  if (!st) {
+    if (ncopies == 0) return ty__window_append(rt, d);
+    ty_launch_desc c = *d;
+    c.args = args;
+    st = ty__window_append(rt, &c);
+  }
+  for (int k = 0; k < ncopies; k++) ty_store_release(copies[k]);
+  return st;
+}
+
 static ty_arg arg_in(ty_store *s) {
   return (ty_arg){.store = s, .priv = TY_PRIV_IN, .redop = TY_REDOP_NONE, .proj = TY_PROJ_ALIGNED};
 }

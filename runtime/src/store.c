@@ -112,6 +112,8 @@ static ty_storage *storage_alloc(ty_runtime *rt) {
 }
 
 static void storage_free(ty_runtime *rt, ty_storage *st) {
+  free(st->cancel_why);
+  st->cancel_why = NULL;
   pool_put(rt->pool_storage, &rt->npool_storage, st);
 }
 
@@ -338,6 +340,56 @@ ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
   rt->stats.bytes_allocated += st->nbytes;
   if (rt->live > rt->stats.bytes_peak) rt->stats.bytes_peak = rt->live;
   return TY_OK;
+}
+
+/* Byte range [lo, hi) of the view in its storage; empty views give lo == hi. */
+static void byte_range(const ty_store *s, int64_t *lo, int64_t *hi) {
+  const int64_t es = (int64_t)ty_dtype_size(s->dtype);
+  int64_t a = s->offset, b = s->offset;
+  for (int d = 0; d < s->ndim; d++) {
+    if (s->shape[d] == 0) {
+      *lo = *hi = 0;
+      return;
+    }
+    int64_t ext = (s->shape[d] - 1) * s->strides[d];
+    if (ext > 0) b += ext;
+    else a += ext;
+  }
+  *lo = a * es;
+  *hi = (b + 1) * es;
+}
+
+bool ty__store_overlap(const ty_store *a, const ty_store *b) {
+  if (a->storage != b->storage) return false;
+  int64_t alo, ahi, blo, bhi;
+  byte_range(a, &alo, &ahi);
+  byte_range(b, &blo, &bhi);
+  return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
+}
+
+bool ty__same_view(const ty_store *a, const ty_store *b) {
+  if (a == b) return true;
+  if (a->storage != b->storage || a->ndim != b->ndim || a->offset != b->offset ||
+      a->dtype != b->dtype)
+    return false;
+  for (int k = 0; k < a->ndim; k++)
+    if (a->shape[k] != b->shape[k] || a->strides[k] != b->strides[k]) return false;
+  return true;
+}
+
+void ty__cancel_storage(ty_storage *stg, ty_status cause, const char *why) {
+  if (stg->cancelled) return; /* the first cause is the one named */
+  stg->cancelled = true;
+  stg->cancel_status = cause ? cause : TY_ETASK;
+  free(stg->cancel_why);
+  stg->cancel_why = why && *why ? ty__strdup(why) : NULL;
+}
+
+ty_status ty__unavailable(ty_runtime *rt, const char *fn, const ty_storage *stg) {
+  const char *why = stg->cancel_why ? stg->cancel_why : "the launch producing it did not run";
+  ty_status st = stg->cancel_status ? stg->cancel_status : TY_ETASK;
+  if (fn) return ty__fail(rt, st, "%s: the value is unavailable: %s", fn, why);
+  return ty__fail(rt, st, "the value is unavailable: %s", why);
 }
 
 static void storage_release(ty_storage *st) {
@@ -619,8 +671,7 @@ ty_status ty_store_from_buffer(ty_runtime *rt, ty_dtype t, int ndim, const int64
 static ty_status prepare_read(ty_runtime *rt, ty_store *s) {
   ty_status st = ty_flush(rt);
   if (st) return st;
-  if (s->storage->cancelled)
-    return ty__fail(rt, TY_EINTR, "the value is unavailable: the launch producing it was cancelled");
+  if (s->storage->cancelled) return ty__unavailable(rt, NULL, s->storage);
   return ty__storage_ensure(rt, s->storage, true);
 }
 

@@ -35,7 +35,7 @@
 #include <string.h>
 
 /* How a launch of a split group runs: before the pieces, in every piece, after them. */
-enum { ROLE_PRE = 0, ROLE_SPAN, ROLE_POST };
+enum { ROLE_PRE = 0, ROLE_SPAN, ROLE_POST, DONE = 0x80 /* or-ed in once it ran */ };
 
 enum { RULE_OK = 0, RULE_DOMAIN, RULE_WHOLE, RULE_VIEW, RULE_ACCUM, RULE_READ_RED, RULE_NODIM };
 
@@ -46,6 +46,7 @@ typedef struct sinfo {
   bool written;        /* some launch of the window writes it */
   bool first_out;      /* its first access is a plain OUT write */
   bool window_only;    /* only the window's launches reach it */
+  bool had_data;       /* allocated before the flush: never transient (its block is kept) */
   int nstores;         /* distinct store objects of it in the window */
   /* the current group's view of it */
   bool sliced;         /* a transient that each piece allocates a slice of */
@@ -91,14 +92,6 @@ static void launch_name(const ty_pending *l, char *buf, size_t len) {
     snprintf(buf, len, "#%llu %s", (unsigned long long)l->seq, l->task->name);
 }
 
-static bool same_view(const ty_store *a, const ty_store *b) {
-  if (a == b) return true;
-  if (a->ndim != b->ndim || a->offset != b->offset || a->dtype != b->dtype) return false;
-  for (int k = 0; k < a->ndim; k++)
-    if (a->shape[k] != b->shape[k] || a->strides[k] != b->strides[k]) return false;
-  return true;
-}
-
 /* ---- what the window touches ----------------------------------------------------------- */
 
 static ty_status survey(sctx *c) {
@@ -126,7 +119,8 @@ static ty_status survey(sctx *c) {
         stg->epoch = ep;
         stg->idx = c->nsi;
         c->si[c->nsi++] = (sinfo){.stg = stg, .first = i, .last = i, .window_only = true,
-                                  .first_out = a->priv == TY_PRIV_OUT};
+                                  .first_out = a->priv == TY_PRIV_OUT,
+                                  .had_data = stg->data != NULL};
       }
       sinfo *s = &c->si[stg->idx];
       c->arg_si[i * TY_MAX_ARGS + j] = stg->idx;
@@ -184,7 +178,8 @@ static void fail_rule(sctx *c, plan *p, int rule, int bad, const char *fmt, ...)
 
 /* Is storage k transient for the group [g0, g1)? */
 static bool transient_in(const sinfo *s, int g0, int g1) {
-  return s->window_only && s->written && s->first_out && s->first >= g0 && s->last < g1;
+  return s->window_only && s->written && s->first_out && !s->had_data && s->first >= g0 &&
+         s->last < g1;
 }
 
 /* Simulated peak of transient bytes when each sliced transient holds
@@ -291,7 +286,7 @@ static void check_common(sctx *c, plan *p) {
         const ty_store *x = l->args[j].store;
         if (!spans(p, l) || l->args[j].proj != TY_PROJ_ALIGNED) ok = false;
         else if (!ref) ref = x;
-        else if (!same_view(ref, x)) ok = false;
+        else if (!ty__same_view(ref, x)) ok = false;
         for (int d = 0; ok && d < x->ndim; d++) ok = x->strides[d] != 0 || x->shape[d] == 1;
       }
     }
@@ -315,29 +310,34 @@ static void check_common(sctx *c, plan *p) {
                   nm, (unsigned long long)x->id);
     }
   }
-  /* point-wise: every spanning access of a written storage is through the
-   * view of its first spanning write */
+  /* point-wise: every spanning access of a written storage, before or after
+   * the write in program order, is through the view of its first spanning
+   * write or shares no byte with it. A read of x[1:-2] before a write of
+   * x[2:] would otherwise read, in piece 2, what piece 1 already wrote. */
   for (int k = 0; k < c->nsi; k++) {
     const sinfo *s = &c->si[k];
     if (!s->written) continue;
     const ty_store *ref = NULL;
-    for (int i = p->span0; i < p->span1; i++) {
+    for (int i = p->span0; i < p->span1 && !ref; i++) {
+      const ty_pending *l = c->w[i];
+      if (!spans(p, l)) continue;
+      for (int j = 0; j < l->nargs && !ref; j++)
+        if (c->arg_si[i * TY_MAX_ARGS + j] == k && l->args[j].proj == TY_PROJ_ALIGNED &&
+            writes(l->args[j].priv))
+          ref = l->args[j].store;
+    }
+    for (int i = p->span0; ref && i < p->span1; i++) {
       const ty_pending *l = c->w[i];
       if (!spans(p, l)) continue;
       for (int j = 0; j < l->nargs; j++) {
         if (c->arg_si[i * TY_MAX_ARGS + j] != k || l->args[j].proj != TY_PROJ_ALIGNED) continue;
         const ty_store *x = l->args[j].store;
-        if (!ref) {
-          if (writes(l->args[j].priv)) ref = x;
-          continue;
-        }
-        if (!same_view(ref, x)) {
-          launch_name(l, nm, sizeof nm);
-          fail_rule(c, p, RULE_VIEW, i,
-                    "launch %s reads store #%llu through another view than the scope writes it "
-                    "(shifted, transposed or broadcast): not point-wise",
-                    nm, (unsigned long long)x->id);
-        }
+        if (ty__same_view(ref, x) || !ty__store_overlap(ref, x)) continue;
+        launch_name(l, nm, sizeof nm);
+        fail_rule(c, p, RULE_VIEW, i,
+                  "launch %s %s store #%llu through another view than the scope writes it "
+                  "(shifted, transposed or broadcast): not point-wise",
+                  nm, writes(l->args[j].priv) ? "writes" : "reads", (unsigned long long)x->id);
       }
     }
   }
@@ -503,6 +503,25 @@ static void restore_views(sctx *c, const plan *p, int64_t (*saved)[TY_MAX_RANK +
 
 static void fmt_bytes(size_t b, char *buf, size_t len) { ty_format_bytes((double)b, buf, len); }
 
+/* What launches [i0, i1) would write reads as an error naming `why` (they did
+ * not run, or not to the end). With `keep_existing` (nothing of the scope
+ * ran), storage that held data before the scope keeps it: a refused scope
+ * changes nothing. */
+static void cancel_range(ty_pending **w, int i0, int i1, const uint8_t *role, ty_status st,
+                         const char *fmt, const char *cause, bool keep_existing) {
+  char why[TY_ERRLEN + 128];
+  snprintf(why, sizeof why, fmt, cause);
+  for (int i = i0; i < i1; i++) {
+    if (role && (role[i] & DONE)) continue;
+    const ty_pending *l = w[i];
+    for (int j = 0; j < l->nargs; j++) {
+      ty_storage *stg = l->args[j].store->storage;
+      if (!writes(l->args[j].priv) || (keep_existing && stg->data)) continue;
+      ty__cancel_storage(stg, st, why);
+    }
+  }
+}
+
 static ty_status run_group(sctx *c, plan *p, int group, int groups, const char *cut,
                            int64_t (*saved)[TY_MAX_RANK + 1], char *msg, size_t cap) {
   ty_runtime *rt = c->rt;
@@ -525,7 +544,6 @@ static ty_status run_group(sctx *c, plan *p, int group, int groups, const char *
     if (c->si[k].whole) whole_bytes += c->si[k].stg->nbytes;
   c->live += whole_bytes;
   if (c->live > c->peak) c->peak = c->live;
-  enum { DONE = 0x80 };
   if (p->dim < 0) {
     for (int i = p->g0; i < p->g1 && !st; i++)
       if (!(st = ty__run_box(rt, c->w[i], -1, 0, 0, true, note))) c->role[i] |= DONE;
@@ -562,8 +580,8 @@ static ty_status run_group(sctx *c, plan *p, int group, int groups, const char *
   c->live -= whole_bytes;
   if (st && !msg[0]) snprintf(msg, cap, "%s", rt->errmsg);
   if (st) /* what did not complete reads as an error */
-    for (int i = p->g0; i < p->g1; i++)
-      if (!(c->role[i] & DONE)) ty__cancel_outputs(c->w[i]);
+    cancel_range(c->w, p->g0, p->g1, c->role, st, "a streamed scope stopped before it was written: %s",
+                 msg, false);
   rt->stats.stream_groups++;
   return st;
 }
@@ -626,7 +644,8 @@ ty_status ty__stream_run(ty_runtime *rt, ty_pending **w, int n, ty_flush_stats *
   }
   if (st) {
     if (!msg[0]) snprintf(msg, cap, "%s", rt->errmsg);
-    for (int i = 0; i < n; i++) ty__cancel_outputs(w[i]);
+    cancel_range(w, 0, n, NULL, st, "its streamed scope was refused before anything ran: %s", msg,
+                 true);
   }
   for (int g = 0; !st && g < ngroups; g++) {
     /* the stores' classification (transient, sliced, roles) is per group and
@@ -643,7 +662,8 @@ ty_status ty__stream_run(ty_runtime *rt, ty_pending **w, int n, ty_flush_stats *
     st = run_group(&c, &fresh, g, ngroups, cuts[g], saved, msg, cap);
     if (st)
       for (int h = g + 1; h < ngroups; h++)
-        for (int i = plans[h].g0; i < plans[h].g1; i++) ty__cancel_outputs(w[i]);
+        cancel_range(w, plans[h].g0, plans[h].g1, NULL, st,
+                     "a streamed scope stopped before it was written: %s", msg, false);
   }
   /* figures */
   size_t outputs = 0;

@@ -1,8 +1,8 @@
 /*
  * window.c — the window of deferred launches, and running it.
  *
- * ty_launch copies a launch description (holding a reference on each store)
- * into the window. A flush runs the window in program order: for each launch
+ * ty__window_append (behind ty_launch, ops.c) copies a launch description
+ * (holding a reference on each store) into the window. A flush runs the window in program order: for each launch
  * it allocates the storage of the stores it touches, picks a partition, runs
  * one point task per piece on the OpenMP workers, and combines reduction
  * privates. Invariants:
@@ -70,7 +70,23 @@ void ty__window_drop(ty_runtime *rt) {
 
 static bool writes(ty_privilege p) { return p != TY_PRIV_IN; }
 
-ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
+static ty_status flush_window(ty_runtime *rt);
+
+/* A flush the window needs before it can take a launch: what it runs was
+ * launched earlier, so its error is kept for the next ty_flush (a read or an
+ * explicit flush) rather than failing the launch being appended: the same
+ * error surfaces at the same place whatever the window's size. */
+static ty_status flush_deferring(ty_runtime *rt) {
+  ty_status st = flush_window(rt);
+  if (st == TY_OK || rt->flushing) return st;
+  if (!rt->deferred) {
+    rt->deferred = st;
+    snprintf(rt->deferred_msg, sizeof rt->deferred_msg, "%s", rt->errmsg);
+  }
+  return TY_OK;
+}
+
+ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
   if (!rt || !d) return TY_EINVAL;
   if (rt->destroyed) return ty__fail(rt, TY_EINVAL, "ty_launch: the runtime was destroyed");
   if (!d->task) return ty__fail(rt, TY_EINVAL, "ty_launch: no task");
@@ -122,7 +138,7 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
   if (rt->nwindow > 0 && (rt->window[0]->pol.p.favor != pol.p.favor ||
                           rt->window[0]->pol.p.memory != pol.p.memory ||
                           rt->window[0]->pol.p.stream_relaxed != pol.p.stream_relaxed)) {
-    ty_status st = ty_flush(rt);
+    ty_status st = flush_deferring(rt);
     if (st) return st;
   }
   if (rt->nwindow >= (pol.p.memory > 0 ? rt->window_cap : rt->cfg.window)) {
@@ -134,10 +150,10 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
         rt->window = nw;
         rt->window_cap = cap;
       } else {
-        st = ty_flush(rt); /* no memory to grow: stream what is there */
+        st = flush_deferring(rt); /* no memory to grow: stream what is there */
       }
     } else {
-      st = ty_flush(rt);
+      st = flush_deferring(rt);
     }
     if (st) return st;
   }
@@ -160,6 +176,8 @@ ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
   l->fused_ops[0] = 0;
   l->fuse_end[0] = 0;
   l->fop = 0;
+  l->origin[0] = 0;
+  if (d->origin) snprintf(l->origin, sizeof l->origin, "%s", d->origin);
   l->pol = pol;
   if (l->pol.mode_from_hint) {
     /* what a hinted store drives is split like it (the hint's axes travel) */
@@ -337,9 +355,40 @@ typedef struct prepared {
                        written by run_piece before anyone reads it) */
 } prepared;
 
-void ty__cancel_outputs(ty_pending *l) {
+void ty__cancel_outputs(ty_pending *l, ty_status cause, const char *why) {
   for (int i = 0; i < l->nargs; i++)
-    if (writes(l->args[i].priv)) l->args[i].store->storage->cancelled = true;
+    if (writes(l->args[i].priv)) ty__cancel_storage(l->args[i].store->storage, cause, why);
+}
+
+/* A launch that did not run because an input is unavailable passes that
+ * input's cause on to what it writes. */
+static void cancel_skipped(ty_pending *l) {
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_storage *in = l->args[i].store->storage;
+    if (l->args[i].priv != TY_PRIV_OUT && in->cancelled) {
+      char *why = in->cancel_why ? ty__strdup(in->cancel_why) : NULL; /* in may be an output too */
+      ty__cancel_outputs(l, in->cancel_status, why);
+      free(why);
+      return;
+    }
+  }
+}
+
+/* A launch that ran: what it wrote whole is readable again (a failed or
+ * refused earlier producer no longer matters); a partial write leaves the
+ * rest unavailable. */
+static void uncancel_outputs(ty_pending *l) {
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    ty_storage *stg = a->store->storage;
+    if (!stg->cancelled || a->priv != TY_PRIV_OUT || a->proj != TY_PROJ_ALIGNED) continue;
+    if ((size_t)a->store->size * ty_dtype_size(a->store->dtype) != stg->nbytes ||
+        !ty_store_is_contiguous(a->store))
+      continue;
+    stg->cancelled = false;
+    free(stg->cancel_why);
+    stg->cancel_why = NULL;
+  }
 }
 
 static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
@@ -477,8 +526,9 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
     for (int i = 0; i < pieces; i++)
       if (pr->results[i].failed) {
         st = ty__fail(rt, pr->results[i].failed == TY_ENOMEM ? TY_ENOMEM : TY_ETASK,
-                      "task '%s' failed in piece %d of %d: %s", l->task->name, i + 1, pieces,
-                      pr->results[i].msg);
+                      "task '%s' failed in piece %d of %d: %s%s%s%s", l->task->name, i + 1, pieces,
+                      pr->results[i].msg, l->origin[0] ? " (launched at " : "", l->origin,
+                      l->origin[0] ? ")" : "");
         break;
       }
   }
@@ -499,9 +549,15 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
     free(pr->privates);
   }
   if (pr->results != &pr->one) free(pr->results);
-  if (st || pr->skip) {
-    ty__cancel_outputs(l);
+  if (pr->skip) {
+    cancel_skipped(l);
+  } else if (st) {
+    char why[TY_ERRLEN + 64];
+    snprintf(why, sizeof why, "launch #%llu failed: %s", (unsigned long long)l->seq,
+             rt->errmsg);
+    ty__cancel_outputs(l, st, why);
   } else if (!pr->boxed) {
+    uncancel_outputs(l);
     /* the stores this launch wrote remember its tiling (their key partition) */
     for (int i = 0; i < l->nargs; i++) {
       ty_store *s = l->args[i].store;
@@ -837,9 +893,21 @@ void ty_set_flush_hook(ty_runtime *rt, void (*hook)(void *ud), void *ud) {
 
 void ty_last_flush_stats(const ty_runtime *rt, ty_flush_stats *out) { *out = rt->last_flush; }
 
+/* Run the window; then report the first error: a deferred one (from an
+ * earlier flush, see flush_deferring) before this flush's own. */
 ty_status ty_flush(ty_runtime *rt) {
   if (!rt) return TY_EINVAL;
   if (rt->flushing) return ty__fail(rt, TY_EINVAL, "ty_flush: called while the window is running");
+  ty_status st = flush_window(rt);
+  if (rt->deferred) {
+    st = rt->deferred;
+    rt->deferred = TY_OK;
+    ty__fail(rt, st, "%s", rt->deferred_msg);
+  }
+  return st;
+}
+
+static ty_status flush_window(ty_runtime *rt) {
   if (rt->nwindow == 0) return TY_OK;
   rt->flushing = true;
   double flush_t0 = ty__tracing(rt) ? ty__trace_time(rt) : 0;
@@ -905,7 +973,7 @@ ty_status ty_flush(ty_runtime *rt) {
     int cancelled = 0;
     for (int j = 0; j < n; j++)
       if (w[j]) {
-        ty__cancel_outputs(w[j]);
+        ty__cancel_outputs(w[j], TY_EINTR, "interrupted: the launch producing it was cancelled");
         launch_release(w[j]);
         w[j] = NULL;
         cancelled++;

@@ -117,7 +117,8 @@ describe("a C task registered by the host", function()
       print(ok, err)
       print(a:sum():item())
     ]], 3)
-    assert.matches("false\t[^\n]*task 'c_fail' failed in piece 2 of 3: C failure in piece 2 of 3\n", out)
+    assert.matches("false\t[^\n]*task 'c_fail' failed in piece 2 of 3: C failure in piece 2 of 3 "
+                   .. "%(launched at [^\n]+:%d+%)\n", out)
     assert.matches("\n870%.0\n", out)
   end)
 

@@ -149,12 +149,18 @@ typedef struct ty_launch_desc {
   int max_pieces;                  /* 0: no limit; 1: one piece */
   uint32_t nosplit;                /* bit d set: never split domain dim d */
   const ty_policy *options;        /* per-launch policy (the most specific level), or NULL */
+  const char *origin;              /* where the launch was made ("run.lua:12"), named by the
+                                      error if it fails; NULL: none. Copied (TY_MAX_ORIGIN) */
 } ty_launch_desc;
 
 /* Append a launch to the window (flushing first if the window is full). The
  * launch holds a reference on each store until it has run. Checks: ALIGNED
  * stores have the domain's shape, WHOLE stores are TY_PRIV_IN, REDUCE has a
- * redop, counts within limits. */
+ * redop, counts within limits. Arguments that share memory: a read-only
+ * argument overlapping a written one through another view (or read WHOLE) is
+ * read from a copy made first, so pieces never see each other's writes; two
+ * written arguments overlapping through different views are TY_EINVAL. The
+ * same view passed ALIGNED twice is left as it is. */
 ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *desc);
 
 /* ---- policy levels --------------------------------------------------------------- */
