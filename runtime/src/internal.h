@@ -35,6 +35,7 @@ typedef struct ty_storage {
   bool cancelled; /* its producer failed or did not run: reading it is an error */
   ty_status cancel_status; /* the error a read gives: TY_ETASK, TY_EINTR, TY_EINVAL, ... */
   char *cancel_why;        /* the cause, named by that error (owned; NULL: not known) */
+  uint64_t born;           /* rt->window_gen when made: made in the window now filling? */
   bool external;  /* attached host buffer (ty_store_attach): not ours to free */
   bool uncharged; /* made inside a streamed scope: charged when allocated, if ever */
   bool sliced;    /* data is a streamed piece's slice (stream.c), not a block of ours */
@@ -184,6 +185,7 @@ struct ty_runtime {
   /* The error of a flush that a launch's append made (the window was full):
    * not the appending call's fault, so it waits for the next ty_flush (a
    * read, tycho.flush) and is returned there. */
+  uint64_t window_gen; /* +1 when a flush starts: the window that fills now is number window_gen */
   ty_status deferred;
   char deferred_msg[TY_ERRLEN];
 
@@ -357,11 +359,6 @@ size_t ty__policy_memory_now(const ty_runtime *rt);
  * error's message goes to msg, the streaming figures to fs. */
 ty_status ty__stream_run(ty_runtime *rt, ty_pending **w, int n, ty_flush_stats *fs, char *msg,
                          size_t cap);
-/* Run launch l restricted to [lo, hi) along dim (window.c), its pieces in
- * global coordinates; dim < 0 runs the whole domain. The explain record is
- * kept when `record`, with `note` as its streaming line. */
-ty_status ty__run_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64_t hi, bool record,
-                      const char *note);
 /* Mark what launch l writes as unreadable: its run failed (cause TY_ETASK,
  * ...), was interrupted (TY_EINTR) or was refused before it ran; `why` is the
  * cause a later read names ("launch #12 'boom' failed: ..."). A storage keeps

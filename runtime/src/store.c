@@ -184,6 +184,7 @@ ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *sha
   }
   stg->nbytes = nbytes;
   stg->rt = rt;
+  stg->born = rt->window_gen;
   stg->uncharged = true;
   contiguous_strides(ndim, shape, s->strides);
   *out = s;

@@ -29,6 +29,7 @@
  * store that crosses a cut is allocated whole, and explain says where and why.
  */
 #include "internal.h"
+#include "exec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,8 +508,8 @@ static void fmt_bytes(size_t b, char *buf, size_t len) { ty_format_bytes((double
  * not run, or not to the end). With `keep_existing` (nothing of the scope
  * ran), storage that held data before the scope keeps it: a refused scope
  * changes nothing. */
-static void cancel_range(ty_pending **w, int i0, int i1, const uint8_t *role, ty_status st,
-                         const char *fmt, const char *cause, bool keep_existing) {
+static void cancel_range(ty_runtime *rt, ty_pending **w, int i0, int i1, const uint8_t *role,
+                         ty_status st, const char *fmt, const char *cause, bool keep_existing) {
   char why[TY_ERRLEN + 128];
   snprintf(why, sizeof why, fmt, cause);
   for (int i = i0; i < i1; i++) {
@@ -516,7 +517,9 @@ static void cancel_range(ty_pending **w, int i0, int i1, const uint8_t *role, ty
     const ty_pending *l = w[i];
     for (int j = 0; j < l->nargs; j++) {
       ty_storage *stg = l->args[j].store->storage;
-      if (!writes(l->args[j].priv) || (keep_existing && stg->data)) continue;
+      /* made before this window (born in an earlier one): it existed before the scope */
+      bool existed = stg->data || stg->born + 1 < rt->window_gen;
+      if (!writes(l->args[j].priv) || (keep_existing && existed)) continue;
       ty__cancel_storage(stg, st, why);
     }
   }
@@ -546,11 +549,11 @@ static ty_status run_group(sctx *c, plan *p, int group, int groups, const char *
   if (c->live > c->peak) c->peak = c->live;
   if (p->dim < 0) {
     for (int i = p->g0; i < p->g1 && !st; i++)
-      if (!(st = ty__run_box(rt, c->w[i], -1, 0, 0, true, note))) c->role[i] |= DONE;
+      if (!(st = ty__exec_box(rt, c->w[i], -1, 0, 0, true, note))) c->role[i] |= DONE;
   } else {
     ++rt->flush_epoch; /* marks the views slice_alloc saved */
     for (int i = p->g0; i < p->g1 && !st; i++)
-      if (c->role[i] == ROLE_PRE && !(st = ty__run_box(rt, c->w[i], -1, 0, 0, true, note)))
+      if (c->role[i] == ROLE_PRE && !(st = ty__exec_box(rt, c->w[i], -1, 0, 0, true, note)))
         c->role[i] |= DONE;
     for (int piece = 0; piece < p->pieces && !st; piece++) {
       int64_t lo = (int64_t)piece * p->chunk;
@@ -564,7 +567,7 @@ static ty_status run_group(sctx *c, plan *p, int group, int groups, const char *
         if (c->role[i] != ROLE_SPAN) continue;
         for (int k = 0; k < c->nsi && !st; k++)
           if (c->si[k].sliced && c->si[k].first == i) st = slice_alloc(c, p, k, lo, hi, saved);
-        if (!st) st = ty__run_box(rt, c->w[i], p->dim, lo, hi, piece == 0, note);
+        if (!st) st = ty__exec_box(rt, c->w[i], p->dim, lo, hi, piece == 0, note);
         for (int k = 0; k < c->nsi; k++)
           if (c->si[k].sliced && (c->si[k].last == i || st)) slice_free(c, k, hi - lo);
       }
@@ -573,14 +576,14 @@ static ty_status run_group(sctx *c, plan *p, int group, int groups, const char *
     for (int i = p->span0; i < p->span1 && !st; i++)
       if (c->role[i] == ROLE_SPAN) c->role[i] |= DONE;
     for (int i = p->g0; i < p->g1 && !st; i++)
-      if (c->role[i] == ROLE_POST && !(st = ty__run_box(rt, c->w[i], -1, 0, 0, true, note)))
+      if (c->role[i] == ROLE_POST && !(st = ty__exec_box(rt, c->w[i], -1, 0, 0, true, note)))
         c->role[i] |= DONE;
     rt->stats.stream_pieces += (uint64_t)p->pieces;
   }
   c->live -= whole_bytes;
   if (st && !msg[0]) snprintf(msg, cap, "%s", rt->errmsg);
   if (st) /* what did not complete reads as an error */
-    cancel_range(c->w, p->g0, p->g1, c->role, st, "a streamed scope stopped before it was written: %s",
+    cancel_range(rt, c->w, p->g0, p->g1, c->role, st, "a streamed scope stopped before it was written: %s",
                  msg, false);
   rt->stats.stream_groups++;
   return st;
@@ -644,7 +647,7 @@ ty_status ty__stream_run(ty_runtime *rt, ty_pending **w, int n, ty_flush_stats *
   }
   if (st) {
     if (!msg[0]) snprintf(msg, cap, "%s", rt->errmsg);
-    cancel_range(w, 0, n, NULL, st, "its streamed scope was refused before anything ran: %s", msg,
+    cancel_range(rt, w, 0, n, NULL, st, "its streamed scope was refused before anything ran: %s", msg,
                  true);
   }
   for (int g = 0; !st && g < ngroups; g++) {
@@ -662,7 +665,7 @@ ty_status ty__stream_run(ty_runtime *rt, ty_pending **w, int n, ty_flush_stats *
     st = run_group(&c, &fresh, g, ngroups, cuts[g], saved, msg, cap);
     if (st)
       for (int h = g + 1; h < ngroups; h++)
-        cancel_range(w, plans[h].g0, plans[h].g1, NULL, st,
+        cancel_range(rt, w, plans[h].g0, plans[h].g1, NULL, st,
                      "a streamed scope stopped before it was written: %s", msg, false);
   }
   /* figures */

@@ -991,6 +991,62 @@ function G.hint(S)
   end)
 end
 
+-- In-place updates through overlapping views (issue 21) -----------------------------------------
+-- A slot updated from a shifted (or, square, transposed) view of itself,
+-- through the built-in assignment or a user task whose two arguments
+-- overlap, sometimes inside a streamed scope with a budget of a few bytes.
+-- numpy's answer reads the whole source first. A strict scope that cannot
+-- be split is refused before anything runs: the slot keeps its values (the
+-- model cannot tell which budgets need a split, so it accepts either
+-- outcome, and what the slot holds is checked either way).
+
+local TASK_DTYPES = { f64 = true, f32 = true, i32 = true }
+
+function G.shift(S)
+  local i = any_slot(S, function(v) return #v.shape >= 1 and v.shape[1] >= 2 and #v.shape <= 3 end)
+  if not i then return G.create(S) end
+  local v = S.slots[i]
+  local how = pick({ "assign", "assign", "task", "transpose" })
+  if how == "transpose" and not (#v.shape == 2 and v.shape[1] == v.shape[2]) then how = "assign" end
+  if how == "task" and not TASK_DTYPES[v.dtype] then how = "assign" end
+  local back = chance(0.5) -- x[2:] = x[:-1] or x[:-1] = x[2:]
+  local dst_ix, src_ix = "{{2, -1}}", "{{1, -2}}"
+  if back then dst_ix, src_ix = src_ix, dst_ix end
+  local x = ref(i)
+  local code
+  if how == "transpose" then
+    code = x .. "[{}] = " .. x .. ":t()"
+  elseif how == "task" then
+    code = "FZ.copy:with{parallel = " .. lit(pick({ "all", "single", "auto" })) ..
+           ", overdecompose = " .. rnd(1, 4) .. "}(" .. x .. "[" .. src_ix .. "], " .. x .. "[" ..
+           dst_ix .. "])"
+  else
+    code = x .. "[" .. dst_ix .. "] = " .. x .. "[" .. src_ix .. "]"
+  end
+  local streamed = chance(0.5)
+  local strict = chance(0.5)
+  if streamed then
+    code = "tycho.parallel({memory = " .. lit(pick({ "8B", "16B", "24B", "64B", "1KB" })) ..
+           ", stream = " .. lit(strict and "strict" or "relaxed") .. "}, function() " .. code .. " end)"
+  end
+  local pre = (G.isolate and v.buf.cancelled) and "tycho.flush(); " or ""
+  return step("shift", pre .. code, function(S2, _, ran)
+    local a = need(S2, i)
+    if streamed and not ran then -- refused (or a budget below one index): nothing changed
+      error({ fz_expected = "a streamed scope that may be refused", either = true }, 0)
+    end
+    local n = a.shape[1]
+    if how == "transpose" then
+      M.assign(a, M.cast(M.transpose(a, 1, 2), a.dtype))
+      return
+    end
+    local dst = back and M.slice(a, 1, 0, n - 1, 1) or M.slice(a, 1, 1, n, 1)
+    local src = back and M.slice(a, 1, 1, n, 1) or M.slice(a, 1, 0, n - 1, 1)
+    if how == "task" and a.buf.cancelled then return end -- skipped: stays unavailable
+    M.assign(dst, M.cast(src, a.dtype))
+  end)
+end
+
 -- User tasks (declared by G.PRELUDE) -------------------------------------------------------------
 
 -- The prelude of every program: the seed, the slots and the user tasks
@@ -1227,7 +1283,7 @@ local WEIGHTS = {
   { G.create, 14 }, { G.unary, 9 }, { G.binary, 16 }, { G.where, 3 }, { G.reduce, 8 },
   { G.matmul, 3 }, { G.cast, 4 }, { G.copy, 2 }, { G.view, 12 }, { G.assign, 8 },
   { G.read, 20 }, { G.scope, 5 }, { G.hint, 2 }, { G.task, 5 }, { G.misc, 5 },
-  { G.bincount, 2 }, { G.npy, 1 },
+  { G.bincount, 2 }, { G.npy, 1 }, { G.shift, 3 },
 }
 local TOTAL = 0
 for _, w in ipairs(WEIGHTS) do TOTAL = TOTAL + w[2] end

@@ -6,6 +6,7 @@ through ctx.lo..ctx.hi and x[i], 0-d and rank > 1 through get/set.
   fz_inc(x, s)       x = x + s in place  traits parallel = "all"
   fz_total(x)        sum of x (reduce:+)
   fz_fail(x)         raises in every piece
+  fz_copy(x, y)      y = x element by element (G.shift calls it on overlapping views)
 ]]
 local FZ = {}
 FZ.axpy = tycho.task{ name = "fz_axpy", args = {"in", "out", "scalar"}, traits = {pointwise = true},
@@ -57,6 +58,23 @@ FZ.total = tycho.task{ name = "fz_total", args = {"in", "reduce:+"},
     end
     rec(1)
     return acc
+  end }
+FZ.copy = tycho.task{ name = "fz_copy", args = {"in", "out"},
+  body = function(ctx, x, y)
+    local nd = #x.shape
+    if nd == 1 then for i = ctx.lo, ctx.hi do y[i] = x[i] end return end
+    local lo, hi, idx = {}, {}, {}
+    for d = 1, nd do lo[d], hi[d] = ctx:range(d) end
+    local function rec(d)
+      if d > nd then
+        local a = {table.unpack(idx, 1, nd)}
+        a[nd + 1] = x:get(table.unpack(idx, 1, nd))
+        y:set(table.unpack(a, 1, nd + 1))
+        return
+      end
+      for i = lo[d], hi[d] do idx[d] = i; rec(d + 1) end
+    end
+    rec(1)
   end }
 FZ.fail = tycho.task{ name = "fz_fail", args = {"in", "out"},
   body = function(ctx, x, y) error("fz_fail: a deliberate error in piece " .. ctx.piece) end }

@@ -1,0 +1,575 @@
+/*
+ * exec.c — the executor: where the pieces of a launch run, and on what data.
+ *
+ * The window (window.c) decides what runs together (waves) and the stream
+ * pass (stream.c) what runs piece by piece; both hand launches to this file,
+ * which alone knows processors. For each launch it allocates the storage the
+ * launch touches, asks the partitioner for a tiling over the processors of
+ * the launch's kind (the processor table below), runs one point task per
+ * piece and combines reduction privates. Invariants:
+ *  - pieces of one launch write disjoint elements: an OUT/INOUT argument
+ *    whose view has stride 0 on a dim forbids splitting that dim (partition.c),
+ *    and REDUCE arguments write private tiles combined after the pieces in
+ *    piece order (the same bits for any processor count);
+ *  - prepare and finish run on the driving thread in program order; pieces
+ *    run on workers and touch only their own result and private slots;
+ *  - a launch that fails cancels what it writes with its cause; one that
+ *    reads cancelled storage is skipped and passes that cause on; one that
+ *    writes a whole store makes it readable again.
+ */
+#include "internal.h"
+#include "exec.h"
+#include "trace.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool writes(ty_privilege p) { return p != TY_PRIV_IN; }
+
+/* ---- processors ------------------------------------------------------------------ */
+
+/* The processor kinds a piece can run on, each with its memory (host for
+ * both today; a GPU kind adds device memory and its copies). A launch runs
+ * on the OpenMP kind when its task has an omp variant and OpenMP processors
+ * are configured, else on CPU threads. */
+typedef struct proc_kind {
+  const char *name;
+  int (*count)(const ty_runtime *rt);   /* processors of the kind */
+  int (*threads)(const ty_runtime *rt); /* threads one piece runs on */
+} proc_kind;
+
+static int cpu_count(const ty_runtime *rt) { return rt->cfg.cpus; }
+static int one_thread(const ty_runtime *rt) { (void)rt; return 1; }
+static int omp_count(const ty_runtime *rt) { return rt->cfg.omps; }
+static int omp_threads(const ty_runtime *rt) { return rt->cfg.ompthreads; }
+
+enum { PROC_CPU = 0, PROC_OMP };
+static const proc_kind PROCS[] = {
+    [PROC_CPU] = {"cpu", cpu_count, one_thread},
+    [PROC_OMP] = {"omp", omp_count, omp_threads},
+};
+
+/* ---- reductions ------------------------------------------------------------------ */
+
+static void set_identity(void *dst, ty_dtype t, ty_redop op, int64_t n) {
+  size_t es = ty_dtype_size(t);
+  char *p = dst;
+  for (int64_t i = 0; i < n; i++, p += es) {
+    switch (op) {
+    case TY_REDOP_SUM: ty__store_i64(p, t, 0); break;
+    case TY_REDOP_PROD: ty__store_i64(p, t, 1); break;
+    case TY_REDOP_MIN:
+      if (ty_dtype_is_float(t)) ty__store_f64(p, t, INFINITY);
+      else ty__store_i64(p, t, t == TY_I64 ? INT64_MAX : t == TY_I32 ? INT32_MAX : t == TY_U8 ? 255 : 1);
+      break;
+    case TY_REDOP_MAX:
+      if (ty_dtype_is_float(t)) ty__store_f64(p, t, -INFINITY);
+      else ty__store_i64(p, t, t == TY_I64 ? INT64_MIN : t == TY_I32 ? INT32_MIN : 0);
+      break;
+    default: break;
+    }
+  }
+}
+
+/* *acc = *acc op *v, for one element */
+static void combine_one(char *acc, const char *v, ty_dtype t, ty_redop op) {
+  if (ty_dtype_is_float(t)) {
+    double a = ty__load_f64(acc, t), b = ty__load_f64(v, t), r = a;
+    switch (op) {
+    case TY_REDOP_SUM: r = a + b; break;
+    case TY_REDOP_PROD: r = a * b; break;
+    case TY_REDOP_MIN: r = (isnan(a) || isnan(b)) ? NAN : (b < a ? b : a); break;
+    case TY_REDOP_MAX: r = (isnan(a) || isnan(b)) ? NAN : (b > a ? b : a); break;
+    default: break;
+    }
+    ty__store_f64(acc, t, r);
+  } else {
+    int64_t a = ty__load_i64(acc, t), b = ty__load_i64(v, t), r = a;
+    switch (op) {
+    case TY_REDOP_SUM: r = (int64_t)((uint64_t)a + (uint64_t)b); break;
+    case TY_REDOP_PROD: r = (int64_t)((uint64_t)a * (uint64_t)b); break;
+    case TY_REDOP_MIN: r = b < a ? b : a; break;
+    case TY_REDOP_MAX: r = b > a ? b : a; break;
+    default: break;
+    }
+    ty__store_i64(acc, t, r);
+  }
+}
+
+/* A REDUCE argument's private tile for one piece: the piece's box, compact
+ * over the dims where the store has a non-zero stride (the distinct elements
+ * the piece can touch), stride 0 elsewhere. */
+typedef struct private_tile {
+  void *buf;
+  int64_t count;
+  int64_t strides[TY_MAX_RANK];
+} private_tile;
+
+static ty_status private_init(const ty_arg *a, int ndim, const int64_t *lo, const int64_t *hi,
+                              private_tile *pt) {
+  int64_t n = 1;
+  for (int k = ndim - 1; k >= 0; k--) {
+    if (a->store->strides[k] == 0) {
+      pt->strides[k] = 0;
+    } else {
+      pt->strides[k] = n;
+      n *= hi[k] - lo[k];
+    }
+  }
+  pt->count = n;
+  size_t es = ty_dtype_size(a->store->dtype);
+  pt->buf = ty__malloc((size_t)(n ? n : 1) * es);
+  if (!pt->buf) return TY_ENOMEM;
+  set_identity(pt->buf, a->store->dtype, a->redop, n);
+  return TY_OK;
+}
+
+/* store[box] op= private, over the dims with non-zero store stride */
+static void private_combine(const ty_arg *a, int ndim, const int64_t *lo, const int64_t *hi,
+                            const private_tile *pt) {
+  const ty_store *s = a->store;
+  size_t es = ty_dtype_size(s->dtype);
+  char *base = ty__store_base(s);
+  int64_t idx[TY_MAX_RANK];
+  for (int k = 0; k < ndim; k++) {
+    idx[k] = lo[k];
+    if (hi[k] <= lo[k]) return;
+  }
+  for (;;) {
+    int64_t so = 0, po = 0;
+    for (int k = 0; k < ndim; k++) {
+      so += idx[k] * s->strides[k];
+      po += (idx[k] - lo[k]) * pt->strides[k];
+    }
+    combine_one(base + so * (int64_t)es, (const char *)pt->buf + po * (int64_t)es, s->dtype, a->redop);
+    /* advance over dims with a non-zero stride only (the others alias) */
+    int k = ndim - 1;
+    for (; k >= 0; k--) {
+      if (s->strides[k] == 0) continue;
+      if (++idx[k] < hi[k]) break;
+      idx[k] = lo[k];
+    }
+    if (k < 0) break;
+  }
+}
+
+/* ---- execution ---------------------------------------------------------------------- */
+
+static void make_tile(const ty_arg *a, int ndim, const int64_t *lo, const int64_t *hi,
+                      const private_tile *pt, ty_tile *t) {
+  const ty_store *s = a->store;
+  size_t es = ty_dtype_size(s->dtype);
+  t->dtype = s->dtype;
+  t->ndim = s->ndim;
+  for (int k = 0; k < s->ndim; k++) t->gshape[k] = s->shape[k];
+  if (a->proj == TY_PROJ_WHOLE) {
+    t->data = ty__store_base(s);
+    for (int k = 0; k < s->ndim; k++) {
+      t->shape[k] = s->shape[k];
+      t->strides[k] = s->strides[k];
+      t->lo[k] = 0;
+    }
+    return;
+  }
+  int64_t off = 0;
+  for (int k = 0; k < ndim; k++) {
+    t->shape[k] = hi[k] - lo[k];
+    t->lo[k] = lo[k];
+    t->strides[k] = pt ? pt->strides[k] : s->strides[k];
+    off += lo[k] * s->strides[k];
+  }
+  t->data = pt ? pt->buf : ty__store_base(s) + off * (int64_t)es;
+}
+
+typedef struct piece_result {
+  int failed; /* 0 ok; else a ty_status */
+  char msg[TY_ERRLEN];
+} piece_result;
+
+/* A launch made ready to run: storage allocated, partition chosen, buffers
+ * for results and reduction privates. prepare and finish run on the driving
+ * thread; pieces run on workers and touch only their own slots. */
+typedef struct prepared {
+  ty_pending *l;
+  ty_tiling tiling;
+  bool skip; /* reads cancelled storage: nothing runs, outputs are cancelled */
+  bool omp;  /* runs the task's omp variant on OpenMP processors */
+  int threads;
+  private_tile *privates;
+  piece_result *results;
+  ty_record *explain;
+  bool empty; /* the domain has no element: no piece runs a body */
+  /* streamed runs (ty__exec_box): the box's corner, added to every piece's */
+  bool boxed;
+  int64_t origin[TY_MAX_RANK];
+  piece_result one; /* last: prepare clears what comes before (its 2 KiB message is
+                       written by run_piece before anyone reads it) */
+} prepared;
+
+void ty__cancel_outputs(ty_pending *l, ty_status cause, const char *why) {
+  for (int i = 0; i < l->nargs; i++)
+    if (writes(l->args[i].priv)) ty__cancel_storage(l->args[i].store->storage, cause, why);
+}
+
+/* A launch that did not run because an input is unavailable passes that
+ * input's cause on to what it writes. */
+static void cancel_skipped(ty_pending *l) {
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_storage *in = l->args[i].store->storage;
+    if (l->args[i].priv != TY_PRIV_OUT && in->cancelled) {
+      char *why = in->cancel_why ? ty__strdup(in->cancel_why) : NULL; /* in may be an output too */
+      ty__cancel_outputs(l, in->cancel_status, why);
+      free(why);
+      return;
+    }
+  }
+}
+
+/* A launch that ran: what it wrote whole is readable again (a failed or
+ * refused earlier producer no longer matters); a partial write leaves the
+ * rest unavailable. */
+static void uncancel_outputs(ty_pending *l) {
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    ty_storage *stg = a->store->storage;
+    if (!stg->cancelled || a->priv != TY_PRIV_OUT || a->proj != TY_PROJ_ALIGNED) continue;
+    if ((size_t)a->store->size * ty_dtype_size(a->store->dtype) != stg->nbytes ||
+        !ty_store_is_contiguous(a->store))
+      continue;
+    stg->cancelled = false;
+    free(stg->cancel_why);
+    stg->cancel_why = NULL;
+  }
+}
+
+static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
+  memset(pr, 0, offsetof(prepared, one));
+  pr->l = l;
+  pr->one.failed = 0;
+  pr->one.msg[0] = 0;
+  pr->results = &pr->one;
+  pr->tiling.pieces = 1;
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    if (a->priv != TY_PRIV_OUT && a->store->storage->cancelled) {
+      pr->skip = true; /* poisoned input: the error surfaces when it is read */
+      return TY_OK;
+    }
+  }
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    /* an OUT view that does not cover its storage leaves the rest unwritten:
+     * zero it, so never-written elements read as 0 */
+    bool whole = (size_t)a->store->size * ty_dtype_size(a->store->dtype) == a->store->storage->nbytes;
+    ty_status st = ty__storage_ensure(rt, a->store->storage, a->priv != TY_PRIV_OUT || !whole);
+    if (st) return st;
+  }
+  pr->omp = l->task->omp && rt->cfg.omps > 0;
+  const proc_kind *kind = &PROCS[pr->omp ? PROC_OMP : PROC_CPU];
+  pr->threads = kind->threads(rt);
+  int procs = kind->count(rt);
+
+  ty_record *e = ty__explain_next(rt);
+  pr->explain = e;
+  e->seq = l->seq;
+  e->task = l->task;
+  e->ndim = l->ndim;
+  for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
+  e->omp = pr->omp;
+  e->pol = l->pol;
+  if (l->fused || l->fuse_end[0]) {
+    e->fused = l->fused;
+    ty__strlcpy(e->fused_ops, l->fused_ops, sizeof e->fused_ops);
+    ty__strlcpy(e->fuse_end, l->fuse_end, sizeof e->fuse_end);
+  }
+  ty__partition(l, procs, &pr->tiling, e);
+  for (int k = 0; k < l->ndim; k++) pr->empty |= l->domain[k] == 0;
+  e->pieces = pr->tiling.pieces;
+  for (int k = 0; k < l->ndim; k++) e->tiles[k] = pr->tiling.tiles[k];
+
+  int pieces = pr->tiling.pieces;
+  bool has_reduce = false;
+  for (int i = 0; i < l->nargs; i++) has_reduce |= l->args[i].priv == TY_PRIV_REDUCE;
+  if (has_reduce) {
+    pr->privates = ty__calloc((size_t)pieces * (size_t)l->nargs, sizeof *pr->privates);
+    if (!pr->privates)
+      return ty__fail(rt, TY_ENOMEM, "%s: out of memory for reduction buffers", l->task->name);
+  }
+  if (pieces > 1) {
+    pr->results = ty__calloc((size_t)pieces, sizeof *pr->results);
+    if (!pr->results) {
+      pr->results = &pr->one;
+      return ty__fail(rt, TY_ENOMEM, "%s: out of memory", l->task->name);
+    }
+  }
+  return TY_OK;
+}
+
+static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
+  const ty_pending *l = pr->l;
+  if (pr->empty) return; /* a task body never sees an empty domain */
+  piece_result *res = &pr->results[piece];
+  int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+  ty_tile tiles[TY_MAX_ARGS];
+  ty__piece_box(l->ndim, l->domain, &pr->tiling, piece, lo, hi);
+  for (int k = 0; pr->boxed && k < l->ndim; k++) {
+    lo[k] += pr->origin[k];
+    hi[k] += pr->origin[k];
+  }
+  for (int i = 0; i < l->nargs; i++) {
+    private_tile *pt = NULL;
+    if (l->args[i].priv == TY_PRIV_REDUCE) {
+      pt = &pr->privates[(size_t)piece * (size_t)l->nargs + (size_t)i];
+      if (private_init(&l->args[i], l->ndim, lo, hi, pt) != TY_OK) {
+        res->failed = TY_ENOMEM;
+        snprintf(res->msg, sizeof res->msg, "out of memory for a reduction buffer");
+        return;
+      }
+    }
+    make_tile(&l->args[i], l->ndim, lo, hi, pt, &tiles[i]);
+  }
+  ty_task_ctx ctx = {
+      .rt = rt,
+      .task = l->task,
+      .task_name = l->task->name,
+      .task_data = l->task->data,
+      .piece = piece,
+      .pieces = pr->tiling.pieces,
+      .threads = pr->threads,
+      .worker = worker,
+      .ndim = l->ndim,
+      .nargs = l->nargs,
+      .args = tiles,
+      .scalars = l->scalars,
+      .scalar_bytes = l->scalar_bytes,
+      .errbuf = res->msg,
+      .errcap = sizeof res->msg,
+  };
+  for (int k = 0; k < l->ndim; k++) {
+    ctx.lo[k] = lo[k];
+    ctx.hi[k] = hi[k];
+  }
+  res->msg[0] = 0;
+  int rc = pr->omp ? l->task->omp(&ctx) : l->task->cpu(&ctx);
+  if (rc != 0) {
+    res->failed = rc < 0 ? rc : TY_ETASK;
+    if (!res->msg[0]) snprintf(res->msg, sizeof res->msg, "%s", ty_status_name(res->failed));
+  }
+}
+
+/* Run every piece of one prepared launch, in parallel when it has several. */
+static void run_pieces(ty_runtime *rt, prepared *pr) {
+  int pieces = pr->tiling.pieces;
+  if (pieces == 1) {
+    run_piece(rt, pr, 0, omp_in_parallel() ? omp_get_thread_num() : 0);
+    return;
+  }
+  int procs = pr->omp ? rt->cfg.omps : rt->cfg.cpus;
+  int threads = pieces < procs ? pieces : procs;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int i = 0; i < pieces; i++) run_piece(rt, pr, i, omp_get_thread_num());
+}
+
+static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
+  ty_pending *l = pr->l;
+  int pieces = pr->tiling.pieces;
+  if (!pr->skip && st == TY_OK) {
+    rt->stats.pieces += (uint64_t)pieces;
+    for (int i = 0; i < pieces; i++)
+      if (pr->results[i].failed) {
+        st = ty__fail(rt, pr->results[i].failed == TY_ENOMEM ? TY_ENOMEM : TY_ETASK,
+                      "task '%s' failed in piece %d of %d: %s%s%s%s", l->task->name, i + 1, pieces,
+                      pr->results[i].msg, l->origin[0] ? " (launched at " : "", l->origin,
+                      l->origin[0] ? ")" : "");
+        break;
+      }
+  }
+  if (pr->privates) {
+    for (int piece = 0; piece < pieces; piece++) {
+      int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+      ty__piece_box(l->ndim, l->domain, &pr->tiling, piece, lo, hi);
+      for (int k = 0; pr->boxed && k < l->ndim; k++) {
+        lo[k] += pr->origin[k];
+        hi[k] += pr->origin[k];
+      }
+      for (int i = 0; i < l->nargs; i++) {
+        private_tile *pt = &pr->privates[(size_t)piece * (size_t)l->nargs + (size_t)i];
+        if (pt->buf && st == TY_OK) private_combine(&l->args[i], l->ndim, lo, hi, pt);
+        free(pt->buf);
+      }
+    }
+    free(pr->privates);
+  }
+  if (pr->results != &pr->one) free(pr->results);
+  if (pr->skip) {
+    cancel_skipped(l);
+  } else if (st) {
+    char why[TY_ERRLEN + 64];
+    snprintf(why, sizeof why, "launch #%llu failed: %s", (unsigned long long)l->seq,
+             rt->errmsg);
+    ty__cancel_outputs(l, st, why);
+  } else if (!pr->boxed) {
+    uncancel_outputs(l);
+    /* the stores this launch wrote remember its tiling (their key partition) */
+    for (int i = 0; i < l->nargs; i++) {
+      ty_store *s = l->args[i].store;
+      if (writes(l->args[i].priv) && l->args[i].proj == TY_PROJ_ALIGNED) {
+        s->has_key = true;
+        s->key = pr->tiling;
+      }
+    }
+  }
+  return st;
+}
+
+static ty_status exec_launch(ty_runtime *rt, ty_pending *l) {
+  prepared pr;
+  ty_status st = prepare(rt, l, &pr);
+  if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
+  return finish(rt, &pr, st);
+}
+
+ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64_t hi, bool record,
+                      const char *note) {
+  const bool boxed = dim >= 0 && dim < l->ndim;
+  const int64_t whole = boxed ? l->domain[dim] : 0;
+  if (boxed) l->domain[dim] = hi - lo; /* partition the box, run it in global coordinates */
+  uint64_t before = rt->nexplained;
+  prepared pr;
+  ty_status st = prepare(rt, l, &pr);
+  pr.boxed = boxed;
+  if (boxed) pr.origin[dim] = lo;
+  if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
+  st = finish(rt, &pr, st);
+  if (boxed) l->domain[dim] = whole;
+  if (rt->nexplained > before) {
+    if (!record) {
+      rt->nexplained = before; /* one record per launch, from its first box */
+    } else {
+      ty_record *e = &rt->explain[(rt->nexplained - 1) % TY_EXPLAIN_KEEP];
+      for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
+      snprintf(e->stream, sizeof e->stream, "%s", note ? note : "");
+    }
+  }
+  return st;
+}
+
+
+typedef struct slot {
+  prepared *pr;
+  int piece;
+} slot;
+
+static void note_error(ty_runtime *rt, ty_status st, ty_status *first, char *msg, size_t len) {
+  if (st && *first == TY_OK) {
+    *first = st;
+    snprintf(msg, len, "%s", rt->errmsg);
+  }
+}
+
+void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count, int wave,
+                     int nwaves, ty_status *first, char *firstmsg, size_t msglen) {
+  /* most waves are small: their bookkeeping lives on the stack */
+  prepared prs_local[8];
+  ty_status sts_local[8];
+  bool local = count <= 8;
+  prepared *prs = local ? prs_local : ty__calloc((size_t)count, sizeof *prs);
+  ty_status *sts = local ? sts_local : ty__calloc((size_t)count, sizeof *sts);
+  if (!prs || !sts) { /* degrade to one launch at a time */
+    free(prs);
+    free(sts);
+    for (int m = 0; m < count; m++) note_error(rt, exec_launch(rt, w[members[m]]), first, firstmsg, msglen);
+    return;
+  }
+  int total = 0;
+  bool any_omp = false;
+  for (int m = 0; m < count; m++) {
+    sts[m] = prepare(rt, w[members[m]], &prs[m]);
+    if (sts[m] == TY_OK && !prs[m].skip) {
+      total += prs[m].tiling.pieces;
+      any_omp |= prs[m].omp;
+    }
+  }
+  bool tracing = ty__tracing(rt);
+  double t0 = tracing ? ty__trace_time(rt) : 0;
+  slot *slots = total > 1 ? ty__malloc((size_t)total * sizeof *slots) : NULL;
+  ty_trace_piece *tp = tracing && total ? ty__calloc((size_t)total, sizeof *tp) : NULL;
+  if (total == 1 && tp) { /* one point task: run it here, timed */
+    for (int m = 0; m < count; m++)
+      if (sts[m] == TY_OK && !prs[m].skip) {
+        int worker = omp_in_parallel() ? omp_get_thread_num() : 0;
+        tp[0].t0 = ty__trace_time(rt);
+        run_piece(rt, &prs[m], 0, worker);
+        tp[0].t1 = ty__trace_time(rt);
+        tp[0] = (ty_trace_piece){tp[0].t0, tp[0].t1, worker, 0, 1, wave, prs[m].l->fused,
+                                 prs[m].l->seq, prs[m].l->task};
+      }
+  } else if (total == 1 || (total > 1 && (!slots || any_omp))) {
+    for (int m = 0; m < count; m++)
+      if (sts[m] == TY_OK && !prs[m].skip) run_pieces(rt, &prs[m]);
+    free(tp);
+    tp = NULL;
+  } else if (total > 1) {
+    int t = 0;
+    for (int m = 0; m < count; m++)
+      if (sts[m] == TY_OK && !prs[m].skip)
+        for (int p = 0; p < prs[m].tiling.pieces; p++) slots[t++] = (slot){&prs[m], p};
+    int threads = total < rt->cfg.cpus ? total : rt->cfg.cpus;
+    bool rec = tp != NULL;
+    /* as many slots as threads: slot k runs on worker k (deterministic, task
+     * mode's round-robin); more slots: whoever is free takes the next */
+    if (total <= threads) {
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+      for (int k = 0; k < total; k++) {
+        int worker = omp_get_thread_num();
+        if (rec) tp[k].t0 = ty__trace_time(rt);
+        run_piece(rt, slots[k].pr, slots[k].piece, worker);
+        if (rec) tp[k].t1 = ty__trace_time(rt), tp[k].worker = worker;
+        if (slots[k].pr->explain && slots[k].pr->tiling.pieces == 1)
+          slots[k].pr->explain->processor = worker;
+      }
+    } else {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+      for (int k = 0; k < total; k++) {
+        int worker = omp_get_thread_num();
+        if (rec) tp[k].t0 = ty__trace_time(rt);
+        run_piece(rt, slots[k].pr, slots[k].piece, worker);
+        if (rec) tp[k].t1 = ty__trace_time(rt), tp[k].worker = worker;
+        if (slots[k].pr->explain && slots[k].pr->tiling.pieces == 1)
+          slots[k].pr->explain->processor = worker;
+      }
+    }
+    if (tp)
+      for (int k = 0; k < total; k++) {
+        tp[k].piece = slots[k].piece;
+        tp[k].pieces = slots[k].pr->tiling.pieces;
+        tp[k].wave = wave;
+        tp[k].fused = slots[k].pr->l->fused;
+        tp[k].seq = slots[k].pr->l->seq;
+        tp[k].task = slots[k].pr->l->task;
+      }
+  }
+  if (tracing) {
+    if (tp) ty__trace_pieces(rt, tp, total);
+    char name[32];
+    snprintf(name, sizeof name, "wave %d", wave);
+    ty__trace_span(rt, name, t0, ty__trace_time(rt), wave);
+  }
+  free(tp);
+  free(slots);
+  for (int m = 0; m < count; m++) {
+    if (prs[m].explain) {
+      prs[m].explain->wave = wave;
+      prs[m].explain->waves = nwaves;
+    }
+    note_error(rt, finish(rt, &prs[m], sts[m]), first, firstmsg, msglen);
+  }
+  if (!local) {
+    free(prs);
+    free(sts);
+  }
+}
+

@@ -1,0 +1,26 @@
+/*
+ * exec.h — the executor (exec.c): runs launches' pieces on processors.
+ *
+ * Called by the window (waves) and the stream pass (boxes); calls only down
+ * (stores, partition, explain records, trace). Every launch given to it is
+ * run or cancelled; the caller releases it.
+ */
+#ifndef TY_EXEC_H
+#define TY_EXEC_H
+
+#include "internal.h"
+
+/* Run the launches w[members[0 .. count)] as one wave: prepare them in
+ * program order, run all their pieces together, finish them in program
+ * order. The first error (status and message) goes to *first / msg unless
+ * one is there already. */
+void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count, int wave,
+                   int nwaves, ty_status *first, char *msg, size_t msglen);
+
+/* Run launch l restricted to [lo, hi) along dim, its pieces in global
+ * coordinates; dim < 0 runs the whole domain. The explain record is kept
+ * when `record`, with `note` as its streaming line. */
+ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64_t hi, bool record,
+                       const char *note);
+
+#endif
