@@ -131,7 +131,7 @@ static ty_status load_builtins(ty__gpu *g, ty__gpu_dev *dv, char *err, size_t er
   return TY_OK;
 }
 
-ty_status ty__gpu_open(int requested, size_t fbmem, ty__gpu **out, char *err, size_t errlen) {
+ty_status ty__gpu_probe_only(int requested, size_t fbmem, ty__gpu **out, char *err, size_t errlen) {
   *out = NULL;
   ty__gpu *g = ty__calloc(1, sizeof *g);
   if (!g) {
@@ -143,10 +143,22 @@ ty_status ty__gpu_open(int requested, size_t fbmem, ty__gpu **out, char *err, si
     free(g);
     return st;
   }
-  if (g->list.count == 0) { /* a CPU-only runtime: nothing to open */
-    *out = g;
-    return TY_OK;
-  }
+  g->fbmem = fbmem;
+  *out = g;
+  return TY_OK;
+}
+
+ty_status ty__gpu_open(int requested, size_t fbmem, ty__gpu **out, char *err, size_t errlen) {
+  ty_status st = ty__gpu_probe_only(requested, fbmem, out, err, errlen);
+  if (st == TY_OK && (st = ty__gpu_activate(*out, err, errlen)) != TY_OK) *out = NULL;
+  return st;
+}
+
+/* On failure the devices opened so far are closed and g is freed. */
+ty_status ty__gpu_activate(ty__gpu *g, char *err, size_t errlen) {
+  ty_status st = TY_OK;
+  if (g->active || g->list.count == 0) return TY_OK; /* a CPU-only runtime: nothing to open */
+  g->active = true;
   for (int i = 0; i < g->list.count; i++) {
     ty__gpu_dev *dv = &g->dev[i];
     dv->index = i;
@@ -166,7 +178,7 @@ ty_status ty__gpu_open(int requested, size_t fbmem, ty__gpu **out, char *err, si
     size_t freeb = 0, total = 0;
     if (g->api.MemGetInfo(&freeb, &total) == TY__CUDA_SUCCESS) {
       dv->info.free_mem = freeb;
-      if (!fbmem) dv->info.fbmem = freeb / 10 * 9; /* now that the context exists */
+      if (!g->fbmem) dv->info.fbmem = freeb / 10 * 9; /* now that the context exists */
     }
     for (int s = 0; s < TY__GPU_STREAMS; s++)
       if ((r = g->api.StreamCreate(&dv->stream[s], TY__CU_STREAM_NON_BLOCKING)) != TY__CUDA_SUCCESS) {
@@ -184,7 +196,6 @@ ty_status ty__gpu_open(int requested, size_t fbmem, ty__gpu **out, char *err, si
   g->nvrtc_ok = ty__nvrtc_load(&g->nv, NULL, g->nvrtc_why, sizeof g->nvrtc_why) == TY_OK;
   ty__ptx_cache_init(&g->ptx, &g->nv, NULL);
   g->blas_ok = ty__blas_load(&g->blas, g->blas_why, sizeof g->blas_why) == TY_OK;
-  *out = g;
   return TY_OK;
 }
 

@@ -61,12 +61,23 @@ typedef struct ty__gpu {
   bool blas_ok;
   char blas_why[256];
   bool builtins_ok;     /* the fatbin was compiled in (TYCHO_CUDA_KERNELS) and loaded */
+  bool active;          /* ty__gpu_activate opened the devices */
+  size_t fbmem;         /* the pool budget asked for (0: 90% of what is free when opened) */
 } ty__gpu;
 
-/* Discover and open the GPUs (`requested`, `fbmem` as ty__gpu_select takes
- * them). With no GPU (and none required) *out is a ty__gpu with ndev 0 whose
- * list.why says why; TY_EINVAL when more GPUs are required than exist or a
- * device cannot be opened, with the message in err. */
+/* Discover the GPUs (`requested`, `fbmem` as ty__gpu_select takes them)
+ * without opening them: list says what was found and selected, ndev stays 0
+ * until ty__gpu_activate. A runtime probes when created and activates when
+ * the first launch may run on a GPU, so a CPU-only program creates no
+ * context, stream or pool. With no GPU (and none required) *out is a
+ * ty__gpu whose list.why says why; TY_EINVAL when more GPUs are required
+ * than exist, with the message in err. */
+ty_status ty__gpu_probe_only(int requested, size_t fbmem, ty__gpu **out, char *err, size_t errlen);
+/* Open the probed devices: contexts, streams, built-in kernels, pools, NVRTC
+ * and cuBLAS. Idempotent; TY_EINVAL when a device cannot be opened (then
+ * none is). */
+ty_status ty__gpu_activate(ty__gpu *g, char *err, size_t errlen);
+/* ty__gpu_probe_only, then ty__gpu_activate. */
 ty_status ty__gpu_open(int requested, size_t fbmem, ty__gpu **out, char *err, size_t errlen);
 /* Waits for all work, frees the pools, modules, streams and contexts. */
 void ty__gpu_close(ty__gpu *g);

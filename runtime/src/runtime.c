@@ -161,7 +161,8 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
     return TY_ENOMEM;
   }
   char gerr[320];
-  ty_status st = ty__gpu_open(c.gpus, c.fbmem, &rt->gpu, gerr, sizeof gerr);
+  /* discovery only: contexts, streams and pools wait for a launch that may run on a GPU */
+  ty_status st = ty__gpu_probe_only(c.gpus, c.fbmem, &rt->gpu, gerr, sizeof gerr);
   if (st != TY_OK) { /* more GPUs asked for than exist: ty_gpus_check says so */
     free(rt->window);
     free(rt->explain);
@@ -184,7 +185,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   return TY_OK;
 }
 
-int ty_gpu_count(const ty_runtime *rt) { return rt && rt->gpu ? rt->gpu->ndev : 0; }
+int ty_gpu_count(const ty_runtime *rt) { return rt && rt->gpu ? rt->gpu->list.count : 0; }
 
 ty_status ty_gpu_info(const ty_runtime *rt, int i, ty_gpu_device *out) {
   if (!rt || !out || i < 0 || i >= ty_gpu_count(rt)) return TY_ERANGE;

@@ -10,6 +10,9 @@
 #include "check.h"
 
 #include "gpu.h"
+#include "gpu_kernels.h"
+
+#include <dlfcn.h>
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -225,6 +228,57 @@ TEST(gpu_discovery_finds_the_devices) {
   ty__cuda_unload(&api);
 }
 
+/* ---- a fake driver library, loaded as a runtime loads libcuda ------------------------- */
+
+/* The fake library's counter `name` (the runtime opened the same file). */
+static int fake_counter(const char *lib, const char *name) {
+  void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+  int *p = h ? (int *)dlsym(h, name) : NULL;
+  int v = p ? *p : -1;
+  if (h) dlclose(h);
+  return v;
+}
+
+TEST(runtime_opens_no_gpu_context_until_a_gpu_launch) {
+  const char *lib = getenv("TY_FAKE_LIBCUDA");
+  if (!lib) SKIP("TY_FAKE_LIBCUDA is not set (run through ctest)");
+  setenv("TYCHO_LIBCUDA", lib, 1);
+  ty_config cfg = {.cpus = 2}; /* --gpus all, the default */
+  ty_runtime *rt = NULL;
+  CHECK_EQ_INT(ty_runtime_create(&cfg, &rt), TY_OK);
+  CHECK_EQ_INT(ty_gpu_count(rt), 1); /* found and selected ... */
+  CHECK_EQ_INT(fake_counter(lib, "fake_cuda_ctx_retains"), 0); /* ... but not opened */
+  CHECK_EQ_INT(fake_counter(lib, "fake_cuda_streams"), 0);
+  CHECK_EQ_INT(fake_counter(lib, "fake_cuda_modules"), 0);
+  /* a CPU program: still nothing opened */
+  int64_t shape[1] = {1000};
+  ty_store *x = NULL, *s = NULL;
+  CHECK_EQ_INT(ty_full(rt, TY_F64, 1, shape, 2.0, &x), TY_OK);
+  CHECK_EQ_INT(ty_reduce(rt, TY_RED_SUM, x, -1, &s), TY_OK);
+  ty_value v;
+  CHECK_EQ_INT(ty_item(rt, s, &v), TY_OK);
+  CHECK(v.f == 2000.0);
+  CHECK_EQ_INT(fake_counter(lib, "fake_cuda_ctx_retains"), 0);
+  CHECK_EQ_INT(fake_counter(lib, "fake_cuda_streams"), 0);
+  ty_store_release(x);
+  ty_store_release(s);
+  ty_runtime_destroy(rt);
+  /* activation opens the device: a context and the streams, released on close */
+  ty__gpu *g = NULL;
+  char err[320] = "";
+  CHECK_EQ_INT(ty__gpu_probe_only(0, 0, &g, err, sizeof err), TY_OK);
+  CHECK_EQ_INT(g->list.count, 1);
+  CHECK_EQ_INT(g->ndev, 0);
+  CHECK_EQ_INT(ty__gpu_activate(g, err, sizeof err), TY_OK);
+  CHECK_EQ_INT(g->ndev, 1);
+  CHECK_EQ_INT(fake_counter(lib, "fake_cuda_ctx_retains"), 1);
+  CHECK(fake_counter(lib, "fake_cuda_streams") > 0);
+  CHECK_EQ_INT(ty__gpu_activate(g, err, sizeof err), TY_OK); /* idempotent */
+  CHECK_EQ_INT(fake_counter(lib, "fake_cuda_ctx_retains"), 1);
+  ty__gpu_close(g);
+  unsetenv("TYCHO_LIBCUDA");
+}
+
 static const check_case cases[] = {
     CASE(gpus_option_parses),
     CASE(discovery_without_a_driver_reports_zero_and_why),
@@ -232,6 +286,7 @@ static const check_case cases[] = {
     CASE(fake_driver_devices_are_enumerated),
     CASE(more_gpus_than_found_is_a_clear_error),
     CASE(gpu_discovery_finds_the_devices),
+    CASE(runtime_opens_no_gpu_context_until_a_gpu_launch),
 };
 
 int main(int argc, char **argv) {
