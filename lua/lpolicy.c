@@ -61,7 +61,7 @@
 void tl_policy_open(lua_State *L, int module_index);
 void tl_policy_sync(lua_State *L, ty_runtime *rt);
 int tl_store_hint(lua_State *L);
-void tl_launch_options(lua_State *L, int required, int n, const char *fn);
+void tl_launch_guard(lua_State *L, int slot, const ty_policy *p, const char *fn);
 int tl_with_launch_options(lua_State *L, int opts_index, const char *fn);
 void tl_clear_launch_options(lua_State *L);
 
@@ -398,29 +398,17 @@ void tl_clear_launch_options(lua_State *L) {
   if (b && b->rt) ty_launch_options(b->rt, NULL);
 }
 
-/* See tl.h: the options table may stand at positions required+1 .. n+1. */
-void tl_launch_options(lua_State *L, int required, int n, const char *fn) {
-  int top = lua_gettop(L), at = 0;
-  for (int i = required + 1; i <= n + 1 && i <= top && !at; i++)
-    if (lua_type(L, i) == LUA_TTABLE) at = i;
-  ty_policy p;
-  memset(&p, 0, sizeof p);
-  if (at) tl_checkpolicy(L, at, fn, "options", &p, NULL);
-  lua_settop(L, n + 1);
-  lua_pushnil(L);
-  lua_replace(L, n + 1); /* an extra argument there is ignored, as before */
-  if (!at) return;
-  for (int i = at; i <= n; i++) {
-    lua_pushnil(L);
-    lua_replace(L, i);
-  }
+/* See tl.h. The guard is a to-be-closed slot: from the moment it is marked,
+ * any way out of the calling C function (return or error) clears the
+ * options, so they never leak into later launches. */
+void tl_launch_guard(lua_State *L, int slot, const ty_policy *p, const char *fn) {
   ty_runtime *rt = tl_rt(L);
   ty_runtime **g = lua_newuserdatauv(L, sizeof *g, 0);
   *g = rt;
   luaL_setmetatable(L, GUARD_META);
-  lua_replace(L, n + 1);
-  lua_toclose(L, n + 1); /* from here on, any way out clears the options */
-  ty_status st = ty_launch_options(rt, &p);
+  lua_replace(L, slot);
+  lua_toclose(L, slot);
+  ty_status st = ty_launch_options(rt, p);
   if (st != TY_OK) tl_fail(L, rt, fn, st);
 }
 
