@@ -132,7 +132,7 @@ static void describe_extra(lua_State *L, const tl_sig *s, int idx, char *buf, si
 
 int tl_args(lua_State *L, const tl_sig *s) {
   int top = lua_gettop(L), npos = top, opts = 0;
-  if (top > s->min && lua_type(L, top) == LUA_TTABLE &&
+  if (top > s->min && (s->launch || *s->opts) && lua_type(L, top) == LUA_TTABLE &&
       (top > s->max || lua_rawlen(L, top) == 0)) {
     opts = top;
     npos = top - 1;

@@ -263,8 +263,12 @@ static int parallel_k(lua_State *L, int status, lua_KContext ctx) {
 }
 
 /* tycho.parallel(opts [, fn [, origin]]) */
+static const tl_sig sig_parallel = {
+    "parallel", 1, 3, "", false,
+    "tycho.parallel(policy) (a scope to close), tycho.parallel(policy, fn [, origin])"};
 static int l_parallel(lua_State *L) {
   const char *fn = "parallel";
+  tl_args(L, &sig_parallel);
   ty_policy p;
   memset(&p, 0, sizeof p);
   if (!lua_istable(L, 1))
@@ -358,8 +362,11 @@ static int l_scopes(lua_State *L) {
 /* x:hint{parallel = "all"} / tycho.hint(x, opts): launches aligned with x (and
  * with what they compute from it) follow these axes. x:hint() or
  * x:hint{} removes the hint. Returns x. */
+static const tl_sig sig_hint = {"hint", 2, 2, "", false,
+                                "tycho.hint(x, policy), x:hint(policy), x:hint{} (removes it)"};
 int tl_store_hint(lua_State *L) {
   const char *fn = "hint";
+  tl_args(L, &sig_hint);
   ty_store *s = tl_checkstore(L, 1, fn, "argument 1");
   ty_policy p;
   memset(&p, 0, sizeof p);
@@ -496,8 +503,10 @@ static int explain_tostring(lua_State *L) {
 /* tycho.explain([n]): the last n launches (default 10), oldest first; prints
  * as explain's table. Each entry's `flush` numbers the flush it ran in; the
  * object's `flushes` lists the figures of those flushes, oldest first. */
+static const tl_sig sig_explain = {"explain", 0, 1, "", false, "tycho.explain([n])"};
 static int l_explain(lua_State *L) {
   const char *fn = "explain";
+  tl_args(L, &sig_explain);
   int64_t n = 10;
   if (!lua_isnoneornil(L, 1)) {
     n = tl_checkint(L, 1, fn, "n");
