@@ -95,6 +95,14 @@ static void check_options(lua_State *L, const tl_sig *s, int idx, ty_policy *p) 
         accepted_keys(s, keys, sizeof keys);
         tl_argerror(L, s, "unknown option '%s' (options: %s)", key, keys);
       }
+      /* an unknown key is said first, whatever its value */
+      ty_policy probe;
+      memset(&probe, 0, sizeof probe);
+      if (ty_policy_set(&probe, key, "", err, sizeof err) != TY_OK &&
+          strncmp(err, "unknown policy key", 18) == 0) {
+        accepted_keys(s, keys, sizeof keys);
+        tl_argerror(L, s, "unknown option '%s' (options: %s)", key, keys);
+      }
       char text[64];
       policy_text(L, s, key, text, sizeof text);
       if (ty_policy_set(p, key, text, err, sizeof err) != TY_OK) {
@@ -137,6 +145,7 @@ int tl_args(lua_State *L, const tl_sig *s) {
     opts = top;
     npos = top - 1;
   }
+  while (npos > s->max && lua_isnil(L, npos)) npos--; /* f(x, nil): as if not given */
   if (npos > s->max) {
     char what[160];
     describe_extra(L, s, s->max + 1, what, sizeof what);

@@ -390,6 +390,9 @@ static int l_reshape(lua_State *L) {
     return tl_error(L, "reshape", "shape has %d dimensions, at most %d are supported",
                     lua_gettop(L) - 1, TY_MAX_RANK);
   int npos = tl_args(L, &sig_reshape);
+  if (npos > 2 && lua_type(L, 2) == LUA_TTABLE)
+    return tl_argerror(L, &sig_reshape, "argument 3 is not accepted after a shape table (the "
+                       "shape is a table or the dimensions, not both)");
   ty_store *s = self(L, 1, "reshape");
   ty_runtime *rt = tl_rt(L);
   int64_t shape[TY_MAX_RANK];
