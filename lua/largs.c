@@ -208,8 +208,10 @@ ty_store *tl_optstore(lua_State *L, const tl_sig *s, const char *key) {
     lua_pop(L, 1);
     return NULL;
   }
-  ty_store *st = tl_teststore(L, -1, s->fn);
-  if (!st) tl_argerror(L, s, "option %s must be a store, got %s", key, tl_typename(L, -1));
+  ty_store **p = luaL_testudata(L, -1, TL_STORE);
+  if (!p) tl_argerror(L, s, "option %s must be a store, got %s", key, tl_typename(L, -1));
+  if (!*p) tl_error(L, s->fn, "option %s is a closed store", key);
+  ty_store *st = *p;
   lua_pop(L, 1); /* still anchored by the options table */
   return st;
 }

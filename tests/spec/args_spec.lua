@@ -381,6 +381,17 @@ describe("helpful errors", function()
     same(tycho.zeros(2, "i64", nil, nil):totable(), { 0, 0 })
   end)
 
+  it("user tasks: the declaration, the launcher's fields and with", function()
+    local decl = { name = "args_spec_sq", args = { "in", "out" },
+                   body = function(ctx, x, y) for i = ctx.lo, ctx.hi do y[i] = x[i] * x[i] end end }
+    fails({ "tycho.task: argument 2 is not accepted" }, tycho.task, decl, { parallel = "all" })
+    local sq = tycho.task(decl)
+    same(sq(tycho.arange(3):astype("f64")):totable(), { 0, 1, 4 })
+    fails({ "a task launcher has no field 'nmae'", "name, args, kind, with" }, function() return sq.nmae end)
+    fails({ "with takes one table" }, function() return sq:with({ parallel = "all" }, 1) end)
+    fails({ "takes 2 arguments" }, sq, tycho.ones(2), tycho.ones(2), tycho.ones(2))
+  end)
+
   it("the runtime keeps working after every error", function()
     assert.are.equal(15, tycho.arange(6):sum():item())
   end)
