@@ -344,44 +344,95 @@ end
 
 -- Reductions ----------------------------------------------------------------------------
 
+-- axis: nil, one axis, a list of axes ({1, 3}: several, numpy's tuple; all of
+-- them is the reduction over everything; argmin/argmax take one axis), or a
+-- bad value; {keepdims = true} joins the options table.
 function G.reduce(S, o)
   local op = pick(REDUCE_OPS)
   local i = any_slot(S)
   local a = i and { slot = i } or { num = rand_num() }
   local nd = i and #S.slots[i].shape or 0
-  local axis -- nil, an integer, or a bad value
+  local axis -- nil, an integer, a list, or a bad value
   if chance(0.6) and nd > 0 then
     axis = rnd(1, nd)
     if chance(0.3) then axis = axis - nd - 1 end
+    if chance(0.3) then -- a list: distinct axes, sometimes a repeat or out of range
+      local list, seen = {}, {}
+      for _ = 1, rnd(1, nd) do
+        local d = rnd(1, nd)
+        if not seen[d] or chance(0.1) then
+          seen[d] = true
+          list[#list + 1] = chance(0.3) and d - nd - 1 or d
+        end
+      end
+      if chance(0.05) then list[#list + 1] = nd + 1 end
+      axis = list
+    end
   elseif chance(0.1) then
     axis = pick({ 0, nd + 1, -nd - 1, 1.5, "x", 1 })
   end
   local opts = maybe_opts()
+  local keepdims = chance(0.15) and pick({ true, false, 1 }) or nil
+  local optlit = opts
+  if keepdims ~= nil then
+    optlit = { keepdims = keepdims }
+    for k, v in pairs(opts or {}) do optlit[k] = v end
+  end
   local expr
-  local args = axis ~= nil and lit(axis) or (opts and "nil" or "")
-  if opts and axis == nil and chance(0.5) then args = "" end
-  local sep = (args ~= "" and opts) and ", " or ""
-  local ostr = opts and lit(opts) or ""
+  local args = axis ~= nil and lit(axis) or (optlit and "nil" or "")
+  if optlit and axis == nil and chance(0.5) then args = "" end
+  local sep = (args ~= "" and optlit) and ", " or ""
+  local ostr = optlit and lit(optlit) or ""
   if a.slot and chance(0.5) then
     expr = ref(a.slot) .. ":" .. op .. "(" .. args .. sep .. ostr .. ")"
   else
     expr = "tycho." .. op .. "(" .. opnd_src(a) .. (args ~= "" and (", " .. args) or "") ..
-           (opts and (", " .. ostr) or "") .. ")"
+           (optlit and (", " .. ostr) or "") .. ")"
   end
   local dst = o and o.dst or out_slot()
   return step("reduce", ref(dst) .. " = " .. expr, function(S2)
     check_opts(opts)
+    if keepdims ~= nil and type(keepdims) ~= "boolean" then M.fail("keepdims not a boolean") end
     local x = opnd_model(S2, a, nil)
-    local ax
-    if axis ~= nil then
-      if math.type(axis) ~= "integer" then M.fail("bad axis") end
-      local n = #x.shape
+    local n = #x.shape
+    local function norm(ax)
+      if math.type(ax) ~= "integer" then M.fail("bad axis") end
       if n == 0 then M.fail("axis of a 0-d store") end
-      if axis >= 1 and axis <= n then ax = axis
-      elseif axis <= -1 and axis >= -n then ax = n + axis + 1
-      else M.fail("axis out of range") end
+      if ax >= 1 and ax <= n then return ax end
+      if ax <= -1 and ax >= -n then return n + ax + 1 end
+      M.fail("axis out of range")
     end
-    S2.slots[dst] = M.reduce(op, x, ax) -- argmin/argmax: 1-based, as in Lua
+    local red = {} -- red[d]: axis d is reduced
+    if axis == nil then
+      for d = 1, n do red[d] = true end
+    elseif type(axis) == "table" then
+      if op == "argmin" or op == "argmax" then M.fail("argmin/argmax take one axis") end
+      for _, ax in ipairs(axis) do
+        local d = norm(ax)
+        if red[d] then M.fail("axis given twice") end
+        red[d] = true
+      end
+    else
+      red[norm(axis)] = true
+    end
+    local count = 0
+    for d = 1, n do if red[d] then count = count + 1 end end
+    local r
+    if count == n then
+      r = M.reduce(op, x, nil) -- argmin/argmax: 1-based, as in Lua
+    else
+      -- one axis at a time, highest first; an empty reduced axis of min/max fails
+      local ordered = op == "min" or op == "max" or op == "argmin" or op == "argmax"
+      for d = 1, n do if red[d] and ordered and x.shape[d] == 0 then M.fail("empty axis") end end
+      r = x
+      for d = n, 1, -1 do if red[d] then r = M.reduce(op, r, d) end end
+    end
+    if keepdims then
+      local ks = {}
+      for d = 1, n do ks[d] = red[d] and 1 or x.shape[d] end
+      r = M.reshape(r, ks)
+    end
+    S2.slots[dst] = r
   end)
 end
 
