@@ -124,8 +124,7 @@ static int l_diagonal(lua_State *L) {
   if (k != 0) { /* k > 0: drop the first k columns; k < 0: the first -k rows */
     int dim = k > 0 ? 1 : 0;
     int64_t n = ty_store_shape(cur)[dim];
-    int64_t start = k > 0 ? k : -k;
-    if (start > n) start = n;
+    int64_t start = k > 0 ? (k > n ? n : k) : (k < -n ? n : -k); /* no -INT64_MIN */
     ty_store **v = tl_newslot(L);
     ty_status st = ty_store_slice(rt, cur, dim, start, n, 1, v);
     if (st != TY_OK) return tl_fail(L, rt, fn, st);
