@@ -8,9 +8,9 @@
  * count and option key is checked here, so all functions speak the same
  * language:
  *
- *   tycho.sum: argument 3 is not accepted (got a boolean; options go in a
+ *   tycho.sum: argument 3 is not accepted (got true; options go in a
  *   trailing table, e.g. {keepdims = true}); accepted: tycho.sum(x [, axis |
- *   {axes}] [, {keepdims = bool, out = store}]), x:sum(...)
+ *   {axes}] [, {keepdims = bool, out = store, parallel = ...}]), x:sum(...)
  *
  * Options are numpy's keyword arguments (DESIGN.md §6): the last argument,
  * when it is a table past the required positions that is not a list. A list
@@ -26,8 +26,23 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The policy keys ty_policy_set takes; listed in messages. */
-#define POLICY_KEYS "parallel, overdecompose, min_chunk, favor, fuse, fastmath, memory, stream"
+/* The policy keys, as ty_policy_set lists them when it refuses a key
+ * ("unknown policy key '?' (valid: parallel, ..., stream)"): the list stays
+ * in one place, policy.c. */
+static void policy_keys(char *buf, size_t len) {
+  char err[300];
+  ty_policy probe;
+  memset(&probe, 0, sizeof probe);
+  ty_policy_set(&probe, "?", "", err, sizeof err);
+  const char *v = strstr(err, "(valid: ");
+  if (!v) {
+    snprintf(buf, len, "parallel, ...");
+    return;
+  }
+  v += 8;
+  size_t n = strcspn(v, ")");
+  snprintf(buf, len, "%.*s", (int)n, v);
+}
 
 int tl_argerror(lua_State *L, const tl_sig *s, const char *fmt, ...) {
   char buf[512];
@@ -61,8 +76,11 @@ static void accepted_keys(const tl_sig *s, char *buf, size_t len) {
     if (e > p) n += (size_t)snprintf(buf + n, len - n, "%s%.*s", n ? ", " : "", (int)(e - p), p);
     p = e;
   }
-  if (s->launch && n < len)
-    n += (size_t)snprintf(buf + n, len - n, "%sthe policy keys %s", n ? "; " : "", POLICY_KEYS);
+  if (s->launch && n < len) {
+    char keys[200];
+    policy_keys(keys, sizeof keys);
+    n += (size_t)snprintf(buf + n, len - n, "%sthe policy keys %s", n ? "; " : "", keys);
+  }
   if (n == 0) snprintf(buf, len, "none");
 }
 

@@ -192,13 +192,16 @@ typedef struct tl_sig {
   const char *forms; /* "tycho.sum(x [, axis | {axes}] [, {keepdims = bool}]), x:sum(...)" */
 } tl_sig;
 
-/* Call FIRST. The options table is the last argument when it is a table at
- * a position past `min` that is past `max` or not a list (an empty table is
- * an empty options table). Raises "tycho.<fn>: ..." with the accepted forms
- * on too few or too many arguments and on an unknown option key. Leaves the
- * stack at max + 2 slots: 1..max the positional arguments (nil-padded),
- * max + 1 the options table or nil, max + 2 the launch guard (launch
- * options set) or nil. Returns the count of positional arguments given. */
+/* Call FIRST. For a function with options, the options table is the last
+ * argument when it is a table at a position past `min` that is past `max` or
+ * not a list (an empty table is an empty options table). Raises
+ * "tycho.<fn>: ..." with the accepted forms on too many arguments (trailing
+ * nils do not count) and on an unknown option key; a missing argument is left
+ * to the function's own check, which names it. Leaves the stack at max + 2
+ * slots: 1..max the positional arguments (nil-padded), max + 1 the options
+ * table or nil, max + 2 the to-be-closed launch guard when launch options
+ * were given (then never lua_settop below max + 2), else nil. Returns the
+ * count of positional arguments given. */
 int tl_args(lua_State *L, const tl_sig *s);
 #define TL_OPTS(s) ((s)->max + 1)
 /* Raise "tycho.<fn>: <message>; accepted: <forms>". */
