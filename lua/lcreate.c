@@ -25,8 +25,12 @@ static int finish(lua_State *L, ty_runtime *rt, ty_store **slot, ty_status st, c
   return 1;
 }
 
+static const tl_sig sig_zeros = {"zeros", 1, 2, "", false, "tycho.zeros(shape [, dtype])"};
+static const tl_sig sig_ones = {"ones", 1, 2, "", false, "tycho.ones(shape [, dtype])"};
+
 /* zeros/ones(shape[, dtype]) */
 static int filled(lua_State *L, const char *fn, double v) {
+  tl_args(L, fn[0] == 'z' ? &sig_zeros : &sig_ones);
   ty_runtime *rt = tl_rt(L);
   ty_dtype t = tl_optdtype(L, 2, fn, TY_F64);
   int64_t shape[TY_MAX_RANK];
@@ -40,8 +44,9 @@ static int filled(lua_State *L, const char *fn, double v) {
 static int l_zeros(lua_State *L) { return filled(L, "zeros", 0.0); }
 static int l_ones(lua_State *L) { return filled(L, "ones", 1.0); }
 
+static const tl_sig sig_full = {"full", 2, 3, "", false, "tycho.full(shape, value [, dtype])"};
 static int l_full(lua_State *L) {
-  lua_settop(L, 3);
+  tl_args(L, &sig_full);
   ty_runtime *rt = tl_rt(L);
   int tp = lua_type(L, 2);
   if (tp != LUA_TNUMBER && tp != LUA_TBOOLEAN)
@@ -59,7 +64,9 @@ static int l_full(lua_State *L) {
   return 1;
 }
 
+static const tl_sig sig_empty = {"empty", 1, 2, "", false, "tycho.empty(shape [, dtype])"};
 static int l_empty(lua_State *L) {
+  tl_args(L, &sig_empty);
   ty_runtime *rt = tl_rt(L);
   ty_dtype t = tl_optdtype(L, 2, "empty", TY_F64);
   int64_t shape[TY_MAX_RANK];
@@ -70,18 +77,62 @@ static int l_empty(lua_State *L) {
   return finish(L, rt, slot, st, "empty");
 }
 
+/* random(shape [, dtype] [, dist]): "uniform" in [0, 1) (the core's), or
+ * "normal" (mean 0, variance 1) by Box-Muller from two uniform draws:
+ * sqrt(-2 log(1 - u1)) cos(2 pi u2), 1 - u1 in (0, 1] so the log is finite.
+ * Both are launches like any other: fused, the same bits under any --cpus. */
+static const tl_sig sig_random = {"random", 1, 3, "", false,
+                                  "tycho.random(shape [, dtype] [, \"uniform\" | \"normal\"])"};
 static int l_random(lua_State *L) {
+  const char *fn = "random";
+  tl_args(L, &sig_random);
   ty_runtime *rt = tl_rt(L);
-  ty_dtype t = tl_optdtype(L, 2, "random", TY_F64);
+  ty_dtype t = tl_optdtype(L, 2, fn, TY_F64);
+  bool normal = false;
+  if (!lua_isnil(L, 3)) {
+    if (lua_type(L, 3) != LUA_TSTRING)
+      return tl_argerror(L, &sig_random, "dist must be a string, got %s", tl_typename(L, 3));
+    const char *d = lua_tostring(L, 3);
+    normal = strcmp(d, "normal") == 0;
+    if (!normal && strcmp(d, "uniform") != 0)
+      return tl_error(L, fn, "unknown distribution '%s' (expected \"uniform\": [0, 1), or "
+                      "\"normal\": mean 0, variance 1)", d);
+  }
   if (!ty_dtype_is_float(t))
-    return tl_error(L, "random", "dtype must be f64 or f32 (uniform in [0, 1)), got %s",
-                    ty_dtype_name(t));
+    return tl_error(L, fn, "dtype must be f64 or f32, got %s", ty_dtype_name(t));
   int64_t shape[TY_MAX_RANK];
-  int ndim = tl_checkshape(L, 1, "random", shape, false, t);
+  int ndim = tl_checkshape(L, 1, fn, shape, false, t);
   ty_store **slot = tl_newslot(L);
   ty_status st;
   TL_TRY(L, rt, st, ty_random(rt, t, ndim, shape, slot));
-  return finish(L, rt, slot, st, "random");
+  if (st != TY_OK || !normal) return finish(L, rt, slot, st, fn);
+  ty_store *u1 = *slot, *u2;
+  slot = tl_newslot(L);
+  TL_TRY(L, rt, st, ty_random(rt, t, ndim, shape, slot));
+  if (st != TY_OK) return tl_fail(L, rt, fn, st);
+  u2 = *slot;
+  lua_pushnumber(L, 1.0);
+  ty_store *one = tl_scalar(L, rt, lua_gettop(L), fn, t);
+  lua_pushnumber(L, -2.0);
+  ty_store *m2 = tl_scalar(L, rt, lua_gettop(L), fn, t);
+  lua_pushnumber(L, 6.283185307179586);
+  ty_store *tau = tl_scalar(L, rt, lua_gettop(L), fn, t);
+  /* r = sqrt(-2 log(1 - u1)); c = cos(tau u2); r * c */
+  ty_store **a = tl_newslot(L);
+  TL_TRY(L, rt, st, ty_binary(rt, TY_OP_SUB, one, u1, a));
+  ty_store **b = tl_newslot(L);
+  if (st == TY_OK) TL_TRY(L, rt, st, ty_unary(rt, TY_OP_LOG, *a, b));
+  ty_store **c = tl_newslot(L);
+  if (st == TY_OK) TL_TRY(L, rt, st, ty_binary(rt, TY_OP_MUL, m2, *b, c));
+  ty_store **r = tl_newslot(L);
+  if (st == TY_OK) TL_TRY(L, rt, st, ty_unary(rt, TY_OP_SQRT, *c, r));
+  ty_store **e = tl_newslot(L);
+  if (st == TY_OK) TL_TRY(L, rt, st, ty_binary(rt, TY_OP_MUL, tau, u2, e));
+  ty_store **f = tl_newslot(L);
+  if (st == TY_OK) TL_TRY(L, rt, st, ty_unary(rt, TY_OP_COS, *e, f));
+  ty_store **z = tl_newslot(L);
+  if (st == TY_OK) TL_TRY(L, rt, st, ty_binary(rt, TY_OP_MUL, *r, *f, z));
+  return finish(L, rt, z, st, fn);
 }
 
 /* Elements of a 1-D store of dtype t (the byte size must fit int64). */
@@ -92,11 +143,13 @@ static void check_count(lua_State *L, const char *fn, double count, ty_dtype t) 
 }
 
 /* arange(stop) | arange(start, stop[, step]) [, dtype]: numpy's, stop exclusive. */
+static const tl_sig sig_arange = {"arange", 1, 4, "", false,
+                                  "tycho.arange(stop | start, stop [, step] [, dtype])"};
 static int l_arange(lua_State *L) {
   static const char *const names1[] = {"stop"};
   static const char *const names3[] = {"start", "stop", "step"};
+  int n = tl_args(L, &sig_arange);
   ty_runtime *rt = tl_rt(L);
-  int n = lua_gettop(L);
   bool has_dtype = n >= 1 && lua_type(L, n) == LUA_TSTRING;
   ty_dtype t = has_dtype ? tl_optdtype(L, n, "arange", TY_F64) : TY_F64;
   if (has_dtype) n--;
@@ -152,7 +205,10 @@ static double checknumber(lua_State *L, int idx, const char *fn, const char *wha
 }
 
 /* linspace(a, b, n[, dtype]): n points from a to b inclusive. */
+static const tl_sig sig_linspace = {"linspace", 3, 4, "", false,
+                                    "tycho.linspace(start, stop, num [, dtype])"};
 static int l_linspace(lua_State *L) {
+  tl_args(L, &sig_linspace);
   ty_runtime *rt = tl_rt(L);
   double a = checknumber(L, 1, "linspace", "start");
   double b = checknumber(L, 2, "linspace", "stop");
@@ -282,8 +338,10 @@ static void fill_buffer(lua_State *L, const walk *w, int depth, char *buf, ty_dt
   }
 }
 
+static const tl_sig sig_array = {"array", 1, 2, "", false,
+                                 "tycho.array(nested_table | number | boolean [, dtype])"};
 static int l_array(lua_State *L) {
-  lua_settop(L, 2);
+  tl_args(L, &sig_array);
   ty_runtime *rt = tl_rt(L);
   int tp = lua_type(L, 1);
   walk w = {0};
@@ -342,7 +400,9 @@ static const char *checkpath(lua_State *L, int idx, const char *fn) {
   return lua_tostring(L, idx);
 }
 
+static const tl_sig sig_load = {"load", 1, 1, "", false, "tycho.load(path)"};
 static int l_load(lua_State *L) {
+  tl_args(L, &sig_load);
   ty_runtime *rt = tl_rt(L);
   const char *path = checkpath(L, 1, "load");
   ty_store **slot = tl_newslot(L);
@@ -352,7 +412,9 @@ static int l_load(lua_State *L) {
 }
 
 /* tycho.save(path, x) or x:save(path). */
+static const tl_sig sig_save = {"save", 2, 2, "", false, "tycho.save(path, x), x:save(path)"};
 static int l_save(lua_State *L) {
+  tl_args(L, &sig_save);
   ty_runtime *rt = tl_rt(L);
   lua_settop(L, 2);
   if (luaL_testudata(L, 1, TL_STORE) && lua_type(L, 2) == LUA_TSTRING) lua_rotate(L, 1, 1);

@@ -11,7 +11,13 @@
  *
  * Comparisons are functions and methods only (lt le gt ge eq ne): Lua 5.4
  * turns the result of __lt/__le into a boolean and __eq compares userdata
- * by identity first, so they cannot return element-wise stores.
+ * by identity first, so they cannot return element-wise stores. `a < b` on
+ * stores raises and names a:lt(b); `a == b` stays Lua's identity test.
+ *
+ * Arguments follow numpy (each function's tl_sig lists its forms): ufuncs
+ * and dot take out (positional after the operands, or {out = o}); reductions
+ * take one axis or a list of axes and {keepdims = true, out = o}. Anything
+ * else raises (largs.c).
  *
  * Reductions take a 1-based (or negative) axis; argmin/argmax return 1-based
  * indices (the core's 0-based result + 1), so x[x:argmax():item()] is the
@@ -19,29 +25,86 @@
  */
 #include "tl.h"
 
+#include <string.h>
+
+/* numpy's casting = "same_kind" for out: bool < integers < floats, any size
+ * within a kind (an f64 result may go into an f32 out, not into an i64 one). */
+static int kind(ty_dtype t) { return t == TY_BOOL ? 0 : ty_dtype_is_float(t) ? 2 : 1; }
+
+/* The out store: argument `pos` (0: the function has no positional out) or
+ * option out; never both. *from says where it is, for finish to return it:
+ * its stack index, or 0 for the options table. */
+static ty_store *out_arg(lua_State *L, const tl_sig *s, int pos, int *from) {
+  ty_store *o = NULL;
+  *from = 0;
+  if (pos && !lua_isnil(L, pos)) {
+    o = tl_teststore(L, pos, s->fn);
+    if (!o) tl_argerror(L, s, "argument %d (out) must be a store, got %s", pos, tl_typename(L, pos));
+    *from = pos;
+  }
+  ty_store *opt = tl_optstore(L, s, "out");
+  if (o && opt) tl_argerror(L, s, "out is given twice (argument %d and option out)", pos);
+  return o ? o : opt;
+}
+
 /* Every result here is a fresh store: TL_TRY retries after freeing memory,
- * tl_created charges the collector with its bytes. */
+ * tl_created charges the collector with its bytes. With out, the result is
+ * copied into it (checked: the same shape, a same_kind dtype) and out is
+ * returned, as numpy does; the fresh store is then unreachable and fusion
+ * elides it. */
+static int finish_out(lua_State *L, ty_runtime *rt, ty_store **slot, ty_status st,
+                      const tl_sig *s, ty_store *out, int from) {
+  if (st != TY_OK) return tl_fail(L, rt, s->fn, st);
+  if (!out) {
+    tl_created(L, *slot);
+    return 1;
+  }
+  const ty_store *r = *slot;
+  int nd = ty_store_ndim(r);
+  if (nd != ty_store_ndim(out) ||
+      memcmp(ty_store_shape(r), ty_store_shape(out), sizeof(int64_t) * (size_t)nd) != 0) {
+    char a[200], b[200];
+    tl_shape_str(ty_store_ndim(out), ty_store_shape(out), a, sizeof a);
+    tl_shape_str(nd, ty_store_shape(r), b, sizeof b);
+    return tl_error(L, s->fn, "out has shape %s, the result has shape %s", a, b);
+  }
+  ty_dtype rt_ = ty_store_dtype(r), ot = ty_store_dtype(out);
+  if (kind(rt_) > kind(ot))
+    return tl_error(L, s->fn, "cannot write the %s result into out of dtype %s (numpy's "
+                    "same_kind casting)", ty_dtype_name(rt_), ty_dtype_name(ot));
+  st = ty_copy(rt, out, *slot);
+  if (st != TY_OK) return tl_fail(L, rt, s->fn, st);
+  if (from) lua_pushvalue(L, from);
+  else lua_getfield(L, TL_OPTS(s), "out");
+  return 1;
+}
+
 static int finish(lua_State *L, ty_runtime *rt, ty_store **slot, ty_status st, const char *fn) {
   if (st != TY_OK) return tl_fail(L, rt, fn, st);
   tl_created(L, *slot);
   return 1;
 }
 
-static int unary(lua_State *L, ty_op op, const char *fn) {
-  tl_launch_options(L, 1, 1, fn);
+static int unary(lua_State *L, ty_op op, const tl_sig *s) {
+  tl_args(L, s);
   ty_runtime *rt = tl_rt(L);
-  ty_store *a = tl_operand(L, 1, fn, NULL);
+  ty_store *a = tl_operand(L, 1, s->fn, NULL);
+  int from;
+  ty_store *out = out_arg(L, s, 2, &from);
   ty_store **slot = tl_newslot(L);
   ty_status st;
   TL_TRY(L, rt, st, ty_unary(rt, op, a, slot));
-  return finish(L, rt, slot, st, fn);
+  return finish_out(L, rt, slot, st, s, out, from);
 }
 
-static int binary(lua_State *L, ty_op op, const char *fn) {
-  tl_launch_options(L, 2, 2, fn);
+static int binary(lua_State *L, ty_op op, const tl_sig *s) {
+  const char *fn = s->fn;
+  tl_args(L, s);
   ty_runtime *rt = tl_rt(L);
   tl_box *bx = lua_touserdata(L, lua_upvalueindex(1));
   ty_store *a0 = tl_teststore_in(L, bx, 1, fn), *b0 = tl_teststore_in(L, bx, 2, fn);
+  int from = 0;
+  ty_store *out = lua_isnil(L, 3) && lua_isnil(L, TL_OPTS(s)) ? NULL : out_arg(L, s, 3, &from);
   /* a number next to a store comes from the constant cache (one per call) */
   ty_store *a = a0 ? a0 : b0 ? tl_const_operand(L, 1, fn, b0) : tl_operand(L, 1, fn, NULL);
   ty_store *b = b0 ? b0 : a0 ? tl_const_operand(L, 2, fn, a0) : tl_operand(L, 2, fn, NULL);
@@ -50,12 +113,14 @@ static int binary(lua_State *L, ty_op op, const char *fn) {
   if (bx) bx->consts_busy = !a0 || !b0; /* held across TL_TRY's flushes */
   TL_TRY(L, rt, st, ty_binary(rt, op, a, b, slot));
   if (bx) bx->consts_busy = false;
-  return finish(L, rt, slot, st, fn);
+  return finish_out(L, rt, slot, st, s, out, from);
 }
 
 /* where(cond, a, b): numbers for a or b are weak next to the other. */
+static const tl_sig sig_where = {"where", 3, 3, "", true,
+                                 "tycho.where(cond, a, b [, {parallel = ...}])"};
 static int op_where(lua_State *L) {
-  tl_launch_options(L, 3, 3, "where");
+  tl_args(L, &sig_where);
   ty_runtime *rt = tl_rt(L);
   ty_store *cond = tl_operand(L, 1, "where", NULL);
   ty_store *a0 = tl_teststore(L, 2, "where"), *b0 = tl_teststore(L, 3, "where");
@@ -67,30 +132,88 @@ static int op_where(lua_State *L) {
   return finish(L, rt, slot, st, "where");
 }
 
-static int reduce(lua_State *L, ty_reduce_op op, const char *fn) {
-  tl_launch_options(L, 1, 2, fn);
+/* The axes argument (2) of a reduction into red[]: nil (all), an axis or a
+ * list of distinct axes ({1, 2}; argmin/argmax take one axis, as numpy's).
+ * Returns how many axes are reduced. */
+static int reduce_axes(lua_State *L, const tl_sig *s, ty_reduce_op op, int ndim, bool *red) {
+  memset(red, 0, sizeof(bool) * TY_MAX_RANK);
+  int tp = lua_type(L, 2);
+  if (tp == LUA_TNIL) {
+    for (int d = 0; d < ndim; d++) red[d] = true;
+    return ndim;
+  }
+  if (tp == LUA_TNUMBER) {
+    red[tl_checkaxis(L, 2, s->fn, "axis", ndim)] = true;
+    return 1;
+  }
+  const bool arg = op == TY_RED_ARGMIN || op == TY_RED_ARGMAX;
+  if (tp != LUA_TTABLE || arg)
+    return tl_argerror(L, s, "axis must be an integer, got %s%s%s", tl_typename(L, 2),
+                       arg ? "" : " (several axes: a list such as {1, 2})",
+                       op == TY_RED_MIN   ? " (tycho.minimum is the element-wise minimum)"
+                       : op == TY_RED_MAX ? " (tycho.maximum is the element-wise maximum)"
+                                          : "");
+  lua_Unsigned n = lua_rawlen(L, 2);
+  int count = 0;
+  for (lua_Unsigned k = 1; k <= n; k++) {
+    char what[32];
+    snprintf(what, sizeof what, "axis[%d]", (int)k);
+    lua_rawgeti(L, 2, (lua_Integer)k);
+    int d = tl_checkaxis(L, -1, s->fn, what, ndim);
+    lua_pop(L, 1);
+    if (red[d]) return tl_error(L, s->fn, "axis %d is given twice", d + 1);
+    red[d] = true;
+    count++;
+  }
+  return count;
+}
+
+/* x:sum(axis | {axes}, {keepdims = true, out = o}). Several axes are reduced
+ * one at a time, highest first (each a reduction of the core, so the bits do
+ * not depend on --cpus, mode or fusion); all the axes of x is the reduction
+ * over everything (x:sum({1, 2}) is x:sum() to the bit). keepdims reshapes
+ * the (fresh, contiguous) result. mean over several axes is the mean of
+ * means: equal groups, so the same value up to rounding. */
+static int reduce(lua_State *L, ty_reduce_op op, const tl_sig *s) {
+  const char *fn = s->fn;
+  tl_args(L, s);
   ty_runtime *rt = tl_rt(L);
   ty_store *a = tl_operand(L, 1, fn, NULL);
-  int axis = -1;
-  if (!lua_isnil(L, 2)) {
-    if (lua_type(L, 2) != LUA_TNUMBER)
-      return tl_error(L, fn, "axis must be an integer, got %s%s", tl_typename(L, 2),
-                      op == TY_RED_MIN   ? " (tycho.minimum is the element-wise minimum)"
-                      : op == TY_RED_MAX ? " (tycho.maximum is the element-wise maximum)"
-                                         : "");
-    axis = tl_checkaxis(L, 2, fn, "axis", ty_store_ndim(a));
-  }
+  const int ndim = ty_store_ndim(a);
+  const int64_t *shape = ty_store_shape(a);
+  bool red[TY_MAX_RANK];
+  int nred = reduce_axes(L, s, op, ndim, red);
+  const bool all = nred == ndim;
+  bool keepdims = tl_optbool(L, s, "keepdims", false);
+  int from;
+  ty_store *out = out_arg(L, s, 0, &from);
   /* Said here so that the axis in the message is Lua's (1-based). */
-  if (op != TY_RED_SUM && op != TY_RED_PROD && op != TY_RED_MEAN &&
-      (axis < 0 ? ty_store_size(a) == 0 : ty_store_shape(a)[axis] == 0)) {
+  if (op != TY_RED_SUM && op != TY_RED_PROD && op != TY_RED_MEAN) {
     char sh[400];
-    tl_shape_str(ty_store_ndim(a), ty_store_shape(a), sh, sizeof sh);
-    if (axis < 0) return tl_error(L, fn, "the store is empty (shape %s): %s is undefined", sh, fn);
-    return tl_error(L, fn, "axis %d has length 0 (shape %s): %s is undefined", axis + 1, sh, fn);
+    tl_shape_str(ndim, shape, sh, sizeof sh);
+    if (all && ty_store_size(a) == 0)
+      return tl_error(L, fn, "the store is empty (shape %s): %s is undefined", sh, fn);
+    for (int d = 0; d < ndim; d++)
+      if (red[d] && shape[d] == 0)
+        return tl_error(L, fn, "axis %d has length 0 (shape %s): %s is undefined", d + 1, sh, fn);
   }
+  luaL_checkstack(L, TY_MAX_RANK + 4, "tycho: too many axes");
   ty_store **slot = tl_newslot(L);
   ty_status st;
-  TL_TRY(L, rt, st, ty_reduce(rt, op, a, axis, slot));
+  if (all) {
+    TL_TRY(L, rt, st, ty_reduce(rt, op, a, -1, slot));
+  } else {
+    ty_store *cur = a;
+    st = TY_OK;
+    bool first = true;
+    for (int d = ndim - 1; d >= 0 && st == TY_OK; d--) {
+      if (!red[d]) continue;
+      if (!first) slot = tl_newslot(L);
+      TL_TRY(L, rt, st, ty_reduce(rt, op, cur, d, slot));
+      cur = *slot;
+      first = false;
+    }
+  }
   if (st != TY_OK) return tl_fail(L, rt, fn, st);
   if (op == TY_RED_ARGMIN || op == TY_RED_ARGMAX) {
     lua_pushinteger(L, 1);
@@ -98,27 +221,60 @@ static int reduce(lua_State *L, ty_reduce_op op, const char *fn) {
     ty_store *idx0 = *slot;
     slot = tl_newslot(L);
     TL_TRY(L, rt, st, ty_binary(rt, TY_OP_ADD, idx0, one, slot));
+    if (st != TY_OK) return tl_fail(L, rt, fn, st);
   }
-  return finish(L, rt, slot, st, fn);
+  if (keepdims) {
+    int64_t kshape[TY_MAX_RANK];
+    for (int d = 0; d < ndim; d++) kshape[d] = red[d] ? 1 : shape[d];
+    ty_store *r = *slot;
+    slot = tl_newslot(L);
+    st = ty_store_reshape(rt, r, ndim, kshape, slot);
+  }
+  return finish_out(L, rt, slot, st, s, out, from);
 }
 
-static int matmul(lua_State *L, const char *fn) {
-  tl_launch_options(L, 2, 2, fn);
+static const tl_sig sig_dot = {"dot", 2, 3, "out", true,
+                               "tycho.dot(a, b [, out] [, {out = store, parallel = ...}]), a:dot(b ...)"};
+static const tl_sig sig_matmul = {
+    "matmul", 2, 3, "out", true,
+    "tycho.matmul(a, b [, out] [, {out = store, parallel = ...}]), a:matmul(b ...)"};
+
+static int matmul(lua_State *L, const tl_sig *s) {
+  const char *fn = s->fn;
+  tl_args(L, s);
   ty_store *a = tl_checkstore(L, 1, fn, "argument 1");
   ty_store *b = tl_checkstore(L, 2, fn, "argument 2");
+  int from;
+  ty_store *out = out_arg(L, s, 3, &from);
   ty_runtime *rt = tl_rt(L);
   ty_store **slot = tl_newslot(L);
   ty_status st;
   TL_TRY(L, rt, st, ty_matmul(rt, a, b, slot));
-  return finish(L, rt, slot, st, fn);
+  return finish_out(L, rt, slot, st, s, out, from);
 }
 
-#define UNARY(name, op) \
-  static int op_##name(lua_State *L) { return unary(L, op, #name); }
-#define BINARY(name, op) \
-  static int op_##name(lua_State *L) { return binary(L, op, #name); }
-#define REDUCE(name, op) \
-  static int op_##name(lua_State *L) { return reduce(L, op, #name); }
+/* One tl_sig per function: its accepted forms, in every message. */
+#define UNARY(name, op)                                                                   \
+  static const tl_sig sig_##name = {#name, 1, 2, "out", true,                             \
+                                    "tycho." #name "(x [, out] [, {out = store, "         \
+                                    "parallel = ...}]), x:" #name "(...)"};                \
+  static int op_##name(lua_State *L) { return unary(L, op, &sig_##name); }
+#define BINARY(name, op)                                                                  \
+  static const tl_sig sig_##name = {#name, 2, 3, "out", true,                             \
+                                    "tycho." #name "(a, b [, out] [, {out = store, "      \
+                                    "parallel = ...}]), a:" #name "(b ...)"};              \
+  static int op_##name(lua_State *L) { return binary(L, op, &sig_##name); }
+#define REDUCE(name, op)                                                                  \
+  static const tl_sig sig_##name = {#name, 1, 2, "keepdims out", true,                    \
+                                    "tycho." #name "(x [, axis | {axes}] [, {keepdims = " \
+                                    "bool, out = store, parallel = ...}]), x:" #name       \
+                                    "(...)"};                                             \
+  static int op_##name(lua_State *L) { return reduce(L, op, &sig_##name); }
+#define ARGREDUCE(name, op)                                                               \
+  static const tl_sig sig_##name = {#name, 1, 2, "keepdims out", true,                    \
+                                    "tycho." #name "(x [, axis] [, {keepdims = bool, "    \
+                                    "out = store, parallel = ...}]), x:" #name "(...)"};   \
+  static int op_##name(lua_State *L) { return reduce(L, op, &sig_##name); }
 
 UNARY(neg, TY_OP_NEG)
 UNARY(exp, TY_OP_EXP)
@@ -152,11 +308,24 @@ REDUCE(prod, TY_RED_PROD)
 REDUCE(min, TY_RED_MIN)
 REDUCE(max, TY_RED_MAX)
 REDUCE(mean, TY_RED_MEAN)
-REDUCE(argmin, TY_RED_ARGMIN)
-REDUCE(argmax, TY_RED_ARGMAX)
+ARGREDUCE(argmin, TY_RED_ARGMIN)
+ARGREDUCE(argmax, TY_RED_ARGMAX)
 
-static int op_dot(lua_State *L) { return matmul(L, "dot"); }
-static int op_matmul(lua_State *L) { return matmul(L, "matmul"); }
+static int op_dot(lua_State *L) { return matmul(L, &sig_dot); }
+static int op_matmul(lua_State *L) { return matmul(L, &sig_matmul); }
+
+/* Lua calls __unm with the operand twice: the second is not an out. */
+static int m_unm(lua_State *L) {
+  lua_settop(L, 1);
+  return op_neg(L);
+}
+
+/* Lua turns __lt/__le into a boolean, so stores cannot answer them
+ * element-wise; say what to use instead of a "attempt to compare" error. */
+static int m_compare(lua_State *L) {
+  return luaL_error(L, "tycho: stores cannot be compared with <, <=, > or >= (Lua needs a "
+                    "boolean): use a:lt(b), a:le(b), a:gt(b), a:ge(b), element-wise bool stores");
+}
 
 #define OPS_FUNCS                                                                         \
   {"neg", op_neg}, {"exp", op_exp}, {"log", op_log}, {"sqrt", op_sqrt}, {"abs", op_abs},       \
@@ -173,4 +342,5 @@ const luaL_Reg tl_ops_funcs[] = {OPS_FUNCS, {"where", op_where}, {NULL, NULL}};
 const luaL_Reg tl_ops_methods[] = {OPS_FUNCS, {NULL, NULL}};
 const luaL_Reg tl_ops_meta[] = {{"__add", op_add}, {"__sub", op_sub}, {"__mul", op_mul},
                                 {"__div", op_div}, {"__mod", op_mod}, {"__pow", op_pow},
-                                {"__unm", op_neg}, {NULL, NULL}};
+                                {"__unm", m_unm}, {"__lt", m_compare},
+                                {"__le", m_compare}, {NULL, NULL}};

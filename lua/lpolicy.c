@@ -61,7 +61,7 @@
 void tl_policy_open(lua_State *L, int module_index);
 void tl_policy_sync(lua_State *L, ty_runtime *rt);
 int tl_store_hint(lua_State *L);
-void tl_launch_options(lua_State *L, int required, int n, const char *fn);
+void tl_launch_guard(lua_State *L, int slot, const ty_policy *p, const char *fn);
 int tl_with_launch_options(lua_State *L, int opts_index, const char *fn);
 void tl_clear_launch_options(lua_State *L);
 
@@ -263,8 +263,12 @@ static int parallel_k(lua_State *L, int status, lua_KContext ctx) {
 }
 
 /* tycho.parallel(opts [, fn [, origin]]) */
+static const tl_sig sig_parallel = {
+    "parallel", 1, 3, "", false,
+    "tycho.parallel(policy) (a scope to close), tycho.parallel(policy, fn [, origin])"};
 static int l_parallel(lua_State *L) {
   const char *fn = "parallel";
+  tl_args(L, &sig_parallel);
   ty_policy p;
   memset(&p, 0, sizeof p);
   if (!lua_istable(L, 1))
@@ -358,8 +362,11 @@ static int l_scopes(lua_State *L) {
 /* x:hint{parallel = "all"} / tycho.hint(x, opts): launches aligned with x (and
  * with what they compute from it) follow these axes. x:hint() or
  * x:hint{} removes the hint. Returns x. */
+static const tl_sig sig_hint = {"hint", 2, 2, "", false,
+                                "tycho.hint(x, policy), x:hint(policy), x:hint{} (removes it)"};
 int tl_store_hint(lua_State *L) {
   const char *fn = "hint";
+  tl_args(L, &sig_hint);
   ty_store *s = tl_checkstore(L, 1, fn, "argument 1");
   ty_policy p;
   memset(&p, 0, sizeof p);
@@ -398,29 +405,17 @@ void tl_clear_launch_options(lua_State *L) {
   if (b && b->rt) ty_launch_options(b->rt, NULL);
 }
 
-/* See tl.h: the options table may stand at positions required+1 .. n+1. */
-void tl_launch_options(lua_State *L, int required, int n, const char *fn) {
-  int top = lua_gettop(L), at = 0;
-  for (int i = required + 1; i <= n + 1 && i <= top && !at; i++)
-    if (lua_type(L, i) == LUA_TTABLE) at = i;
-  ty_policy p;
-  memset(&p, 0, sizeof p);
-  if (at) tl_checkpolicy(L, at, fn, "options", &p, NULL);
-  lua_settop(L, n + 1);
-  lua_pushnil(L);
-  lua_replace(L, n + 1); /* an extra argument there is ignored, as before */
-  if (!at) return;
-  for (int i = at; i <= n; i++) {
-    lua_pushnil(L);
-    lua_replace(L, i);
-  }
+/* See tl.h. The guard is a to-be-closed slot: from the moment it is marked,
+ * any way out of the calling C function (return or error) clears the
+ * options, so they never leak into later launches. */
+void tl_launch_guard(lua_State *L, int slot, const ty_policy *p, const char *fn) {
   ty_runtime *rt = tl_rt(L);
   ty_runtime **g = lua_newuserdatauv(L, sizeof *g, 0);
   *g = rt;
   luaL_setmetatable(L, GUARD_META);
-  lua_replace(L, n + 1);
-  lua_toclose(L, n + 1); /* from here on, any way out clears the options */
-  ty_status st = ty_launch_options(rt, &p);
+  lua_replace(L, slot);
+  lua_toclose(L, slot);
+  ty_status st = ty_launch_options(rt, p);
   if (st != TY_OK) tl_fail(L, rt, fn, st);
 }
 
@@ -508,8 +503,10 @@ static int explain_tostring(lua_State *L) {
 /* tycho.explain([n]): the last n launches (default 10), oldest first; prints
  * as explain's table. Each entry's `flush` numbers the flush it ran in; the
  * object's `flushes` lists the figures of those flushes, oldest first. */
+static const tl_sig sig_explain = {"explain", 0, 1, "", false, "tycho.explain([n])"};
 static int l_explain(lua_State *L) {
   const char *fn = "explain";
+  tl_args(L, &sig_explain);
   int64_t n = 10;
   if (!lua_isnoneornil(L, 1)) {
     n = tl_checkint(L, 1, fn, "n");

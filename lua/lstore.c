@@ -69,6 +69,11 @@ static int m_len(lua_State *L) {
 
 /* ---- indexing -------------------------------------------------------------------- */
 
+/* " (indices start at 1; -1 is the last)" after a message about index 0. */
+static const char *zero_hint(int64_t i) {
+  return i == 0 ? " (indices start at 1: x[1] is the first, x[-1] the last)" : "";
+}
+
 /* 1-based or negative index of a dim of size n -> 0-based, or -1 when out of
  * range. */
 static int64_t norm_index(int64_t i, int64_t n) {
@@ -106,8 +111,8 @@ static int parse_index(lua_State *L, int tidx, const char *fn, const ty_store *s
       int64_t i = entry_int(L, -1, fn, k + 1);
       int64_t i0 = norm_index(i, size);
       if (i0 < 0)
-        tl_error(L, fn, "index[%d] = %lld is out of range for dimension %d of size %lld", k + 1,
-                 (long long)i, k + 1, (long long)size);
+        tl_error(L, fn, "index[%d] = %lld is out of range for dimension %d of size %lld%s", k + 1,
+                 (long long)i, k + 1, (long long)size, zero_hint(i));
       e[k] = (index_entry){true, i0, i0 + 1, 1};
     } else if (tp == LUA_TTABLE) {
       lua_Unsigned m = lua_rawlen(L, -1);
@@ -136,8 +141,9 @@ static int parse_index(lua_State *L, int tidx, const char *fn, const ty_store *s
       int64_t ra = m ? (a < 0 ? a + size + 1 : a) : 1;
       int64_t rb = m ? (b < 0 ? b + size + 1 : b) : size;
       if (ra < 1 || ra > size + 1 || rb > size || rb < ra - 1)
-        tl_error(L, fn, "index[%d] = {%lld, %lld} is out of range for dimension %d of size %lld",
-                 k + 1, (long long)a, (long long)b, k + 1, (long long)size);
+        tl_error(L, fn, "index[%d] = {%lld, %lld} is out of range for dimension %d of size %lld%s",
+                 k + 1, (long long)a, (long long)b, k + 1, (long long)size,
+                 zero_hint(a == 0 || b == 0 ? 0 : 1));
       e[k] = (index_entry){false, ra - 1, rb, step};
     } else {
       tl_error(L, fn, "index[%d] must be an integer or a range table, got %s", k + 1,
@@ -195,8 +201,8 @@ static ty_store *push_row(lua_State *L, ty_runtime *rt, ty_store *s, int kidx,
   if (ty_store_ndim(s) == 0) tl_error(L, fn, "cannot index a 0-d store (use x:item())");
   int64_t size = ty_store_shape(s)[0];
   if ((i0 = norm_index(i, size)) < 0)
-    tl_error(L, fn, "index %lld is out of range for dimension 1 of size %lld", (long long)i,
-             (long long)size);
+    tl_error(L, fn, "index %lld is out of range for dimension 1 of size %lld%s", (long long)i,
+             (long long)size, zero_hint(i));
   ty_store **slot = tl_newslot(L);
   ty_status st = ty_store_select(rt, s, 0, i0, slot);
   if (st != TY_OK) tl_fail(L, rt, fn, st);
@@ -213,26 +219,62 @@ static void push_shape(lua_State *L, const ty_store *s) {
   }
 }
 
+#define FIELDS "shape, dtype, ndim, size, nbytes, itemsize, T"
+
+/* x.T: numpy's, every axis reversed (a view; x itself below 2-D). */
+static void push_T(lua_State *L, ty_store *s) {
+  int nd = ty_store_ndim(s);
+  if (nd < 2) {
+    lua_pushvalue(L, 1);
+    return;
+  }
+  ty_runtime *rt = tl_rt(L);
+  ty_store **slot = tl_newslot(L);
+  ty_store *cur = s;
+  ty_store_retain(cur);
+  for (int d = 0; d < nd / 2; d++) {
+    ty_store *next = NULL;
+    ty_status st = ty_store_transpose(rt, cur, d, nd - 1 - d, &next);
+    ty_store_release(cur);
+    if (st != TY_OK) tl_fail(L, rt, "T", st);
+    cur = next;
+  }
+  *slot = cur;
+}
+
+/* A field, or an error naming the fields and the method table: a misspelt
+ * name fails here, not later as "attempt to perform arithmetic on a nil
+ * value". Only the miss path of __index comes here (methods are found
+ * first), so operations pay nothing for it. */
+static int field(lua_State *L, const char *k) {
+  ty_store **p = luaL_checkudata(L, 1, TL_STORE);
+  bool known = !strcmp(k, "shape") || !strcmp(k, "dtype") || !strcmp(k, "ndim") ||
+               !strcmp(k, "size") || !strcmp(k, "nbytes") || !strcmp(k, "itemsize") ||
+               !strcmp(k, "T");
+  if (!known)
+    return tl_error(L, FN_INDEX, "store has no field or method '%s' (fields: " FIELDS
+                    "; methods: the functions of tycho that take a store, e.g. x:sum(), "
+                    "x:reshape(...); README \"A tour of the Lua API\")", k);
+  if (!*p) return tl_error(L, FN_INDEX, "field '%s' of a closed store", k);
+  ty_store *s = *p;
+  size_t item = ty_dtype_size(ty_store_dtype(s));
+  if (!strcmp(k, "shape")) push_shape(L, s);
+  else if (!strcmp(k, "dtype")) lua_pushstring(L, ty_dtype_name(ty_store_dtype(s)));
+  else if (!strcmp(k, "ndim")) lua_pushinteger(L, ty_store_ndim(s));
+  else if (!strcmp(k, "size")) lua_pushinteger(L, (lua_Integer)ty_store_size(s));
+  else if (!strcmp(k, "nbytes")) lua_pushinteger(L, (lua_Integer)(ty_store_size(s) * (int64_t)item));
+  else if (!strcmp(k, "itemsize")) lua_pushinteger(L, (lua_Integer)item);
+  else push_T(L, s);
+  return 1;
+}
+
 /* __index: methods first (upvalue 2), then fields, then numbers and tables. */
 int tl_store_index(lua_State *L) {
   int tp = lua_type(L, 2);
   if (tp == LUA_TSTRING) {
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL) return 1;
-    const char *k = lua_tostring(L, 2);
-    ty_store **p = luaL_checkudata(L, 1, TL_STORE);
-    if (!*p) {
-      if (!strcmp(k, "shape") || !strcmp(k, "dtype") || !strcmp(k, "ndim") || !strcmp(k, "size"))
-        return tl_error(L, FN_INDEX, "field '%s' of a closed store", k);
-      lua_pushnil(L);
-      return 1;
-    }
-    if (!strcmp(k, "shape")) push_shape(L, *p);
-    else if (!strcmp(k, "dtype")) lua_pushstring(L, ty_dtype_name(ty_store_dtype(*p)));
-    else if (!strcmp(k, "ndim")) lua_pushinteger(L, ty_store_ndim(*p));
-    else if (!strcmp(k, "size")) lua_pushinteger(L, (lua_Integer)ty_store_size(*p));
-    else lua_pushnil(L);
-    return 1;
+    return field(L, lua_tostring(L, 2));
   }
   ty_store *s = self(L, 1, FN_INDEX);
   ty_runtime *rt = tl_rt(L);
@@ -242,8 +284,8 @@ int tl_store_index(lua_State *L) {
       int64_t size = ty_store_shape(s)[0];
       int64_t i0 = norm_index(i, size);
       if (i0 < 0)
-        return tl_error(L, FN_INDEX, "index %lld is out of range for dimension 1 of size %lld",
-                        (long long)i, (long long)size);
+        return tl_error(L, FN_INDEX, "index %lld is out of range for dimension 1 of size %lld%s",
+                        (long long)i, (long long)size, zero_hint(i));
       ty_value v;
       ty_status st = ty_store_get(rt, s, &i0, &v);
       if (st != TY_OK) return tl_fail(L, rt, FN_INDEX, st);
@@ -296,7 +338,9 @@ int tl_store_newindex(lua_State *L) {
 /* ---- views ----------------------------------------------------------------------- */
 
 /* narrow(x, dim, start, len): elements start .. start+len-1 of dim. */
+static const tl_sig sig_narrow = {"narrow", 4, 4, "", false, "tycho.narrow(x, dim, start, len), x:narrow(dim, start, len)"};
 static int l_narrow(lua_State *L) {
+  tl_args(L, &sig_narrow);
   ty_store *s = self(L, 1, "narrow");
   ty_runtime *rt = tl_rt(L);
   int ndim = ty_store_ndim(s);
@@ -319,7 +363,9 @@ static int l_narrow(lua_State *L) {
 
 /* expand(x, dim): a new axis of size 1 before position dim (1..ndim+1;
  * negative: -1 appends after the last). */
+static const tl_sig sig_expand = {"expand", 2, 2, "", false, "tycho.expand(x, dim), x:expand(dim)"};
 static int l_expand(lua_State *L) {
+  tl_args(L, &sig_expand);
   ty_store *s = self(L, 1, "expand");
   ty_runtime *rt = tl_rt(L);
   int ndim = ty_store_ndim(s);
@@ -338,18 +384,23 @@ static int l_expand(lua_State *L) {
 }
 
 /* reshape(x, shape) or reshape(x, d1, d2, ...); one entry may be -1. */
+static const tl_sig sig_reshape = {"reshape", 2, 1 + TY_MAX_RANK, "", false, "tycho.reshape(x, shape), tycho.reshape(x, d1, d2, ...), x:reshape(...)"};
 static int l_reshape(lua_State *L) {
+  if (lua_gettop(L) > 1 + TY_MAX_RANK)
+    return tl_error(L, "reshape", "shape has %d dimensions, at most %d are supported",
+                    lua_gettop(L) - 1, TY_MAX_RANK);
+  int npos = tl_args(L, &sig_reshape);
+  if (npos > 2 && lua_type(L, 2) == LUA_TTABLE)
+    return tl_argerror(L, &sig_reshape, "argument 3 is not accepted after a shape table (the "
+                       "shape is a table or the dimensions, not both)");
   ty_store *s = self(L, 1, "reshape");
   ty_runtime *rt = tl_rt(L);
   int64_t shape[TY_MAX_RANK];
   int ndim;
-  if (lua_gettop(L) <= 2) {
+  if (npos <= 2) {
     ndim = tl_checkshape(L, 2, "reshape", shape, true, ty_store_dtype(s));
   } else {
-    int n = lua_gettop(L) - 1;
-    if (n > TY_MAX_RANK)
-      return tl_error(L, "reshape", "shape has %d dimensions, at most %d are supported", n,
-                      TY_MAX_RANK);
+    int n = npos - 1;
     lua_createtable(L, n, 0);
     for (int k = 0; k < n; k++) {
       lua_pushvalue(L, k + 2);
@@ -384,8 +435,17 @@ static int transpose(lua_State *L, const char *fn, bool explicit_dims) {
   return 1;
 }
 
-static int l_transpose(lua_State *L) { return transpose(L, "transpose", true); }
-static int l_t(lua_State *L) { return transpose(L, "t", false); }
+static const tl_sig sig_transpose = {"transpose", 1, 3, "", false,
+                                     "tycho.transpose(x [, dim1, dim2]), x:transpose(...)"};
+static const tl_sig sig_t = {"t", 1, 1, "", false, "tycho.t(x), x:t()"};
+static int l_transpose(lua_State *L) {
+  tl_args(L, &sig_transpose);
+  return transpose(L, "transpose", true);
+}
+static int l_t(lua_State *L) {
+  tl_args(L, &sig_t);
+  return transpose(L, "t", false);
+}
 
 /* ---- copies and writes ------------------------------------------------------------ */
 
@@ -401,12 +461,16 @@ static int copy_as(lua_State *L, ty_store *s, ty_dtype t, const char *fn) {
   return 1;
 }
 
+static const tl_sig sig_copy = {"copy", 1, 1, "", false, "tycho.copy(x), x:copy()"};
 static int l_copy(lua_State *L) {
+  tl_args(L, &sig_copy);
   ty_store *s = self(L, 1, "copy");
   return copy_as(L, s, ty_store_dtype(s), "copy");
 }
 
+static const tl_sig sig_astype = {"astype", 2, 2, "", false, "tycho.astype(x, dtype), x:astype(dtype)"};
 static int l_astype(lua_State *L) {
+  tl_args(L, &sig_astype);
   ty_store *s = self(L, 1, "astype");
   if (lua_isnoneornil(L, 2)) return tl_error(L, "astype", "dtype must be a string, got no value");
   ty_dtype t = tl_optdtype(L, 2, "astype", TY_F64);
@@ -420,7 +484,9 @@ static int l_astype(lua_State *L) {
   return 1;
 }
 
+static const tl_sig sig_contiguous = {"contiguous", 1, 1, "", false, "tycho.contiguous(x), x:contiguous()"};
 static int l_contiguous(lua_State *L) {
+  tl_args(L, &sig_contiguous);
   ty_store *s = self(L, 1, "contiguous");
   if (ty_store_is_contiguous(s)) {
     lua_settop(L, 1);
@@ -430,7 +496,9 @@ static int l_contiguous(lua_State *L) {
 }
 
 /* fill(x, v): in place; returns x. */
+static const tl_sig sig_fill = {"fill", 2, 2, "", false, "tycho.fill(x, value), x:fill(value)"};
 static int l_fill(lua_State *L) {
+  tl_args(L, &sig_fill);
   ty_store *s = self(L, 1, "fill");
   ty_runtime *rt = tl_rt(L);
   lua_settop(L, 2);
@@ -441,7 +509,9 @@ static int l_fill(lua_State *L) {
 
 /* ---- values out -------------------------------------------------------------------- */
 
+static const tl_sig sig_item = {"item", 1, 1, "", false, "tycho.item(x), x:item()"};
 static int l_item(lua_State *L) {
+  tl_args(L, &sig_item);
   ty_store *s = self(L, 1, "item");
   ty_runtime *rt = tl_rt(L);
   if (ty_store_size(s) != 1) {
@@ -483,7 +553,9 @@ static void build_table(lua_State *L, const char *buf, ty_dtype t, int ndim,
   }
 }
 
+static const tl_sig sig_totable = {"totable", 1, 1, "", false, "tycho.totable(x), x:totable()"};
 static int l_totable(lua_State *L) {
+  tl_args(L, &sig_totable);
   ty_store *s = self(L, 1, "totable");
   ty_runtime *rt = tl_rt(L);
   ty_dtype t = ty_store_dtype(s);

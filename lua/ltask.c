@@ -434,7 +434,10 @@ void tl_push_signature_args(lua_State *L, const char *sig) {
 }
 
 /* tycho.task{name=, args=, traits=, body=} */
+static const tl_sig sig_task = {"task", 1, 1, "", false,
+                                "tycho.task{name = ..., args = {...} [, traits = {...}] [, body = f]}"};
 static int l_task(lua_State *L) {
+  tl_args(L, &sig_task);
   if (!lua_istable(L, 1))
     return tl_error(L, "task", "expects a table {name = ..., args = {...}, traits = {...}, "
                     "body = function(ctx, ...) ... end}, got %s", tl_typename(L, 1));
@@ -700,6 +703,9 @@ static int launcher_with(lua_State *L) {
   snprintf(fn, sizeof fn, "task '%s'", ln->t->name);
   ty_policy p = ln->options;
   if (!ln->has_options) memset(&p, 0, sizeof p);
+  if (lua_gettop(L) > 2)
+    tl_error(L, fn, "with takes one table: launcher:with{parallel = \"single\"}, got %d arguments",
+             lua_gettop(L) - 1);
   tl_checkpolicy(L, 2, fn, "with", &p, NULL);
   push_launcher(L, ln->t, &p);
   return 1;
@@ -722,7 +728,7 @@ static int launcher_index(lua_State *L) {
   } else if (strcmp(k, "kind") == 0) {
     lua_pushstring(L, ln->t->body ? "lua" : "c");
   } else {
-    lua_pushnil(L);
+    tl_error(L, "task", "a task launcher has no field '%s' (fields: name, args, kind, with)", k);
   }
   return 1;
 }

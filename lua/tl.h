@@ -12,6 +12,7 @@
  *   lbody.c      moving a Lua body to worker states (bytecode + upvalues)
  *   lworker.c    worker states, tile accessors, running one piece
  *   lhost.c      the embedding API of tycho_lua.h (ty_lua_open, ...)
+ *   largs.c      argument checking of the built-ins (tl_sig, tl_args)
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -176,6 +177,42 @@ void tl_fill_value(lua_State *L, ty_runtime *rt, ty_store *dst, int idx, const c
 /* Strip a leading "ty_name: " or "ty_name(...): " of a core message. */
 const char *tl_strip_prefix(const char *msg);
 
+/* ---- argument checking (largs.c) -------------------------------------------- */
+
+/* What a built-in accepts, declared once next to it and used for every check
+ * and message: positional arguments min..max, then an optional trailing
+ * options table whose keys are `opts` (space-separated; "" for none) and,
+ * when `launch` is set, the policy keys (parallel, fuse, ...), which steer the
+ * launches of this call only. `forms` is what an error shows the user. */
+typedef struct tl_sig {
+  const char *fn;    /* "sum": messages read "tycho.sum: ..." */
+  int min, max;      /* positional arguments (x of x:sum() is argument 1) */
+  const char *opts;  /* option keys of the function itself */
+  bool launch;       /* the policy keys are accepted too */
+  const char *forms; /* "tycho.sum(x [, axis | {axes}] [, {keepdims = bool}]), x:sum(...)" */
+} tl_sig;
+
+/* Call FIRST. For a function with options, the options table is the last
+ * argument when it is a table at a position past `min` that is past `max` or
+ * not a list (an empty table is an empty options table). Raises
+ * "tycho.<fn>: ..." with the accepted forms on too many arguments (trailing
+ * nils do not count) and on an unknown option key; a missing argument is left
+ * to the function's own check, which names it. Leaves the stack at max + 2
+ * slots: 1..max the positional arguments (nil-padded), max + 1 the options
+ * table or nil, max + 2 the to-be-closed launch guard when launch options
+ * were given (then never lua_settop below max + 2), else nil. Returns the
+ * count of positional arguments given. */
+int tl_args(lua_State *L, const tl_sig *s);
+#define TL_OPTS(s) ((s)->max + 1)
+/* Raise "tycho.<fn>: <message>; accepted: <forms>". */
+int tl_argerror(lua_State *L, const tl_sig *s, const char *fmt, ...);
+/* Option `key` of the options table (tl_args): absent/nil gives def; a
+ * value of another type raises naming the key. */
+bool tl_optbool(lua_State *L, const tl_sig *s, const char *key, bool def);
+bool tl_optint(lua_State *L, const tl_sig *s, const char *key, int64_t *out);
+/* The store given as option `key` (NULL when absent); pushes nothing. */
+ty_store *tl_optstore(lua_State *L, const tl_sig *s, const char *key);
+
 /* ---- user tasks (ltask.c, lbody.c, lworker.c) ---------------------------------- */
 
 /* What a declared argument is. */
@@ -284,14 +321,10 @@ void tl_policy_open(lua_State *L, int module_index);
 void tl_policy_sync(lua_State *L, ty_runtime *rt);
 /* x:hint{parallel = "all"} (a store method; upvalue 1 = the box). */
 int tl_store_hint(lua_State *L);
-/* For a built-in with `required` positional arguments out of `n`: call it
- * FIRST, in place of lua_settop(L, n). A table at a position after the
- * required ones (up to n+1) is an options table ({mode = "single"}): it is
- * checked, the positions from it up to n read as nil, and the options steer
- * every launch this call makes; a to-be-closed slot at n+1 clears them when
- * the function returns or raises. Leaves the stack at n+1 slots: do not
- * lua_settop below n+1 afterwards. */
-void tl_launch_options(lua_State *L, int required, int n, const char *fn);
+/* Install a to-be-closed guard at `slot` (an existing stack slot, above the
+ * arguments) and set *p as the launch options of every launch this C call
+ * makes; the guard clears them when the function returns or raises. */
+void tl_launch_guard(lua_State *L, int slot, const ty_policy *p, const char *fn);
 /* The raw pair (no guard): set the launch options from the table at
  * opts_index (nil: none, returns 0) / clear them. Every path must clear. */
 int tl_with_launch_options(lua_State *L, int opts_index, const char *fn);

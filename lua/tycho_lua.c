@@ -493,7 +493,9 @@ void tl_fill_value(lua_State *L, ty_runtime *rt, ty_store *dst, int idx, const c
 
 /* ---- runtime functions ---------------------------------------------------------- */
 
+static const tl_sig sig_flush = {"flush", 0, 0, "", false, "tycho.flush()"};
 static int l_flush(lua_State *L) {
+  tl_args(L, &sig_flush);
   ty_runtime *rt = tl_rt(L);
   ty_status st = ty_flush(rt);
   tl_consts_clear(lua_touserdata(L, lua_upvalueindex(1))); /* also after an empty window */
@@ -506,7 +508,9 @@ static void setint(lua_State *L, const char *k, uint64_t v) {
   lua_setfield(L, -2, k);
 }
 
+static const tl_sig sig_stats = {"stats", 0, 0, "", false, "tycho.stats()"};
 static int l_stats(lua_State *L) {
+  tl_args(L, &sig_stats);
   ty_stats s;
   ty_get_stats(tl_rt(L), &s);
   tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
@@ -569,7 +573,9 @@ static int l_stats(lua_State *L) {
 
 /* tycho.stats_text([format]): the figures as text, json or csv (the shell's
  * --stats prints it at exit). */
+static const tl_sig sig_stats_text = {"stats_text", 0, 1, "", false, "tycho.stats_text([\"text\" | \"json\" | \"csv\"])"};
 static int l_stats_text(lua_State *L) {
+  tl_args(L, &sig_stats_text);
   const char *fmt = luaL_optstring(L, 1, "text");
   char *out = NULL;
   ty_runtime *rt = tl_rt(L);
@@ -579,7 +585,9 @@ static int l_stats_text(lua_State *L) {
 }
 
 /* tycho.trace_start(path [, svg_path]) / tycho.trace_stop() */
+static const tl_sig sig_trace_start = {"trace_start", 1, 2, "", false, "tycho.trace_start(path [, svg_path])"};
 static int l_trace_start(lua_State *L) {
+  tl_args(L, &sig_trace_start);
   const char *path = luaL_checkstring(L, 1);
   const char *svg = luaL_optstring(L, 2, NULL);
   ty_runtime *rt = tl_rt(L);
@@ -587,13 +595,17 @@ static int l_trace_start(lua_State *L) {
   return 0;
 }
 
+static const tl_sig sig_trace_stop = {"trace_stop", 0, 0, "", false, "tycho.trace_stop()"};
 static int l_trace_stop(lua_State *L) {
+  tl_args(L, &sig_trace_stop);
   ty_runtime *rt = tl_rt(L);
   if (ty_trace_stop(rt) != TY_OK) return luaL_error(L, "tycho.trace_stop: %s", ty_errmsg(rt));
   return 0;
 }
 
+static const tl_sig sig_config = {"config", 0, 0, "", false, "tycho.config()"};
 static int l_config(lua_State *L) {
+  tl_args(L, &sig_config);
   const ty_config *c = ty_runtime_config(tl_rt(L));
   lua_createtable(L, 0, 4);
   setint(L, "cpus", (uint64_t)c->cpus);
@@ -627,7 +639,9 @@ static int l_config(lua_State *L) {
   return 1;
 }
 
+static const tl_sig sig_memory = {"memory", 0, 0, "", false, "tycho.memory()"};
 static int l_memory(lua_State *L) {
+  tl_args(L, &sig_memory);
   ty_runtime *rt = tl_rt(L);
   ty_stats s;
   ty_get_stats(rt, &s);
@@ -639,21 +653,27 @@ static int l_memory(lua_State *L) {
   return 1;
 }
 
+static const tl_sig sig_clock = {"clock", 0, 0, "", false, "tycho.clock()"};
 static int l_clock(lua_State *L) {
+  tl_args(L, &sig_clock);
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
   return 1;
 }
 
+static const tl_sig sig_seed = {"seed", 1, 1, "", false, "tycho.seed(n)"};
 static int l_seed(lua_State *L) {
+  tl_args(L, &sig_seed);
   ty_runtime *rt = tl_rt(L);
   int64_t n = tl_checkint(L, 1, "seed", "seed");
   ty_seed(rt, (uint64_t)n);
   return 0;
 }
 
+static const tl_sig sig_is_store = {"is_store", 1, 1, "", false, "tycho.is_store(value)"};
 static int l_is_store(lua_State *L) {
+  tl_args(L, &sig_is_store);
   lua_pushboolean(L, luaL_testudata(L, 1, TL_STORE) != NULL);
   return 1;
 }

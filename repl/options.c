@@ -81,6 +81,14 @@ static void print_help(FILE *f) {
           "                 it in https://ui.perfetto.dev or chrome://tracing)\n"
           "  --trace-svg FILE  also draw the trace as an SVG timeline\n");
   fprintf(f,
+          "\nThe Lua API (README, A tour of the Lua API): numpy's names and values,\n"
+          "1-based positions and axes. Options go in a trailing table:\n"
+          "  x:sum({1, 2}, {keepdims = true})   several axes, axes kept with length 1\n"
+          "  tycho.add(a, b, out) or tycho.add(a, b, {out = o})   numpy's out\n"
+          "  tycho.bincount(x, w, {minlength = n}), x:diagonal(k), tycho.random(n, \"f64\",\n"
+          "  \"normal\"), x.T, x.nbytes, x.itemsize. A wrong call (an extra argument, an\n"
+          "  unknown option, a misspelt field, x[0], a < b) raises an error that says\n"
+          "  what is accepted instead; stores compare element-wise with a:lt(b) ...\n"
           "\n"
           "  --help         show this help and exit\n"
           "  --version      show the version and exit\n"

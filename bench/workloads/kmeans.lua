@@ -26,10 +26,10 @@ local function kmeans()
   for _ = 1, p.iters do
     local centroid_dots = (centroids * centroids):sum(2)
     local dist = data_dots:expand(2) + centroid_dots:expand(1) - data:dot(centroids:t()) * 2.0
-    local labels = dist:argmin(2)                       -- 1-based
-    local counts = tycho.bincount(labels, K)
+    local labels = dist:argmin(2) - 1                   -- argmin is 1-based; values from 0
+    local counts = tycho.bincount(labels, { minlength = K })
     for d = 1, D do
-      centroids[{ {}, d }] = tycho.bincount(labels, data[{ {}, d }], K)
+      centroids[{ {}, d }] = tycho.bincount(labels, data[{ {}, d }], { minlength = K })
     end
     dsum = dist:min(2):sum()
     counts = tycho.maximum(counts, 1)

@@ -344,44 +344,95 @@ end
 
 -- Reductions ----------------------------------------------------------------------------
 
+-- axis: nil, one axis, a list of axes ({1, 3}: several, numpy's tuple; all of
+-- them is the reduction over everything; argmin/argmax take one axis), or a
+-- bad value; {keepdims = true} joins the options table.
 function G.reduce(S, o)
   local op = pick(REDUCE_OPS)
   local i = any_slot(S)
   local a = i and { slot = i } or { num = rand_num() }
   local nd = i and #S.slots[i].shape or 0
-  local axis -- nil, an integer, or a bad value
+  local axis -- nil, an integer, a list, or a bad value
   if chance(0.6) and nd > 0 then
     axis = rnd(1, nd)
     if chance(0.3) then axis = axis - nd - 1 end
+    if chance(0.3) then -- a list: distinct axes, sometimes a repeat or out of range
+      local list, seen = {}, {}
+      for _ = 1, rnd(1, nd) do
+        local d = rnd(1, nd)
+        if not seen[d] or chance(0.1) then
+          seen[d] = true
+          list[#list + 1] = chance(0.3) and d - nd - 1 or d
+        end
+      end
+      if chance(0.05) then list[#list + 1] = nd + 1 end
+      axis = list
+    end
   elseif chance(0.1) then
     axis = pick({ 0, nd + 1, -nd - 1, 1.5, "x", 1 })
   end
   local opts = maybe_opts()
+  local keepdims = chance(0.15) and pick({ true, false, 1 }) or nil
+  local optlit = opts
+  if keepdims ~= nil then
+    optlit = { keepdims = keepdims }
+    for k, v in pairs(opts or {}) do optlit[k] = v end
+  end
   local expr
-  local args = axis ~= nil and lit(axis) or (opts and "nil" or "")
-  if opts and axis == nil and chance(0.5) then args = "" end
-  local sep = (args ~= "" and opts) and ", " or ""
-  local ostr = opts and lit(opts) or ""
+  local args = axis ~= nil and lit(axis) or (optlit and "nil" or "")
+  if optlit and axis == nil and chance(0.5) then args = "" end
+  local sep = (args ~= "" and optlit) and ", " or ""
+  local ostr = optlit and lit(optlit) or ""
   if a.slot and chance(0.5) then
     expr = ref(a.slot) .. ":" .. op .. "(" .. args .. sep .. ostr .. ")"
   else
     expr = "tycho." .. op .. "(" .. opnd_src(a) .. (args ~= "" and (", " .. args) or "") ..
-           (opts and (", " .. ostr) or "") .. ")"
+           (optlit and (", " .. ostr) or "") .. ")"
   end
   local dst = o and o.dst or out_slot()
   return step("reduce", ref(dst) .. " = " .. expr, function(S2)
     check_opts(opts)
+    if keepdims ~= nil and type(keepdims) ~= "boolean" then M.fail("keepdims not a boolean") end
     local x = opnd_model(S2, a, nil)
-    local ax
-    if axis ~= nil then
-      if math.type(axis) ~= "integer" then M.fail("bad axis") end
-      local n = #x.shape
+    local n = #x.shape
+    local function norm(ax)
+      if math.type(ax) ~= "integer" then M.fail("bad axis") end
       if n == 0 then M.fail("axis of a 0-d store") end
-      if axis >= 1 and axis <= n then ax = axis
-      elseif axis <= -1 and axis >= -n then ax = n + axis + 1
-      else M.fail("axis out of range") end
+      if ax >= 1 and ax <= n then return ax end
+      if ax <= -1 and ax >= -n then return n + ax + 1 end
+      M.fail("axis out of range")
     end
-    S2.slots[dst] = M.reduce(op, x, ax) -- argmin/argmax: 1-based, as in Lua
+    local red = {} -- red[d]: axis d is reduced
+    if axis == nil then
+      for d = 1, n do red[d] = true end
+    elseif type(axis) == "table" then
+      if op == "argmin" or op == "argmax" then M.fail("argmin/argmax take one axis") end
+      for _, ax in ipairs(axis) do
+        local d = norm(ax)
+        if red[d] then M.fail("axis given twice") end
+        red[d] = true
+      end
+    else
+      red[norm(axis)] = true
+    end
+    local count = 0
+    for d = 1, n do if red[d] then count = count + 1 end end
+    local r
+    if count == n then
+      r = M.reduce(op, x, nil) -- argmin/argmax: 1-based, as in Lua
+    else
+      -- one axis at a time, highest first; an empty reduced axis of min/max fails
+      local ordered = op == "min" or op == "max" or op == "argmin" or op == "argmax"
+      for d = 1, n do if red[d] and ordered and x.shape[d] == 0 then M.fail("empty axis") end end
+      r = x
+      for d = n, 1, -1 do if red[d] then r = M.reduce(op, r, d) end end
+    end
+    if keepdims then
+      local ks = {}
+      for d = 1, n do ks[d] = red[d] and 1 or x.shape[d] end
+      r = M.reshape(r, ks)
+    end
+    S2.slots[dst] = r
   end)
 end
 
@@ -1167,22 +1218,40 @@ end
 
 -- bincount and .npy ----------------------------------------------------------------------------
 
+-- numpy's bincount: values are data (0 counts into position 1), the length is
+-- max(max(x) + 1, minlength), a negative value is an error; reading min/max
+-- flushes, so x must be readable when it is not empty.
+-- x is drawn with values the model can size the result from (known, at most
+-- 1000; negative ones are the error case), or as a float or non-1-D store.
+local function countable(v)
+  if M.is_float(v.dtype) or #v.shape ~= 1 then return true end
+  local vals, st = M.values(v)
+  for k, l in ipairs(vals) do
+    if st[k] == 2 or (type(l) == "number" and l > 1000) then return false end
+  end
+  return true
+end
+
 function G.bincount(S, o)
-  local i = any_slot(S, function(v) return #v.shape == 1 and not M.is_float(v.dtype) end)
-  if not i or chance(0.1) then i = any_slot(S) end
+  local i = any_slot(S, function(v)
+    return #v.shape == 1 and not M.is_float(v.dtype) and countable(v)
+  end)
+  if not i or chance(0.1) then i = any_slot(S, countable) end
   if not i then return G.create(S, o) end
   local dst = o and o.dst or out_slot()
   local w = chance(0.4) and any_slot(S, function(v) return #v.shape == 1 end) or nil
-  local nbins = chance(0.5) and rnd(0, 8) or nil
-  if not nbins then -- the default is the largest label: keep it small
-    for _, l in ipairs((M.values(S.slots[i]))) do
-      if type(l) ~= "number" or l > 1000 then nbins = rnd(0, 8); break end
-    end
-  end
-  if chance(0.05) then nbins = -1 end
+  local minlength = chance(0.5) and rnd(0, 8) or nil
+  if minlength and chance(0.05) then minlength = -1 end
   local rest = {}
   if w then rest[#rest + 1] = ref(w) end
-  if nbins then rest[#rest + 1] = tostring(nbins) end
+  if minlength then
+    if chance(0.5) then
+      if not w then rest[#rest + 1] = "nil" end
+      rest[#rest + 1] = tostring(minlength)
+    else
+      rest[#rest + 1] = "{ minlength = " .. minlength .. " }"
+    end
+  end
   local expr
   if chance(0.5) then
     expr = "tycho.bincount(" .. table.concat({ ref(i), table.unpack(rest) }, ", ") .. ")"
@@ -1192,41 +1261,40 @@ function G.bincount(S, o)
   return step("bincount", ref(dst) .. " = " .. expr, function(S2)
     local x = need(S2, i)
     local wv = w and need(S2, w) or nil
-    if M.is_float(x.dtype) then M.fail("float labels") end
+    if minlength and minlength < 0 then M.fail("negative minlength") end
+    if M.is_float(x.dtype) then M.fail("float values") end
     if #x.shape ~= 1 then M.fail("x not 1-D") end
-    if nbins and nbins < 0 then M.fail("negative nbins") end
-    local labels = M.values(x)
-    local n = nbins
-    if not n then -- the largest label (a read: flushes, may find x unavailable)
-      if #labels == 0 then n = 0 else
-        M.check_readable(x)
-        n = 0
-        for _, l in ipairs(labels) do n = math.max(n, l) end
+    local labels, lst = M.values(x)
+    local n = minlength or 0
+    if #labels > 0 then -- min and max are read: flushes, may find x unavailable
+      M.check_readable(x)
+      for k, l in ipairs(labels) do
+        if lst[k] == 2 then error({ fz_expected = "unknown values", either = true }, 0) end
+        if type(l) == "boolean" then l = l and 1 or 0 end
+        if l < 0 then M.fail("negative value") end
+        n = math.max(n, l + 1)
       end
     end
-    if n > 100000 then M.fail("too many bins for the model") end -- (only after minimising)
+    if n > 100000 then error({ fz_expected = "too many bins for the model", either = true }, 0) end
     if wv and wv.shape[1] ~= x.shape[1] then M.fail("weights of another length") end
     local rt = "i64"
     if wv then rt = wv.dtype == "f32" and "f32" or "f64" end
     local vals, st = {}, {}
     for b = 1, n do vals[b] = (rt == "i64") and 0 or 0.0; st[b] = 0 end
-    local _, lst = M.values(x)
     local wvals, wst
     if wv then wvals, wst = M.values(wv) end
     for k, l in ipairs(labels) do
-      if l >= 1 and l <= n then
-        if wv then
-          vals[l] = vals[l] + M.convert(wvals[k], wv.dtype, "f64")
-          st[l] = math.max(st[l], wst[k], lst[k], 1)
-        else
-          vals[l] = vals[l] + 1
-          st[l] = math.max(st[l], lst[k])
-        end
+      if type(l) == "boolean" then l = l and 1 or 0 end
+      local b = l + 1
+      if wv then
+        vals[b] = vals[b] + M.convert(wvals[k], wv.dtype, "f64")
+        st[b] = math.max(st[b], wst[k], lst[k], 1)
+      else
+        vals[b] = vals[b] + 1
+        st[b] = math.max(st[b], lst[k])
       end
     end
     if rt == "f32" then for b = 1, n do vals[b] = M.f32(vals[b]) end end
-    -- an unknown label may have counted anywhere
-    for k = 1, #labels do if lst[k] == 2 then for b = 1, n do st[b] = 2 end end end
     local r = M.new(rt, { n }, vals, st)
     if wv then M.taint(r, x, wv) else M.taint(r, x) end
     S2.slots[dst] = r
@@ -1274,7 +1342,10 @@ function G.misc(S)
   elseif r == 8 then
     return step("misc", "R = tycho.memory().live", function() end)
   else
-    return step("misc", "R = " .. ref(i) .. " and " .. ref(i) .. ".nosuchfield", function() end, 0)
+    -- a misspelt field is an error naming the fields (never a nil)
+    return step("misc", "R = " .. ref(i) .. " and " .. ref(i) .. ".nosuchfield", function(S2)
+      if S2.slots[i] then M.fail("no such field") end
+    end, 0)
   end
 end
 

@@ -31,7 +31,7 @@ describe("wrong types", function()
   it("in shapes", function()
     fails({"tycho.zeros: shape must be a table of integers or an integer, got string"},
           tycho.zeros, "a")
-    fails({"tycho.ones: shape must be a table of integers or an integer, got no value"}, tycho.ones)
+    fails({"tycho.ones: shape must be a table of integers or an integer, got nil"}, tycho.ones)
     fails({"tycho.zeros: shape[2] must be a non-negative integer, got string"},
           tycho.zeros, {2, "x"})
     fails({"tycho.empty: shape[1] must be a non-negative integer, got 2.5"}, tycho.empty, {2.5})
