@@ -255,8 +255,8 @@ struct ty_runtime {
   uint64_t seed;
   uint64_t random_calls;
 
-  /* built-in tasks, filled by ty__register_builtins (ops.c) */
-  const void *builtins;
+  /* built-in tasks, filled by ty__register_builtins (builtins.c, builtins.h) */
+  const struct ty__builtins *builtins;
 };
 
 /* Runtime references held by stores (runtime.c). */
