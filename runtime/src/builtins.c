@@ -113,7 +113,7 @@ void ty__run_tiles(const ty_task_ctx *ctx, ty_loop1d fn, const void *aux) {
 
 /* "neg" ... "or": args = {out, in} or {out, a, b}, inputs in the compute dtype;
  * scalars: empty, or an int64 that is non-zero when the launch's fastmath
- * axis allows the 4-ULP vector functions (see pass_fastmath) */
+ * axis allows the 4-ULP vector functions (TY__TASK_FASTMATH_ARG) */
 static int ew_variant(ty_task_ctx *ctx) {
   const int op = *(const int *)ctx->task_data;
   const ty_dtype t = ctx->args[1].dtype;
@@ -164,7 +164,8 @@ ty_status ty__register_builtins(ty_runtime *rt) {
   rt->builtins = b;
   ty_status st = TY_OK;
   for (int op = 0; op < TY_NOPS && !st; op++)
-    st = reg(rt, op_names[op], ew_variant, &op_codes[op], TY_TASK_POINTWISE, &b->op[op]);
+    st = reg(rt, op_names[op], ew_variant, &op_codes[op], TY_TASK_POINTWISE | TY__TASK_FASTMATH_ARG,
+             &b->op[op]);
   for (int r = 0; r < TY_NREDUCE && !st; r++) {
     if (r == TY_RED_MEAN) continue;
     bool arg = r == TY_RED_ARGMIN || r == TY_RED_ARGMAX;

@@ -22,7 +22,7 @@
  * temporary is released.
  *
  * The `fastmath` axis reaches the op kernels through their scalar bytes
- * (pass_fastmath), fused or not.
+ * (TY__TASK_FASTMATH_ARG, written when the launch is appended), fused or not.
  *
  * Reductions pass the output as a view broadcast back to the input's shape
  * (stride 0 on reduced axes) so that the launch domain is the input:
@@ -231,20 +231,6 @@ static ty__fillval fill_value(ty_dtype t, double v) {
   return f;
 }
 
-/* The fastmath axis is resolved when a launch is appended (ty_launch); an op
- * kernel learns it through its scalar bytes (a non-zero int64), so launches
- * that do not fuse honour it too. The launch just appended is the window's
- * last. */
-static void pass_fastmath(ty_runtime *rt, const ty_task *task) {
-  ty_pending *l = rt->nwindow > 0 ? rt->window[rt->nwindow - 1] : NULL;
-  if (!l || l->task != task || l->seq + 1 != rt->next_launch_seq || !l->pol.p.fastmath ||
-      l->scalar_bytes != 0)
-    return;
-  const int64_t one = 1;
-  memcpy(l->scalars, &one, sizeof one);
-  l->scalar_bytes = sizeof one;
-}
-
 /* Element-wise launch: a new output of dtype ot and shape (nd, shape); input i
  * converted to in_t[i] and broadcast. */
 static ty_status ew_launch(ty_runtime *rt, const ty_task *task, ty_dtype ot, int nd,
@@ -263,7 +249,6 @@ static ty_status ew_launch(ty_runtime *rt, const ty_task *task, ty_dtype ot, int
       if (!st) args[i + 1] = arg_in(views[i]);
     }
     if (!st) st = launch(rt, task, nd, shape, nin + 1, args, NULL, 0, 0);
-    if (!st) pass_fastmath(rt, task);
     for (int i = 0; i < nin; i++) {
       ty_store_release(views[i]);
       ty_store_release(conv[i]);
