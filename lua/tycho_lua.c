@@ -329,12 +329,13 @@ int tl_checkshape(lua_State *L, int idx, const char *fn, int64_t *shape, bool al
       if (++infer > 1) tl_error(L, fn, "shape may contain -1 only once");
       continue;
     }
-    if (__builtin_mul_overflow(bytes, (uint64_t)shape[d], &bytes)) overflow = true;
+    /* zero dims are skipped, as the core does: (0, 2^62, 2^62) is refused */
+    if (shape[d] && __builtin_mul_overflow(bytes, (uint64_t)shape[d], &bytes)) overflow = true;
   }
   if (overflow || bytes > (uint64_t)INT64_MAX) {
     char buf[400];
     tl_shape_str(ndim, shape, buf, sizeof buf);
-    tl_error(L, fn, "shape %s %s is too large: its size in bytes overflows", buf,
+    tl_error(L, fn, "shape %s %s is too large: its size in bytes overflows int64", buf,
              ty_dtype_name(t));
   }
   return ndim;
