@@ -13,15 +13,18 @@
  *     there;
  *   - a cache of loaded bodies: task id -> closure, valid while the task's
  *     generation matches (a redeclaration bumps it);
- *   - one reusable `ctx` table and one reusable tile userdata per argument
- *     position, refilled for each piece, so a tiny piece allocates nothing.
+ *   - one reusable `ctx` table and one reusable tile record per argument
+ *     position, refilled for each piece; the body gets a fresh small
+ *     reference to it (tile_ref, 88 bytes, one allocation per store
+ *     argument and piece), stamped with the piece's generation.
  * Its stack keeps these at fixed slots (STK_*) between pieces.
  *
  * Tiles read and write with global 1-based indices (negative from the end)
  * and refuse anything outside the piece's own box: a piece that wrote
  * elsewhere would race with the piece that owns those elements. A tile is
- * valid only during its piece (one kept in a global reads as an error
- * afterwards, or as the tile of a later piece: never freed memory).
+ * valid only during its piece: a reference kept in a global is an error when
+ * used afterwards, even when a later piece refills the same record (its
+ * generation differs), naming the task and argument it was given for.
  *
  * Loading code: a body's load, loadfile, dofile and require take text only,
  * as in the declaring state (lpolicy.c), unless that state allows bytecode
@@ -53,7 +56,7 @@
 enum { STK_CACHE = 1, STK_CTX, STK_TILES, STK_MSGH, STK_RUN, STK_BASE = STK_RUN };
 
 typedef struct tile {
-  uint32_t magic;
+  uint64_t gen;  /* the worker's piece generation when it was filled */
   bool valid;    /* inside its piece */
   bool writable; /* out, inout, reduce */
   bool whole;    /* in:broadcast: the whole store */
@@ -63,6 +66,18 @@ typedef struct tile {
   struct tl_worker *w;
   ty_tile t;
 } tile;
+
+/* What a body holds: a reference to its slot's record, valid while the
+ * record still holds the piece it was made for (gen equal) and that piece
+ * runs. The task's name is copied: the task may be redeclared or gone by the
+ * time a kept reference is used. */
+typedef struct tile_ref {
+  uint32_t magic;
+  int argno;
+  uint64_t gen;
+  tile *t;
+  char task[TY_MAX_NAME];
+} tile_ref;
 
 struct tl_worker {
   _Atomic(lua_State *) W; /* NULL until the first piece on this worker */
@@ -76,6 +91,7 @@ struct tl_worker {
   int64_t domain[TY_MAX_RANK];
   int ntiles;
   tile *tiles[TY_MAX_ARGS];
+  uint64_t gen; /* +1 per piece: tile_ref.gen */
   unsigned *gens; /* per task id: generation of the cached closure, 0: none */
   int ngens;
   bool allow_bytecode; /* load & co. accept precompiled chunks (set between flushes) */
@@ -140,11 +156,21 @@ static void set_elem(lua_State *W, char *p, const tile *t, int v) {
  * so Ctrl-C stops a body at once, at no measurable cost per access. */
 #define TL_POLL_EVERY 256
 
+/* The reference at idx, or NULL when it is not a tile. */
+static tile_ref *toref(lua_State *W, int idx) {
+  tile_ref *r = lua_touserdata(W, idx);
+  return r && lua_rawlen(W, idx) == sizeof *r && r->magic == TILE_MAGIC ? r : NULL;
+}
+
+static bool ref_live(const tile_ref *r) { return r->t->valid && r->t->gen == r->gen; }
+
 static tile *checktile(lua_State *W, int idx) {
-  tile *t = lua_touserdata(W, idx);
-  if (!t || lua_rawlen(W, idx) != sizeof *t || t->magic != TILE_MAGIC)
-    luaL_typeerror(W, idx, "tycho tile");
-  if (!t->valid) luaL_error(W, "a tile is valid only inside the piece it was given to");
+  tile_ref *r = toref(W, idx);
+  if (!r) luaL_typeerror(W, idx, "tycho tile");
+  if (!ref_live(r))
+    luaL_error(W, "tile used outside the piece it was given to (task '%s', argument %d): a tile "
+               "is valid only inside the piece it was given to", r->task, r->argno);
+  tile *t = r->t;
   if (--t->w->poll <= 0) {
     t->w->poll = TL_POLL_EVERY;
     if (ty_interrupt_pending(t->w->rt)) luaL_error(W, "interrupted");
@@ -338,12 +364,13 @@ static int t_len(lua_State *W) {
 }
 
 static int t_tostring(lua_State *W) {
-  tile *t = lua_touserdata(W, 1);
-  if (!t || lua_rawlen(W, 1) != sizeof *t || t->magic != TILE_MAGIC) return 0;
-  if (!t->valid) {
-    lua_pushliteral(W, "tycho.tile (outside its piece)");
+  tile_ref *r = toref(W, 1);
+  if (!r) return 0;
+  if (!ref_live(r)) {
+    lua_pushfstring(W, "tycho.tile (outside its piece: task '%s', argument %d)", r->task, r->argno);
     return 1;
   }
+  const tile *t = r->t;
   char shape[256];
   tl_shape_str(t->t.ndim, t->t.gshape, shape, sizeof shape);
   lua_pushfstring(W, "tycho.tile(argument %d, %s, %s, shape %s)", t->argno, t->kind,
@@ -426,9 +453,7 @@ static tile *tile_for(lua_State *W, tl_worker *w, int slot) {
   while (w->ntiles <= slot) {
     tile *t = lua_newuserdatauv(W, sizeof *t, 0);
     memset(t, 0, sizeof *t);
-    t->magic = TILE_MAGIC;
     t->w = w;
-    luaL_setmetatable(W, TILE_META);
     lua_rawseti(W, STK_TILES, w->ntiles + 1); /* anchored for the state's life */
     w->tiles[w->ntiles++] = t;
   }
@@ -484,6 +509,8 @@ static int run_piece(lua_State *W) {
   lua_pushvalue(W, STK_CTX);
 
   luaL_checkstack(W, t->nargs + 4, "too many task arguments");
+  w->gen++;
+  size_t namelen = strlen(t->name) + 1;
   for (int k = 0; k < t->nargs; k++) {
     const tl_argspec *a = &t->args[k];
     if (a->kind == TL_SCALAR) {
@@ -498,7 +525,14 @@ static int run_piece(lua_State *W) {
     tl->whole = a->kind == TL_WHOLE;
     tl->argno = k + 1;
     tl->kind = a->text;
-    lua_rawgeti(W, STK_TILES, a->slot + 1);
+    tl->gen = w->gen;
+    tile_ref *r = lua_newuserdatauv(W, sizeof *r, 0);
+    r->magic = TILE_MAGIC;
+    r->argno = k + 1;
+    r->gen = w->gen;
+    r->t = tl;
+    memcpy(r->task, t->name, namelen);
+    luaL_setmetatable(W, TILE_META);
   }
   lua_call(W, 1 + t->nargs, LUA_MULTRET);
 
@@ -679,8 +713,7 @@ static void install_loaders(lua_State *W, tl_worker *w) {
 /* ---- the worker's globals ------------------------------------------------------------ */
 
 static int w_is_tile(lua_State *W) {
-  tile *t = lua_touserdata(W, 1);
-  lua_pushboolean(W, t && lua_rawlen(W, 1) == sizeof *t && t->magic == TILE_MAGIC);
+  lua_pushboolean(W, toref(W, 1) != NULL);
   return 1;
 }
 
