@@ -50,6 +50,7 @@ typedef struct tl_tasks tl_tasks;
 typedef struct pol_state {
   lua_State *synced;   /* whose scopes the runtime's stack holds (NULL: none yet) */
   int npushed;         /* scopes this binding pushed there for it */
+  int ncollected;      /* scope objects collected while open, not yet closed (lpolicy.c) */
   bool allow_bytecode; /* the loaders accept precompiled chunks */
 } pol_state;
 
