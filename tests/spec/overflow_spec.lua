@@ -92,6 +92,15 @@ describe("shapes near the int64 limit", function()
   end)
 end)
 
+describe("policy sizes near the int64 limit", function()
+  it("min_chunk past INT64_MAX bytes is refused, not turned negative", function()
+    fails("tycho.parallel: options: min_chunk must be a size such as 64KiB, got '9223372036854775807'",
+          tycho.parallel, { min_chunk = MAX }, function() end)
+    local r = tycho.parallel({ min_chunk = MAX // 2 }, function() return (tycho.arange(10) + 1):sum():item() end)
+    assert.are.equal(55, r)
+  end)
+end)
+
 describe("slices near the int64 limit", function()
   it("a step near math.maxinteger gives numpy's length (the reproducer)", function()
     local x = tycho.arange(6)
