@@ -7,6 +7,12 @@
  * an oversized store fails at the call that makes it, but is only allocated
  * (ty__storage_ensure) when a launch first writes it or a reader needs it:
  * stores that are created and never used cost no memory.
+ *
+ * Sizes never overflow: every shape a store or a view gets has passed
+ * ty__shape_size (its non-zero dims times the element size fit int64), so
+ * contiguous strides and element counts computed from it fit too; slice
+ * lengths, view offsets and strided steps are checked where they are made
+ * (__builtin_*_overflow), and report "<fn>: ... overflows int64".
  */
 #include "internal.h"
 
