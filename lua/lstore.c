@@ -77,8 +77,8 @@ static const char *zero_hint(int64_t i) {
 /* 1-based or negative index of a dim of size n -> 0-based, or -1 when out of
  * range. */
 static int64_t norm_index(int64_t i, int64_t n) {
-  if (i < 0) i += n + 1;
-  return (i >= 1 && i <= n) ? i - 1 : -1;
+  i = i < 0 ? i + n : i - 1; /* never overflows: n >= 0 */
+  return (i >= 0 && i < n) ? i : -1;
 }
 
 typedef struct index_entry {
@@ -140,7 +140,7 @@ static int parse_index(lua_State *L, int tidx, const char *fn, const ty_store *s
       }
       int64_t ra = m ? (a < 0 ? a + size + 1 : a) : 1;
       int64_t rb = m ? (b < 0 ? b + size + 1 : b) : size;
-      if (ra < 1 || ra > size + 1 || rb > size || rb < ra - 1)
+      if (ra < 1 || ra - 1 > size || rb > size || rb < ra - 1) /* size + 1 may overflow */
         tl_error(L, fn, "index[%d] = {%lld, %lld} is out of range for dimension %d of size %lld%s",
                  k + 1, (long long)a, (long long)b, k + 1, (long long)size,
                  zero_hint(a == 0 || b == 0 ? 0 : 1));
@@ -349,7 +349,7 @@ static int l_narrow(lua_State *L) {
   int64_t start = tl_checkint(L, 3, "narrow", "start");
   int64_t len = tl_checkint(L, 4, "narrow", "len");
   int64_t s1 = start < 0 ? start + size + 1 : start;
-  if (s1 < 1 || s1 > size + 1)
+  if (s1 < 1 || s1 - 1 > size) /* size + 1 may overflow */
     return tl_error(L, "narrow", "start %lld is out of range for dimension %d of size %lld",
                     (long long)start, dim + 1, (long long)size);
   if (len < 0 || len > size - (s1 - 1))

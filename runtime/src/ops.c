@@ -690,14 +690,18 @@ ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
                     sb, (long long)k, (long long)k2);
   }
   ty_dtype t = ty_dtype_promote(a->dtype, b->dtype);
-  if (t == TY_BOOL) t = TY_I64; /* counts, like the arithmetic ops */
+  /* bool with bool is bool, as numpy's: true where any product is, i.e. the
+   * i64 count of true products is non-zero (k < 2^63 cannot overflow it) */
+  const bool logical = t == TY_BOOL;
+  if (logical) t = TY_I64;
 
   int ond = 0;
   int64_t oshape[2];
   if (a->ndim == 2) oshape[ond++] = m;
   if (b->ndim == 2) oshape[ond++] = n;
   ty_store *res = NULL;
-  if ((st = ty__store_new(rt, t, ond, oshape, &res))) return st;
+  if ((st = ty__store_new(rt, logical && (m == 0 || n == 0) ? TY_BOOL : t, ond, oshape, &res)))
+    return st;
   if (res->size == 0) {
     *out = res;
     return TY_OK;
@@ -724,6 +728,12 @@ ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
   ty_store_release(A);
   ty_store_release(Bm);
   ty_store_release(C);
+  if (!st && logical) {
+    ty_store *counts = res;
+    res = NULL;
+    st = ty_cast(rt, counts, TY_BOOL, &res);
+    ty_store_release(counts);
+  }
   if (st) {
     ty_store_release(res);
     return st;
