@@ -420,6 +420,7 @@ V, R = nil, nil
 collectgarbage()
 tycho.flush()
 if TMP then os.remove(TMP) end
+if FZDIR and FZDIR:match("^/tmp/") then os.execute("rm -rf '" .. FZDIR .. "'") end
 print(string.format("api_fuzz: seed %d: %d steps (%d calls): %d ok, %d failed with an error; " ..
   "%d values compared (%d not comparable); 0 mismatches%s", opts.seed, counts.steps, counts.calls,
   counts.ok, counts.err, counts.compared, counts.unknown,

@@ -1042,6 +1042,68 @@ function G.hint(S)
   end)
 end
 
+-- Sizes, steps and bounds near the int64 limits (issue 21) ---------------------------------------
+-- A slice step past the extent takes the first element (numpy); a shape
+-- whose bytes overflow int64 and a bound near math.maxinteger are errors.
+
+local BIG = { math.maxinteger, math.maxinteger - 1, 1 << 62, (1 << 62) + 1 }
+
+function G.limits(S)
+  local r = rnd(3)
+  local dst = out_slot()
+  if r == 1 then
+    local i = any_slot(S, function(v) return #v.shape >= 1 end)
+    if not i then return G.create(S) end
+    local big = pick(BIG)
+    return step("limits", ref(dst) .. " = " .. ref(i) .. "[{{1, -1, " .. lit(big) .. "}}]", function(S2)
+      local x = need(S2, i)
+      if #x.shape == 0 then M.fail("0-d") end
+      S2.slots[dst] = M.slice(x, 1, 0, math.min(1, x.shape[1]), 1) -- only the first index, if any
+    end)
+  elseif r == 2 then
+    local k = pick({ 1 << 62, 1 << 40, 3037000500, 1 << 20, 1 << 29 })
+    local t = pick({ "f64", "u8", "i32" })
+    local bytes = ({ f64 = 8, u8 = 1, i32 = 4 })[t]
+    -- not kept in a slot: reductions of a (0, k, k) store would give k*k elements
+    return step("limits", "do local r = tycho.zeros({0}, " .. lit(t) .. "):reshape(0, " .. lit(k) ..
+                ", " .. lit(k) .. "); assert(r.shape[3] == " .. lit(k) .. " and r.size == 0) end",
+                function()
+      if k * 1.0 * k * bytes >= 2.0 ^ 63 then M.fail("size in bytes overflows int64") end
+    end)
+  else
+    local i = any_slot(S, function(v) return #v.shape >= 1 end)
+    if not i then return G.create(S) end
+    local bound = pick({ "{1, math.maxinteger}", "{math.mininteger, -1}", "{math.maxinteger, 1}",
+                         "{2, math.mininteger}" })
+    return step("limits", ref(dst) .. " = " .. ref(i) .. "[{" .. bound .. "}]", function(S2)
+      need(S2, i)
+      M.fail("out of range")
+    end)
+  end
+end
+
+-- Save targets that are not regular files (a private FIFO and a symbolic
+-- link in FZDIR, made by the prelude): the FIFO is refused and stays a FIFO,
+-- the link stays a link and its target gets the data.
+function G.save_target(S)
+  local i = any_slot(S)
+  if not i then return G.create(S) end
+  local dst = out_slot()
+  if chance(0.5) then
+    return step("save", "assert(not pcall(tycho.save, FZDIR .. '/fifo', " .. ref(i) ..
+                "), 'saved over a FIFO'); assert(os.execute(\"test -p '\" .. FZDIR .. \"/fifo'\"), " ..
+                "'the FIFO was replaced')", function() end)
+  end
+  return step("save", "tycho.save(FZDIR .. '/link', " .. ref(i) .. "); assert(os.execute(\"test -L '\" .. " ..
+              "FZDIR .. \"/link'\"), 'the link was replaced'); " .. ref(dst) ..
+              " = tycho.load(FZDIR .. '/data.npy')", function(S2)
+    local x = need(S2, i)
+    M.check_readable(x)
+    local vals, st = M.values(x)
+    S2.slots[dst] = M.new(x.dtype, x.shape, vals, st)
+  end, 2)
+end
+
 -- In-place updates through overlapping views (issue 21) -----------------------------------------
 -- A slot updated from a shifted (or, square, transposed) view of itself,
 -- through the built-in assignment or a user task whose two arguments
@@ -1102,7 +1164,12 @@ end
 
 -- The prelude of every program: the seed, the slots and the user tasks
 -- (fuzz_tasks.lua, next to this file).
-G.PRELUDE = "tycho.seed(%d)\nV = {}\nFZ = dofile(%q)\nTMP = os.tmpname()"
+-- FZDIR: a private directory with a FIFO and a dangling symbolic link to
+-- data.npy (G.save_target); api_fuzz.lua removes it at the end.
+G.PRELUDE = "tycho.seed(%d)\nV = {}\nFZ = dofile(%q)\nTMP = os.tmpname()\n" ..
+  "FZDIR = os.tmpname(); os.remove(FZDIR)\n" ..
+  "assert(os.execute(\"mkdir -m 700 '\" .. FZDIR .. \"' && mkfifo '\" .. FZDIR .. \"/fifo' && " ..
+  "ln -s data.npy '\" .. FZDIR .. \"/link'\"))"
 
 local function lua_arith(x, t) -- a store element as a worker state's Lua value
   if t == "bool" then return x ~= 0 end
@@ -1354,7 +1421,7 @@ local WEIGHTS = {
   { G.create, 14 }, { G.unary, 9 }, { G.binary, 16 }, { G.where, 3 }, { G.reduce, 8 },
   { G.matmul, 3 }, { G.cast, 4 }, { G.copy, 2 }, { G.view, 12 }, { G.assign, 8 },
   { G.read, 20 }, { G.scope, 5 }, { G.hint, 2 }, { G.task, 5 }, { G.misc, 5 },
-  { G.bincount, 2 }, { G.npy, 1 }, { G.shift, 3 },
+  { G.bincount, 2 }, { G.npy, 1 }, { G.shift, 3 }, { G.limits, 2 }, { G.save_target, 1 },
 }
 local TOTAL = 0
 for _, w in ipairs(WEIGHTS) do TOTAL = TOTAL + w[2] end
