@@ -22,7 +22,9 @@
  */
 #include "kernels.h"
 
-#if defined(__AVX512F__)
+/* gcc only: clang does not know this pragma (-Wunknown-pragmas, an error
+ * under -Werror); it takes -mprefer-vector-width=512 on the command line. */
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC target("prefer-vector-width=512")
 #endif
 
