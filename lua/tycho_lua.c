@@ -650,6 +650,10 @@ static int l_config(lua_State *L) {
   }
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, -2, "version");
+  lua_pushstring(L, ty_isa()); /* the kernels' instruction set */
+  lua_setfield(L, -2, "isa");
+  lua_pushstring(L, ty_isa_best());
+  lua_setfield(L, -2, "isa_best");
   return 1;
 }
 

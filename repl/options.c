@@ -45,6 +45,9 @@ static void hint_help(void) {
 
 void shell_print_version(FILE *f) {
   fprintf(f, SHELL_PROGNAME " %s (%s)\n", TY_VERSION, LUA_RELEASE);
+  /* the kernels' instruction set (runtime/src/isa.h) */
+  fprintf(f, "kernels: %s (this CPU's best: %s; built for: %s)\n", ty_isa(), ty_isa_best(),
+          ty_isa_levels());
 }
 
 /* One line per option; the runtime's options name the variable that mirrors
@@ -66,7 +69,9 @@ static void print_help(FILE *f) {
           "                 unverified: a bad chunk can crash tycho  TYCHO_ALLOW_BYTECODE\n"
           "  --cpus N       CPU processors, N >= 1, may exceed the cores  TYCHO_CPUS\n"
           "  --sysmem SIZE  memory budget for stores: 512MB, 4GiB, ...    TYCHO_SYSMEM\n"
-          "  --window N     launches deferred before a flush, 1..%-5d    TYCHO_WINDOW\n",
+          "  --window N     launches deferred before a flush, 1..%-5d    TYCHO_WINDOW\n"
+          "  --isa LEVEL    kernels' vector ISA at most (auto)            TYCHO_ISA\n"
+          "                 auto: the CPU's best; avx512, avx2, baseline (--version)\n",
           "", TY_MAX_WINDOW);
   fprintf(f, "\nParallelism (also per scope, task, store or launch: docs/policy.md):\n");
   ty_shell_policy_help(f);
@@ -122,6 +127,7 @@ typedef struct overlay {
   size_t fbmem;
   int cpus, window;
   size_t sysmem;
+  const char *isa; /* --isa, NULL when absent */
   struct {
     char name[16];
     const char *value;
@@ -211,7 +217,7 @@ static shell_parse long_option(int argc, char **argv, int *i, overlay *o,
   }
   if (strcmp(name, "trace") == 0 || strcmp(name, "trace-svg") == 0 ||
       strcmp(name, "stats-format") == 0 || strcmp(name, "gpus") == 0 ||
-      strcmp(name, "fbmem") == 0) {
+      strcmp(name, "fbmem") == 0 || strcmp(name, "isa") == 0) {
     const char *value = eq ? eq + 1 : NULL;
     if (!value) {
       if (*i + 1 >= argc) {
@@ -232,6 +238,13 @@ static shell_parse long_option(int argc, char **argv, int *i, overlay *o,
       }
       opt_out->stats_format = value;
       opt_out->stats = true;
+    } else if (strcmp(name, "isa") == 0) {
+      char err[256];
+      if (ty_isa_parse(value, err, sizeof err) != TY_OK) {
+        fail("--isa: %s", err);
+        return SHELL_PARSE_FAIL;
+      }
+      o->isa = value;
     } else if (strcmp(name, "gpus") == 0) {
       char err[256];
       if (ty_gpus_parse(value, &o->gpus, err, sizeof err) != TY_OK) {
@@ -360,6 +373,7 @@ shell_parse shell_parse_options(int argc, char **argv, shell_options *opt) {
 
   if (opt->flags & SHELL_HAS_NOENV) {
     memset(&opt->cfg, 0, sizeof opt->cfg);
+    opt->cfg.isa = "auto"; /* not TYCHO_ISA, which the runtime would read */
   } else {
     const char *bc = getenv("TYCHO_ALLOW_BYTECODE");
     if (bc && *bc) {
@@ -381,6 +395,7 @@ shell_parse shell_parse_options(int argc, char **argv, shell_options *opt) {
   if (o.window_set) opt->cfg.window = o.window;
   if (o.gpus_set) opt->cfg.gpus = o.gpus;
   if (o.fbmem_set) opt->cfg.fbmem = o.fbmem;
+  if (o.isa) opt->cfg.isa = o.isa;
   if (o.bytecode_set) opt->allow_bytecode = true;
   for (int k = 0; k < o.npol; k++) {
     char err[256];

@@ -131,9 +131,8 @@ bool ty__fuse_builtin(const ty_runtime *rt, const ty_pending *l, ty__fsub *out, 
 /* The task "fused" (registered with the built-ins, ops.c). */
 const ty_task *ty__fused_task(const ty_runtime *rt);
 
-/* Its CPU variant (fused_cpu.c): runs the description block by block, or its
- * compiled kernel when the piece has the kernel's layout. */
-int ty__fused_variant(ty_task_ctx *ctx);
+/* Its CPU variant, ty__fused_variant, is declared in kernels.h (it is
+ * compiled once per instruction-set level, isa.h). */
 
 /* Compiled kernels (fused_codegen.c): a table per runtime. */
 typedef struct ty__codegen ty__codegen;

@@ -64,19 +64,30 @@
 
 extern char **environ;
 
-#if defined(__AVX512F__)
-#define CG_W 8
-#define CG_ISA "__AVX512F__"
-#define CG_SUF "d8"
-#define CG_MVEC "_ZGVeN8"
-#elif defined(__AVX2__)
-#define CG_W 4
-#define CG_ISA "__AVX2__"
-#define CG_SUF "d4"
-#define CG_MVEC "_ZGVdN4"
-#else
-#define CG_W 0 /* no code generation without AVX2 */
-#endif
+/* The vector ISA generated code is written for: the process's level
+ * (isa.h), so that a compiled kernel calls the SLEEF / libmvec functions of
+ * the width the interpreter's kernels use (same bits), and the compiler gets
+ * that level's flags (ty__isa_cflags), never more than the level: a process
+ * held to a lower level (TYCHO_ISA, an emulated older CPU) gets code that
+ * runs where it runs. The baseline level has no generated code. */
+typedef struct cg_isa {
+  int w;             /* f64 lanes; 0: no code generation */
+  const char *macro; /* what the compiler defines for the level */
+  const char *suf;   /* SLEEF's width suffix */
+  const char *mvec;  /* libmvec's name prefix */
+} cg_isa;
+
+static cg_isa cg_isa_now(void) {
+  switch (ty__isa_lanes()) {
+  case 8: return (cg_isa){8, "__AVX512F__", "d8", "_ZGVeN8"};
+  case 4: return (cg_isa){4, "__AVX2__", "d4", "_ZGVdN4"};
+  default: return (cg_isa){0, "", "", ""};
+  }
+}
+#define CG_W (cg_isa_now().w)
+#define CG_ISA (cg_isa_now().macro)
+#define CG_SUF (cg_isa_now().suf)
+#define CG_MVEC (cg_isa_now().mvec)
 
 #define CG_MIN_ELEMS ((int64_t)1 << 16)
 #define CG_EAGER_ELEMS ((int64_t)1 << 22)
@@ -150,7 +161,6 @@ void ty__codegen_free(ty__codegen *cg) {
   free(cg);
 }
 
-#if CG_W /* everything below needs a vector ISA to generate for */
 /* ---- source text --------------------------------------------------------------------- */
 
 /* printf into buf, truncating (vsnprintf: no truncation warnings for the
@@ -172,6 +182,8 @@ typedef ty_sbuf sbuf;
 static void preamble(sbuf *b) {
   put(b, "/* tycho: a fused run compiled by runtime/src/fused_codegen.c */\n");
   put(b, "#ifndef %s\n#error \"tycho: this kernel needs the runtime's vector ISA (%s)\"\n#endif\n", CG_ISA, CG_ISA);
+  /* the flags are part of the text, so of the cache key (fk-<hash>.so) */
+  put(b, "/* compiled with: %s */\n", ty__isa_cflags());
   put(b, "typedef long long i64;\ntypedef unsigned char u8;\n");
   put(b, "typedef double vd __attribute__((vector_size(%d)));\n", CG_W * 8);
   put(b, "typedef i64 vm __attribute__((vector_size(%d)));\n", CG_W * 8);
@@ -192,15 +204,14 @@ static void preamble(sbuf *b) {
       "static inline vd sel(vm m, vd a, vd b) { return (vd)((m & (vm)a) | (~m & (vm)b)); }\n"
       "static inline vd vabs(vd x) { return (vd)((vm)x & (vm){0} + 0x7fffffffffffffffLL); }\n"
       "static inline vd m2d(vm m) { return sel(m, bc(1.0), bc(0.0)); }\n");
-#if CG_W == 8
-  put(b, "static inline vd vsqrt(vd x) { return __builtin_ia32_sqrtpd512_mask(x, x, (unsigned char)-1, 4); }\n"
-         "static inline vd vfloor(vd x) { return __builtin_ia32_rndscalepd_mask(x, 1, x, (unsigned char)-1, 4); }\n"
-         "static inline vd vceil(vd x) { return __builtin_ia32_rndscalepd_mask(x, 2, x, (unsigned char)-1, 4); }\n");
-#else
-  put(b, "static inline vd vsqrt(vd x) { return __builtin_ia32_sqrtpd256(x); }\n"
-         "static inline vd vfloor(vd x) { return __builtin_ia32_roundpd256(x, 1); }\n"
-         "static inline vd vceil(vd x) { return __builtin_ia32_roundpd256(x, 2); }\n");
-#endif
+  if (CG_W == 8)
+    put(b, "static inline vd vsqrt(vd x) { return __builtin_ia32_sqrtpd512_mask(x, x, (unsigned char)-1, 4); }\n"
+           "static inline vd vfloor(vd x) { return __builtin_ia32_rndscalepd_mask(x, 1, x, (unsigned char)-1, 4); }\n"
+           "static inline vd vceil(vd x) { return __builtin_ia32_rndscalepd_mask(x, 2, x, (unsigned char)-1, 4); }\n");
+  else
+    put(b, "static inline vd vsqrt(vd x) { return __builtin_ia32_sqrtpd256(x); }\n"
+           "static inline vd vfloor(vd x) { return __builtin_ia32_roundpd256(x, 1); }\n"
+           "static inline vd vceil(vd x) { return __builtin_ia32_roundpd256(x, 2); }\n");
   /* sin/cos: lane isolation as in kernels_ew.c (TRIG_SMALL) */
   put(b,
       "static inline vd trig(vd (*f)(vd), vd x) {\n"
@@ -292,11 +303,11 @@ static void sub(gen *g, const ty__fsub *s, int k) {
       rt = 'd';
       switch ((ty_op)s->op) {
       case TY_OP_NEG: fmt(e, sizeof e, "-%s", x); break;
-      case TY_OP_EXP: fmt(e, sizeof e, fast ? "%sv_exp(%s)" : "Sleef_exp" CG_SUF "_u10(%s%s)", fast ? CG_MVEC : "", x); break;
-      case TY_OP_LOG: fmt(e, sizeof e, fast ? "%sv_log(%s)" : "Sleef_log" CG_SUF "_u10(%s%s)", fast ? CG_MVEC : "", x); break;
-      case TY_OP_SIN: fmt(e, sizeof e, fast ? "trig(%sv_sin, %s)" : "trig(Sleef_sin" CG_SUF "_u10%s, %s)", fast ? CG_MVEC : "", x); break;
-      case TY_OP_COS: fmt(e, sizeof e, fast ? "trig(%sv_cos, %s)" : "trig(Sleef_cos" CG_SUF "_u10%s, %s)", fast ? CG_MVEC : "", x); break;
-      case TY_OP_TANH: fmt(e, sizeof e, "Sleef_tanh" CG_SUF "_%s(%s)", fast ? "u35" : "u10", x); break;
+      case TY_OP_EXP: fmt(e, sizeof e, fast ? "%sv_exp(%s)" : "Sleef_exp%s_u10(%s)", fast ? CG_MVEC : CG_SUF, x); break;
+      case TY_OP_LOG: fmt(e, sizeof e, fast ? "%sv_log(%s)" : "Sleef_log%s_u10(%s)", fast ? CG_MVEC : CG_SUF, x); break;
+      case TY_OP_SIN: fmt(e, sizeof e, fast ? "trig(%sv_sin, %s)" : "trig(Sleef_sin%s_u10, %s)", fast ? CG_MVEC : CG_SUF, x); break;
+      case TY_OP_COS: fmt(e, sizeof e, fast ? "trig(%sv_cos, %s)" : "trig(Sleef_cos%s_u10, %s)", fast ? CG_MVEC : CG_SUF, x); break;
+      case TY_OP_TANH: fmt(e, sizeof e, "Sleef_tanh%s_%s(%s)", CG_SUF, fast ? "u35" : "u10", x); break;
       case TY_OP_SQRT: fmt(e, sizeof e, "vsqrt(%s)", x); break;
       case TY_OP_ABS: fmt(e, sizeof e, "vabs(%s)", x); break;
       case TY_OP_FLOOR: fmt(e, sizeof e, "vfloor(%s)", x); break;
@@ -333,7 +344,8 @@ static void sub(gen *g, const ty__fsub *s, int k) {
          * to 2 (checked per call, as they do per run) */
         const ty__fopnd *o = &s->opnd[2];
         bool scalar = TY__FREF_IS_CONST(o->ref) || (o->ref >= 0 && !((g->contig >> o->ref) & 1u));
-        const char *pw = fast ? CG_MVEC "vv_pow" : "Sleef_pow" CG_SUF "_u10";
+        char pw[32];
+        fmt(pw, sizeof pw, fast ? "%svv_pow" : "Sleef_pow%s_u10", fast ? CG_MVEC : CG_SUF);
         if (scalar) {
           int q = g->npow++;
           fmt(e, sizeof e, "sq[%d] ? %s * %s : %s(%s, %s)", q, x, x, pw, x, y); /* sq: set at entry */
@@ -629,17 +641,15 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
     /* a row's tail is short (k-means: 2 of 10): element copies over a fixed
      * W, not a memcpy call of m bytes (6.5% of k-means' time went to the
      * call) */
-#if CG_W == 4
     /* f64 with AVX2: one masked load (lanes past m read as 0, nothing past
      * the row is touched) stored whole, so body's load is forwarded from one
      * store, not assembled from m element stores (a stall of ~15 cycles) */
-    if (es == 8) {
+    if (CG_W == 4 && es == 8) {
       put(b, "      char t%d[W * 8] __attribute__((aligned(64)));\n", k);
       put(b, "      st(t%d, __builtin_ia32_maskloadpd256((const vd *)(ra[%d] + i * 8), tm));\n", k, k);
       put(b, "      p[%d] = t%d;\n", k, k);
       continue;
     }
-#endif
     put(b, "      char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
     put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(t%d + j * %d, ra[%d] + (i + j) * %d, %d);\n",
         k, es, k, es, es);
@@ -719,8 +729,17 @@ static bool write_file(const char *path, const char *data, size_t len) {
 
 /* cc -O2 ... -o out src -lsleef -lm, its output discarded */
 static bool compile(const ty__codegen *cg, const char *src, const char *out) {
-  char *argv[] = {(char *)cg->cc, "-O2", "-march=native", "-ffp-contract=off", "-fno-math-errno",
-                  "-fPIC", "-shared", "-w", "-o", (char *)out, (char *)src, "-lsleef", "-lm", NULL};
+  /* the level's flags (isa.h), split at spaces */
+  char flags[256];
+  snprintf(flags, sizeof flags, "%s", ty__isa_cflags());
+  char *argv[32] = {(char *)cg->cc, "-O2"};
+  int n = 2;
+  for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && n < 16; t = strtok_r(NULL, " ", &save))
+    argv[n++] = t;
+  const char *rest[] = {"-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-w", "-o",
+                        out, src, "-lsleef", "-lm"};
+  for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[n++] = (char *)rest[i];
+  argv[n] = NULL;
   posix_spawn_file_actions_t fa;
   if (posix_spawn_file_actions_init(&fa) != 0) return false;
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -847,13 +866,11 @@ static cg_pre *pre_find(ty__codegen *cg, const ty_pending *f) {
   return p;
 }
 
-#endif /* CG_W */
 
 ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig,
                                     uint32_t *kind) {
   *contig = 0;
   *kind = TY__FK_FLAT;
-#if CG_W
   if (!cg || cg->mode == 0) return NULL;
   int64_t elems = 1;
   for (int d = 0; d < f->ndim; d++) elems *= f->domain[d];
@@ -909,9 +926,4 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   free(b.p);
   if (!fn) *contig = 0, *kind = TY__FK_FLAT;
   return fn;
-#else
-  (void)cg;
-  (void)f;
-  return NULL;
-#endif
 }

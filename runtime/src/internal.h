@@ -10,6 +10,7 @@
 #define TY_INTERNAL_H
 
 #include "alloc.h"
+#include "isa.h" /* first: a kernel-set copy's names (TY__ISA_RENAME) */
 #include "tycho/task.h"
 #include "tycho/tycho.h"
 

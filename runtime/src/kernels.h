@@ -221,4 +221,54 @@ void ty__blas_init(void);
  * ALIGNED and REDUCE tiles are) becomes one operand with byte strides. */
 void ty__run_tiles(const ty_task_ctx *ctx, ty_loop1d fn, const void *aux);
 
+/* ---- the fused kernel (fused_cpu.c; see fused.h) --------------------------------------------- */
+
+/* The CPU variant of the task "fused": runs the description block by block,
+ * or its compiled kernel when the piece has the kernel's layout. */
+int ty__fused_variant(ty_task_ctx *ctx);
+
+/* ---- one level's entry points (kernels_table.c, isa.h) ---------------------------------------- */
+
+typedef struct ty__kernels {
+  const ty_loop1d (*unary_loops)[TY_NDTYPES];
+  const ty_loop1d (*unary_loops_fast)[TY_NDTYPES];
+  const ty_loop1d (*binary_loops)[TY_NDTYPES];
+  const ty_loop1d (*binary_loops_fast)[TY_NDTYPES];
+  const ty_loop1d *where_loops;
+  const ty_loop1d (*cast_loops)[TY_NDTYPES];
+  const ty_loop1d *fill_loops;
+  const ty_loop1d (*reduce_loops)[TY_NDTYPES][TY_NDTYPES];
+  const ty_argloop *argmin_loops;
+  const ty_argloop *argmax_loops;
+  ty_variant_fn reduce_variant, argreduce_variant, random_variant, arange_variant,
+      linspace_variant, fused_variant;
+} ty__kernels;
+
+/* The table of the level this process runs with (isa.c; chosen at the first
+ * call, or by the first runtime's config). */
+const ty__kernels *ty__kern(void);
+
+/* Outside the kernel set, the hot entry points are the chosen level's: a
+ * variant registered through these macros is the one its address is compared
+ * with (ops.c, fuse.c), since the level never changes in a process. Inside
+ * it (TY__ISA_KERNEL), a file calls its own level's copy. */
+#ifndef TY__ISA_KERNEL
+#define ty__unary_loops (ty__kern()->unary_loops)
+#define ty__unary_loops_fast (ty__kern()->unary_loops_fast)
+#define ty__binary_loops (ty__kern()->binary_loops)
+#define ty__binary_loops_fast (ty__kern()->binary_loops_fast)
+#define ty__where_loops (ty__kern()->where_loops)
+#define ty__cast_loops (ty__kern()->cast_loops)
+#define ty__fill_loops (ty__kern()->fill_loops)
+#define ty__reduce_loops (ty__kern()->reduce_loops)
+#define ty__argmin_loops (ty__kern()->argmin_loops)
+#define ty__argmax_loops (ty__kern()->argmax_loops)
+#define ty__reduce_variant (ty__kern()->reduce_variant)
+#define ty__argreduce_variant (ty__kern()->argreduce_variant)
+#define ty__random_variant (ty__kern()->random_variant)
+#define ty__arange_variant (ty__kern()->arange_variant)
+#define ty__linspace_variant (ty__kern()->linspace_variant)
+#define ty__fused_variant (ty__kern()->fused_variant)
+#endif
+
 #endif /* TY_KERNELS_H */

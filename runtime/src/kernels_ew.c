@@ -5,9 +5,11 @@
  *
  * Speed: every loop has a contiguous path and, for binary ops, paths where one
  * input is a broadcast scalar (byte stride 0), with restrict pointers and no
- * calls, so gcc vectorises them at -O2/-O3 with -march=native. Transcendentals
- * (exp log sin cos tanh pow) go through SLEEF's 1-ULP vector functions: 8 f64
- * or 16 f32 lanes per call with AVX-512, 4/8 with AVX2, scalar SLEEF otherwise;
+ * calls, so the compiler vectorises them for the level this copy is compiled
+ * for (the file is compiled once per instruction-set level, isa.h).
+ * Transcendentals (exp log sin cos tanh pow) go through SLEEF's 1-ULP vector
+ * functions: 8 f64 or 16 f32 lanes per call at avx512 (SLEEF's dispatching
+ * entry points), 4/8 at avx2, scalar SLEEF at baseline;
  * sqrt uses the hardware instruction (correctly rounded). No -ffast-math: NaN,
  * infinities and signed zeros behave as in numpy.
  *
@@ -22,7 +24,9 @@
  */
 #include "kernels.h"
 
-#if defined(__AVX512F__)
+/* gcc only: clang does not know this pragma (-Wunknown-pragmas, an error
+ * under -Werror); it takes -mprefer-vector-width=512 on the command line. */
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC target("prefer-vector-width=512")
 #endif
 

@@ -16,6 +16,7 @@
  */
 #include "kernels.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef uint8_t ty_bool_t;
@@ -176,7 +177,9 @@ int ty__arange_variant(ty_task_ctx *ctx) {
       put_block(t, TY_I64, i0, m, st, buf);
     } else {
       double buf[GEN_BLOCK];
-      for (int64_t j = 0; j < m; j++) buf[j] = a->start + (double)(lo + i0 + j) * a->step;
+      /* one rounding (fma), whatever the level: the kernel set is compiled
+       * without contraction, and the GPU kernels fuse it too */
+      for (int64_t j = 0; j < m; j++) buf[j] = fma((double)(lo + i0 + j), a->step, a->start);
       put_block(t, TY_F64, i0, m, st, buf);
     }
   }
@@ -194,7 +197,7 @@ int ty__linspace_variant(ty_task_ctx *ctx) {
     for (int64_t j = 0; j < m; j++) {
       int64_t g = lo + i0 + j;
       /* numpy: start + i*step, and the last point is exactly `b` */
-      buf[j] = (g == a->n - 1 && a->n > 1) ? a->b : a->a + (double)g * a->step;
+      buf[j] = (g == a->n - 1 && a->n > 1) ? a->b : fma((double)g, a->step, a->a);
     }
     put_block(t, TY_F64, i0, m, st, buf);
   }

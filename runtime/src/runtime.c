@@ -40,6 +40,15 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
       st = TY_EINVAL;
     }
   }
+  if ((v = getenv("TYCHO_ISA")) && *v) {
+    char msg[160];
+    if (ty_isa_parse(v, msg, sizeof msg) == TY_OK)
+      cfg->isa = v;
+    else {
+      if (err) snprintf(err, errlen, "TYCHO_ISA: %s", msg);
+      st = TY_EINVAL;
+    }
+  }
   if ((v = getenv("TYCHO_WINDOW")) && *v) {
     if (parse_int(v, 1, TY_MAX_WINDOW, &n) == 0)
       cfg->window = (int)n;
@@ -130,6 +139,9 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   /* 80%: leave room for the interpreter, the OS and memory outside stores */
   if (c.sysmem == 0) c.sysmem = physical_memory() / 10 * 8;
   if (c.window == 0) c.window = TY_DEFAULT_WINDOW;
+  /* the kernels' level is the process's (isa.c): fixed now if not yet */
+  if (ty__isa_select(c.isa) != 0) return TY_EINVAL;
+  c.isa = ty_isa();
 
   ty_runtime *rt = ty__calloc(1, sizeof *rt);
   if (!rt) return TY_ENOMEM;

@@ -272,19 +272,34 @@ describe("tycho options", function()
     assert.are.equal("", r.err)
     assert.is_truthy(r.out:find("^usage: tycho %[options%] %[script %[args%]%]\n"), r.out)
     for _, opt in ipairs({ "-e stat", "-i ", "-l mod", "-v ", "-E ", "-W ", "--cpus N", "--sysmem SIZE",
-                           "--window N", "--help", "--version", "-- ", "- " }) do
+                           "--window N", "--isa LEVEL", "--help", "--version", "-- ", "- " }) do
       assert.is_truthy(r.out:find("\n  " .. opt:gsub("%p", "%%%0"), 1), "--help misses " .. opt)
     end
-    for _, pair in ipairs({ { "--cpus", "TYCHO_CPUS" }, { "--sysmem", "TYCHO_SYSMEM" }, { "--window", "TYCHO_WINDOW" } }) do
+    for _, pair in ipairs({ { "--cpus", "TYCHO_CPUS" }, { "--sysmem", "TYCHO_SYSMEM" }, { "--window", "TYCHO_WINDOW" },
+                          { "--isa", "TYCHO_ISA" } }) do
       local line = r.out:match("\n  (" .. pair[1]:gsub("%p", "%%%0") .. " [^\n]*)")
       assert.is_truthy(line and has(line, pair[2]), "the " .. pair[1] .. " line names " .. pair[2])
     end
   end)
 
-  it("--version prints tycho's and Lua's versions", function()
+  it("--version prints tycho's and Lua's versions and the kernels' instruction set", function()
     local r = tycho({ "--version" })
     assert.are.equal(0, r.code)
-    assert.is_truthy(r.out:find("^tycho 0%.1%.0 %(Lua 5%.4%.%d+%)\n$"), r.out)
+    assert.is_truthy(r.out:find("^tycho 0%.1%.0 %(Lua 5%.4%.%d+%)\nkernels: [%w]+ %(this CPU's best: [%w]+; " ..
+                                "built for: [%w ]+%)\n$"), r.out)
+  end)
+
+  it("--isa and TYCHO_ISA lower the kernels' instruction set; a bad name is an error", function()
+    local show = "local c = tycho.config(); print(c.isa)"
+    assert.are.equal("baseline\n", tycho({ "--isa", "baseline", "-e", show }).out)
+    local r = tycho({ "--version" }, { env = { TYCHO_ISA = "baseline" } })
+    assert.is_truthy(r.out:find("\nkernels: baseline "), r.out)
+    r = tycho({ "--isa", "sse9", "-e", show })
+    assert.are_not.equal(0, r.code)
+    assert.is_truthy(r.err:find("--isa: the instruction set must be auto|", 1, true), r.err)
+    r = tycho({ "-e", show }, { env = { TYCHO_ISA = "sse9" } })
+    assert.are_not.equal(0, r.code)
+    assert.is_truthy(r.err:find("TYCHO_ISA: the instruction set must be", 1, true), r.err)
   end)
 
   it("--cpus, --sysmem and --window reach tycho.config()", function()

@@ -165,12 +165,16 @@ typedef struct ty_config {
                           (explain says "global --parallel" rather than "TYCHO_PARALLEL") */
   bool explain;        /* print what was decided for each launch to stderr as it runs
                           (tycho --explain, TYCHO_EXPLAIN=1) */
+  const char *isa;     /* a ceiling on the CPU kernels' instruction set (ty_isa): "auto"
+                          (the CPU's best), "avx512", "avx2", "baseline"; NULL: no
+                          preference (TYCHO_ISA, else the best). --isa / TYCHO_ISA */
 } ty_config;
 
 /* Zero the config, then apply the environment: TYCHO_CPUS, TYCHO_OMPS,
  * TYCHO_OMPTHREADS, TYCHO_SYSMEM, TYCHO_WINDOW, and the policy axes
  * TYCHO_PARALLEL, TYCHO_OVERDECOMPOSE, TYCHO_MIN_CPU_CHUNK, TYCHO_FAVOR,
- * TYCHO_FUSE, TYCHO_FASTMATH, TYCHO_STREAM_MEMORY, TYCHO_STREAM. Returns
+ * TYCHO_FUSE, TYCHO_FASTMATH, TYCHO_STREAM_MEMORY, TYCHO_STREAM, and TYCHO_ISA
+ * (the kernels' instruction set, ty_isa). Returns
  * TY_EINVAL (config left with defaults for the bad field) when a variable
  * does not parse; `err` (may be NULL) gets a message. */
 ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen);
@@ -187,6 +191,21 @@ ty_status ty_policy_set(ty_policy *p, const char *key, const char *value, char *
 ty_status ty_parse_size(const char *text, size_t *out);
 /* "1.5 GiB" style rendering into buf. */
 void ty_format_bytes(double bytes, char *buf, size_t len);
+
+/* The instruction set the CPU kernels run with: "avx512" (x86-64-v4),
+ * "avx2" (x86-64-v3) or "baseline" (x86-64-v2); "native" in a build made
+ * with -DTYCHO_NATIVE=ON. A property of the process: fixed by the first
+ * runtime created (config.isa) or by the first kernel run, whichever comes
+ * first, as the best level the CPU supports lowered by the ceiling; a later
+ * runtime that asks for another level fails to start (TY_EINVAL). */
+const char *ty_isa(void);
+/* The best level this CPU supports in this build. */
+const char *ty_isa_best(void);
+/* The levels this build has kernels for, lowest first: "baseline avx2 avx512"
+ * (or "native"). */
+const char *ty_isa_levels(void);
+/* TY_OK when `text` names a level or "auto"; TY_EINVAL with a message. */
+ty_status ty_isa_parse(const char *text, char *err, size_t errlen);
 
 ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out);
 /* Flushes nothing: pending launches are dropped. Stores still referenced keep

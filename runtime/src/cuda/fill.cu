@@ -6,11 +6,9 @@
  * random bits are the same SplitMix64-based counter (mix64(key + (i + 1) *
  * golden)), so GPU and CPU produce identical numbers for a seed.
  *
- * arange and linspace compute start + i*step as ONE fused multiply-add: gcc
- * contracts the CPU's expression into an FMA on machines that have one
- * (-march=native, GNU C's default -ffp-contract=fast), so the GPU does too
- * (notes/requests-GPU.md asks for an explicit fma() on the CPU side, so that
- * both agree on every build).
+ * arange and linspace compute start + i*step as ONE fused multiply-add, as
+ * the CPU's kernels_fill.c does with an explicit fma() at every
+ * instruction-set level, so both agree on every build.
  *
  * One kernel per operation; the dtype is a parameter switched on outside
  * the loops (the branch is uniform, the loops are specialised by template).
