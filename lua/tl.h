@@ -336,6 +336,8 @@ extern const luaL_Reg tl_ops_funcs[], tl_ops_methods[], tl_ops_meta[];
 extern const luaL_Reg tl_create_funcs[], tl_create_methods[];
 /* lextra.c: bincount, diagonal (module functions and store methods). */
 void tl_extra_open(lua_State *L, int module_index);
+/* lshape.c: concatenate ... pad (numpy's shape functions), likewise. */
+void tl_shape_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */

@@ -1,0 +1,1142 @@
+/*
+ * lshape.c — numpy's shape functions (issue 17, section 2): joining and
+ * splitting (concatenate stack hstack vstack split array_split), scans
+ * (cumsum cumprod nancumsum nancumprod diff), rearranging (flip roll
+ * squeeze moveaxis permute_dims ravel flatten broadcast_to), creation like
+ * another store or by position (zeros_like ones_like full_like empty_like
+ * eye identity diag tri triu tril indices meshgrid) and repetition (repeat
+ * tile pad).
+ *
+ * Everything here is made of launches the core already has, so explain shows
+ * it and every parallel mode gives the same bits: views (slices, selects,
+ * transposes, broadcasts, the negative-stride flip of tycho/shape.h), copies
+ * into views of a new store (`dst[{...}] = src`) and element-wise ops; the
+ * one new task is the scan (runtime/src/ops_shape.c).
+ *
+ * Conventions (DESIGN.md §6): numpy's names and values; axes are 1-based,
+ * negative from the end; positions are 1-based (split points, indices()).
+ * Results that numpy returns as a list are Lua lists (split, array_split);
+ * meshgrid returns one value per input, as numpy's tuple unpacks
+ * (`local X, Y = tycho.meshgrid(x, y)`). Every function declares its forms
+ * once in a tl_sig and calls tl_args first.
+ *
+ * Resources: every intermediate store lives in a slot on the Lua stack
+ * (tl_newslot) before the call that makes it, so an error anywhere leaks
+ * nothing (tl.h).
+ */
+#include "tl.h"
+
+#include <string.h>
+
+#include "tycho/shape.h"
+
+void tl_shape_open(lua_State *L, int module_index);
+
+/* tl_newslot with room for it: these functions push many slots. */
+static ty_store **newslot(lua_State *L) {
+  luaL_checkstack(L, 4, "tycho: too many intermediate stores");
+  return tl_newslot(L);
+}
+
+/* Run a core call writing into a slot made just before; raise on failure. */
+#define CALL(L, rt, fn, call)                                                                 \
+  do {                                                                                        \
+    ty_status st_;                                                                            \
+    TL_TRY(L, rt, st_, call);                                                                 \
+    if (st_ != TY_OK) tl_fail(L, rt, fn, st_);                                                \
+  } while (0)
+
+/* A new view or store in a fresh slot. */
+static ty_store *slice(lua_State *L, ty_runtime *rt, const char *fn, ty_store *x, int dim,
+                       int64_t a, int64_t b) {
+  ty_store **v = newslot(L);
+  CALL(L, rt, fn, ty_store_slice(rt, x, dim, a, b, 1, v));
+  return *v;
+}
+static ty_store *newstore(lua_State *L, ty_runtime *rt, const char *fn, ty_dtype t, int nd,
+                          const int64_t *shape) {
+  ty_store **v = newslot(L);
+  CALL(L, rt, fn, ty_store_create(rt, t, nd, shape, v));
+  tl_created(L, *v);
+  return *v;
+}
+static ty_store *reshape(lua_State *L, ty_runtime *rt, const char *fn, ty_store *x, int nd,
+                         const int64_t *shape) {
+  ty_store **v = newslot(L);
+  CALL(L, rt, fn, ty_store_reshape(rt, x, nd, shape, v));
+  return *v;
+}
+/* A contiguous copy (fresh storage). */
+static ty_store *copy_of(lua_State *L, ty_runtime *rt, const char *fn, ty_store *x, ty_dtype t) {
+  ty_store **v = newslot(L);
+  CALL(L, rt, fn, ty_cast(rt, x, t, v));
+  tl_created(L, *v);
+  return *v;
+}
+static void copy_into(lua_State *L, ty_runtime *rt, const char *fn, ty_store *dst,
+                      ty_store *src) {
+  ty_status st;
+  TL_TRY(L, rt, st, ty_copy(rt, dst, src));
+  if (st != TY_OK) tl_fail(L, rt, fn, st);
+}
+/* x as a C-order 1-D store: a view when contiguous, else a copy. */
+static ty_store *ravel(lua_State *L, ty_runtime *rt, const char *fn, ty_store *x) {
+  int64_t n = ty_store_size(x);
+  if (!ty_store_is_contiguous(x)) x = copy_of(L, rt, fn, x, ty_store_dtype(x));
+  return reshape(L, rt, fn, x, 1, &n);
+}
+
+static void shape_error(lua_State *L, const char *fn, const char *what, const ty_store *x) {
+  char sh[256];
+  tl_shape_str(ty_store_ndim(x), ty_store_shape(x), sh, sizeof sh);
+  tl_error(L, fn, "%s, got shape %s", what, sh);
+}
+
+/* An axis of a rank-nd result that may be one past the end (stack, expand):
+ * 1..nd+1 or -(nd+1)..-1 -> 0-based. */
+static int new_axis(lua_State *L, int idx, const char *fn, int nd) {
+  int64_t a = tl_checkint(L, idx, fn, "axis");
+  if (a >= 1 && a <= nd + 1) return (int)(a - 1);
+  if (a <= -1 && a >= -(nd + 1)) return (int)(nd + 1 + a);
+  return tl_error(L, fn, "axis %lld is out of range for a result of rank %d (1..%d or -%d..-1)",
+                  (long long)a, nd + 1, nd + 1, nd + 1);
+}
+
+/* ---- joining ------------------------------------------------------------------------------- */
+
+/* The stores of the list at idx, pushed nowhere (the list anchors them). */
+static int list_stores(lua_State *L, int idx, const tl_sig *s, ty_store **xs, int cap) {
+  if (!lua_istable(L, idx))
+    tl_argerror(L, s, "argument 1 must be a list of stores, got %s", tl_typename(L, idx));
+  lua_Unsigned n = lua_rawlen(L, idx);
+  if (n == 0) tl_argerror(L, s, "need at least one store to join");
+  if (n > (lua_Unsigned)cap) tl_argerror(L, s, "at most %d stores, got %llu", cap, (unsigned long long)n);
+  for (int k = 0; k < (int)n; k++) {
+    lua_rawgeti(L, idx, k + 1);
+    char what[32];
+    snprintf(what, sizeof what, "element %d of the list", k + 1);
+    xs[k] = tl_checkstore(L, -1, s->fn, what);
+    lua_pop(L, 1);
+  }
+  return (int)n;
+}
+
+#define MAX_JOIN 4096
+
+/* Push the concatenation of xs along axis (0-based; all of rank nd >= 1). */
+static ty_store *concat(lua_State *L, ty_runtime *rt, const char *fn, ty_store **xs, int n,
+                        int axis) {
+  const int nd = ty_store_ndim(xs[0]);
+  int64_t shape[TY_MAX_RANK];
+  memcpy(shape, ty_store_shape(xs[0]), sizeof(int64_t) * (size_t)nd);
+  ty_dtype t = ty_store_dtype(xs[0]);
+  shape[axis] = 0;
+  for (int k = 0; k < n; k++) {
+    const int64_t *sk = ty_store_shape(xs[k]);
+    if (ty_store_ndim(xs[k]) != nd)
+      tl_error(L, fn, "all stores must have the same rank: store 1 has %d dimensions, store %d "
+               "has %d", nd, k + 1, ty_store_ndim(xs[k]));
+    for (int d = 0; d < nd; d++)
+      if (d != axis && sk[d] != ty_store_shape(xs[0])[d]) {
+        char a[256], b[256];
+        tl_shape_str(nd, ty_store_shape(xs[0]), a, sizeof a);
+        tl_shape_str(nd, sk, b, sizeof b);
+        tl_error(L, fn, "shapes must match except along axis %d: store 1 has shape %s, store %d "
+                 "has %s", axis + 1, a, k + 1, b);
+      }
+    shape[axis] += sk[axis];
+    if (k) t = ty_dtype_promote(t, ty_store_dtype(xs[k]));
+  }
+  ty_store *res = newstore(L, rt, fn, t, nd, shape);
+  int64_t at = 0;
+  for (int k = 0; k < n; k++) {
+    int64_t len = ty_store_shape(xs[k])[axis];
+    if (len == 0 || ty_store_size(xs[k]) == 0) {
+      at += len;
+      continue;
+    }
+    ty_store *dst = slice(L, rt, fn, res, axis, at, at + len);
+    copy_into(L, rt, fn, dst, xs[k]);
+    lua_pop(L, 1);
+    at += len;
+  }
+  return res;
+}
+
+static const tl_sig sig_concatenate = {"concatenate", 1, 2, "", false,
+                                       "tycho.concatenate({x1, x2, ...} [, axis = 1])"};
+static int l_concatenate(lua_State *L) {
+  const tl_sig *s = &sig_concatenate;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *xs[MAX_JOIN];
+  int n = list_stores(L, 1, s, xs, MAX_JOIN);
+  int nd = ty_store_ndim(xs[0]);
+  if (nd == 0) return tl_error(L, s->fn, "0-d stores cannot be concatenated (use stack)");
+  int axis = lua_isnil(L, 2) ? 0 : tl_checkaxis(L, 2, s->fn, "axis", nd);
+  concat(L, rt, s->fn, xs, n, axis);
+  return 1;
+}
+
+/* Push each store of xs with a new axis at `axis`, then join them there. */
+static int stack_at(lua_State *L, ty_runtime *rt, const char *fn, ty_store **xs, int n, int axis) {
+  const int nd = ty_store_ndim(xs[0]);
+  luaL_checkstack(L, n + 8, fn);
+  for (int k = 0; k < n; k++) {
+    if (ty_store_ndim(xs[k]) != nd ||
+        memcmp(ty_store_shape(xs[k]), ty_store_shape(xs[0]), sizeof(int64_t) * (size_t)nd)) {
+      char a[256], b[256];
+      tl_shape_str(nd, ty_store_shape(xs[0]), a, sizeof a);
+      tl_shape_str(ty_store_ndim(xs[k]), ty_store_shape(xs[k]), b, sizeof b);
+      tl_error(L, fn, "all stores must have the same shape: store 1 has %s, store %d has %s", a,
+               k + 1, b);
+    }
+  }
+  for (int k = 0; k < n; k++) {
+    ty_store **v = newslot(L);
+    CALL(L, rt, fn, ty_store_expand(rt, xs[k], axis, v));
+    xs[k] = *v;
+  }
+  concat(L, rt, fn, xs, n, axis);
+  return 1;
+}
+
+static const tl_sig sig_stack = {"stack", 1, 2, "", false, "tycho.stack({x1, x2, ...} [, axis = 1])"};
+static int l_stack(lua_State *L) {
+  const tl_sig *s = &sig_stack;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *xs[MAX_JOIN];
+  int n = list_stores(L, 1, s, xs, MAX_JOIN);
+  int nd = ty_store_ndim(xs[0]);
+  if (nd >= TY_MAX_RANK) return tl_error(L, s->fn, "the result would have more than %d dimensions", TY_MAX_RANK);
+  int axis = lua_isnil(L, 2) ? 0 : new_axis(L, 2, s->fn, nd);
+  return stack_at(L, rt, s->fn, xs, n, axis);
+}
+
+/* numpy's atleast_1d / atleast_2d as views: 0-d -> (1,) / (1, 1), (n,) -> (1, n). */
+static ty_store *atleast(lua_State *L, ty_runtime *rt, const char *fn, ty_store *x, int rank) {
+  while (ty_store_ndim(x) < rank) {
+    ty_store **v = newslot(L);
+    CALL(L, rt, fn, ty_store_expand(rt, x, 0, v));
+    x = *v;
+  }
+  return x;
+}
+
+static const tl_sig sig_hstack = {"hstack", 1, 1, "", false, "tycho.hstack({x1, x2, ...})"};
+static const tl_sig sig_vstack = {"vstack", 1, 1, "", false, "tycho.vstack({x1, x2, ...})"};
+static int hvstack(lua_State *L, const tl_sig *s, bool v) {
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *xs[MAX_JOIN];
+  int n = list_stores(L, 1, s, xs, MAX_JOIN);
+  luaL_checkstack(L, 2 * n + 8, s->fn);
+  for (int k = 0; k < n; k++) xs[k] = atleast(L, rt, s->fn, xs[k], v ? 2 : 1);
+  int axis = v ? 0 : (ty_store_ndim(xs[0]) == 1 ? 0 : 1);
+  concat(L, rt, s->fn, xs, n, axis);
+  return 1;
+}
+static int l_hstack(lua_State *L) { return hvstack(L, &sig_hstack, false); }
+static int l_vstack(lua_State *L) { return hvstack(L, &sig_vstack, true); }
+
+/* ---- splitting ----------------------------------------------------------------------------- */
+
+static const tl_sig sig_split = {
+    "split", 2, 3, "", false,
+    "tycho.split(x, sections | {p1, p2, ...} [, axis = 1]), x:split(...): a list of views; "
+    "p are the 1-based positions where a new part begins"};
+static const tl_sig sig_array_split = {
+    "array_split", 2, 3, "", false,
+    "tycho.array_split(x, sections | {p1, p2, ...} [, axis = 1]), x:array_split(...): a list "
+    "of views; sections need not divide the length"};
+static int split(lua_State *L, const tl_sig *s, bool equal) {
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int nd = ty_store_ndim(x);
+  if (nd == 0) return tl_error(L, s->fn, "x must have at least one dimension, got a 0-d store");
+  int axis = lua_isnil(L, 3) ? 0 : tl_checkaxis(L, 3, s->fn, "axis", nd);
+  const int64_t n = ty_store_shape(x)[axis];
+  lua_newtable(L);
+  int out = lua_gettop(L);
+  if (lua_type(L, 2) == LUA_TNUMBER) {
+    int64_t k = tl_checkint(L, 2, s->fn, "sections");
+    if (k < 1) return tl_error(L, s->fn, "sections must be at least 1, got %lld", (long long)k);
+    if (equal && n % k)
+      return tl_error(L, s->fn, "%lld sections do not divide axis %d of length %lld equally "
+                      "(array_split allows it)", (long long)k, axis + 1, (long long)n);
+    if (k > 1 << 20) return tl_error(L, s->fn, "at most %d sections, got %lld", 1 << 20, (long long)k);
+    const int64_t each = n / k, extra = n % k; /* the first `extra` parts get one more */
+    int64_t at = 0;
+    for (int64_t i = 0; i < k; i++) {
+      int64_t len = each + (i < extra);
+      slice(L, rt, s->fn, x, axis, at, at + len);
+      lua_rawseti(L, out, i + 1);
+      at += len;
+    }
+    return 1;
+  }
+  if (!lua_istable(L, 2))
+    return tl_argerror(L, s, "argument 2 must be a number of sections or a list of positions, "
+                       "got %s", tl_typename(L, 2));
+  lua_Unsigned m = lua_rawlen(L, 2);
+  int64_t prev = 0;
+  for (lua_Unsigned i = 0; i <= m; i++) {
+    int64_t stop = n;
+    if (i < m) {
+      lua_rawgeti(L, 2, (lua_Integer)i + 1);
+      char what[40];
+      snprintf(what, sizeof what, "position %d", (int)i + 1);
+      int64_t p = tl_checkint(L, -1, s->fn, what);
+      lua_pop(L, 1);
+      if (p == 0)
+        return tl_error(L, s->fn, "position %d is 0: positions start at 1 (a part begins at "
+                        "element p)", (int)i + 1);
+      stop = p > 0 ? p - 1 : n + p; /* numpy's index, 0-based */
+      if (stop < 0) stop = 0;
+      if (stop > n) stop = n;
+    }
+    int64_t a = prev < stop ? prev : stop;
+    slice(L, rt, s->fn, x, axis, a, stop);
+    lua_rawseti(L, out, (lua_Integer)i + 1);
+    if (stop > prev) prev = stop;
+  }
+  return 1;
+}
+static int l_split(lua_State *L) { return split(L, &sig_split, true); }
+static int l_array_split(lua_State *L) { return split(L, &sig_array_split, false); }
+
+/* ---- scans --------------------------------------------------------------------------------- */
+
+static const tl_sig sig_cumsum = {"cumsum", 1, 2, "", true,
+                                  "tycho.cumsum(x [, axis]), x:cumsum(...): no axis = over the "
+                                  "elements in C order (1-D)"};
+static const tl_sig sig_cumprod = {"cumprod", 1, 2, "", true,
+                                   "tycho.cumprod(x [, axis]), x:cumprod(...)"};
+static const tl_sig sig_nancumsum = {"nancumsum", 1, 2, "", true,
+                                     "tycho.nancumsum(x [, axis]), x:nancumsum(...): NaN counts as 0"};
+static const tl_sig sig_nancumprod = {"nancumprod", 1, 2, "", true,
+                                      "tycho.nancumprod(x [, axis]), x:nancumprod(...): NaN counts as 1"};
+static int scan(lua_State *L, const tl_sig *s, ty_scan_op op, bool nan) {
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int axis = lua_isnil(L, 2) ? -1 : tl_checkaxis(L, 2, s->fn, "axis", ty_store_ndim(x));
+  if (nan && ty_dtype_is_float(ty_store_dtype(x))) {
+    /* where(x != x, identity, x): two element-wise launches, fused */
+    ty_store **isnan = newslot(L), **id = newslot(L), **clean = newslot(L);
+    CALL(L, rt, s->fn, ty_binary(rt, TY_OP_NE, x, x, isnan));
+    CALL(L, rt, s->fn, ty_scalar_f64(rt, ty_store_dtype(x), op == TY_SCAN_SUM ? 0.0 : 1.0, id));
+    CALL(L, rt, s->fn, ty_where(rt, *isnan, *id, x, clean));
+    x = *clean;
+  }
+  ty_store **slot = newslot(L);
+  CALL(L, rt, s->fn, ty_scan(rt, op, x, axis, slot));
+  tl_created(L, *slot);
+  return 1;
+}
+static int l_cumsum(lua_State *L) { return scan(L, &sig_cumsum, TY_SCAN_SUM, false); }
+static int l_cumprod(lua_State *L) { return scan(L, &sig_cumprod, TY_SCAN_PROD, false); }
+static int l_nancumsum(lua_State *L) { return scan(L, &sig_nancumsum, TY_SCAN_SUM, true); }
+static int l_nancumprod(lua_State *L) { return scan(L, &sig_nancumprod, TY_SCAN_PROD, true); }
+
+static const tl_sig sig_diff = {"diff", 1, 3, "", true,
+                                "tycho.diff(x [, n = 1 [, axis = -1]]), x:diff(...)"};
+static int l_diff(lua_State *L) {
+  const tl_sig *s = &sig_diff;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int nd = ty_store_ndim(x);
+  int64_t n = lua_isnil(L, 2) ? 1 : tl_checkint(L, 2, s->fn, "n");
+  if (n < 0) return tl_error(L, s->fn, "n must be non-negative, got %lld", (long long)n);
+  if (nd == 0) return tl_error(L, s->fn, "x must have at least one dimension, got a 0-d store");
+  int axis = lua_isnil(L, 3) ? nd - 1 : tl_checkaxis(L, 3, s->fn, "axis", nd);
+  const bool is_bool = ty_store_dtype(x) == TY_BOOL;
+  lua_pushvalue(L, 1);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t len = ty_store_shape(x)[axis];
+    if (len == 0) break;
+    ty_store *hi = slice(L, rt, s->fn, x, axis, 1, len);
+    ty_store *lo = slice(L, rt, s->fn, x, axis, 0, len - 1);
+    ty_store **d = newslot(L);
+    CALL(L, rt, s->fn, ty_binary(rt, is_bool ? TY_OP_NE : TY_OP_SUB, hi, lo, d));
+    x = *d;
+    lua_replace(L, -4); /* the difference replaces the store it came from */
+    lua_pop(L, 2);
+  }
+  return 1;
+}
+
+/* ---- rearranging --------------------------------------------------------------------------- */
+
+/* Axes given as one axis or a list of axes (argument idx) into seen[]; none
+ * given: all. */
+static void axes_arg(lua_State *L, int idx, const char *fn, int nd, bool *seen) {
+  memset(seen, 0, sizeof(bool) * TY_MAX_RANK);
+  if (lua_isnil(L, idx)) {
+    for (int d = 0; d < nd; d++) seen[d] = true;
+  } else if (lua_istable(L, idx)) {
+    lua_Unsigned m = lua_rawlen(L, idx);
+    for (lua_Unsigned i = 1; i <= m; i++) {
+      lua_rawgeti(L, idx, (lua_Integer)i);
+      int d = tl_checkaxis(L, -1, fn, "axis", nd);
+      if (seen[d]) tl_error(L, fn, "axis %d is repeated", d + 1);
+      seen[d] = true;
+      lua_pop(L, 1);
+    }
+  } else {
+    seen[tl_checkaxis(L, idx, fn, "axis", nd)] = true;
+  }
+}
+
+static const tl_sig sig_flip = {"flip", 1, 2, "", false,
+                                "tycho.flip(x [, axis | {axes}]), x:flip(...): a view; no axis = all"};
+static int l_flip(lua_State *L) {
+  const tl_sig *s = &sig_flip;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int nd = ty_store_ndim(x);
+  bool seen[TY_MAX_RANK];
+  axes_arg(L, 2, s->fn, nd, seen);
+  lua_pushvalue(L, 1);
+  if (nd == 0) { /* numpy's flip of a 0-d array is itself; a view here too */
+    ty_store **v = newslot(L);
+    CALL(L, rt, s->fn, ty_store_reshape(rt, x, 0, NULL, v));
+    return 1;
+  }
+  for (int d = 0; d < nd; d++) {
+    if (!seen[d]) continue;
+    ty_store **v = newslot(L);
+    CALL(L, rt, s->fn, ty_store_flip(rt, x, d, v));
+    x = *v;
+  }
+  return 1;
+}
+
+static const tl_sig sig_roll = {"roll", 2, 3, "", false,
+                                "tycho.roll(x, shift [, axis]), x:roll(...): no axis = over the "
+                                "elements in C order, shape kept"};
+static int l_roll(lua_State *L) {
+  const tl_sig *s = &sig_roll;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int64_t shift = tl_checkint(L, 2, s->fn, "shift");
+  const int nd = ty_store_ndim(x);
+  int64_t shape[TY_MAX_RANK];
+  memcpy(shape, ty_store_shape(x), sizeof(int64_t) * (size_t)nd);
+  ty_store *src = x;
+  int axis = 0;
+  if (lua_isnil(L, 3)) {
+    src = ravel(L, rt, s->fn, x);
+  } else {
+    axis = tl_checkaxis(L, 3, s->fn, "axis", nd);
+  }
+  const int64_t n = ty_store_shape(src)[axis];
+  ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(x), ty_store_ndim(src), ty_store_shape(src));
+  if (ty_store_size(src) > 0) {
+    int64_t k = ((shift % n) + n) % n; /* res[k:] = src[:n-k], res[:k] = src[n-k:] */
+    copy_into(L, rt, s->fn, slice(L, rt, s->fn, res, axis, k, n), slice(L, rt, s->fn, src, axis, 0, n - k));
+    if (k) copy_into(L, rt, s->fn, slice(L, rt, s->fn, res, axis, 0, k), slice(L, rt, s->fn, src, axis, n - k, n));
+  }
+  ty_store **v = newslot(L); /* x's shape (and a fresh slot on top) */
+  CALL(L, rt, s->fn, ty_store_reshape(rt, res, nd, shape, v));
+  return 1;
+}
+
+static const tl_sig sig_squeeze = {"squeeze", 1, 2, "", false,
+                                   "tycho.squeeze(x [, axis | {axes}]), x:squeeze(...): a view"};
+static int l_squeeze(lua_State *L) {
+  const tl_sig *s = &sig_squeeze;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int nd = ty_store_ndim(x);
+  bool seen[TY_MAX_RANK];
+  bool given = !lua_isnil(L, 2);
+  if (nd == 0 && !given) memset(seen, 0, sizeof seen);
+  else axes_arg(L, 2, s->fn, nd, seen);
+  int64_t shape[TY_MAX_RANK];
+  int k = 0;
+  for (int d = 0; d < nd; d++) {
+    if (seen[d] && ty_store_shape(x)[d] != 1) {
+      if (given)
+        return tl_error(L, s->fn, "axis %d has length %lld: only axes of length 1 can be "
+                        "squeezed", d + 1, (long long)ty_store_shape(x)[d]);
+      seen[d] = false;
+    }
+    if (!seen[d]) shape[k++] = ty_store_shape(x)[d];
+  }
+  lua_pushvalue(L, 1);
+  for (int d = nd - 1; d >= 0; d--) { /* selects from the end keep the lower dims' numbers */
+    if (!seen[d]) continue;
+    ty_store **v = newslot(L);
+    CALL(L, rt, s->fn, ty_store_select(rt, x, d, 0, v));
+    x = *v;
+  }
+  (void)shape;
+  return 1;
+}
+
+/* Apply the permutation perm (result dim i is x's dim perm[i]) by swaps. */
+static int permute(lua_State *L, ty_runtime *rt, const char *fn, ty_store *x, const int *perm) {
+  int nd = ty_store_ndim(x), cur[TY_MAX_RANK]; /* cur[i]: x's dim now at i */
+  for (int d = 0; d < nd; d++) cur[d] = d;
+  lua_pushnil(L);
+  bool any = false;
+  for (int i = 0; i < nd; i++) {
+    if (cur[i] == perm[i]) continue;
+    int j = i + 1;
+    while (cur[j] != perm[i]) j++;
+    ty_store **v = newslot(L);
+    CALL(L, rt, fn, ty_store_transpose(rt, x, i, j, v));
+    x = *v;
+    int t = cur[i];
+    cur[i] = cur[j];
+    cur[j] = t;
+    any = true;
+  }
+  if (!any) { /* the identity permutation: a view of x all the same */
+    ty_store **v = newslot(L);
+    CALL(L, rt, fn, ty_store_reshape(rt, x, nd, ty_store_shape(x), v));
+  }
+  return 1;
+}
+
+static const tl_sig sig_permute = {"permute_dims", 1, 2, "", false,
+                                   "tycho.permute_dims(x [, {axes}]), tycho.permute(...), "
+                                   "x:permute(...): a view; no axes = reversed"};
+static int l_permute(lua_State *L) {
+  const tl_sig *s = &sig_permute;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int nd = ty_store_ndim(x), perm[TY_MAX_RANK];
+  if (lua_isnil(L, 2)) {
+    for (int d = 0; d < nd; d++) perm[d] = nd - 1 - d;
+  } else {
+    if (!lua_istable(L, 2))
+      return tl_argerror(L, s, "axes must be a list of axes, got %s", tl_typename(L, 2));
+    if (lua_rawlen(L, 2) != (lua_Unsigned)nd)
+      return tl_error(L, s->fn, "axes must list each of the %d axes once, got %llu entries", nd,
+                      (unsigned long long)lua_rawlen(L, 2));
+    bool seen[TY_MAX_RANK] = {false};
+    for (int i = 0; i < nd; i++) {
+      lua_rawgeti(L, 2, i + 1);
+      perm[i] = tl_checkaxis(L, -1, s->fn, "axis", nd);
+      if (seen[perm[i]]) return tl_error(L, s->fn, "axis %d is repeated", perm[i] + 1);
+      seen[perm[i]] = true;
+      lua_pop(L, 1);
+    }
+  }
+  return permute(L, rt, s->fn, x, perm);
+}
+
+static const tl_sig sig_moveaxis = {"moveaxis", 3, 3, "", false,
+                                    "tycho.moveaxis(x, source, destination), x:moveaxis(...): "
+                                    "a view; axes or lists of axes"};
+static int l_moveaxis(lua_State *L) {
+  const tl_sig *s = &sig_moveaxis;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int nd = ty_store_ndim(x), src[TY_MAX_RANK], dst[TY_MAX_RANK], m = 0;
+  bool tab = lua_istable(L, 2);
+  if (tab != lua_istable(L, 3))
+    return tl_argerror(L, s, "source and destination must both be axes or both lists");
+  if (tab) {
+    m = (int)lua_rawlen(L, 2);
+    if (m != (int)lua_rawlen(L, 3) || m > nd)
+      return tl_error(L, s->fn, "source and destination must list the same number of axes");
+    for (int i = 0; i < m; i++) {
+      lua_rawgeti(L, 2, i + 1);
+      src[i] = tl_checkaxis(L, -1, s->fn, "source", nd);
+      lua_rawgeti(L, 3, i + 1);
+      dst[i] = tl_checkaxis(L, -1, s->fn, "destination", nd);
+      lua_pop(L, 2);
+    }
+  } else {
+    m = 1;
+    src[0] = tl_checkaxis(L, 2, s->fn, "source", nd);
+    dst[0] = tl_checkaxis(L, 3, s->fn, "destination", nd);
+  }
+  int perm[TY_MAX_RANK];
+  bool used_src[TY_MAX_RANK] = {false}, used_dst[TY_MAX_RANK] = {false};
+  for (int i = 0; i < m; i++) {
+    if (used_src[src[i]] || used_dst[dst[i]])
+      return tl_error(L, s->fn, "repeated axis in source or destination");
+    used_src[src[i]] = used_dst[dst[i]] = true;
+    perm[dst[i]] = src[i];
+  }
+  int next = 0; /* the other axes keep their order */
+  for (int d = 0; d < nd; d++) {
+    if (used_dst[d]) continue;
+    while (used_src[next]) next++;
+    perm[d] = next++;
+  }
+  return permute(L, rt, s->fn, x, perm);
+}
+
+static const tl_sig sig_ravel = {"ravel", 1, 1, "", false,
+                                 "tycho.ravel(x), x:ravel(): 1-D, a view when x is contiguous"};
+static int l_ravel(lua_State *L) {
+  tl_args(L, &sig_ravel);
+  ty_runtime *rt = tl_rt(L);
+  ravel(L, rt, "ravel", tl_checkstore(L, 1, "ravel", "x"));
+  return 1;
+}
+static const tl_sig sig_flatten = {"flatten", 1, 1, "", false,
+                                   "tycho.flatten(x), x:flatten(): a 1-D copy"};
+static int l_flatten(lua_State *L) {
+  tl_args(L, &sig_flatten);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, "flatten", "x");
+  int64_t n = ty_store_size(x);
+  reshape(L, rt, "flatten", copy_of(L, rt, "flatten", x, ty_store_dtype(x)), 1, &n);
+  return 1;
+}
+
+static const tl_sig sig_broadcast_to = {"broadcast_to", 2, 2, "", false,
+                                        "tycho.broadcast_to(x, shape), x:broadcast_to(shape): a view"};
+static int l_broadcast_to(lua_State *L) {
+  const tl_sig *s = &sig_broadcast_to;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int64_t shape[TY_MAX_RANK];
+  int nd = tl_checkshape(L, 2, s->fn, shape, false, ty_store_dtype(x));
+  ty_store **v = newslot(L);
+  CALL(L, rt, s->fn, ty_store_broadcast(rt, x, nd, shape, v));
+  return 1;
+}
+
+/* ---- creation -------------------------------------------------------------------------------- */
+
+static const tl_sig sig_zeros_like = {"zeros_like", 1, 2, "", false, "tycho.zeros_like(x [, dtype]), x:zeros_like(...)"};
+static const tl_sig sig_ones_like = {"ones_like", 1, 2, "", false, "tycho.ones_like(x [, dtype]), x:ones_like(...)"};
+static const tl_sig sig_empty_like = {"empty_like", 1, 2, "", false, "tycho.empty_like(x [, dtype]), x:empty_like(...)"};
+static const tl_sig sig_full_like = {"full_like", 2, 3, "", false, "tycho.full_like(x, value [, dtype]), x:full_like(...)"};
+/* value: 0, 1, the Lua value at vidx, or none (empty) */
+static int like(lua_State *L, const tl_sig *s, int vidx, double v) {
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int didx = vidx ? 3 : 2;
+  if (vidx) {
+    int tp = lua_type(L, vidx);
+    if (tp != LUA_TNUMBER && tp != LUA_TBOOLEAN)
+      return tl_error(L, s->fn, "value must be a number or a boolean, got %s", tl_typename(L, vidx));
+  }
+  ty_dtype t = tl_optdtype(L, didx, s->fn, ty_store_dtype(x));
+  ty_store *res = newstore(L, rt, s->fn, t, ty_store_ndim(x), ty_store_shape(x));
+  if (vidx) {
+    tl_fill_value(L, rt, res, vidx, s->fn);
+  } else if (v == v) {
+    ty_status st;
+    TL_TRY(L, rt, st, ty_fill(rt, res, v));
+    if (st != TY_OK) return tl_fail(L, rt, s->fn, st);
+  }
+  return 1;
+}
+static int l_zeros_like(lua_State *L) { return like(L, &sig_zeros_like, 0, 0.0); }
+static int l_ones_like(lua_State *L) { return like(L, &sig_ones_like, 0, 1.0); }
+static int l_empty_like(lua_State *L) { return like(L, &sig_empty_like, 0, __builtin_nan("")); }
+static int l_full_like(lua_State *L) { return like(L, &sig_full_like, 2, 0.0); }
+
+/* The k-th diagonal of a 2-D store as a view (numpy's offset convention). */
+static ty_store *diag_view(lua_State *L, ty_runtime *rt, const char *fn, ty_store *x, int64_t k) {
+  if (k != 0) {
+    int dim = k > 0 ? 1 : 0;
+    int64_t n = ty_store_shape(x)[dim];
+    int64_t start = k > 0 ? (k > n ? n : k) : (k < -n ? n : -k);
+    x = slice(L, rt, fn, x, dim, start, n);
+  }
+  ty_store **v = newslot(L);
+  CALL(L, rt, fn, ty_store_diagonal(rt, x, v));
+  return *v;
+}
+
+static int64_t count_arg(lua_State *L, int idx, const char *fn, const char *what) {
+  int64_t n = tl_checkint(L, idx, fn, what);
+  if (n < 0) tl_error(L, fn, "%s must be non-negative, got %lld", what, (long long)n);
+  return n;
+}
+
+static const tl_sig sig_eye = {"eye", 1, 4, "", false, "tycho.eye(n [, m [, k]] [, dtype])"};
+static const tl_sig sig_identity = {"identity", 1, 2, "", false, "tycho.identity(n [, dtype])"};
+/* The (n, m) store with ones on diagonal k. */
+static int eye(lua_State *L, ty_runtime *rt, const char *fn, int64_t n, int64_t m, int64_t k,
+               ty_dtype t) {
+  ty_store **res = newslot(L);
+  int ri = lua_gettop(L);
+  CALL(L, rt, fn, ty_full(rt, t, 2, (const int64_t[2]){n, m}, 0.0, res));
+  tl_created(L, *res);
+  ty_store *d = diag_view(L, rt, fn, *res, k);
+  if (ty_store_size(d) > 0) {
+    ty_status st;
+    TL_TRY(L, rt, st, ty_fill(rt, d, 1.0));
+    if (st != TY_OK) return tl_fail(L, rt, fn, st);
+  }
+  lua_pushvalue(L, ri);
+  return 1;
+}
+/* (n [, m [, k]] [, dtype]): trailing arguments optional; a string ends them */
+static void n_m_k_dtype(lua_State *L, const char *fn, int64_t *n, int64_t *m, int64_t *k,
+                        ty_dtype *t) {
+  int top = 4;
+  while (top > 1 && lua_isnil(L, top)) top--;
+  *t = TY_F64;
+  if (top > 1 && lua_type(L, top) == LUA_TSTRING) *t = tl_optdtype(L, top--, fn, TY_F64);
+  *n = count_arg(L, 1, fn, "n");
+  *m = top >= 2 && !lua_isnil(L, 2) ? count_arg(L, 2, fn, "m") : *n;
+  *k = top >= 3 && !lua_isnil(L, 3) ? tl_checkint(L, 3, fn, "k") : 0;
+}
+static int l_eye(lua_State *L) {
+  tl_args(L, &sig_eye);
+  ty_runtime *rt = tl_rt(L);
+  int64_t n, m, k;
+  ty_dtype t;
+  n_m_k_dtype(L, "eye", &n, &m, &k, &t);
+  return eye(L, rt, "eye", n, m, k, t);
+}
+static int l_identity(lua_State *L) {
+  tl_args(L, &sig_identity);
+  ty_runtime *rt = tl_rt(L);
+  int64_t n = count_arg(L, 1, "identity", "n");
+  return eye(L, rt, "identity", n, n, 0, tl_optdtype(L, 2, "identity", TY_F64));
+}
+
+static const tl_sig sig_diag = {"diag", 1, 2, "", false,
+                                "tycho.diag(x [, k]), x:diag(...): 1-D x -> a 2-D store with x "
+                                "on diagonal k; 2-D x -> its diagonal k (a view)"};
+static int l_diag(lua_State *L) {
+  const tl_sig *s = &sig_diag;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int64_t k = lua_isnil(L, 2) ? 0 : tl_checkint(L, 2, s->fn, "k");
+  if (ty_store_ndim(x) == 2) {
+    diag_view(L, rt, s->fn, x, k);
+    return 1;
+  }
+  if (ty_store_ndim(x) != 1) shape_error(L, s->fn, "x must be 1-D or 2-D", x);
+  int64_t n = ty_store_shape(x)[0] + (k < 0 ? -k : k);
+  ty_store **res = newslot(L);
+  CALL(L, rt, s->fn, ty_full(rt, ty_store_dtype(x), 2, (const int64_t[2]){n, n}, 0.0, res));
+  tl_created(L, *res);
+  int base = lua_gettop(L);
+  ty_store *d = diag_view(L, rt, s->fn, *res, k);
+  copy_into(L, rt, s->fn, d, x);
+  lua_settop(L, base);
+  return 1;
+}
+
+/* A bool (n, m) store: j - i <= k (numpy's tri), 0-based i, j. */
+static ty_store *tri_mask(lua_State *L, ty_runtime *rt, const char *fn, int64_t n, int64_t m,
+                          int64_t k) {
+  ty_store **i = newslot(L), **j = newslot(L), **ic = newslot(L), **ik = newslot(L);
+  ty_store **mask = newslot(L);
+  CALL(L, rt, fn, ty_arange(rt, TY_I64, 0.0, 1.0, n, i));
+  CALL(L, rt, fn, ty_arange(rt, TY_I64, 0.0, 1.0, m, j));
+  ty_store **iv = newslot(L);
+  CALL(L, rt, fn, ty_store_expand(rt, *i, 1, iv));
+  CALL(L, rt, fn, ty_scalar_i64(rt, TY_I64, k, ic));
+  CALL(L, rt, fn, ty_binary(rt, TY_OP_ADD, *iv, *ic, ik)); /* i + k >= j */
+  CALL(L, rt, fn, ty_binary(rt, TY_OP_GE, *ik, *j, mask));
+  return *mask; /* anchored below the top */
+}
+
+static const tl_sig sig_tri = {"tri", 1, 4, "", false, "tycho.tri(n [, m [, k]] [, dtype])"};
+static int l_tri(lua_State *L) {
+  const tl_sig *s = &sig_tri;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  int64_t n, m, k;
+  ty_dtype t;
+  n_m_k_dtype(L, s->fn, &n, &m, &k, &t);
+  ty_store *mask = tri_mask(L, rt, s->fn, n, m, k);
+  copy_of(L, rt, s->fn, mask, t);
+  return 1;
+}
+
+static const tl_sig sig_tril = {"tril", 1, 2, "", false, "tycho.tril(x [, k]), x:tril(...)"};
+static const tl_sig sig_triu = {"triu", 1, 2, "", false, "tycho.triu(x [, k]), x:triu(...)"};
+static int trilu(lua_State *L, const tl_sig *s, bool lower) {
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int64_t k = lua_isnil(L, 2) ? 0 : tl_checkint(L, 2, s->fn, "k");
+  int nd = ty_store_ndim(x);
+  if (nd < 2) shape_error(L, s->fn, "x must have at least 2 dimensions", x);
+  const int64_t *sh = ty_store_shape(x);
+  ty_store *mask = tri_mask(L, rt, s->fn, sh[nd - 2], sh[nd - 1], lower ? k : k - 1);
+  ty_store **zero = newslot(L), **res = newslot(L);
+  CALL(L, rt, s->fn, ty_scalar_i64(rt, ty_store_dtype(x), 0, zero));
+  if (lower) CALL(L, rt, s->fn, ty_where(rt, mask, x, *zero, res));
+  else CALL(L, rt, s->fn, ty_where(rt, mask, *zero, x, res));
+  if (ty_store_dtype(*res) != ty_store_dtype(x)) copy_of(L, rt, s->fn, *res, ty_store_dtype(x));
+  return 1;
+}
+static int l_tril(lua_State *L) { return trilu(L, &sig_tril, true); }
+static int l_triu(lua_State *L) { return trilu(L, &sig_triu, false); }
+
+static const tl_sig sig_indices = {"indices", 1, 2, "", false,
+                                   "tycho.indices(shape [, dtype]): 1-based positions, shape "
+                                   "(#shape, ...)"};
+static int l_indices(lua_State *L) {
+  const tl_sig *s = &sig_indices;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_dtype t = tl_optdtype(L, 2, s->fn, TY_I64);
+  int64_t shape[TY_MAX_RANK + 1];
+  int nd = tl_checkshape(L, 1, s->fn, shape + 1, false, t);
+  if (nd >= TY_MAX_RANK) return tl_error(L, s->fn, "the result would have more than %d dimensions", TY_MAX_RANK);
+  shape[0] = nd;
+  ty_store *res = newstore(L, rt, s->fn, t, nd + 1, shape);
+  int base = lua_gettop(L);
+  for (int d = 0; d < nd; d++) {
+    ty_store **r = newslot(L), **rv = newslot(L), **dst = newslot(L);
+    CALL(L, rt, s->fn, ty_arange(rt, t, 1.0, 1.0, shape[1 + d], r));
+    int64_t vs[TY_MAX_RANK];
+    for (int e = 0; e < nd; e++) vs[e] = e == d ? shape[1 + d] : 1;
+    CALL(L, rt, s->fn, ty_store_reshape(rt, *r, nd, vs, rv));
+    CALL(L, rt, s->fn, ty_store_select(rt, res, 0, d, dst));
+    copy_into(L, rt, s->fn, *dst, *rv);
+    lua_settop(L, base);
+  }
+  return 1;
+}
+
+static const tl_sig sig_meshgrid = {"meshgrid", 0, TY_MAX_RANK, "indexing", false,
+                                    "tycho.meshgrid(x1, x2, ... [, {indexing = \"xy\" | \"ij\"}]): "
+                                    "one store per input"};
+static int l_meshgrid(lua_State *L) {
+  const tl_sig *s = &sig_meshgrid;
+  int n = tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  bool xy = true;
+  if (lua_istable(L, TL_OPTS(s))) {
+    lua_getfield(L, TL_OPTS(s), "indexing");
+    if (!lua_isnil(L, -1)) {
+      const char *ix = lua_tostring(L, -1);
+      if (!ix || (strcmp(ix, "xy") && strcmp(ix, "ij")))
+        return tl_argerror(L, s, "option indexing must be \"xy\" or \"ij\"");
+      xy = ix[0] == 'x';
+    }
+    lua_pop(L, 1);
+  }
+  int64_t shape[TY_MAX_RANK];
+  ty_store *xs[TY_MAX_RANK];
+  for (int k = 0; k < n; k++) {
+    char what[24];
+    snprintf(what, sizeof what, "x%d", k + 1);
+    xs[k] = tl_checkstore(L, k + 1, s->fn, what);
+    shape[k] = ty_store_size(xs[k]);
+  }
+  if (xy && n >= 2) {
+    int64_t t = shape[0];
+    shape[0] = shape[1];
+    shape[1] = t;
+  }
+  luaL_checkstack(L, 4 * n + 8, s->fn);
+  int first = lua_gettop(L) + 1;
+  for (int k = 0; k < n; k++) {
+    ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(xs[k]), n, shape);
+    int base = lua_gettop(L);
+    int at = xy && n >= 2 && k < 2 ? 1 - k : k; /* the dim x_k runs along */
+    int64_t vs[TY_MAX_RANK];
+    for (int e = 0; e < n; e++) vs[e] = e == at ? shape[at] : 1;
+    ty_store *flat = ravel(L, rt, s->fn, xs[k]);
+    ty_store *v = reshape(L, rt, s->fn, flat, n, vs);
+    copy_into(L, rt, s->fn, res, v);
+    lua_settop(L, base);
+  }
+  return lua_gettop(L) - first + 1;
+}
+
+/* ---- repetition ------------------------------------------------------------------------------ */
+
+static const tl_sig sig_repeat = {"repeat", 2, 3, "", false,
+                                  "tycho[\"repeat\"](x, repeats | {r1, r2, ...} [, axis]), "
+                                  "tycho.rep(...), x:rep(...): no axis = over the elements in C "
+                                  "order (1-D)"};
+static int l_repeat(lua_State *L) {
+  const tl_sig *s = &sig_repeat;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int axis = 0;
+  if (lua_isnil(L, 3)) x = ravel(L, rt, s->fn, x);
+  else axis = tl_checkaxis(L, 3, s->fn, "axis", ty_store_ndim(x));
+  const int nd = ty_store_ndim(x);
+  const int64_t n = ty_store_shape(x)[axis];
+  int64_t shape[TY_MAX_RANK + 1];
+  memcpy(shape, ty_store_shape(x), sizeof(int64_t) * (size_t)nd);
+  if (lua_type(L, 2) == LUA_TNUMBER) {
+    int64_t r = count_arg(L, 2, s->fn, "repeats");
+    if (nd >= TY_MAX_RANK) return tl_error(L, s->fn, "x has too many dimensions");
+    shape[axis] = n * r;
+    ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(x), nd, shape);
+    int top = lua_gettop(L);
+    if (ty_store_size(res) > 0) {
+      /* res viewed as (..., n, r, ...) gets x (..., n, 1, ...) broadcast: one copy */
+      int64_t split[TY_MAX_RANK + 1];
+      int k = 0;
+      for (int d = 0; d < nd; d++) {
+        split[k++] = d == axis ? n : shape[d];
+        if (d == axis) split[k++] = r;
+      }
+      ty_store *rv = reshape(L, rt, s->fn, res, nd + 1, split);
+      ty_store **xv = newslot(L);
+      CALL(L, rt, s->fn, ty_store_expand(rt, x, axis + 1, xv));
+      copy_into(L, rt, s->fn, rv, *xv);
+    }
+    lua_settop(L, top);
+    return 1;
+  }
+  if (!lua_istable(L, 2))
+    return tl_argerror(L, s, "repeats must be a count or a list of counts, got %s",
+                       tl_typename(L, 2));
+  if ((int64_t)lua_rawlen(L, 2) != n)
+    return tl_error(L, s->fn, "repeats has %llu counts for an axis of length %lld",
+                    (unsigned long long)lua_rawlen(L, 2), (long long)n);
+  int64_t total = 0;
+  for (int64_t i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, (lua_Integer)i + 1);
+    total += count_arg(L, -1, s->fn, "each count");
+    lua_pop(L, 1);
+  }
+  shape[axis] = total;
+  ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(x), nd, shape);
+  int top = lua_gettop(L);
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; i++) { /* one broadcast copy per element with a count */
+    lua_rawgeti(L, 2, (lua_Integer)i + 1);
+    int64_t c = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (c == 0) continue;
+    if (ty_store_size(res) > 0)
+      copy_into(L, rt, s->fn, slice(L, rt, s->fn, res, axis, at, at + c),
+                slice(L, rt, s->fn, x, axis, i, i + 1));
+    lua_settop(L, top);
+    at += c;
+  }
+  return 1;
+}
+
+static const tl_sig sig_tile = {"tile", 2, 2, "", false, "tycho.tile(x, reps | {r1, r2, ...}), x:tile(...)"};
+static int l_tile(lua_State *L) {
+  const tl_sig *s = &sig_tile;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  int64_t reps[TY_MAX_RANK];
+  int nr = tl_checkshape(L, 2, s->fn, reps, false, TY_U8);
+  int xd = ty_store_ndim(x), nd = nr > xd ? nr : xd;
+  if (2 * nd > TY_MAX_RANK)
+    return tl_error(L, s->fn, "tile works on results of at most %d dimensions", TY_MAX_RANK / 2);
+  int64_t r[TY_MAX_RANK], xs[TY_MAX_RANK], il[TY_MAX_RANK], out[TY_MAX_RANK];
+  for (int d = 0; d < nd; d++) {
+    r[d] = d < nd - nr ? 1 : reps[d - (nd - nr)];
+    xs[d] = d < nd - xd ? 1 : ty_store_shape(x)[d - (nd - xd)];
+    il[2 * d] = r[d];
+    il[2 * d + 1] = xs[d];
+    out[d] = r[d] * xs[d];
+  }
+  /* res as (r1, s1, r2, s2, ...) gets x as (1, s1, 1, s2, ...) broadcast: one copy */
+  ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(x), 2 * nd, il);
+  int top = lua_gettop(L);
+  ty_store *xv = x;
+  while (ty_store_ndim(xv) < nd) {
+    ty_store **v = newslot(L);
+    CALL(L, rt, s->fn, ty_store_expand(rt, xv, 0, v));
+    xv = *v;
+  }
+  for (int d = 0; d < nd; d++) {
+    ty_store **v = newslot(L);
+    CALL(L, rt, s->fn, ty_store_expand(rt, xv, 2 * d, v));
+    xv = *v;
+  }
+  if (ty_store_size(res) > 0) copy_into(L, rt, s->fn, res, xv);
+  lua_settop(L, top);
+  reshape(L, rt, s->fn, res, nd, out);
+  return 1;
+}
+
+static const tl_sig sig_pad = {"pad", 2, 2, "mode constant_values", false,
+                               "tycho.pad(x, width | {before, after} | {{b1, a1}, {b2, a2}, ...} "
+                               "[, {mode = \"constant\" | \"edge\" | \"wrap\", constant_values = v}]), "
+                               "x:pad(...)"};
+static int64_t pad_entry(lua_State *L, int idx, const tl_sig *s) {
+  int64_t v = tl_checkint(L, idx, s->fn, "pad width");
+  if (v < 0) tl_error(L, s->fn, "pad widths must be non-negative, got %lld", (long long)v);
+  return v;
+}
+static int l_pad(lua_State *L) {
+  const tl_sig *s = &sig_pad;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  const int nd = ty_store_ndim(x);
+  int64_t before[TY_MAX_RANK], after[TY_MAX_RANK];
+  /* width forms: n; {b, a}; {{b1, a1}, ...} (one pair per axis) */
+  if (lua_type(L, 2) == LUA_TNUMBER) {
+    int64_t w = pad_entry(L, 2, s);
+    for (int d = 0; d < nd; d++) before[d] = after[d] = w;
+  } else if (lua_istable(L, 2)) {
+    lua_rawgeti(L, 2, 1);
+    bool pairs = lua_istable(L, -1);
+    lua_pop(L, 1);
+    if (!pairs) {
+      lua_Unsigned m = lua_rawlen(L, 2);
+      if (m != 1 && m != 2) return tl_argerror(L, s, "width {before, after} has 2 entries, got %llu", (unsigned long long)m);
+      lua_rawgeti(L, 2, 1);
+      lua_rawgeti(L, 2, (lua_Integer)m);
+      int64_t b = pad_entry(L, -2, s), a = pad_entry(L, -1, s);
+      lua_pop(L, 2);
+      for (int d = 0; d < nd; d++) before[d] = b, after[d] = a;
+    } else {
+      if (lua_rawlen(L, 2) != (lua_Unsigned)nd)
+        return tl_error(L, s->fn, "width lists %llu pairs for a store of rank %d",
+                        (unsigned long long)lua_rawlen(L, 2), nd);
+      for (int d = 0; d < nd; d++) {
+        lua_rawgeti(L, 2, d + 1);
+        if (!lua_istable(L, -1) || lua_rawlen(L, -1) != 2)
+          return tl_argerror(L, s, "width entry %d must be {before, after}", d + 1);
+        lua_rawgeti(L, -1, 1);
+        lua_rawgeti(L, -2, 2);
+        before[d] = pad_entry(L, -2, s);
+        after[d] = pad_entry(L, -1, s);
+        lua_pop(L, 3);
+      }
+    }
+  } else {
+    return tl_argerror(L, s, "width must be a number or a table, got %s", tl_typename(L, 2));
+  }
+  int mode = 0; /* 0 constant, 1 edge, 2 wrap */
+  int cv = 0;   /* stack index of constant_values */
+  if (lua_istable(L, TL_OPTS(s))) {
+    lua_getfield(L, TL_OPTS(s), "mode");
+    if (!lua_isnil(L, -1)) {
+      const char *m = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+      if (!strcmp(m, "constant")) mode = 0;
+      else if (!strcmp(m, "edge")) mode = 1;
+      else if (!strcmp(m, "wrap")) mode = 2;
+      else return tl_argerror(L, s, "option mode must be \"constant\", \"edge\" or \"wrap\"");
+    }
+    lua_getfield(L, TL_OPTS(s), "constant_values");
+    if (!lua_isnil(L, -1)) {
+      int tp = lua_type(L, -1);
+      if (tp != LUA_TNUMBER && tp != LUA_TBOOLEAN)
+        return tl_argerror(L, s, "option constant_values must be a number, got %s", tl_typename(L, -1));
+      if (mode != 0) return tl_argerror(L, s, "constant_values goes with mode \"constant\"");
+      cv = lua_gettop(L);
+    }
+  }
+  int64_t shape[TY_MAX_RANK];
+  for (int d = 0; d < nd; d++) {
+    const int64_t n = ty_store_shape(x)[d];
+    if (mode != 0 && n == 0 && before[d] + after[d] > 0)
+      return tl_error(L, s->fn, "cannot pad axis %d of length 0 in mode \"%s\"", d + 1,
+                      mode == 1 ? "edge" : "wrap");
+    if (mode == 2 && (before[d] > n || after[d] > n))
+      return tl_error(L, s->fn, "mode \"wrap\" pads at most the axis length (%lld) on each side "
+                      "of axis %d", (long long)n, d + 1);
+    shape[d] = n + before[d] + after[d];
+  }
+  ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(x), nd, shape);
+  int top = lua_gettop(L);
+  if (mode == 0) {
+    if (cv) tl_fill_value(L, rt, res, cv, s->fn);
+    else {
+      ty_status st;
+      TL_TRY(L, rt, st, ty_fill(rt, res, 0.0));
+      if (st != TY_OK) return tl_fail(L, rt, s->fn, st);
+    }
+  }
+  if (ty_store_size(x) > 0) {
+    ty_store *mid = res;
+    for (int d = 0; d < nd; d++) mid = slice(L, rt, s->fn, mid, d, before[d], before[d] + ty_store_shape(x)[d]);
+    copy_into(L, rt, s->fn, mid, x);
+  }
+  lua_settop(L, top);
+  if (mode != 0 && ty_store_size(res) > 0) {
+    /* axis by axis over the whole padded store: corners come from the axes before */
+    for (int d = 0; d < nd; d++) {
+      const int64_t n = ty_store_shape(x)[d], b = before[d], a = after[d];
+      if (b) {
+        ty_store *dst = slice(L, rt, s->fn, res, d, 0, b);
+        ty_store *src = mode == 1 ? slice(L, rt, s->fn, res, d, b, b + 1)
+                                  : slice(L, rt, s->fn, res, d, b + n - b, b + n);
+        copy_into(L, rt, s->fn, dst, src);
+      }
+      if (a) {
+        ty_store *dst = slice(L, rt, s->fn, res, d, b + n, b + n + a);
+        ty_store *src = mode == 1 ? slice(L, rt, s->fn, res, d, b + n - 1, b + n)
+                                  : slice(L, rt, s->fn, res, d, b, b + a);
+        copy_into(L, rt, s->fn, dst, src);
+      }
+      lua_settop(L, top);
+    }
+  }
+  return 1;
+}
+
+static const luaL_Reg shape_funcs[] = {
+    {"concatenate", l_concatenate}, {"stack", l_stack},
+    {"hstack", l_hstack},           {"vstack", l_vstack},
+    {"split", l_split},             {"array_split", l_array_split},
+    {"cumsum", l_cumsum},           {"cumprod", l_cumprod},
+    {"nancumsum", l_nancumsum},     {"nancumprod", l_nancumprod},
+    {"diff", l_diff},               {"flip", l_flip},
+    {"roll", l_roll},               {"squeeze", l_squeeze},
+    {"permute_dims", l_permute},    {"permute", l_permute},
+    {"moveaxis", l_moveaxis},       {"ravel", l_ravel},
+    {"flatten", l_flatten},         {"broadcast_to", l_broadcast_to},
+    {"zeros_like", l_zeros_like},   {"ones_like", l_ones_like},
+    {"full_like", l_full_like},     {"empty_like", l_empty_like},
+    {"eye", l_eye},                 {"identity", l_identity},
+    {"diag", l_diag},               {"tri", l_tri},
+    {"tril", l_tril},               {"triu", l_triu},
+    {"indices", l_indices},         {"meshgrid", l_meshgrid},
+    {"repeat", l_repeat},           {"rep", l_repeat},
+    {"tile", l_tile},               {"pad", l_pad},
+    {NULL, NULL}};
+
+/* Functions whose first argument is a store are methods too. */
+static const luaL_Reg shape_methods[] = {
+    {"split", l_split},           {"array_split", l_array_split},
+    {"cumsum", l_cumsum},         {"cumprod", l_cumprod},
+    {"nancumsum", l_nancumsum},   {"nancumprod", l_nancumprod},
+    {"diff", l_diff},             {"flip", l_flip},
+    {"roll", l_roll},             {"squeeze", l_squeeze},
+    {"permute_dims", l_permute},  {"permute", l_permute},
+    {"moveaxis", l_moveaxis},     {"ravel", l_ravel},
+    {"flatten", l_flatten},       {"broadcast_to", l_broadcast_to},
+    {"zeros_like", l_zeros_like}, {"ones_like", l_ones_like},
+    {"full_like", l_full_like},   {"empty_like", l_empty_like},
+    {"diag", l_diag},             {"tril", l_tril},
+    {"triu", l_triu},             {"rep", l_repeat},
+    {"tile", l_tile},             {"pad", l_pad},
+    {NULL, NULL}};
+
+/* Adds the functions to the module table and the methods to the store
+ * metatable's method table (__methods), like tl_extra_open. */
+void tl_shape_open(lua_State *L, int module_index) {
+  module_index = lua_absindex(L, module_index);
+  lua_getfield(L, LUA_REGISTRYINDEX, TL_BOX);
+  int box = lua_gettop(L);
+  lua_pushvalue(L, module_index);
+  lua_pushvalue(L, box);
+  luaL_setfuncs(L, shape_funcs, 1);
+  lua_pop(L, 1);
+  luaL_getmetatable(L, TL_STORE);
+  if (lua_getfield(L, -1, "__methods") == LUA_TTABLE) {
+    lua_pushvalue(L, box);
+    luaL_setfuncs(L, shape_methods, 1);
+  }
+  lua_pop(L, 3); /* __methods, metatable, box */
+}
