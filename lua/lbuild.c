@@ -179,6 +179,7 @@ static int trilu(lua_State *L, const tl_sig *s, bool lower) {
   CALL(L, rt, s->fn, ty_scalar_i64(rt, ty_store_dtype(x), 0, zero));
   if (lower) CALL(L, rt, s->fn, ty_where(rt, mask, x, *zero, res));
   else CALL(L, rt, s->fn, ty_where(rt, mask, *zero, x, res));
+  tl_created(L, *res);
   if (ty_store_dtype(*res) != ty_store_dtype(x)) copy_of(L, rt, s->fn, *res, ty_store_dtype(x));
   return 1;
 }
@@ -262,7 +263,7 @@ static int l_meshgrid(lua_State *L) {
 /* ---- repetition ------------------------------------------------------------------------------ */
 
 static const tl_sig sig_repeat = {"repeat", 2, 3, "", false,
-                                  "tycho[\"repeat\"](x, repeats | {r1, r2, ...} [, axis]), "
+                                  "tycho[\"repeat\"](x, repeats | {r1, r2, ...} | counts_store [, axis]), "
                                   "tycho.rep(...), x:rep(...): no axis = over the elements in C "
                                   "order (1-D)"};
 static int l_repeat(lua_State *L) {
@@ -298,6 +299,15 @@ static int l_repeat(lua_State *L) {
     }
     lua_settop(L, top);
     return 1;
+  }
+  ty_store *counts = tl_teststore(L, 2, s->fn);
+  if (counts) { /* a 1-D integer store of counts, as numpy's array: its values */
+    if (ty_store_ndim(counts) != 1 || ty_dtype_is_float(ty_store_dtype(counts)))
+      shape_error(L, s->fn, "repeats given as a store must be 1-D with an integer dtype", counts);
+    lua_getfield(L, 2, "totable");
+    lua_pushvalue(L, 2);
+    lua_call(L, 1, 1);
+    lua_replace(L, 2);
   }
   if (!lua_istable(L, 2))
     return tl_argerror(L, s, "repeats must be a count or a list of counts, got %s",

@@ -268,6 +268,7 @@ static int scan(lua_State *L, const tl_sig *s, ty_scan_op op, bool nan) {
     CALL(L, rt, s->fn, ty_binary(rt, TY_OP_NE, x, x, isnan));
     CALL(L, rt, s->fn, ty_scalar_f64(rt, ty_store_dtype(x), op == TY_SCAN_SUM ? 0.0 : 1.0, id));
     CALL(L, rt, s->fn, ty_where(rt, *isnan, *id, x, clean));
+    tl_created(L, *clean);
     x = *clean;
   }
   ty_store **slot = newslot(L);
@@ -301,6 +302,7 @@ static int l_diff(lua_State *L) {
     ty_store *lo = slice(L, rt, s->fn, x, axis, 0, len - 1);
     ty_store **d = newslot(L);
     CALL(L, rt, s->fn, ty_binary(rt, is_bool ? TY_OP_NE : TY_OP_SUB, hi, lo, d));
+    tl_created(L, *d);
     x = *d;
     lua_replace(L, -4); /* the difference replaces the store it came from */
     lua_pop(L, 2);
@@ -356,30 +358,90 @@ static int l_flip(lua_State *L) {
 }
 
 static const tl_sig sig_roll = {"roll", 2, 3, "", false,
-                                "tycho.roll(x, shift [, axis]), x:roll(...): no axis = over the "
-                                "elements in C order, shape kept"};
+                                "tycho.roll(x, shift | {shifts} [, axis | {axes}]), x:roll(...): "
+                                "no axis = over the elements in C order, shape kept"};
+/* One integer or a list of them at idx into v (at most TY_MAX_RANK); returns
+ * the count, -1 for a single integer. */
+static int ints_arg(lua_State *L, const tl_sig *s, int idx, const char *what, int64_t *v) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    v[0] = tl_checkint(L, idx, s->fn, what);
+    return -1;
+  }
+  if (!lua_istable(L, idx))
+    tl_argerror(L, s, "%s must be an integer or a list of integers, got %s", what,
+                tl_typename(L, idx));
+  lua_Unsigned m = lua_rawlen(L, idx);
+  if (m > TY_MAX_RANK) tl_argerror(L, s, "%s lists more than %d entries", what, TY_MAX_RANK);
+  for (int i = 0; i < (int)m; i++) {
+    lua_rawgeti(L, idx, i + 1);
+    v[i] = tl_checkint(L, -1, s->fn, what);
+    lua_pop(L, 1);
+  }
+  return (int)m;
+}
 static int l_roll(lua_State *L) {
   const tl_sig *s = &sig_roll;
   tl_args(L, s);
   ty_runtime *rt = tl_rt(L);
   ty_store *x = tl_checkstore(L, 1, s->fn, "x");
-  int64_t shift = tl_checkint(L, 2, s->fn, "shift");
   const int nd = ty_store_ndim(x);
-  int64_t shape[TY_MAX_RANK];
+  int64_t shape[TY_MAX_RANK], shifts[TY_MAX_RANK], axes[TY_MAX_RANK], k[TY_MAX_RANK] = {0};
   memcpy(shape, ty_store_shape(x), sizeof(int64_t) * (size_t)nd);
+  int ns = ints_arg(L, s, 2, "shift", shifts);
   ty_store *src = x;
-  int axis = 0;
   if (lua_isnil(L, 3)) {
+    if (ns != -1) return tl_argerror(L, s, "a list of shifts needs a list of axes");
     src = ravel(L, rt, s->fn, x);
+    axes[0] = 0;
+    k[0] = shifts[0];
   } else {
-    axis = tl_checkaxis(L, 3, s->fn, "axis", nd);
+    int na;
+    if (lua_type(L, 3) == LUA_TNUMBER) { /* one axis, 1-based */
+      axes[0] = tl_checkaxis(L, 3, s->fn, "axis", nd);
+      na = -1;
+    } else {
+      int64_t raw[TY_MAX_RANK];
+      na = ints_arg(L, s, 3, "axis", raw);
+      for (int i = 0; i < na; i++) {
+        lua_pushinteger(L, raw[i]);
+        axes[i] = tl_checkaxis(L, -1, s->fn, "axis", nd);
+        lua_pop(L, 1);
+      }
+    }
+    /* numpy broadcasts one shift over several axes and one axis over several shifts */
+    int m = ns > na ? ns : na;
+    if (ns >= 0 && na >= 0 && ns != na)
+      return tl_argerror(L, s, "%d shifts for %d axes", ns, na);
+    if (m < 0) m = 1;
+    for (int i = 0; i < m; i++) k[axes[na < 0 ? 0 : i]] += shifts[ns < 0 ? 0 : i];
   }
-  const int64_t n = ty_store_shape(src)[axis];
-  ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(x), ty_store_ndim(src), ty_store_shape(src));
+  const int rd = ty_store_ndim(src);
+  const int64_t *sh = ty_store_shape(src);
+  ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(x), rd, sh);
+  const int top = lua_gettop(L);
   if (ty_store_size(src) > 0) {
-    int64_t k = ((shift % n) + n) % n; /* res[k:] = src[:n-k], res[:k] = src[n-k:] */
-    copy_into(L, rt, s->fn, slice(L, rt, s->fn, res, axis, k, n), slice(L, rt, s->fn, src, axis, 0, n - k));
-    if (k) copy_into(L, rt, s->fn, slice(L, rt, s->fn, res, axis, 0, k), slice(L, rt, s->fn, src, axis, n - k, n));
+    int dims[TY_MAX_RANK], m = 0;
+    for (int d = 0; d < rd; d++) {
+      k[d] = ((k[d] % sh[d]) + sh[d]) % sh[d];
+      if (k[d]) dims[m++] = d;
+    }
+    /* 2^m block copies: along each rolled dim, res[k:] = src[:n-k] and res[:k] = src[n-k:] */
+    for (unsigned mask = 0; mask < (1u << m); mask++) {
+      ty_store *dst = res, *from = src;
+      for (int i = 0; i < m; i++) {
+        const int d = dims[i];
+        const int64_t n = sh[d], kd = k[d];
+        if (mask & (1u << i)) {
+          dst = slice(L, rt, s->fn, dst, d, 0, kd);
+          from = slice(L, rt, s->fn, from, d, n - kd, n);
+        } else {
+          dst = slice(L, rt, s->fn, dst, d, kd, n);
+          from = slice(L, rt, s->fn, from, d, 0, n - kd);
+        }
+      }
+      copy_into(L, rt, s->fn, dst, from);
+      lua_settop(L, top);
+    }
   }
   ty_store **v = newslot(L); /* x's shape (and a fresh slot on top) */
   CALL(L, rt, s->fn, ty_store_reshape(rt, res, nd, shape, v));

@@ -292,6 +292,8 @@ describe("same bits", function()
       { TYCHO_CPUS = "3", TYCHO_PARALLEL = "all" },
       { TYCHO_CPUS = "3", TYCHO_PARALLEL = "single" },
       { TYCHO_CPUS = "3", TYCHO_FUSE = "off" },
+      { TYCHO_CPUS = "3", TYCHO_PARALLEL = "task" },
+      { TYCHO_CPUS = "2", TYCHO_OMPS = "1" },
       { TYCHO_CPUS = "2", TYCHO_PARALLEL = "all", TYCHO_OVERDECOMPOSE = "3" },
     }) do
       assert.are.equal(ref, spec_lua(SCAN_BITS, env))
@@ -338,6 +340,12 @@ describe("rearranging", function()
     check(NP.roll2, T.roll(m, 7, 2))
     check(NP.roll2, T.roll(m:t(), 7, 1):t())
     check({}, T.roll(T.zeros(0), 3))
+    -- np.roll(m, (1, 2), (0, 1)), np.roll(m, 1, (0, 1)), np.roll(m, (1, -1), 1)
+    check({{10, 11, 8, 9}, {2, 3, 0, 1}, {6, 7, 4, 5}}, T.roll(m, {1, 2}, {1, 2}))
+    check({{11, 8, 9, 10}, {3, 0, 1, 2}, {7, 4, 5, 6}}, T.roll(m, 1, {1, 2}))
+    check({{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}}, T.roll(m, {1, -1}, 2))
+    assert.has_error(function() T.roll(m, {1, 2}) end)
+    assert.has_error(function() T.roll(m, {1, 2}, {1, 2, 1}) end)
   end)
 
   it("squeeze, moveaxis, permute_dims, ravel, flatten, broadcast_to", function()
@@ -412,6 +420,8 @@ describe("repetition", function()
     check(NP.rep, T["repeat"](m, 2))
     check(NP.rep0, T.rep(m, 2, 1))
     check(NP.repc, m:rep({1, 0, 2, 1}, 2))
+    check(NP.repc, m:rep(T.array({1, 0, 2, 1}), 2))   -- counts in a store, as numpy's array
+    assert.has_error(function() T.rep(m, T.array({1.5, 0, 2, 1}), 2) end)
     check({}, T.rep(m, 0))
     assert.has_error(function() T.rep(m, {1, 2}, 2) end)
     assert.has_error(function() T.rep(m, -1) end)
