@@ -454,9 +454,6 @@ static int l_pad(lua_State *L) {
     if (mode != 0 && n == 0 && before[d] + after[d] > 0)
       return tl_error(L, s->fn, "cannot pad axis %d of length 0 in mode \"%s\"", d + 1,
                       mode == 1 ? "edge" : "wrap");
-    if (mode == 2 && (before[d] > n || after[d] > n))
-      return tl_error(L, s->fn, "mode \"wrap\" pads at most the axis length (%lld) on each side "
-                      "of axis %d", (long long)n, d + 1);
     shape[d] = n + before[d] + after[d];
   }
   ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(x), nd, shape);
@@ -479,17 +476,27 @@ static int l_pad(lua_State *L) {
     /* axis by axis over the whole padded store: corners come from the axes before */
     for (int d = 0; d < nd; d++) {
       const int64_t n = ty_store_shape(x)[d], b = before[d], a = after[d];
-      if (b) {
-        ty_store *dst = slice(L, rt, s->fn, res, d, 0, b);
-        ty_store *src = mode == 1 ? slice(L, rt, s->fn, res, d, b, b + 1)
-                                  : slice(L, rt, s->fn, res, d, b + n - b, b + n);
-        copy_into(L, rt, s->fn, dst, src);
+      if (mode == 1) { /* edge: the first and last element, broadcast */
+        if (b) copy_into(L, rt, s->fn, slice(L, rt, s->fn, res, d, 0, b),
+                         slice(L, rt, s->fn, res, d, b, b + 1));
+        if (a) copy_into(L, rt, s->fn, slice(L, rt, s->fn, res, d, b + n, b + n + a),
+                         slice(L, rt, s->fn, res, d, b + n - 1, b + n));
+        lua_settop(L, top);
+        continue;
       }
-      if (a) {
-        ty_store *dst = slice(L, rt, s->fn, res, d, b + n, b + n + a);
-        ty_store *src = mode == 1 ? slice(L, rt, s->fn, res, d, b + n - 1, b + n)
-                                  : slice(L, rt, s->fn, res, d, b, b + a);
-        copy_into(L, rt, s->fn, dst, src);
+      /* wrap: in whole periods of n from the centre outwards, so a pad
+       * wider than the axis repeats it (numpy's); one copy per period */
+      for (int64_t hi = b; hi > 0; hi -= n) {
+        const int64_t lo = hi - n > 0 ? hi - n : 0;
+        copy_into(L, rt, s->fn, slice(L, rt, s->fn, res, d, lo, hi),
+                  slice(L, rt, s->fn, res, d, b + n - (hi - lo), b + n));
+        lua_settop(L, top);
+      }
+      for (int64_t lo = b + n; lo < b + n + a; lo += n) {
+        const int64_t hi = lo + n < b + n + a ? lo + n : b + n + a;
+        copy_into(L, rt, s->fn, slice(L, rt, s->fn, res, d, lo, hi),
+                  slice(L, rt, s->fn, res, d, b, b + (hi - lo)));
+        lua_settop(L, top);
       }
       lua_settop(L, top);
     }

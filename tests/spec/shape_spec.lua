@@ -439,6 +439,11 @@ describe("repetition", function()
     check(NP.padc2, T.pad(a, {{1, 0}, {0, 2}}, {constant_values = 9}))
     check(NP.pade, a:pad({1, 2}, {mode = "edge"}))
     check(NP.padw, T.pad(a, {{1, 1}, {2, 3}}, {mode = "wrap"}))
+    -- np.pad(a, ((3, 4), (5, 7)), mode="wrap"): wider than the axes, periodic
+    check({{4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5, 3}, {1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0}, {4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5, 3}, {1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0}, {4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5, 3}, {1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0}, {4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5, 3}, {1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0}, {4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5, 3}},
+          T.pad(a, {{3, 4}, {5, 7}}, {mode = "wrap"}))
+    check({{0, 0, 0}}, T.pad(T.zeros({1, 0}, "i64"), {{0, 0}, {1, 2}}, {constant_values = 0}))
+    assert.has_error(function() T.pad(T.zeros({1, 0}), {{0, 0}, {1, 2}}, {mode = "edge"}) end)
     assert.has_error(function() T.pad(a, 1, {mode = "reflect"}) end)
     assert.has_error(function() T.pad(a, -1) end)
     local ok, msg = pcall(T.pad, a, 1, {mode = "edge", constant_values = 1})
