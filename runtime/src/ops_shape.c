@@ -295,7 +295,9 @@ ty_status ty_scan(ty_runtime *rt, ty_scan_op op, ty_store *a, int axis, ty_store
   }
   if (!st) st = ty__store_new(rt, ot, flat->ndim, flat->shape, &res);
   if (!st && res->size > 0) {
-    if (flat->shape[axis] >= 2 * (int64_t)TY_SCAN_BLOCK) st = scan_blocked(rt, op, flat, res, axis);
+    /* blocks need a rank more than the input: at TY_MAX_RANK, lines run whole */
+    if (flat->shape[axis] >= 2 * (int64_t)TY_SCAN_BLOCK && flat->ndim < TY_MAX_RANK)
+      st = scan_blocked(rt, op, flat, res, axis);
     else st = scan_launch(rt, op, res, flat, NULL, axis);
   }
   ty_store_release(flat);
