@@ -345,7 +345,7 @@ static int l_flip(lua_State *L) {
   lua_pushvalue(L, 1);
   if (nd == 0) { /* numpy's flip of a 0-d array is itself; a view here too */
     ty_store **v = newslot(L);
-    CALL(L, rt, s->fn, ty_store_reshape(rt, x, 0, NULL, v));
+    CALL(L, rt, s->fn, ty_store_broadcast(rt, x, 0, NULL, v));
     return 1;
   }
   for (int d = 0; d < nd; d++) {
@@ -500,9 +500,9 @@ static int permute(lua_State *L, ty_runtime *rt, const char *fn, ty_store *x, co
     cur[j] = t;
     any = true;
   }
-  if (!any) { /* the identity permutation: a view of x all the same */
+  if (!any) { /* the identity permutation: a view of x all the same (any strides) */
     ty_store **v = newslot(L);
-    CALL(L, rt, fn, ty_store_reshape(rt, x, nd, ty_store_shape(x), v));
+    CALL(L, rt, fn, ty_store_broadcast(rt, x, nd, ty_store_shape(x), v));
   }
   return 1;
 }

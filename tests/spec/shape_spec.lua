@@ -357,6 +357,8 @@ describe("rearranging", function()
     check(NP.perm, T.permute_dims(T.arange(24):reshape(2, 3, 4), {2, 3, 1}))
     check(NP.perm, T.arange(24):reshape(2, 3, 4):permute({2, 3, 1}))
     same({4, 3, 2}, T.permute(T.zeros({2, 3, 4})).shape)
+    check({{0, 4, 8}, {1, 5, 9}, {2, 6, 10}, {3, 7, 11}}, T.permute(m:t(), {1, 2}))
+    check(5, T.flip(m[{2, 2}]))             -- 0-d view of a strided store
     check(NP.ravT, T.ravel(m:t()))
     check(NP.ravT, m:t():flatten())
     local r = m:ravel()
