@@ -662,7 +662,13 @@ local function rand_index(sh, bad)
       local a = rnd(1, size + 1)
       local b = rnd(a - 1, size)
       if chance(0.25) and b > 0 then b = b - size - 1 end
-      if chance(0.3) then
+      if chance(0.15) and size > 0 then -- downwards: {a, b, -st} with b <= a + 1
+        a = rnd(1, size)
+        b = rnd(1, a + 1)
+        if chance(0.25) then a = a - size - 1 end
+        local st = -rnd(1, 3)
+        entries[d] = "{" .. a .. ", " .. b .. ", " .. st .. "}"; descr[d] = { range = { a, b, st } }
+      elseif chance(0.3) then
         local st = rnd(1, 3)
         entries[d] = "{" .. a .. ", " .. b .. ", " .. st .. "}"; descr[d] = { range = { a, b, st } }
       else
@@ -710,15 +716,24 @@ local function model_index(v, descr)
       local a, b, st = 1, size, 1
       if m >= 1 then a, b = r[1], r[1] end
       if m >= 2 then b = r[2] end
-      if m >= 3 then st = r[3]; if st < 1 then M.fail("bad step") end end
+      if m >= 3 then st = r[3]; if st == 0 then M.fail("bad step") end end
       local ra = m > 0 and (a < 0 and a + size + 1 or a) or 1
       local rb = m > 0 and (b < 0 and b + size + 1 or b) or size
+      if st < 0 then -- a down to b: a..b upwards of the dim flipped
+        if ra < 0 or ra > size or rb < 1 or rb > size + 1 or rb > ra + 1 then
+          M.fail("range out of range")
+        end
+        cur = M.slice(M.flip(cur, dim), dim, size - ra, size + 1 - rb, -st)
+        dim = dim + 1
+        goto next
+      end
       if ra < 1 or ra > size + 1 or rb > size or rb < ra - 1 then M.fail("range out of range") end
       if not (ra - 1 == 0 and rb == size and st == 1) then
         cur = M.slice(cur, dim, ra - 1, rb, st)
       end
       dim = dim + 1
     end
+    ::next::
   end
   if cur == v then -- x[{}]: a new userdata of the same store
     cur = { buf = v.buf, dtype = v.dtype, shape = M.copy_list(v.shape),
@@ -734,7 +749,7 @@ function G.view(S, o)
   local sh, nd = v.shape, #v.shape
   local dst = o and o.dst or out_slot()
   local bad = chance(0.12)
-  local r = rnd(8)
+  local r = rnd(9)
   if r == 3 and nd < 2 then r = 1 end
   if r <= 2 then
     local isrc, descr = rand_index(sh, bad)
@@ -840,6 +855,26 @@ function G.view(S, o)
     end
     return step("view", ref(dst) .. " = " .. ref(i) .. ":reshape(" .. args .. ")", function(S2)
       S2.slots[dst] = M.reshape(need(S2, i), nsh)
+    end)
+  elseif r == 9 then -- flip: all axes, or one (a view with negative strides)
+    local d = nd > 0 and chance(0.6) and rnd(1, nd) or nil
+    if d and chance(0.3) then d = d - nd - 1 end
+    if bad then d = nd + 1 end
+    local expr = d and (ref(i) .. ":flip(" .. d .. ")") or ("tycho.flip(" .. ref(i) .. ")")
+    return step("view", ref(dst) .. " = " .. expr, function(S2)
+      local x = need(S2, i)
+      local n = #x.shape
+      if not d then
+        local cur = x
+        for k = 1, n do cur = M.flip(cur, k) end
+        if n == 0 then cur = { buf = x.buf, dtype = x.dtype, shape = {}, strides = {}, offset = x.offset } end
+        S2.slots[dst] = cur
+        return
+      end
+      if n == 0 then M.fail("0-d") end
+      local d1 = d > 0 and d or d + n + 1
+      if d1 < 1 or d1 > n then M.fail("axis out of range") end
+      S2.slots[dst] = M.flip(x, d1)
     end)
   else -- diagonal
     return step("view", ref(dst) .. " = " .. ref(i) .. ":diagonal()", function(S2)

@@ -264,6 +264,13 @@ function M.slice(v, d, start, stop, step) -- [start, stop) 0-based
   return view(v, shape, strides, v.offset + start * v.strides[d])
 end
 
+function M.flip(v, d) -- d 1-based: reversed along d (a negative stride)
+  local shape, strides = copy_list(v.shape), copy_list(v.strides)
+  strides[d] = -v.strides[d]
+  local n = v.shape[d]
+  return view(v, shape, strides, v.offset + (n > 0 and (n - 1) * v.strides[d] or 0))
+end
+
 function M.expand(v, d0) -- a size-1 axis before 0-based position d0
   local shape, strides = copy_list(v.shape), copy_list(v.strides)
   table.insert(shape, d0 + 1, 1)
