@@ -1251,6 +1251,66 @@ function G.task(S)
   end
 end
 
+-- scans and joins -------------------------------------------------------------------------
+
+function G.shape(S, o)
+  local dst = o and o.dst or out_slot()
+  if chance(0.5) then -- cumsum / cumprod, flat or along an axis
+    local op = pick({ "cumsum", "cumprod" })
+    local i = any_slot(S, function(v) return M.numel(v.shape) <= 2000 end)
+    if not i then return G.create(S, o) end
+    local nd = #S.slots[i].shape
+    local axis = nd > 0 and chance(0.6) and rnd(1, nd) or nil
+    if axis and chance(0.3) then axis = axis - nd - 1 end
+    if chance(0.08) then axis = pick({ 0, nd + 1, 1.5 }) end
+    local opts = maybe_opts()
+    local args = (axis ~= nil and lit(axis) or (opts and "nil" or "")) ..
+                 (opts and (", " .. lit(opts)) or "")
+    local expr = chance(0.5) and (ref(i) .. ":" .. op .. "(" .. args .. ")")
+                 or ("tycho." .. op .. "(" .. ref(i) .. (args ~= "" and (", " .. args) or "") .. ")")
+    return step("shape", ref(dst) .. " = " .. expr, function(S2)
+      check_opts(opts)
+      local x = need(S2, i)
+      local n = #x.shape
+      local ax = axis
+      if ax ~= nil then
+        if math.type(ax) ~= "integer" then M.fail("bad axis") end
+        if n == 0 then M.fail("axis of a 0-d store") end
+        if ax < 0 then ax = ax + n + 1 end
+        if ax < 1 or ax > n then M.fail("axis out of range") end
+      end
+      S2.slots[dst] = M.scan(op, x, ax)
+    end)
+  end
+  -- concatenate two or three stores (often views of one another) along an axis
+  local i = any_slot(S)
+  if not i then return G.create(S, o) end
+  local x = S.slots[i]
+  local nd = #x.shape
+  local list = { i }
+  local axis = nd > 0 and rnd(1, nd) or 1
+  for _ = 1, rnd(1, 2) do
+    local j = any_slot(S, function(v)
+      if #v.shape ~= nd then return false end
+      for d = 1, nd do if d ~= axis and v.shape[d] ~= x.shape[d] then return false end end
+      return true
+    end)
+    list[#list + 1] = (j and not chance(0.1)) and j or any_slot(S) or i
+  end
+  if chance(0.3) then axis = axis - nd - 1 end
+  local refs = {}
+  for k, j in ipairs(list) do refs[k] = ref(j) end
+  local form = rnd(3)
+  local expr = "tycho.concatenate({" .. table.concat(refs, ", ") .. "}" ..
+               (form == 1 and "" or (", " .. lit(axis))) .. ")"
+  if form == 1 then axis = 1 end
+  return step("shape", ref(dst) .. " = " .. expr, function(S2)
+    local vs = {}
+    for k, j in ipairs(list) do vs[k] = need(S2, j) end
+    S2.slots[dst] = M.concatenate(vs, axis)
+  end)
+end
+
 -- bincount and .npy ----------------------------------------------------------------------------
 
 -- numpy's bincount: values are data (0 counts into position 1), the length is
@@ -1389,7 +1449,7 @@ local WEIGHTS = {
   { G.create, 14 }, { G.unary, 9 }, { G.binary, 16 }, { G.where, 3 }, { G.reduce, 8 },
   { G.matmul, 3 }, { G.cast, 4 }, { G.copy, 2 }, { G.view, 12 }, { G.assign, 8 },
   { G.read, 20 }, { G.scope, 5 }, { G.hint, 2 }, { G.task, 5 }, { G.misc, 5 },
-  { G.bincount, 2 }, { G.npy, 1 }, { G.shift, 3 },
+  { G.bincount, 2 }, { G.npy, 1 }, { G.shift, 3 }, { G.shape, 3 },
 }
 local TOTAL = 0
 for _, w in ipairs(WEIGHTS) do TOTAL = TOTAL + w[2] end
