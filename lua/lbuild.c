@@ -125,7 +125,8 @@ static int l_diag(lua_State *L) {
     return 1;
   }
   if (ty_store_ndim(x) != 1) shape_error(L, s->fn, "x must be 1-D or 2-D", x);
-  int64_t n = ty_store_shape(x)[0] + (k < 0 ? -k : k);
+  if (k < -INT64_MAX) k = -INT64_MAX; /* |k| below */
+  int64_t n = size_add(L, s->fn, ty_store_shape(x)[0], k < 0 ? -k : k);
   ty_store **res = newslot(L);
   CALL(L, rt, s->fn, ty_full(rt, ty_store_dtype(x), 2, (const int64_t[2]){n, n}, 0.0, res));
   tl_created(L, *res);
@@ -139,6 +140,10 @@ static int l_diag(lua_State *L) {
 /* A bool (n, m) store: j - i <= k (numpy's tri), 0-based i, j. */
 static ty_store *tri_mask(lua_State *L, ty_runtime *rt, const char *fn, int64_t n, int64_t m,
                           int64_t k) {
+  /* j - i lies in [-(n - 1), m - 1]: a k outside [-n, m] changes nothing, and
+   * clamping it keeps i + k from wrapping */
+  if (k < -n) k = -n;
+  if (k > m) k = m;
   ty_store **i = newslot(L), **j = newslot(L), **ic = newslot(L), **ik = newslot(L);
   ty_store **mask = newslot(L);
   CALL(L, rt, fn, ty_arange(rt, TY_I64, 0.0, 1.0, n, i));
@@ -174,7 +179,7 @@ static int trilu(lua_State *L, const tl_sig *s, bool lower) {
   int nd = ty_store_ndim(x);
   if (nd < 2) shape_error(L, s->fn, "x must have at least 2 dimensions", x);
   const int64_t *sh = ty_store_shape(x);
-  ty_store *mask = tri_mask(L, rt, s->fn, sh[nd - 2], sh[nd - 1], lower ? k : k - 1);
+  ty_store *mask = tri_mask(L, rt, s->fn, sh[nd - 2], sh[nd - 1], lower || k == INT64_MIN ? k : k - 1);
   ty_store **zero = newslot(L), **res = newslot(L);
   CALL(L, rt, s->fn, ty_scalar_i64(rt, ty_store_dtype(x), 0, zero));
   if (lower) CALL(L, rt, s->fn, ty_where(rt, mask, x, *zero, res));
@@ -281,7 +286,7 @@ static int l_repeat(lua_State *L) {
   if (lua_type(L, 2) == LUA_TNUMBER) {
     int64_t r = count_arg(L, 2, s->fn, "repeats");
     if (nd >= TY_MAX_RANK) return tl_error(L, s->fn, "x has too many dimensions");
-    shape[axis] = n * r;
+    shape[axis] = size_mul(L, s->fn, n, r);
     ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(x), nd, shape);
     int top = lua_gettop(L);
     if (ty_store_size(res) > 0) {
@@ -318,7 +323,7 @@ static int l_repeat(lua_State *L) {
   int64_t total = 0;
   for (int64_t i = 0; i < n; i++) {
     lua_rawgeti(L, 2, (lua_Integer)i + 1);
-    total += count_arg(L, -1, s->fn, "each count");
+    total = size_add(L, s->fn, total, count_arg(L, -1, s->fn, "each count"));
     lua_pop(L, 1);
   }
   shape[axis] = total;
@@ -356,7 +361,7 @@ static int l_tile(lua_State *L) {
     xs[d] = d < nd - xd ? 1 : ty_store_shape(x)[d - (nd - xd)];
     il[2 * d] = r[d];
     il[2 * d + 1] = xs[d];
-    out[d] = r[d] * xs[d];
+    out[d] = size_mul(L, s->fn, r[d], xs[d]);
   }
   /* res as (r1, s1, r2, s2, ...) gets x as (1, s1, 1, s2, ...) broadcast: one copy */
   ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(x), 2 * nd, il);
@@ -454,7 +459,7 @@ static int l_pad(lua_State *L) {
     if (mode != 0 && n == 0 && before[d] + after[d] > 0)
       return tl_error(L, s->fn, "cannot pad axis %d of length 0 in mode \"%s\"", d + 1,
                       mode == 1 ? "edge" : "wrap");
-    shape[d] = n + before[d] + after[d];
+    shape[d] = size_add(L, s->fn, size_add(L, s->fn, n, before[d]), after[d]);
   }
   ty_store *res = newstore(L, rt, s->fn, ty_store_dtype(x), nd, shape);
   int top = lua_gettop(L);

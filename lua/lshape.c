@@ -83,7 +83,7 @@ static ty_store *concat(lua_State *L, ty_runtime *rt, const char *fn, ty_store *
         tl_error(L, fn, "shapes must match except along axis %d: store 1 has shape %s, store %d "
                  "has %s", axis + 1, a, k + 1, b);
       }
-    shape[axis] += sk[axis];
+    shape[axis] = size_add(L, fn, shape[axis], sk[axis]);
     if (k) t = ty_dtype_promote(t, ty_store_dtype(xs[k]));
   }
   ty_store *res = newstore(L, rt, fn, t, nd, shape);
@@ -413,7 +413,11 @@ static int l_roll(lua_State *L) {
     if (ns >= 0 && na >= 0 && ns != na)
       return tl_argerror(L, s, "%d shifts for %d axes", ns, na);
     if (m < 0) m = 1;
-    for (int i = 0; i < m; i++) k[axes[na < 0 ? 0 : i]] += shifts[ns < 0 ? 0 : i];
+    for (int i = 0; i < m; i++) { /* summed modulo the length: no overflow */
+      const int d = (int)axes[na < 0 ? 0 : i];
+      const int64_t n = shape[d];
+      if (n > 0) k[d] = (int64_t)(((__int128)k[d] + shifts[ns < 0 ? 0 : i] % n) % n);
+    }
   }
   const int rd = ty_store_ndim(src);
   const int64_t *sh = ty_store_shape(src);
@@ -422,7 +426,7 @@ static int l_roll(lua_State *L) {
   if (ty_store_size(src) > 0) {
     int dims[TY_MAX_RANK], m = 0;
     for (int d = 0; d < rd; d++) {
-      k[d] = ((k[d] % sh[d]) + sh[d]) % sh[d];
+      k[d] = (int64_t)((((__int128)k[d] % sh[d]) + sh[d]) % sh[d]);
       if (k[d]) dims[m++] = d;
     }
     /* 2^m block copies: along each rolled dim, res[k:] = src[:n-k] and res[:k] = src[n-k:] */

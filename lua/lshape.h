@@ -71,4 +71,17 @@ static inline void shape_error(lua_State *L, const char *fn, const char *what, c
   tl_error(L, fn, "%s, got shape %s", what, sh);
 }
 
+/* a + b and a * b of non-negative sizes, or raise naming the function: a
+ * broadcast view may have dims near INT64_MAX (overflow is undefined). */
+static inline int64_t size_add(lua_State *L, const char *fn, int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) tl_error(L, fn, "the result would be too large");
+  return r;
+}
+static inline int64_t size_mul(lua_State *L, const char *fn, int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) tl_error(L, fn, "the result would be too large");
+  return r;
+}
+
 #endif /* LSHAPE_H */

@@ -142,7 +142,7 @@ static int parse_index(lua_State *L, int tidx, const char *fn, const ty_store *s
       int64_t ra = m ? (a < 0 ? a + size + 1 : a) : 1;
       int64_t rb = m ? (b < 0 ? b + size + 1 : b) : size;
       if (step < 0) { /* a..b downwards: a..b upwards of the dim reversed (flip) */
-        if (ra < 0 || ra > size || rb < 1 || rb > size + 1 || rb > ra + 1)
+        if (ra < 0 || ra > size || rb < 1 || rb - 1 > size || rb - 1 > ra) /* no size + 1 */
           tl_error(L, fn, "index[%d] = {%lld, %lld, %lld} is out of range for dimension %d of "
                    "size %lld (a negative step goes from first down to last)%s", k + 1,
                    (long long)a, (long long)b, (long long)step, k + 1, (long long)size,

@@ -373,6 +373,31 @@ describe("rearranging", function()
   end)
 end)
 
+describe("extreme arguments", function()
+  it("huge shifts, offsets and counts give numpy's answer or an error, never a wrap", function()
+    local big, small = math.maxinteger, math.mininteger
+    -- np.roll(m, 2**63 - 1, 1): a shift of 3; twice on one axis: 2 (mod 4)
+    check(T.roll(m, 3, 2):totable(), T.roll(m, big, 2))
+    check(T.roll(m, 2, 2):totable(), T.roll(m, {big, big}, {2, 2}))
+    check(T.roll(m, 1, 1):totable(), T.roll(m, small, 1))    -- -2**63 mod 3 = 1
+    check(m:totable(), T.tril(m, big))
+    check(m:totable(), T.triu(m, small))
+    check({{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, T.tril(m, small))
+    same({3, 4}, T.eye(3, 4, small).shape)
+    for _, f in ipairs({
+      function() return T.rep(T.zeros(2), big) end,
+      function() return T.rep(T.zeros(2), {big, big}) end,
+      function() return T.pad(T.zeros(1), {big, 1}) end,
+      function() return T.tile(T.zeros(2), big) end,
+      function() return T.diag(T.zeros(2), small) end,
+    }) do
+      local ok, msg = pcall(f)
+      assert.is_false(ok)
+      assert.is_truthy(tostring(msg):find("tycho.", 1, true), tostring(msg))
+    end
+  end)
+end)
+
 describe("creation", function()
   it("zeros_like, ones_like, full_like, empty_like keep the shape (and dtype unless given)", function()
     check({{0, 0, 0}, {0, 0, 0}}, T.zeros_like(a), "i64")
