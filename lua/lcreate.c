@@ -277,8 +277,9 @@ static void check_rect(lua_State *L, walk *w, int depth) {
 }
 
 /* Float to integer as the core's casts do (kernels_cast.c): NaN gives 0,
- * values beyond the target's range saturate, the rest truncate; integers into
- * narrower integers wrap. None of it is undefined behaviour in C. */
+ * values beyond the target's range saturate, the rest truncate. A Lua integer
+ * must fit the dtype (tl_check_int_fits), as numpy 2 requires. None of it is
+ * undefined behaviour in C. */
 static int64_t sat_i64(double d) {
   if (d != d) return 0;
   if (d >= 9223372036854775808.0) return INT64_MAX;
@@ -307,6 +308,7 @@ static void put_elem(lua_State *L, char *p, ty_dtype t) {
   } else {
     i = (int64_t)lua_tointeger(L, -1);
     d = (double)i;
+    tl_check_int_fits(L, "array", i, t);
   }
   switch (t) {
   case TY_F64: memcpy(p, &d, 8); break;

@@ -97,12 +97,22 @@ static int unary(lua_State *L, ty_op op, const tl_sig *s) {
   return finish_out(L, rt, slot, st, s, out, from);
 }
 
+/* A Lua integer next to an i32 or u8 store in arithmetic (not a comparison,
+ * which compares exactly in i64, nor and/or) must fit the store's dtype, as
+ * numpy 2 requires (docs/dtypes.md). */
+static void check_weak_int(lua_State *L, ty_op op, const char *fn, int idx, const ty_store *peer) {
+  if (!peer || !lua_isinteger(L, idx) || (op >= TY_OP_LT && op <= TY_OP_OR)) return;
+  tl_check_int_fits(L, fn, lua_tointeger(L, idx), ty_store_dtype(peer));
+}
+
 static int binary(lua_State *L, ty_op op, const tl_sig *s) {
   const char *fn = s->fn;
   tl_args(L, s);
   ty_runtime *rt = tl_rt(L);
   tl_box *bx = lua_touserdata(L, lua_upvalueindex(1));
   ty_store *a0 = tl_teststore_in(L, bx, 1, fn), *b0 = tl_teststore_in(L, bx, 2, fn);
+  if (!a0) check_weak_int(L, op, fn, 1, b0);
+  if (!b0) check_weak_int(L, op, fn, 2, a0);
   int from = 0;
   ty_store *out = lua_isnil(L, 3) && lua_isnil(L, TL_OPTS(s)) ? NULL : out_arg(L, s, 3, &from);
   /* a number next to a store comes from the constant cache (one per call) */
@@ -124,6 +134,8 @@ static int op_where(lua_State *L) {
   ty_runtime *rt = tl_rt(L);
   ty_store *cond = tl_operand(L, 1, "where", NULL);
   ty_store *a0 = tl_teststore(L, 2, "where"), *b0 = tl_teststore(L, 3, "where");
+  if (!a0) check_weak_int(L, TY_OP_ADD, "where", 2, b0);
+  if (!b0) check_weak_int(L, TY_OP_ADD, "where", 3, a0);
   ty_store *a = a0 ? a0 : tl_operand(L, 2, "where", b0);
   ty_store *b = b0 ? b0 : tl_operand(L, 3, "where", a0);
   ty_store **slot = tl_newslot(L);

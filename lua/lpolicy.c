@@ -29,6 +29,17 @@
  * closed out of order (scope:close() on an outer one) is removed where it
  * is and the runtime's stack rebuilt.
  *
+ * Scopes nobody closes. What Lua holds is a proxy (SCOPE_META) of the scope
+ * record that the thread's list holds, so a proxy that becomes unreachable
+ * without close() is collected; its __gc marks the record (and warns, with
+ * the scope's origin) but does not close it there: a finalizer runs at any
+ * allocation, perhaps in the middle of an edit of a list or of the runtime's
+ * stack. The marked records are closed at the next safe point (sweep: before
+ * the next launch, scope or tycho._scopes), out of order when they are not
+ * innermost. Opening a scope past TY_MAX_SCOPES first runs a full collection
+ * and a sweep; if the stack is still full, the error names where the open
+ * scopes were opened.
+ *
  * Launch options: a built-in called with an options table sets them for the
  * launches of that call only (ty_launch_options); a to-be-closed guard
  * clears them when the C function returns or raises, so they never leak.
@@ -72,12 +83,21 @@ static const char state_key = 'S'; /* registry[&state_key] = the policy state */
 /* pol_state (tl.h). User values: 1 = threads (weak keys: thread -> list of
  * its open scopes, outermost first), 2 = the synced thread (an anchor). */
 
-/* A scope object. User value 1 = the thread that opened it. */
+/* A scope record, in its thread's list. User value 1 = the thread that
+ * opened it. */
 typedef struct pol_scope {
   ty_policy p;
   char origin[TY_MAX_ORIGIN];
   bool open;
+  bool collected; /* its proxy was collected while it was open: sweep closes it */
 } pol_scope;
+
+/* What Lua holds (SCOPE_META): the record is its user value 1. */
+typedef struct scope_proxy {
+  pol_scope *rec;
+} scope_proxy;
+
+static void sweep(lua_State *L, int sidx, ty_runtime *rt);
 
 /* Every function here has upvalue 1 = the runtime box, 2 = the state. */
 #define STATE_UPV lua_upvalueindex(2)
@@ -131,6 +151,7 @@ void tl_policy_sync(lua_State *L, ty_runtime *rt) {
     luaL_checkstack(L, 6, "tycho: scopes");
     sync_running(L, lua_gettop(L), rt);
   }
+  if (st->ncollected) sweep(L, lua_gettop(L), rt);
   lua_pop(L, 1);
 }
 
@@ -150,12 +171,12 @@ static int push_list(lua_State *L, int sidx, int tidx, bool create) {
   return lua_type(L, -1);
 }
 
-/* Close the scope at idx: remove it from its thread's list and, when that
+/* Close the scope record at idx: remove it from its thread's list and, when that
  * thread is the synced one, from the runtime's stack. Never raises (it runs
  * in __close). */
 static void scope_close(lua_State *L, int idx, int sidx, ty_runtime *rt) {
   idx = lua_absindex(L, idx);
-  pol_scope *sc = luaL_testudata(L, idx, SCOPE_META);
+  pol_scope *sc = lua_touserdata(L, idx);
   if (!sc || !sc->open) return;
   sc->open = false;
   pol_state *st = lua_touserdata(L, sidx);
@@ -189,16 +210,66 @@ static void scope_close(lua_State *L, int idx, int sidx, ty_runtime *rt) {
   lua_settop(L, tidx - 1);
 }
 
+/* Close the records whose proxies were collected (see the file's comment):
+ * every thread's list, innermost first. Never raises. */
+static void sweep(lua_State *L, int sidx, ty_runtime *rt) {
+  pol_state *st = lua_touserdata(L, sidx);
+  if (st->ncollected == 0) return;
+  st->ncollected = 0;
+  sidx = lua_absindex(L, sidx);
+  luaL_checkstack(L, 8, "tycho: scopes");
+  lua_getiuservalue(L, sidx, 1);
+  int threads = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, threads)) { /* key: thread, value: its list */
+    if (lua_istable(L, -1))
+      for (lua_Integer i = (lua_Integer)lua_rawlen(L, -1); i >= 1; i--) {
+        lua_rawgeti(L, -1, i);
+        pol_scope *sc = lua_touserdata(L, -1);
+        if (sc && sc->open && sc->collected) scope_close(L, -1, sidx, rt); /* edits values only */
+        lua_pop(L, 1);
+      }
+    lua_pop(L, 1);
+  }
+  lua_settop(L, threads - 1);
+}
+
+/* The record of the proxy at idx (absolute), pushed; NULL (nothing pushed)
+ * when idx is not a scope. */
+static pol_scope *push_record(lua_State *L, int idx) {
+  if (!luaL_testudata(L, idx, SCOPE_META)) return NULL;
+  lua_getiuservalue(L, idx, 1);
+  pol_scope *sc = lua_touserdata(L, -1);
+  if (!sc) lua_pop(L, 1);
+  return sc;
+}
+
+/* __gc of a proxy: mark its record for the next sweep, and warn (Lua prints
+ * warnings once `warn("@on")` or `lua -W`) with where it was opened. */
+static int scope_gc(lua_State *L) {
+  scope_proxy *px = luaL_testudata(L, 1, SCOPE_META);
+  pol_scope *sc = px ? px->rec : NULL;
+  if (!sc || !sc->open || sc->collected) return 0;
+  sc->collected = true;
+  ((pol_state *)lua_touserdata(L, STATE_UPV))->ncollected++;
+  char msg[TY_MAX_ORIGIN + 96];
+  snprintf(msg, sizeof msg, "tycho: the %s was never closed; closed when collected", sc->origin);
+  lua_warning(L, msg, 0);
+  return 0;
+}
+
 /* ---- tycho.parallel ------------------------------------------------------------------ */
 
 /* A streamed scope (memory set) runs its deferred launches when it ends:
  * strict mode's errors belong to the scope's end. On an error exit (err not
  * nil) the flush's own error is dropped: the first error is the one to see. */
 static int scope_end(lua_State *L, bool raise) {
-  pol_scope *sc = luaL_testudata(L, 1, SCOPE_META);
-  bool streamed = sc && sc->open && (sc->p.set & TY_POL_MEMORY) && sc->p.memory > 0;
+  pol_scope *sc = push_record(L, 1);
+  if (!sc) return 0;
+  bool streamed = sc->open && (sc->p.set & TY_POL_MEMORY) && sc->p.memory > 0;
   ty_runtime *rt = box_rt(L);
-  scope_close(L, 1, STATE_UPV, rt);
+  scope_close(L, -1, STATE_UPV, rt);
+  lua_pop(L, 1);
   if (streamed && rt) {
     /* a full collection first: the scope's temporaries must count as dead,
      * or streaming would have to allocate them whole (a minor step may
@@ -213,7 +284,9 @@ static int scope_end(lua_State *L, bool raise) {
 static int scope_gc_close(lua_State *L) { return scope_end(L, lua_isnoneornil(L, 2)); }
 
 static int scope_tostring(lua_State *L) {
-  pol_scope *sc = luaL_checkudata(L, 1, SCOPE_META);
+  luaL_checkudata(L, 1, SCOPE_META);
+  pol_scope *sc = push_record(L, 1);
+  if (!sc) return luaL_error(L, "tycho.scope: no record");
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   luaL_addstring(&b, "tycho.scope{");
@@ -262,6 +335,53 @@ static int parallel_k(lua_State *L, int status, lua_KContext ctx) {
   return lua_gettop(L) - (int)ctx; /* fn's results; the scope at ctx closes on return */
 }
 
+/* The error past TY_MAX_SCOPES, naming where the running thread's open
+ * scopes were opened (runs of one origin counted once). */
+static int too_deep(lua_State *L, int sidx) {
+  luaL_Buffer b;
+  lua_pushthread(L);
+  int tidx = lua_gettop(L);
+  push_list(L, sidx, tidx, false);
+  int list = lua_gettop(L);
+  luaL_buffinit(L, &b);
+  if (lua_istable(L, list)) {
+    lua_Integer n = (lua_Integer)lua_rawlen(L, list);
+    const char *prev = NULL;
+    int run = 0, shown = 0;
+    for (lua_Integer i = 1; i <= n + 1; i++) {
+      const pol_scope *sc = NULL;
+      if (i <= n) {
+        lua_rawgeti(L, list, i);
+        sc = lua_touserdata(L, -1);
+        lua_pop(L, 1); /* the list keeps it */
+      }
+      if (sc && prev && strcmp(sc->origin, prev) == 0) {
+        run++;
+        continue;
+      }
+      if (prev && shown < 8) {
+        char item[TY_MAX_ORIGIN + 32];
+        snprintf(item, sizeof item, "%s%s", shown ? ", " : "", prev);
+        luaL_addstring(&b, item);
+        if (run > 1) {
+          snprintf(item, sizeof item, " (x%d)", run);
+          luaL_addstring(&b, item);
+        }
+        shown++;
+      } else if (prev && shown == 8) {
+        luaL_addstring(&b, ", ...");
+        shown++;
+      }
+      prev = sc ? sc->origin : NULL;
+      run = 1;
+    }
+  }
+  luaL_pushresult(&b);
+  return tl_error(L, "parallel", "scopes nest %d deep at most; open now: %s. A scope stays open "
+                  "until it is closed: declare it <close>, call scope:close(), or use "
+                  "tycho.parallel(opts, fn)", TY_MAX_SCOPES, lua_tostring(L, -1));
+}
+
 /* tycho.parallel(opts [, fn [, origin]]) */
 static const tl_sig sig_parallel = {
     "parallel", 1, 3, "", false,
@@ -291,20 +411,33 @@ static int l_parallel(lua_State *L) {
   lua_pushvalue(L, sidx); /* 3: the state */
   sidx = 3;
   sync_running(L, sidx, rt);
+  sweep(L, sidx, rt);
+  if (ty_scope_depth(rt) >= TY_MAX_SCOPES) {
+    /* scopes nobody closed may be waiting for the collector */
+    lua_gc(L, LUA_GCCOLLECT);
+    sweep(L, sidx, rt);
+    if (ty_scope_depth(rt) >= TY_MAX_SCOPES) return too_deep(L, sidx);
+  }
 
-  pol_scope *sc = lua_newuserdatauv(L, sizeof *sc, 1); /* 4 */
+  pol_scope *sc = lua_newuserdatauv(L, sizeof *sc, 1); /* 4: the record */
   sc->p = p;
   snprintf(sc->origin, sizeof sc->origin, "%s", origin);
   sc->open = false;
-  luaL_setmetatable(L, SCOPE_META);
+  sc->collected = false;
   lua_pushthread(L);
   lua_setiuservalue(L, 4, 1);
+  scope_proxy *px = lua_newuserdatauv(L, sizeof *px, 1); /* 5: the proxy */
+  px->rec = sc;
+  lua_pushvalue(L, 4);
+  lua_setiuservalue(L, 5, 1);
+  luaL_setmetatable(L, SCOPE_META);
+  lua_replace(L, 4); /* the proxy at 4, the record held by it */
   lua_pushthread(L); /* 5 */
   push_list(L, sidx, 5, true); /* 6 */
   /* listed first (growing the list may raise): the runtime gets nothing
      that the list would not know about */
   lua_Integer at = (lua_Integer)lua_rawlen(L, 6) + 1;
-  lua_pushvalue(L, 4);
+  lua_getiuservalue(L, 4, 1);
   lua_rawseti(L, 6, at);
   ty_status s = ty_scope_push(rt, &p, origin);
   if (s != TY_OK) {
@@ -340,6 +473,7 @@ static int l_scopes(lua_State *L) {
   lua_settop(L, 0);
   lua_pushvalue(L, STATE_UPV); /* 1 */
   sync_running(L, 1, rt);
+  sweep(L, 1, rt);
   lua_pushthread(L); /* 2 */
   lua_newtable(L);   /* 3 */
   if (push_list(L, 1, 2, false) == LUA_TTABLE) {
@@ -899,6 +1033,10 @@ void tl_policy_open(lua_State *L, int module_index) {
     lua_pushvalue(L, state);
     lua_pushcclosure(L, scope_gc_close, 2);
     lua_setfield(L, meta, "__close");
+    lua_pushvalue(L, box);
+    lua_pushvalue(L, state);
+    lua_pushcclosure(L, scope_gc, 2);
+    lua_setfield(L, meta, "__gc");
     lua_pushcfunction(L, scope_tostring);
     lua_setfield(L, meta, "__tostring");
     lua_createtable(L, 0, 1);

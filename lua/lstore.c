@@ -79,8 +79,8 @@ static const char *zero_hint(int64_t i) {
 /* 1-based or negative index of a dim of size n -> 0-based, or -1 when out of
  * range. */
 static int64_t norm_index(int64_t i, int64_t n) {
-  if (i < 0) i += n + 1;
-  return (i >= 1 && i <= n) ? i - 1 : -1;
+  i = i < 0 ? i + n : i - 1; /* never overflows: n >= 0 */
+  return (i >= 0 && i < n) ? i : -1;
 }
 
 typedef struct index_entry {
@@ -147,11 +147,11 @@ static int parse_index(lua_State *L, int tidx, const char *fn, const ty_store *s
                    "size %lld (a negative step goes from first down to last)%s", k + 1,
                    (long long)a, (long long)b, (long long)step, k + 1, (long long)size,
                    zero_hint(a == 0 || b == 0 ? 0 : 1));
-        e[k] = (index_entry){false, size - ra, size + 1 - rb, step};
+        e[k] = (index_entry){false, size - ra, size - (rb - 1), step};
         lua_pop(L, 1);
         continue;
       }
-      if (ra < 1 || ra > size + 1 || rb > size || rb < ra - 1)
+      if (ra < 1 || ra - 1 > size || rb > size || rb < ra - 1) /* size + 1 may overflow */
         tl_error(L, fn, "index[%d] = {%lld, %lld} is out of range for dimension %d of size %lld%s",
                  k + 1, (long long)a, (long long)b, k + 1, (long long)size,
                  zero_hint(a == 0 || b == 0 ? 0 : 1));
@@ -367,7 +367,7 @@ static int l_narrow(lua_State *L) {
   int64_t start = tl_checkint(L, 3, "narrow", "start");
   int64_t len = tl_checkint(L, 4, "narrow", "len");
   int64_t s1 = start < 0 ? start + size + 1 : start;
-  if (s1 < 1 || s1 > size + 1)
+  if (s1 < 1 || s1 - 1 > size) /* size + 1 may overflow */
     return tl_error(L, "narrow", "start %lld is out of range for dimension %d of size %lld",
                     (long long)start, dim + 1, (long long)size);
   if (len < 0 || len > size - (s1 - 1))

@@ -13,15 +13,18 @@
  *     there;
  *   - a cache of loaded bodies: task id -> closure, valid while the task's
  *     generation matches (a redeclaration bumps it);
- *   - one reusable `ctx` table and one reusable tile userdata per argument
- *     position, refilled for each piece, so a tiny piece allocates nothing.
+ *   - one reusable `ctx` table and one reusable tile record per argument
+ *     position, refilled for each piece, so a tiny piece allocates nothing:
+ *     the body's tiles are light userdata that encode the piece's generation,
+ *     the task and the argument (tile_value), checked on every access.
  * Its stack keeps these at fixed slots (STK_*) between pieces.
  *
  * Tiles read and write with global 1-based indices (negative from the end)
  * and refuse anything outside the piece's own box: a piece that wrote
  * elsewhere would race with the piece that owns those elements. A tile is
- * valid only during its piece (one kept in a global reads as an error
- * afterwards, or as the tile of a later piece: never freed memory).
+ * valid only during its piece: a reference kept in a global is an error when
+ * used afterwards, even when a later piece refills the same record (its
+ * generation differs), naming the task and argument it was given for.
  *
  * Loading code: a body's load, loadfile, dofile and require take text only,
  * as in the declaring state (lpolicy.c), unless that state allows bytecode
@@ -46,14 +49,11 @@
 
 #include <lualib.h>
 
-#define TILE_META "tycho.tile"
-#define TILE_MAGIC 0x7479746cu
 
 /* Fixed stack slots of a worker state between pieces. */
 enum { STK_CACHE = 1, STK_CTX, STK_TILES, STK_MSGH, STK_RUN, STK_BASE = STK_RUN };
 
 typedef struct tile {
-  uint32_t magic;
   bool valid;    /* inside its piece */
   bool writable; /* out, inout, reduce */
   bool whole;    /* in:broadcast: the whole store */
@@ -63,6 +63,18 @@ typedef struct tile {
   struct tl_worker *w;
   ty_tile t;
 } tile;
+
+/* What a body holds for a store argument: a light userdata (no allocation)
+ * whose value is gen:40 | task id:16 | argno:8. It is valid while the worker
+ * runs the piece of that generation; a kept one is stale in any later piece,
+ * even one that refills the same record (the generation would have to wrap
+ * 2^40 pieces to match again). Light userdata share one metatable per state:
+ * the tile metamethods, which refuse any light userdata that does not decode
+ * to a live tile. The task id names the task in the message (ids of 2^16 and
+ * up read as unknown). */
+#define TILE_GEN_BITS 40
+#define TILE_GEN_MASK ((UINT64_C(1) << TILE_GEN_BITS) - 1)
+#define TILE_NO_TASK 0xffffu
 
 struct tl_worker {
   _Atomic(lua_State *) W; /* NULL until the first piece on this worker */
@@ -76,6 +88,8 @@ struct tl_worker {
   int64_t domain[TY_MAX_RANK];
   int ntiles;
   tile *tiles[TY_MAX_ARGS];
+  uint64_t gen; /* +1 per piece, the generation tiles carry */
+  char (*names)[TY_MAX_NAME]; /* per task id (ngens of them): its name, for messages */
   unsigned *gens; /* per task id: generation of the cached closure, 0: none */
   int ngens;
   bool allow_bytecode; /* load & co. accept precompiled chunks (set between flushes) */
@@ -140,11 +154,51 @@ static void set_elem(lua_State *W, char *p, const tile *t, int v) {
  * so Ctrl-C stops a body at once, at no measurable cost per access. */
 #define TL_POLL_EVERY 256
 
+static void *tile_value(uint64_t gen, int task, int argno) {
+  uint64_t id = task >= 0 && task < (int)TILE_NO_TASK ? (uint64_t)task : TILE_NO_TASK;
+  return (void *)(uintptr_t)(((gen & TILE_GEN_MASK) << 24) | (id << 8) | (uint64_t)argno);
+}
+
+/* The parts of the light userdata at idx; false when it is not one, or its
+ * argument number cannot be a tile's. */
+static bool tile_parts(lua_State *W, int idx, uint64_t *gen, unsigned *task, int *argno) {
+  if (lua_type(W, idx) != LUA_TLIGHTUSERDATA) return false;
+  uint64_t v = (uint64_t)(uintptr_t)lua_touserdata(W, idx);
+  *gen = v >> 24;
+  *task = (unsigned)(v >> 8) & 0xffffu;
+  *argno = (int)(v & 0xff);
+  return *argno >= 1 && *argno <= TY_MAX_ARGS;
+}
+
+/* The record of a live tile at idx, or NULL (stale, or not a tile). */
+static tile *live_tile(lua_State *W, const tl_worker *w, int idx) {
+  uint64_t gen = 0;
+  unsigned task = TILE_NO_TASK;
+  int argno = 0;
+  if (!tile_parts(W, idx, &gen, &task, &argno) || !w->task) return NULL;
+  if (gen != (w->gen & TILE_GEN_MASK) || argno > w->task->nargs) return NULL;
+  const tl_argspec *a = &w->task->args[argno - 1];
+  if (a->kind == TL_SCALAR || a->slot >= w->ntiles) return NULL;
+  tile *t = w->tiles[a->slot];
+  return t->valid ? t : NULL;
+}
+
+static const char *task_name(const tl_worker *w, unsigned task) {
+  return task != TILE_NO_TASK && (int)task < w->ngens && w->names[task][0] ? w->names[task] : "?";
+}
+
+/* Every tile function has the worker as upvalue 1. */
 static tile *checktile(lua_State *W, int idx) {
-  tile *t = lua_touserdata(W, idx);
-  if (!t || lua_rawlen(W, idx) != sizeof *t || t->magic != TILE_MAGIC)
-    luaL_typeerror(W, idx, "tycho tile");
-  if (!t->valid) luaL_error(W, "a tile is valid only inside the piece it was given to");
+  tl_worker *w = lua_touserdata(W, lua_upvalueindex(1));
+  tile *t = live_tile(W, w, idx);
+  if (!t) {
+    uint64_t gen = 0;
+    unsigned task = TILE_NO_TASK;
+    int argno = 0;
+    if (!tile_parts(W, idx, &gen, &task, &argno)) luaL_typeerror(W, idx, "tycho tile");
+    luaL_error(W, "tile used outside the piece it was given to (task '%s', argument %d): a tile "
+               "is valid only inside the piece it was given to", task_name(w, task), argno);
+  }
   if (--t->w->poll <= 0) {
     t->w->poll = TL_POLL_EVERY;
     if (ty_interrupt_pending(t->w->rt)) luaL_error(W, "interrupted");
@@ -282,9 +336,10 @@ static int t_index(lua_State *W) {
   case LUA_TTABLE: push_elem(W, elem_table(W, t, 2), t->t.dtype); return 1;
   case LUA_TSTRING: {
     const char *k = lua_tostring(W, 2);
-    if (strcmp(k, "get") == 0) lua_pushcfunction(W, t_get);
-    else if (strcmp(k, "set") == 0) lua_pushcfunction(W, t_set);
-    else if (strcmp(k, "range") == 0) lua_pushcfunction(W, t_range);
+    /* upvalues 2..4: t_get, t_set, t_range, closures over the worker */
+    if (strcmp(k, "get") == 0) lua_pushvalue(W, lua_upvalueindex(2));
+    else if (strcmp(k, "set") == 0) lua_pushvalue(W, lua_upvalueindex(3));
+    else if (strcmp(k, "range") == 0) lua_pushvalue(W, lua_upvalueindex(4));
     else if (strcmp(k, "dtype") == 0) lua_pushstring(W, ty_dtype_name(t->t.dtype));
     else if (strcmp(k, "ndim") == 0) lua_pushinteger(W, t->t.ndim);
     else if (strcmp(k, "shape") == 0) {
@@ -338,10 +393,17 @@ static int t_len(lua_State *W) {
 }
 
 static int t_tostring(lua_State *W) {
-  tile *t = lua_touserdata(W, 1);
-  if (!t || lua_rawlen(W, 1) != sizeof *t || t->magic != TILE_MAGIC) return 0;
-  if (!t->valid) {
-    lua_pushliteral(W, "tycho.tile (outside its piece)");
+  tl_worker *w = lua_touserdata(W, lua_upvalueindex(1));
+  const tile *t = live_tile(W, w, 1);
+  if (!t) {
+    uint64_t gen = 0;
+    unsigned task = TILE_NO_TASK;
+    int argno = 0;
+    if (tile_parts(W, 1, &gen, &task, &argno) && gen <= (w->gen & TILE_GEN_MASK) && gen > 0)
+      lua_pushfstring(W, "tycho.tile (outside its piece: task '%s', argument %d)",
+                      task_name(w, task), argno);
+    else
+      lua_pushfstring(W, "userdata: %p", lua_touserdata(W, 1));
     return 1;
   }
   char shape[256];
@@ -351,9 +413,8 @@ static int t_tostring(lua_State *W) {
   return 1;
 }
 
-static const luaL_Reg tile_meta[] = {{"__index", t_index},       {"__newindex", t_newindex},
-                                     {"__len", t_len},           {"__tostring", t_tostring},
-                                     {NULL, NULL}};
+static const luaL_Reg tile_meta[] = {{"__newindex", t_newindex}, {"__len", t_len},
+                                     {"__tostring", t_tostring}, {NULL, NULL}};
 
 /* ---- reductions returned by the body ------------------------------------------------ */
 
@@ -426,9 +487,7 @@ static tile *tile_for(lua_State *W, tl_worker *w, int slot) {
   while (w->ntiles <= slot) {
     tile *t = lua_newuserdatauv(W, sizeof *t, 0);
     memset(t, 0, sizeof *t);
-    t->magic = TILE_MAGIC;
     t->w = w;
-    luaL_setmetatable(W, TILE_META);
     lua_rawseti(W, STK_TILES, w->ntiles + 1); /* anchored for the state's life */
     w->tiles[w->ntiles++] = t;
   }
@@ -459,12 +518,16 @@ static int run_piece(lua_State *W) {
   if (t->id >= w->ngens) {
     int n = t->id + 16;
     unsigned *g = realloc(w->gens, (size_t)n * sizeof *g);
-    if (!g) return luaL_error(W, "out of memory");
+    if (g) w->gens = g;
+    char(*names)[TY_MAX_NAME] = g ? realloc(w->names, (size_t)n * sizeof *names) : NULL;
+    if (!names) return luaL_error(W, "out of memory");
+    w->names = names;
     memset(g + w->ngens, 0, (size_t)(n - w->ngens) * sizeof *g);
-    w->gens = g;
+    memset(names + w->ngens, 0, (size_t)(n - w->ngens) * sizeof *names);
     w->ngens = n;
   }
   if (w->gens[t->id] != t->gen) {
+    snprintf(w->names[t->id], sizeof w->names[t->id], "%s", t->name);
     tl_body_push(W, t->body);
     lua_pushvalue(W, -1);
     lua_rawseti(W, STK_CACHE, t->id + 1);
@@ -484,6 +547,7 @@ static int run_piece(lua_State *W) {
   lua_pushvalue(W, STK_CTX);
 
   luaL_checkstack(W, t->nargs + 4, "too many task arguments");
+  w->gen++;
   for (int k = 0; k < t->nargs; k++) {
     const tl_argspec *a = &t->args[k];
     if (a->kind == TL_SCALAR) {
@@ -498,7 +562,7 @@ static int run_piece(lua_State *W) {
     tl->whole = a->kind == TL_WHOLE;
     tl->argno = k + 1;
     tl->kind = a->text;
-    lua_rawgeti(W, STK_TILES, a->slot + 1);
+    lua_pushlightuserdata(W, tile_value(w->gen, t->id, k + 1));
   }
   lua_call(W, 1 + t->nargs, LUA_MULTRET);
 
@@ -678,9 +742,15 @@ static void install_loaders(lua_State *W, tl_worker *w) {
 
 /* ---- the worker's globals ------------------------------------------------------------ */
 
+/* A tile, live or stale: a light userdata that decodes to a piece this
+ * worker has run. */
 static int w_is_tile(lua_State *W) {
-  tile *t = lua_touserdata(W, 1);
-  lua_pushboolean(W, t && lua_rawlen(W, 1) == sizeof *t && t->magic == TILE_MAGIC);
+  tl_worker *w = lua_touserdata(W, lua_upvalueindex(1));
+  uint64_t gen = 0;
+  unsigned task = TILE_NO_TASK;
+  int argno = 0;
+  lua_pushboolean(W, tile_parts(W, 1, &gen, &task, &argno) && gen > 0 &&
+                         gen <= (w->gen & TILE_GEN_MASK));
   return 1;
 }
 
@@ -729,14 +799,28 @@ static int setup(lua_State *W) {
   lua_pushglobaltable(W);
   install_loaders(W, w);
   lua_pop(W, 1);
-  luaL_newmetatable(W, TILE_META);
-  luaL_setfuncs(W, tile_meta, 0);
+  /* the metatable of every light userdata in this state: the tiles' */
+  lua_pushlightuserdata(W, NULL);
+  lua_createtable(W, 0, 6);
+  lua_pushlightuserdata(W, w);
+  luaL_setfuncs(W, tile_meta, 1);
+  lua_pushlightuserdata(W, w);
+  lua_pushlightuserdata(W, w);
+  lua_pushcclosure(W, t_get, 1);
+  lua_pushlightuserdata(W, w);
+  lua_pushcclosure(W, t_set, 1);
+  lua_pushlightuserdata(W, w);
+  lua_pushcclosure(W, t_range, 1);
+  lua_pushcclosure(W, t_index, 4);
+  lua_setfield(W, -2, "__index");
   lua_pushboolean(W, 0);
   lua_setfield(W, -2, "__metatable"); /* getmetatable(tile) is false: no tampering */
+  lua_setmetatable(W, -2);
   lua_pop(W, 1);
 
   lua_createtable(W, 0, 3); /* the worker's `tycho` */
-  lua_pushcfunction(W, w_is_tile);
+  lua_pushlightuserdata(W, w);
+  lua_pushcclosure(W, w_is_tile, 1);
   lua_setfield(W, -2, "is_tile");
   lua_pushcfunction(W, w_clock);
   lua_setfield(W, -2, "clock");
@@ -853,6 +937,7 @@ void tl_workers_free(tl_worker *w, int n) {
     lua_State *W = atomic_load(&w[i].W);
     if (W) lua_close(W);
     free(w[i].gens);
+    free(w[i].names);
   }
   free(w);
 }

@@ -53,6 +53,7 @@ typedef struct tl_tasks tl_tasks;
 typedef struct pol_state {
   lua_State *synced;   /* whose scopes the runtime's stack holds (NULL: none yet) */
   int npushed;         /* scopes this binding pushed there for it */
+  int ncollected;      /* scope objects collected while open, not yet closed (lpolicy.c) */
   bool allow_bytecode; /* the loaders accept precompiled chunks */
 } pol_state;
 
@@ -151,6 +152,11 @@ void tl_consts_clear(tl_box *b);
  * when the number does not fit); float with integer store -> f64; anything
  * with a float store -> the store's dtype. has_peer false: i64 / f64. */
 ty_dtype tl_weak_dtype(lua_State *L, int idx, bool has_peer, ty_dtype peer);
+/* A Lua integer v going into (or next to, in arithmetic) a store of dtype t
+ * must fit it, as numpy 2 requires of Python integers: raises "tycho.<fn>:
+ * the integer 300 is out of range for u8 (0..255)" when t is i32 or u8 and v
+ * does not fit. Other dtypes take any Lua integer. */
+void tl_check_int_fits(lua_State *L, const char *fn, lua_Integer v, ty_dtype t);
 
 /* An integer argument (floats with an integral value are accepted); raises
  * "tycho.<fn>: <what> must be an integer, got <value>". */

@@ -329,12 +329,13 @@ int tl_checkshape(lua_State *L, int idx, const char *fn, int64_t *shape, bool al
       if (++infer > 1) tl_error(L, fn, "shape may contain -1 only once");
       continue;
     }
-    if (__builtin_mul_overflow(bytes, (uint64_t)shape[d], &bytes)) overflow = true;
+    /* zero dims are skipped, as the core does: (0, 2^62, 2^62) is refused */
+    if (shape[d] && __builtin_mul_overflow(bytes, (uint64_t)shape[d], &bytes)) overflow = true;
   }
   if (overflow || bytes > (uint64_t)INT64_MAX) {
     char buf[400];
     tl_shape_str(ndim, shape, buf, sizeof buf);
-    tl_error(L, fn, "shape %s %s is too large: its size in bytes overflows", buf,
+    tl_error(L, fn, "shape %s %s is too large: its size in bytes overflows int64", buf,
              ty_dtype_name(t));
   }
   return ndim;
@@ -381,6 +382,18 @@ ty_dtype tl_weak_dtype(lua_State *L, int idx, bool has_peer, ty_dtype peer) {
   case TY_U8: return (v >= 0 && v <= 255) ? TY_U8 : TY_I64;
   default: return TY_I64; /* i64, and bool + integer -> i64 */
   }
+}
+
+void tl_check_int_fits(lua_State *L, const char *fn, lua_Integer v, ty_dtype t) {
+  lua_Integer lo, hi;
+  switch (t) {
+  case TY_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+  case TY_U8: lo = 0, hi = 255; break;
+  default: return;
+  }
+  if (v < lo || v > hi)
+    tl_error(L, fn, "the integer %lld is out of range for %s (%lld..%lld)", (long long)v,
+             ty_dtype_name(t), (long long)lo, (long long)hi);
 }
 
 ty_store *tl_scalar(lua_State *L, ty_runtime *rt, int idx, const char *fn, ty_dtype t) {
@@ -475,6 +488,7 @@ void tl_fill_value(lua_State *L, ty_runtime *rt, ty_store *dst, int idx, const c
     ty_dtype t = ty_store_dtype(dst);
     if (lua_isinteger(L, idx) && !ty_dtype_is_float(t)) {
       lua_Integer v = lua_tointeger(L, idx);
+      tl_check_int_fits(L, fn, v, t); /* never saturated or wrapped silently */
       if (v > TL_EXACT_DOUBLE || v < -TL_EXACT_DOUBLE) {
         ty_store *src = tl_scalar(L, rt, idx, fn, TY_I64);
         st = ty_copy(rt, dst, src);

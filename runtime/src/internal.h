@@ -137,6 +137,12 @@ struct ty_store {
   struct ty_store *bview;
 };
 
+/* Internal task flags (beside task.h's TY_TASK_*): a built-in op kernel
+ * learns its launch's fastmath axis through its scalar bytes, a non-zero
+ * int64 that window.c writes when the axis allows the 4-ULP functions, so
+ * launches that do not fuse honour it too. */
+#define TY__TASK_FASTMATH_ARG (1u << 16)
+
 struct ty_task {
   char name[TY_MAX_NAME];
   ty_variant_fn cpu;
@@ -255,8 +261,8 @@ struct ty_runtime {
   uint64_t seed;
   uint64_t random_calls;
 
-  /* built-in tasks, filled by ty__register_builtins (ops.c) */
-  const void *builtins;
+  /* built-in tasks, filled by ty__register_builtins (builtins.c, builtins.h) */
+  const struct ty__builtins *builtins;
 };
 
 /* Runtime references held by stores (runtime.c). */

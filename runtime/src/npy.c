@@ -22,7 +22,13 @@
  * Saving writes to "<path>.tmp.XXXXXX" beside the target, fsyncs it and
  * renames it over the target, so a reader sees the old file or the new one,
  * never half of one; on any failure the temporary is removed and the old file
- * is untouched.
+ * is untouched. The rename replaces whatever the name is, so the target is
+ * looked at first (resolve_target): a symbolic link is followed to the file
+ * it names (dangling or not, as open(2) would), which is replaced there, so
+ * the link stays a link and its target gets the data, as numpy's save does;
+ * a target that exists and is not a regular file (a device, a FIFO, a socket,
+ * a directory) is refused, so saving to /dev/null as root never replaces
+ * /dev/null. A replaced file keeps its permission bits.
  */
 #define _GNU_SOURCE /* mkostemp */
 #include "npy.h"
@@ -692,6 +698,91 @@ static void fsync_parent(const char *path) {
   free(dir);
 }
 
+/* 40 links, as Linux's own limit on a path walk (MAXSYMLINKS) */
+#define MAX_LINK_HOPS 40
+
+static const char *file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+/* The name the save replaces: `path` with symbolic links followed (a relative
+ * link is read against the link's own directory). *out is malloc'ed; *mode
+ * is the existing regular file's mode, or 0 when there is none yet. Refuses
+ * a target that exists and is not a regular file. */
+static ty_status resolve_target(ty_runtime *rt, const char *path, char **out, mode_t *mode) {
+  char *cur = ty__strdup(path);
+  if (!cur) return ty__fail(rt, TY_ENOMEM, "ty_save_npy: out of memory");
+  *out = NULL;
+  *mode = 0;
+  for (int hop = 0;; hop++) {
+    struct stat sb;
+    if (lstat(cur, &sb) != 0) {
+      if (errno == ENOENT) break; /* a new file (a dangling link's target too) */
+      int e = errno;
+      ty_status st = ty__fail(rt, TY_EIO, "ty_save_npy: cannot write '%s': %s", path, strerror(e));
+      free(cur);
+      return st;
+    }
+    if (!S_ISLNK(sb.st_mode)) {
+      if (!S_ISREG(sb.st_mode)) {
+        ty_status st;
+        if (strcmp(cur, path) == 0)
+          st = ty__fail(rt, TY_EIO, "ty_save_npy: cannot write '%s': it is %s, not a regular file "
+                        "(save replaces regular files only)", path, file_kind(sb.st_mode));
+        else
+          st = ty__fail(rt, TY_EIO, "ty_save_npy: cannot write '%s': it links to '%s', which is "
+                        "%s, not a regular file (save replaces regular files only)", path, cur,
+                        file_kind(sb.st_mode));
+        free(cur);
+        return st;
+      }
+      *mode = sb.st_mode & 0777; /* not set-id bits: a data file gets none */
+      break;
+    }
+    if (hop == MAX_LINK_HOPS) {
+      free(cur);
+      return ty__fail(rt, TY_EIO, "ty_save_npy: cannot write '%s': more than %d symbolic links "
+                      "in a row", path, MAX_LINK_HOPS);
+    }
+    /* st_size is the link's length; 0 on some pseudo file systems */
+    size_t cap = sb.st_size > 0 ? (size_t)sb.st_size + 1 : 4096;
+    char *link = ty__malloc(cap);
+    ssize_t n = link ? readlink(cur, link, cap) : -1;
+    if (n < 0 || (size_t)n >= cap) {
+      int e = n < 0 && link ? errno : ENAMETOOLONG;
+      free(link);
+      free(cur);
+      return ty__fail(rt, link ? TY_EIO : TY_ENOMEM, "ty_save_npy: cannot follow the link '%s': %s",
+                      path, link ? strerror(e) : "out of memory");
+    }
+    link[n] = '\0';
+    char *next = link;
+    const char *slash = strrchr(cur, '/');
+    if (link[0] != '/' && slash) { /* relative to the link's directory */
+      size_t dlen = (size_t)(slash - cur) + 1;
+      next = ty__malloc(dlen + (size_t)n + 1);
+      if (next) {
+        memcpy(next, cur, dlen);
+        memcpy(next + dlen, link, (size_t)n + 1);
+      }
+      free(link);
+      if (!next) {
+        free(cur);
+        return ty__fail(rt, TY_ENOMEM, "ty_save_npy: out of memory");
+      }
+    }
+    free(cur);
+    cur = next;
+  }
+  *out = cur;
+  return TY_OK;
+}
+
 ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
   if (!rt) return TY_EINVAL;
   if (!s) return ty__fail(rt, TY_EINVAL, "ty_save_npy: the store is NULL");
@@ -726,26 +817,35 @@ ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
     }
   }
 
-  size_t plen = strlen(path);
+  char *target = NULL;
+  mode_t mode = 0;
+  if ((st = resolve_target(rt, path, &target, &mode))) {
+    free(buf);
+    return st;
+  }
+  size_t plen = strlen(target);
   char *tmpl = ty__malloc(plen + sizeof ".tmp.XXXXXX");
   if (!tmpl) {
+    free(target);
     free(buf);
     return ty__fail(rt, TY_ENOMEM, "ty_save_npy: out of memory");
   }
-  memcpy(tmpl, path, plen);
+  memcpy(tmpl, target, plen);
   memcpy(tmpl + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
   int fd = mkostemp(tmpl, O_CLOEXEC);
   if (fd < 0) {
     st = ty__fail(rt, TY_EIO, "ty_save_npy: cannot create a temporary file beside '%s': %s", path,
                   strerror(errno));
     free(tmpl);
+    free(target);
     free(buf);
     return st;
   }
   const char *step = "write";
   int e = 0;
-  /* mkstemp makes the file 0600; give it the mode open(O_CREAT, 0666) would */
-  if (fchmod(fd, 0666 & ~current_umask()) != 0) {
+  /* mkstemp makes the file 0600; give it the replaced file's mode, or the
+   * one open(O_CREAT, 0666) would */
+  if (fchmod(fd, mode ? mode : 0666 & ~current_umask()) != 0) {
     e = errno;
     step = "chmod";
   }
@@ -759,7 +859,7 @@ ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
     e = errno;
     step = "close";
   }
-  if (!e && rename(tmpl, path) != 0) {
+  if (!e && rename(tmpl, target) != 0) {
     e = errno;
     step = "rename";
   }
@@ -767,9 +867,10 @@ ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
     unlink(tmpl);
     st = ty__fail(rt, TY_EIO, "ty_save_npy: cannot write '%s' (%s): %s", path, step, strerror(e));
   } else {
-    fsync_parent(path);
+    fsync_parent(target);
   }
   free(tmpl);
+  free(target);
   free(buf);
   return st;
 }

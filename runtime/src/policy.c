@@ -295,7 +295,9 @@ ty_status ty_policy_set(ty_policy *p, const char *key, const char *value, char *
     p->set |= TY_POL_OVERDECOMPOSE;
   } else if (strcmp(key, "min_chunk") == 0 || strcmp(key, "min_cpu_chunk") == 0) {
     size_t b;
-    if (ty_parse_size(value, &b) || b < 1) return BAD("%s must be a size such as 64KiB, got '%s'", key, value);
+    /* min_chunk is an int64_t: a size past INT64_MAX would turn negative */
+    if (ty_parse_size(value, &b) || b < 1 || b > (size_t)INT64_MAX)
+      return BAD("%s must be a size such as 64KiB, got '%s'", key, value);
     p->min_chunk = (int64_t)b;
     p->set |= TY_POL_MIN_CHUNK;
   } else if (strcmp(key, "favor") == 0) {

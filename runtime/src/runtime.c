@@ -18,18 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-ty_status ty__fail(ty_runtime *rt, ty_status status, const char *fmt, ...) {
-  if (rt) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rt->errmsg, sizeof rt->errmsg, fmt, ap);
-    va_end(ap);
-  }
-  return status;
-}
-
-const char *ty_errmsg(const ty_runtime *rt) { return rt ? rt->errmsg : "no runtime"; }
-
 static int parse_int(const char *s, long lo, long hi, long *out) {
   char *end;
   errno = 0;

@@ -7,6 +7,12 @@
  * an oversized store fails at the call that makes it, but is only allocated
  * (ty__storage_ensure) when a launch first writes it or a reader needs it:
  * stores that are created and never used cost no memory.
+ *
+ * Sizes never overflow: every shape a store or a view gets has passed
+ * ty__shape_size (its non-zero dims times the element size fit int64), so
+ * contiguous strides and element counts computed from it fit too; slice
+ * lengths, view offsets and strided steps are checked where they are made
+ * (__builtin_*_overflow), and report "<fn>: ... overflows int64".
  */
 #include "internal.h"
 
@@ -29,30 +35,31 @@ ty_status ty__shape_size(ty_runtime *rt, const char *what, int ndim, const int64
     return ty__fail(rt, TY_ELIMIT, "%s: rank %d is out of range 0..%d", what, ndim, TY_MAX_RANK);
   if (ndim > 0 && !shape) return ty__fail(rt, TY_EINVAL, "%s: shape is missing", what);
   if ((unsigned)t >= TY_NDTYPES) return ty__fail(rt, TY_EDTYPE, "%s: unknown dtype %d", what, (int)t);
-  int64_t n = 1;
-  bool zero = false;
-  for (int d = 0; d < ndim; d++) {
+  for (int d = 0; d < ndim; d++)
     if (shape[d] < 0)
       return ty__fail(rt, TY_EINVAL, "%s: shape[%d] must be non-negative, got %lld", what, d,
                       (long long)shape[d]);
-    if (shape[d] == 0) zero = true;
-  }
-  /* overflow is checked on the product of the non-zero dims: a shape such as
-   * (0, 2^62, 2^62) is empty but its strides would still overflow */
-  int64_t limit = INT64_MAX / (int64_t)ty_dtype_size(t);
+  /* The bytes of the non-zero dims must fit int64: a shape such as
+   * (0, 2^62, 2^62) is empty, but its contiguous strides (which skip zero
+   * dims) would still overflow, and so would a reshape of it. */
+  int64_t n = 1, bytes;
+  bool zero = false;
   for (int d = 0; d < ndim; d++) {
-    int64_t e = shape[d] ? shape[d] : 1;
-    if (n > limit / e) {
-      char sh[256];
-      ty__shape_str(ndim, shape, sh, sizeof sh);
-      return ty__fail(rt, TY_ERANGE, "%s: shape %s is too large (its size overflows)", what, sh);
-    }
-    n *= e;
+    if (shape[d] == 0) zero = true;
+    else if (__builtin_mul_overflow(n, shape[d], &n)) goto overflow;
   }
+  if (__builtin_mul_overflow(n, (int64_t)ty_dtype_size(t), &bytes)) goto overflow;
   *size = zero ? 0 : n;
   return TY_OK;
+overflow:;
+  char sh[256];
+  ty__shape_str(ndim, shape, sh, sizeof sh);
+  return ty__fail(rt, TY_ERANGE, "%s: shape %s %s is too large: its size in bytes overflows int64",
+                  what, sh, ty_dtype_name(t));
 }
 
+/* C-order strides of a shape ty__shape_size accepted: every partial product
+ * of its non-zero dims fits, so nothing here overflows. */
 static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
   int64_t s = 1;
   for (int d = ndim - 1; d >= 0; d--) {
@@ -131,7 +138,7 @@ static ty_store *store_alloc(ty_runtime *rt, ty_storage *st, ty_dtype t, int ndi
   s->size = 1;
   for (int d = 0; d < ndim; d++) {
     s->shape[d] = shape[d];
-    s->size *= shape[d];
+    s->size *= shape[d]; /* the caller checked it with ty__shape_size */
   }
   ty__runtime_ref(rt);
   rt->stats.stores_live++;
@@ -227,8 +234,9 @@ ty_status ty_store_create(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *s
 ty_status ty__store_view(ty_runtime *rt, ty_store *base, int ndim, const int64_t *shape,
                          const int64_t *strides, int64_t offset, ty_store **out) {
   *out = NULL;
-  if (ndim < 0 || ndim > TY_MAX_RANK)
-    return ty__fail(rt, TY_ELIMIT, "view: rank %d is out of range 0..%d", ndim, TY_MAX_RANK);
+  int64_t size;
+  ty_status st = ty__shape_size(rt, "view", ndim, shape, base->dtype, &size);
+  if (st != TY_OK) return st;
   ty_store *s = store_alloc(rt, base->storage, base->dtype, ndim, shape);
   if (!s) return ty__fail(rt, TY_ENOMEM, "out of memory allocating a view");
   for (int d = 0; d < ndim; d++) s->strides[d] = strides[d];
@@ -458,6 +466,21 @@ static ty_status check_dim(ty_runtime *rt, const char *fn, const ty_store *s, in
   return TY_OK;
 }
 
+/* The one error of an offset or stride that overflows int64. */
+static ty_status overflow(ty_runtime *rt, const char *fn, const char *what) {
+  return ty__fail(rt, TY_ERANGE, "%s: %s overflows int64", fn, what);
+}
+
+/* s's offset moved to `index` along dim, overflow-checked. */
+static ty_status view_offset(ty_runtime *rt, const char *fn, const ty_store *s, int dim,
+                             int64_t index, int64_t *off) {
+  int64_t step;
+  if (__builtin_mul_overflow(index, s->strides[dim], &step) ||
+      __builtin_add_overflow(s->offset, step, off))
+    return overflow(rt, fn, "the offset of the view");
+  return TY_OK;
+}
+
 ty_status ty_store_slice(ty_runtime *rt, ty_store *s, int dim, int64_t start, int64_t stop,
                          int64_t step, ty_store **out) {
   ty_status st = check_dim(rt, "ty_store_slice", s, dim);
@@ -470,9 +493,17 @@ ty_status ty_store_slice(ty_runtime *rt, ty_store *s, int dim, int64_t start, in
   int64_t shape[TY_MAX_RANK], strides[TY_MAX_RANK];
   memcpy(shape, s->shape, sizeof shape);
   memcpy(strides, s->strides, sizeof strides);
-  shape[dim] = (stop - start + step - 1) / step;
-  strides[dim] = s->strides[dim] * step;
-  return ty__store_view(rt, s, s->ndim, shape, strides, s->offset + start * s->strides[dim], out);
+  /* numpy's count: x[0:6:huge] has one element. (stop - start + step - 1)
+   * would overflow for a step near INT64_MAX. */
+  shape[dim] = stop == start ? 0 : (stop - start - 1) / step + 1;
+  /* With one element or none the step is never taken: keep the stride, which
+   * step * stride might not hold. With two or more, step < stop - start <=
+   * the dim's extent, and the product is checked all the same. */
+  if (shape[dim] > 1 && __builtin_mul_overflow(s->strides[dim], step, &strides[dim]))
+    return overflow(rt, "ty_store_slice", "the stride of the view");
+  int64_t off = 0;
+  if ((st = view_offset(rt, "ty_store_slice", s, dim, start, &off))) return st;
+  return ty__store_view(rt, s, s->ndim, shape, strides, off, out);
 }
 
 ty_status ty_store_select(ty_runtime *rt, ty_store *s, int dim, int64_t index, ty_store **out) {
@@ -488,7 +519,9 @@ ty_status ty_store_select(ty_runtime *rt, ty_store *s, int dim, int64_t index, t
       shape[n] = s->shape[d];
       strides[n++] = s->strides[d];
     }
-  return ty__store_view(rt, s, n, shape, strides, s->offset + index * s->strides[dim], out);
+  int64_t off = 0;
+  if ((st = view_offset(rt, "ty_store_select", s, dim, index, &off))) return st;
+  return ty__store_view(rt, s, n, shape, strides, off, out);
 }
 
 ty_status ty_store_expand(ty_runtime *rt, ty_store *s, int dim, ty_store **out) {
@@ -530,7 +563,9 @@ ty_status ty_store_diagonal(ty_runtime *rt, ty_store *s, ty_store **out) {
   if (s->ndim != 2)
     return ty__fail(rt, TY_ESHAPE, "ty_store_diagonal: the store has rank %d, not 2", s->ndim);
   int64_t n = s->shape[0] < s->shape[1] ? s->shape[0] : s->shape[1];
-  int64_t stride = s->strides[0] + s->strides[1];
+  int64_t stride;
+  if (__builtin_add_overflow(s->strides[0], s->strides[1], &stride))
+    return overflow(rt, "ty_store_diagonal", "the stride of the view");
   return ty__store_view(rt, s, 1, &n, &stride, s->offset, out);
 }
 
@@ -540,7 +575,6 @@ ty_status ty_store_reshape(ty_runtime *rt, ty_store *s, int ndim, const int64_t 
     return ty__fail(rt, TY_ELIMIT, "ty_store_reshape: rank %d is out of range 0..%d", ndim, TY_MAX_RANK);
   int64_t sh[TY_MAX_RANK];
   int infer = -1;
-  int64_t known = 1;
   for (int d = 0; d < ndim; d++) {
     sh[d] = shape[d];
     if (shape[d] == -1) {
@@ -549,18 +583,21 @@ ty_status ty_store_reshape(ty_runtime *rt, ty_store *s, int ndim, const int64_t 
     } else if (shape[d] < 0) {
       return ty__fail(rt, TY_EINVAL, "ty_store_reshape: shape[%d] must be non-negative, got %lld",
                       d, (long long)shape[d]);
-    } else {
-      if (shape[d] && known > INT64_MAX / shape[d])
-        return ty__fail(rt, TY_ERANGE, "ty_store_reshape: shape is too large");
-      known *= shape[d];
     }
   }
+  /* The new shape must be one a store could have, zero dims or not: (0, 2^62,
+   * 2^62) holds no element, but its strides would overflow. With a -1, the
+   * known dims are checked first (as if it were 1), then the whole shape. */
+  if (infer >= 0) sh[infer] = 1;
+  int64_t known;
+  ty_status st = ty__shape_size(rt, "ty_store_reshape", ndim, sh, s->dtype, &known);
+  if (st != TY_OK) return st;
   if (infer >= 0) {
     if (known == 0 || s->size % known)
       return ty__fail(rt, TY_ESHAPE, "ty_store_reshape: cannot infer dim %d: %lld elements do not divide by %lld",
                       infer, (long long)s->size, (long long)known);
     sh[infer] = s->size / known;
-    known *= sh[infer];
+    if ((st = ty__shape_size(rt, "ty_store_reshape", ndim, sh, s->dtype, &known))) return st;
   }
   if (known != s->size) {
     char a[256], b[256];
@@ -597,6 +634,9 @@ ty_status ty_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b
 ty_status ty_store_broadcast(ty_runtime *rt, ty_store *s, int ndim, const int64_t *shape,
                              ty_store **out) {
   if (ndim < s->ndim || ndim > TY_MAX_RANK) goto bad;
+  int64_t size;
+  ty_status st = ty__shape_size(rt, "ty_store_broadcast", ndim, shape, s->dtype, &size);
+  if (st != TY_OK) return st;
   int64_t strides[TY_MAX_RANK];
   for (int i = 0; i < ndim; i++) {
     int j = s->ndim - ndim + i;

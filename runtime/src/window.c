@@ -167,6 +167,11 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
   }
   l->scalar_bytes = d->scalar_bytes;
   if (d->scalar_bytes) memcpy(l->scalars, d->scalars, d->scalar_bytes);
+  if ((d->task->flags & TY__TASK_FASTMATH_ARG) && pol.p.fastmath && l->scalar_bytes == 0) {
+    const int64_t one = 1;
+    memcpy(l->scalars, &one, sizeof one);
+    l->scalar_bytes = sizeof one;
+  }
   l->max_pieces = d->max_pieces;
   l->nosplit = d->nosplit;
   l->fused = 0;

@@ -131,6 +131,131 @@ TEST(rank_and_overflow_limits) {
   ty_runtime_destroy(rt);
 }
 
+/* Sizes, strides, offsets and slice lengths near INT64_MAX (issue 21, item 3):
+ * every shape is accepted exactly when its bytes (zero dims skipped) fit
+ * int64, every slice has numpy's length, and nothing overflows on the way
+ * (the sanitizer build runs this under UBSan). */
+static const int64_t near_max[] = {
+    0, 1, 2, 3, 6, INT64_C(1) << 31, INT64_C(1) << 32, INT64_C(1) << 62, INT64_MAX / 16,
+    INT64_MAX / 8, INT64_MAX / 8 + 1, INT64_MAX / 4, INT64_MAX / 2, INT64_MAX / 2 + 1,
+    INT64_MAX - 1, INT64_MAX};
+#define NEAR_MAX_N ((int)(sizeof near_max / sizeof near_max[0]))
+
+static bool bytes_fit(int ndim, const int64_t *shape, ty_dtype t) {
+  __int128 n = (__int128)ty_dtype_size(t);
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d]) n *= shape[d];
+    if (n > INT64_MAX) return false;
+  }
+  return true;
+}
+
+/* numpy's len(range(start, stop, step)) */
+static int64_t range_len(int64_t start, int64_t stop, int64_t step) {
+  if (stop <= start) return 0;
+  return (int64_t)(((__int128)stop - start + step - 1) / step);
+}
+
+TEST(sizes_and_steps_near_int64_max_are_checked) {
+  /* a budget of INT64_MAX bytes: stores are charged when written, never here */
+  ty_config cfg = {.cpus = 1, .sysmem = (size_t)INT64_MAX};
+  ty_runtime *rt = NULL;
+  CHECK(ty_runtime_create(&cfg, &rt) == TY_OK);
+  const ty_dtype dts[] = {TY_F64, TY_F32, TY_I32, TY_U8};
+  ty_store *empty = NULL;
+  int64_t zero = 0;
+  CHECK(ty_store_create(rt, TY_F64, 1, &zero, &empty) == TY_OK);
+  for (int k = 0; k < 4; k++) {
+    for (int i = 0; i < NEAR_MAX_N; i++)
+      for (int j = 0; j < NEAR_MAX_N; j++) {
+        const int64_t shapes[4][3] = {{near_max[i], near_max[j], 1},
+                                      {0, near_max[i], near_max[j]},
+                                      {near_max[i], 0, near_max[j]},
+                                      {near_max[i], near_max[j], 2}};
+        for (int v = 0; v < 4; v++) {
+          ty_store *s = NULL;
+          ty_status st = ty_store_create(rt, dts[k], 3, shapes[v], &s);
+          if (bytes_fit(3, shapes[v], dts[k])) {
+            CHECK(st == TY_OK || st == TY_ENOMEM);
+          } else {
+            CHECK_EQ_INT(st, TY_ERANGE);
+            CHECK_STR_CONTAINS(ty_errmsg(rt), "too large: its size in bytes overflows int64");
+          }
+          ty_store_release(s);
+          s = NULL;
+          /* the reproducer: zeros({0}):reshape(0, 2^62, 2^62) */
+          if (k == 0 && shapes[v][0] == 0) {
+            st = ty_store_reshape(rt, empty, 3, shapes[v], &s);
+            CHECK_EQ_INT(st, bytes_fit(3, shapes[v], TY_F64) ? TY_OK : TY_ERANGE);
+            if (s) {
+              CHECK_EQ_INT(ty_store_size(s), 0);
+              ty_store_release(s);
+            }
+          }
+        }
+      }
+  }
+  ty_store_release(empty);
+
+  /* slices of a 6-element store and of a u8 store of INT64_MAX elements
+   * (never allocated), with steps and bounds near the limit */
+  int64_t six = 6, big = INT64_MAX;
+  ty_store *bases[2] = {NULL, NULL};
+  CHECK(ty_store_create(rt, TY_I64, 1, &six, &bases[0]) == TY_OK);
+  CHECK(ty_store_create(rt, TY_U8, 1, &big, &bases[1]) == TY_OK);
+  for (int b = 0; b < 2 && bases[1]; b++) {
+    int64_t n = ty_store_shape(bases[b])[0];
+    const int64_t bounds[] = {0, 1, 5, 6, n / 2, n - 2, n - 1, n};
+    for (int i = 0; i < 8; i++)
+      for (int j = 0; j < 8; j++)
+        for (int k = 1; k < NEAR_MAX_N; k++) {
+          int64_t start = bounds[i], stop = bounds[j], step = near_max[k];
+          if (start > n || stop > n || stop < start) continue;
+          ty_store *v = NULL;
+          CHECK_EQ_INT(ty_store_slice(rt, bases[b], 0, start, stop, step, &v), TY_OK);
+          if (!v) continue;
+          CHECK_EQ_INT(ty_store_shape(v)[0], range_len(start, stop, step));
+          /* a view of the view: the last element, then every second one */
+          int64_t len = ty_store_shape(v)[0];
+          ty_store *w = NULL;
+          if (len > 0) {
+            CHECK_EQ_INT(ty_store_select(rt, v, 0, len - 1, &w), TY_OK);
+            ty_store_release(w);
+            w = NULL;
+            CHECK_EQ_INT(ty_store_slice(rt, v, 0, 0, len, 2, &w), TY_OK);
+            if (w) CHECK_EQ_INT(ty_store_shape(w)[0], range_len(0, len, 2));
+            ty_store_release(w);
+          }
+          ty_store_release(v);
+        }
+  }
+  /* x[{{1, 6, math.maxinteger}}] has one element, as numpy's x[0:6:huge] */
+  ty_store *v = NULL;
+  CHECK(ty_store_slice(rt, bases[0], 0, 0, 6, INT64_MAX, &v) == TY_OK);
+  if (v) CHECK_EQ_INT(ty_store_size(v), 1);
+  ty_store_release(v);
+  v = NULL;
+  CHECK(ty_store_slice(rt, bases[0], 0, 0, 6, INT64_MAX - 1, &v) == TY_OK);
+  if (v) CHECK_EQ_INT(ty_store_size(v), 1);
+  ty_store_release(v);
+
+  /* broadcasting and reshaping the huge store: the view's bytes must fit */
+  v = NULL;
+  int64_t sq[2] = {INT64_MAX, 2};
+  CHECK_EQ_INT(ty_store_reshape(rt, bases[1], 2, (int64_t[2]){-1, 1}, &v), TY_OK);
+  ty_store *w = NULL;
+  if (v) CHECK_EQ_INT(ty_store_broadcast(rt, v, 2, sq, &w), TY_ERANGE);
+  CHECK_STR_CONTAINS(ty_errmsg(rt), "ty_store_broadcast: shape (9223372036854775807, 2) u8 is too large");
+  ty_store_release(v);
+  v = NULL;
+  CHECK_EQ_INT(ty_store_reshape(rt, bases[1], 3, (int64_t[3]){-1, 2, 2}, &v), TY_ESHAPE);
+  CHECK_EQ_INT(ty_store_reshape(rt, bases[1], 2, (int64_t[2]){-1, INT64_MAX}, &v), TY_OK);
+  ty_store_release(v);
+  ty_store_release(bases[0]);
+  ty_store_release(bases[1]);
+  ty_runtime_destroy(rt);
+}
+
 TEST(budget_refuses_oversized_store) {
   ty_config cfg = {.cpus = 1, .sysmem = 1 << 20};
   ty_runtime *rt;
@@ -406,6 +531,7 @@ static const check_case cases[] = {
     CASE(store_views_share_storage),
     CASE(view_errors_name_the_problem),
     CASE(rank_and_overflow_limits),
+    CASE(sizes_and_steps_near_int64_max_are_checked),
     CASE(budget_refuses_oversized_store),
     CASE(broadcast_shapes_numpy_rules),
     CASE(launches_are_deferred_until_read),

@@ -92,10 +92,10 @@ local function opnd_peer(S, o)
   end
 end
 
-local function opnd_model(S, o, peer)
+local function opnd_model(S, o, peer, op)
   if o.bad then M.fail("bad operand") end
   if o.slot then return need(S, o.slot) end
-  return M.operand(o.num, peer)
+  return M.operand(o.num, peer, op)
 end
 
 -- ---- what the generator knows ---------------------------------------------------------
@@ -319,8 +319,8 @@ function G.binary(S, o)
   return step("binary", ref(dst) .. " = " .. expr, function(S2)
     check_opts(opts)
     -- weak scalars take the dtype of the store next to them
-    local x = opnd_model(S2, a, opnd_peer(S2, b))
-    local y = opnd_model(S2, b, opnd_peer(S2, a))
+    local x = opnd_model(S2, a, opnd_peer(S2, b), op)
+    local y = opnd_model(S2, b, opnd_peer(S2, a), op)
     S2.slots[dst] = M.binary(op, x, y)
   end)
 end
@@ -336,8 +336,8 @@ function G.where(S, o)
   local src = ref(dst) .. " = tycho.where(" .. opnd_src(c) .. ", " .. opnd_src(a) .. ", " .. opnd_src(b) .. ")"
   return step("where", src, function(S2)
     local cm = opnd_model(S2, c, nil)
-    local x = opnd_model(S2, a, opnd_peer(S2, b))
-    local y = opnd_model(S2, b, opnd_peer(S2, a))
+    local x = opnd_model(S2, a, opnd_peer(S2, b), "where")
+    local y = opnd_model(S2, b, opnd_peer(S2, a), "where")
     S2.slots[dst] = M.where(cm, x, y)
   end)
 end

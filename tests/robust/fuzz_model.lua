@@ -73,6 +73,20 @@ function M.weak(v, peer)
   return "i64"
 end
 
+-- A Lua integer stored into (or next to, in arithmetic) an i32 or u8 store
+-- must fit it (tycho_lua.c's tl_check_int_fits, numpy 2's OverflowError).
+local INT_RANGE = { i32 = { -2147483648, 2147483647 }, u8 = { 0, 255 } }
+function M.check_fits(v, t)
+  local r = INT_RANGE[t]
+  if r and math.type(v) == "integer" and (v < r[1] or v > r[2]) then
+    M.fail("the integer " .. v .. " is out of range for " .. t)
+  end
+end
+
+-- Binary ops that compare or combine truth values: exact, never refused.
+local NOT_ARITH = { lt = true, le = true, gt = true, ge = true, eq = true, ne = true,
+                    logical_and = true, logical_or = true }
+
 local function f32(x) return (string.unpack("f", string.pack("f", x))) end
 M.f32 = f32
 
@@ -136,10 +150,12 @@ function M.from_lua(v, t)
 end
 
 -- What ty_fill writes for a Lua value (tycho_lua.c's tl_fill_value): booleans
--- as 1.0 / 0.0; integers beyond 2^53 into integer stores through an i64
--- copy (they wrap); everything else through a double (saturating casts).
+-- as 1.0 / 0.0; an integer must fit an i32/u8 store; integers beyond 2^53
+-- into i64 stores through an i64 copy; everything else through a double
+-- (saturating casts).
 function M.fill_value(v, t)
   if type(v) == "boolean" then return M.convert(v and 1.0 or 0.0, "f64", t) end
+  M.check_fits(v, t)
   if math.type(v) == "integer" and not FLOAT[t] and (v > (1 << 53) or v < -(1 << 53)) then
     return M.convert(v, "i64", t)
   end
@@ -526,12 +542,15 @@ local function binary_elem(op, a, b, sa, sb, p, r)
   error("fuzz_model: unknown binary op " .. tostring(op))
 end
 
--- An operand: a view, or {num = v} for a Lua number/boolean next to `peer`.
-function M.operand(x, peer_dtype)
+-- An operand: a view, or {num = v} for a Lua number/boolean next to `peer`;
+-- `op` (a binary op's name, or "where"): an integer next to an i32/u8 store
+-- in arithmetic must fit it.
+function M.operand(x, peer_dtype, op)
   if type(x) == "table" and x.buf then
     M.check_open(x)
     return x
   end
+  if op and not NOT_ARITH[op] and peer_dtype then M.check_fits(x, peer_dtype) end
   local t = M.weak(x, peer_dtype)
   return M.new(t, {}, { M.from_lua(x, t) }, 0)
 end
@@ -799,7 +818,7 @@ function M.matmul(a, b)
   local n = nb == 2 and b.shape[2] or 1
   if k ~= k2 then M.fail("matmul shapes do not align") end
   local p = M.promote(a.dtype, b.dtype)
-  local r = p == "bool" and "i64" or p
+  local r = p == "bool" and "i64" or p -- bool: counted in i64, then != 0 (numpy's any)
   local oshape = {}
   if na == 2 then oshape[#oshape + 1] = m end
   if nb == 2 then oshape[#oshape + 1] = n end
@@ -829,6 +848,10 @@ function M.matmul(a, b)
       end
       vals[#vals + 1], st[#st + 1] = acc, s
     end
+  end
+  if p == "bool" then
+    for q = 1, #vals do vals[q] = vals[q] ~= 0 and 1 or 0 end
+    r = "bool"
   end
   return M.taint(M.new(r, oshape, vals, st), a, b)
 end
@@ -870,9 +893,10 @@ function M.linspace(t, a, b, n)
 end
 
 -- array(nested): the flat values written as put_elem does (lcreate.c):
--- integers wrap into narrower integers, floats saturate.
+-- integers must fit an i32/u8 dtype, floats saturate.
 function M.array_value(v, t)
   if type(v) == "boolean" then v = v and 1 or 0 end
+  M.check_fits(v, t)
   if math.type(v) == "integer" then return M.convert(v, "i64", t) end
   return M.convert(v, "f64", t)
 end
