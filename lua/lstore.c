@@ -15,13 +15,15 @@
  *       i                 select index i (the dim is dropped)
  *       {}                the whole dim
  *       {a} / {a, b}      the inclusive range a..b ({a} = {a, a}: dim kept)
- *       {a, b, step}      every step-th element of a..b
+ *       {a, b, step}      every step-th element of a..b; a negative step goes
+ *                         down from a to b ({-1, 1, -1}: reversed, a view)
  *   Negative numbers count from the end (-1 is the last). A range may be
  *   empty ({3, 2}) but its ends must lie in 1..n+1 / 0..n.
  * Indices are checked here against the shape, so the core never sees a bad
  * one and messages speak Lua's 1-based language.
  */
 #include "tl.h"
+#include "tycho/shape.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -134,12 +136,21 @@ static int parse_index(lua_State *L, int tidx, const char *fn, const ty_store *s
         lua_rawgeti(L, -1, 3);
         step = entry_int(L, -1, fn, k + 1);
         lua_pop(L, 1);
-        if (step < 1)
-          tl_error(L, fn, "index[%d]: step must be a positive integer, got %lld", k + 1,
-                   (long long)step);
+        if (step == 0)
+          tl_error(L, fn, "index[%d]: step must be a non-zero integer, got 0", k + 1);
       }
       int64_t ra = m ? (a < 0 ? a + size + 1 : a) : 1;
       int64_t rb = m ? (b < 0 ? b + size + 1 : b) : size;
+      if (step < 0) { /* a..b downwards: a..b upwards of the dim reversed (flip) */
+        if (ra < 0 || ra > size || rb < 1 || rb - 1 > size || rb - 1 > ra) /* no size + 1 */
+          tl_error(L, fn, "index[%d] = {%lld, %lld, %lld} is out of range for dimension %d of "
+                   "size %lld (a negative step goes from first down to last)%s", k + 1,
+                   (long long)a, (long long)b, (long long)step, k + 1, (long long)size,
+                   zero_hint(a == 0 || b == 0 ? 0 : 1));
+        e[k] = (index_entry){false, size - ra, size - (rb - 1), step};
+        lua_pop(L, 1);
+        continue;
+      }
       if (ra < 1 || ra - 1 > size || rb > size || rb < ra - 1) /* size + 1 may overflow */
         tl_error(L, fn, "index[%d] = {%lld, %lld} is out of range for dimension %d of size %lld%s",
                  k + 1, (long long)a, (long long)b, k + 1, (long long)size,
@@ -170,6 +181,13 @@ static ty_status apply_index(ty_runtime *rt, ty_store *s, int n, const index_ent
     } else if (e[k].start == 0 && e[k].stop == size && e[k].step == 1) {
       dim++;
       continue;
+    } else if (e[k].step < 0) {
+      ty_store *flipped = NULL;
+      st = ty_store_flip(rt, cur, dim, &flipped);
+      if (st == TY_OK)
+        st = ty_store_slice(rt, flipped, dim, e[k].start, e[k].stop, -e[k].step, &next);
+      ty_store_release(flipped);
+      dim++;
     } else {
       st = ty_store_slice(rt, cur, dim, e[k].start, e[k].stop, e[k].step, &next);
       dim++;

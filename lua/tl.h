@@ -13,6 +13,8 @@
  *   lworker.c    worker states, tile accessors, running one piece
  *   lhost.c      the embedding API of tycho_lua.h (ty_lua_open, ...)
  *   largs.c      argument checking of the built-ins (tl_sig, tl_args)
+ *   lshape.c     numpy's shape functions: joining, splitting, scans, flips
+ *   lbuild.c     stores built from shapes or like others (eye, tri, pad, ...)
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -342,6 +344,8 @@ extern const luaL_Reg tl_ops_funcs[], tl_ops_methods[], tl_ops_meta[];
 extern const luaL_Reg tl_create_funcs[], tl_create_methods[];
 /* lextra.c: bincount, diagonal (module functions and store methods). */
 void tl_extra_open(lua_State *L, int module_index);
+/* lshape.c (and lbuild.c through it): numpy's shape functions, likewise. */
+void tl_shape_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */

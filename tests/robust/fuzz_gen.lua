@@ -662,7 +662,13 @@ local function rand_index(sh, bad)
       local a = rnd(1, size + 1)
       local b = rnd(a - 1, size)
       if chance(0.25) and b > 0 then b = b - size - 1 end
-      if chance(0.3) then
+      if chance(0.15) and size > 0 then -- downwards: {a, b, -st} with b <= a + 1
+        a = rnd(1, size)
+        b = rnd(1, a + 1)
+        if chance(0.25) then a = a - size - 1 end
+        local st = -rnd(1, 3)
+        entries[d] = "{" .. a .. ", " .. b .. ", " .. st .. "}"; descr[d] = { range = { a, b, st } }
+      elseif chance(0.3) then
         local st = rnd(1, 3)
         entries[d] = "{" .. a .. ", " .. b .. ", " .. st .. "}"; descr[d] = { range = { a, b, st } }
       else
@@ -710,15 +716,24 @@ local function model_index(v, descr)
       local a, b, st = 1, size, 1
       if m >= 1 then a, b = r[1], r[1] end
       if m >= 2 then b = r[2] end
-      if m >= 3 then st = r[3]; if st < 1 then M.fail("bad step") end end
+      if m >= 3 then st = r[3]; if st == 0 then M.fail("bad step") end end
       local ra = m > 0 and (a < 0 and a + size + 1 or a) or 1
       local rb = m > 0 and (b < 0 and b + size + 1 or b) or size
+      if st < 0 then -- a down to b: a..b upwards of the dim flipped
+        if ra < 0 or ra > size or rb < 1 or rb > size + 1 or rb > ra + 1 then
+          M.fail("range out of range")
+        end
+        cur = M.slice(M.flip(cur, dim), dim, size - ra, size + 1 - rb, -st)
+        dim = dim + 1
+        goto next
+      end
       if ra < 1 or ra > size + 1 or rb > size or rb < ra - 1 then M.fail("range out of range") end
       if not (ra - 1 == 0 and rb == size and st == 1) then
         cur = M.slice(cur, dim, ra - 1, rb, st)
       end
       dim = dim + 1
     end
+    ::next::
   end
   if cur == v then -- x[{}]: a new userdata of the same store
     cur = { buf = v.buf, dtype = v.dtype, shape = M.copy_list(v.shape),
@@ -734,7 +749,7 @@ function G.view(S, o)
   local sh, nd = v.shape, #v.shape
   local dst = o and o.dst or out_slot()
   local bad = chance(0.12)
-  local r = rnd(8)
+  local r = rnd(9)
   if r == 3 and nd < 2 then r = 1 end
   if r <= 2 then
     local isrc, descr = rand_index(sh, bad)
@@ -840,6 +855,26 @@ function G.view(S, o)
     end
     return step("view", ref(dst) .. " = " .. ref(i) .. ":reshape(" .. args .. ")", function(S2)
       S2.slots[dst] = M.reshape(need(S2, i), nsh)
+    end)
+  elseif r == 9 then -- flip: all axes, or one (a view with negative strides)
+    local d = nd > 0 and chance(0.6) and rnd(1, nd) or nil
+    if d and chance(0.3) then d = d - nd - 1 end
+    if bad then d = nd + 1 end
+    local expr = d and (ref(i) .. ":flip(" .. d .. ")") or ("tycho.flip(" .. ref(i) .. ")")
+    return step("view", ref(dst) .. " = " .. expr, function(S2)
+      local x = need(S2, i)
+      local n = #x.shape
+      if not d then
+        local cur = x
+        for k = 1, n do cur = M.flip(cur, k) end
+        if n == 0 then cur = { buf = x.buf, dtype = x.dtype, shape = {}, strides = {}, offset = x.offset } end
+        S2.slots[dst] = cur
+        return
+      end
+      if n == 0 then M.fail("0-d") end
+      local d1 = d > 0 and d or d + n + 1
+      if d1 < 1 or d1 > n then M.fail("axis out of range") end
+      S2.slots[dst] = M.flip(x, d1)
     end)
   else -- diagonal
     return step("view", ref(dst) .. " = " .. ref(i) .. ":diagonal()", function(S2)
@@ -1283,6 +1318,66 @@ function G.task(S)
   end
 end
 
+-- scans and joins -------------------------------------------------------------------------
+
+function G.shape(S, o)
+  local dst = o and o.dst or out_slot()
+  if chance(0.5) then -- cumsum / cumprod, flat or along an axis
+    local op = pick({ "cumsum", "cumprod" })
+    local i = any_slot(S, function(v) return M.numel(v.shape) <= 2000 end)
+    if not i then return G.create(S, o) end
+    local nd = #S.slots[i].shape
+    local axis = nd > 0 and chance(0.6) and rnd(1, nd) or nil
+    if axis and chance(0.3) then axis = axis - nd - 1 end
+    if chance(0.08) then axis = pick({ 0, nd + 1, 1.5 }) end
+    local opts = maybe_opts()
+    local args = (axis ~= nil and lit(axis) or (opts and "nil" or "")) ..
+                 (opts and (", " .. lit(opts)) or "")
+    local expr = chance(0.5) and (ref(i) .. ":" .. op .. "(" .. args .. ")")
+                 or ("tycho." .. op .. "(" .. ref(i) .. (args ~= "" and (", " .. args) or "") .. ")")
+    return step("shape", ref(dst) .. " = " .. expr, function(S2)
+      check_opts(opts)
+      local x = need(S2, i)
+      local n = #x.shape
+      local ax = axis
+      if ax ~= nil then
+        if math.type(ax) ~= "integer" then M.fail("bad axis") end
+        if n == 0 then M.fail("axis of a 0-d store") end
+        if ax < 0 then ax = ax + n + 1 end
+        if ax < 1 or ax > n then M.fail("axis out of range") end
+      end
+      S2.slots[dst] = M.scan(op, x, ax)
+    end)
+  end
+  -- concatenate two or three stores (often views of one another) along an axis
+  local i = any_slot(S)
+  if not i then return G.create(S, o) end
+  local x = S.slots[i]
+  local nd = #x.shape
+  local list = { i }
+  local axis = nd > 0 and rnd(1, nd) or 1
+  for _ = 1, rnd(1, 2) do
+    local j = any_slot(S, function(v)
+      if #v.shape ~= nd then return false end
+      for d = 1, nd do if d ~= axis and v.shape[d] ~= x.shape[d] then return false end end
+      return true
+    end)
+    list[#list + 1] = (j and not chance(0.1)) and j or any_slot(S) or i
+  end
+  if chance(0.3) then axis = axis - nd - 1 end
+  local refs = {}
+  for k, j in ipairs(list) do refs[k] = ref(j) end
+  local form = rnd(3)
+  local expr = "tycho.concatenate({" .. table.concat(refs, ", ") .. "}" ..
+               (form == 1 and "" or (", " .. lit(axis))) .. ")"
+  if form == 1 then axis = 1 end
+  return step("shape", ref(dst) .. " = " .. expr, function(S2)
+    local vs = {}
+    for k, j in ipairs(list) do vs[k] = need(S2, j) end
+    S2.slots[dst] = M.concatenate(vs, axis)
+  end)
+end
+
 -- bincount and .npy ----------------------------------------------------------------------------
 
 -- numpy's bincount: values are data (0 counts into position 1), the length is
@@ -1422,6 +1517,7 @@ local WEIGHTS = {
   { G.matmul, 3 }, { G.cast, 4 }, { G.copy, 2 }, { G.view, 12 }, { G.assign, 8 },
   { G.read, 20 }, { G.scope, 5 }, { G.hint, 2 }, { G.task, 5 }, { G.misc, 5 },
   { G.bincount, 2 }, { G.npy, 1 }, { G.shift, 3 }, { G.limits, 2 }, { G.save_target, 1 },
+  { G.shape, 3 },
 }
 local TOTAL = 0
 for _, w in ipairs(WEIGHTS) do TOTAL = TOTAL + w[2] end

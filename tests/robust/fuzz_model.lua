@@ -280,6 +280,13 @@ function M.slice(v, d, start, stop, step) -- [start, stop) 0-based
   return view(v, shape, strides, v.offset + start * v.strides[d])
 end
 
+function M.flip(v, d) -- d 1-based: reversed along d (a negative stride)
+  local shape, strides = copy_list(v.shape), copy_list(v.strides)
+  strides[d] = -v.strides[d]
+  local n = v.shape[d]
+  return view(v, shape, strides, v.offset + (n > 0 and (n - 1) * v.strides[d] or 0))
+end
+
 function M.expand(v, d0) -- a size-1 axis before 0-based position d0
   local shape, strides = copy_list(v.shape), copy_list(v.strides)
   table.insert(shape, d0 + 1, 1)
@@ -717,6 +724,86 @@ function M.reduce(op, a, axis)
     vals[k], st[k] = reduce_lane(op, t, r, lane, lst)
   end)
   return M.taint(M.new(r, oshape, vals, st), a)
+end
+
+-- ---- scans and joins (lshape.c) ---------------------------------------------------------
+
+-- numpy's cumsum / cumprod along a 1-based axis, or over the elements in C
+-- order (axis nil: 1-D). The model's lines are short (< 131072 elements):
+-- tycho scans them in index order, as here.
+function M.scan(op, a, axis)
+  local t = a.dtype
+  local r = FLOAT[t] and t or "i64"
+  local src = a
+  if axis == nil then
+    local vals, st = M.values(a)
+    src = M.new(t, { #vals }, vals, st)
+    axis = 1
+  end
+  local shape = src.shape
+  local out = { shape = shape, strides = rowmajor(shape), offset = 0 }
+  local vals, st = {}, {}
+  local nd = #shape
+  -- lines along `axis`: every index with idx[axis] = 0
+  M.each(out, function(idx)
+    if idx[axis] ~= 0 then return end
+    local acc, s = nil, 0
+    local pos, opos = src.offset, 0
+    for d = 1, nd do
+      pos = pos + idx[d] * src.strides[d]
+      opos = opos + idx[d] * out.strides[d]
+    end
+    for i = 0, shape[axis] - 1 do
+      local p = pos + i * src.strides[axis]
+      local x = M.convert(src.buf.vals[p + 1], t, r)
+      s = math.max(s, src.buf.st[p + 1])
+      if acc == nil then acc = x
+      elseif op == "cumsum" then acc = acc + x
+      else acc = acc * x end
+      if FLOAT[r] then
+        if r == "f32" then acc = f32(acc) end
+        if i > 0 and s == 0 then s = 1 end
+      else
+        acc = wrap(r, acc)
+      end
+      local o = opos + i * out.strides[axis] + 1
+      vals[o], st[o] = acc, s
+    end
+  end)
+  return M.taint(M.new(r, shape, vals, st), a)
+end
+
+-- numpy's concatenate along a 1-based axis: ranks and the other dims match,
+-- dtypes promote.
+function M.concatenate(list, axis)
+  if #list == 0 then M.fail("nothing to join") end
+  local nd = #list[1].shape
+  if nd == 0 then M.fail("0-d stores cannot be concatenated") end
+  if axis < 0 then axis = axis + nd + 1 end
+  if axis < 1 or axis > nd then M.fail("axis out of range") end
+  local t = list[1].dtype
+  local shape = copy_list(list[1].shape)
+  shape[axis] = 0
+  for k, v in ipairs(list) do
+    M.check_open(v)
+    if #v.shape ~= nd then M.fail("ranks differ") end
+    for d = 1, nd do
+      if d ~= axis and v.shape[d] ~= list[1].shape[d] then M.fail("shapes differ") end
+    end
+    shape[axis] = shape[axis] + v.shape[axis]
+    if k > 1 then t = M.promote(t, v.dtype) end
+  end
+  local res = M.new(t, shape, {}, 0)
+  local at = 0
+  for _, v in ipairs(list) do
+    local n = v.shape[axis]
+    if n > 0 and M.numel(v.shape) > 0 then
+      M.assign(M.slice(res, axis, at, at + n, 1), v)
+      M.taint(res, v)
+    end
+    at = at + n
+  end
+  return res
 end
 
 -- numpy's matmul for 1-D and 2-D operands.

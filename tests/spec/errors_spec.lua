@@ -143,7 +143,7 @@ describe("out-of-range indices and axes", function()
           function() return m[{1, 1, 1}] end)
     fails({"tycho.index: index[1] must be an integer or a range table, got string"},
           function() return m[{"a"}] end)
-    fails({"tycho.index: index[1]: step must be a positive integer, got 0"},
+    fails({"tycho.index: index[1]: step must be a non-zero integer, got 0"},
           function() return m[{{1, 2, 0}}] end)
     fails({"tycho.index: index[1] must be {}, {i}, {first, last} or {first, last, step}"},
           function() return m[{{1, 2, 1, 1}}] end)
