@@ -13,6 +13,7 @@
  *   lworker.c    worker states, tile accessors, running one piece
  *   lhost.c      the embedding API of tycho_lua.h (ty_lua_open, ...)
  *   largs.c      argument checking of the built-ins (tl_sig, tl_args)
+ *   lmask.c      masks and positions: x[mask], x[idx], nonzero, take, put, ...
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -336,6 +337,14 @@ extern const luaL_Reg tl_ops_funcs[], tl_ops_methods[], tl_ops_meta[];
 extern const luaL_Reg tl_create_funcs[], tl_create_methods[];
 /* lextra.c: bincount, diagonal (module functions and store methods). */
 void tl_extra_open(lua_State *L, int module_index);
+/* lmask.c: x[mask], x[idx] (tl_store_index/newindex come here when the key
+ * is a store or a table holding one), nonzero, argwhere, count_nonzero,
+ * any, all, take, put; tl_where_nonzero is tycho.where(cond). */
+void tl_mask_open(lua_State *L, int module_index);
+bool tl_index_has_store(lua_State *L, int tidx);
+int tl_mask_index(lua_State *L);
+int tl_mask_newindex(lua_State *L);
+int tl_where_nonzero(lua_State *L);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */

@@ -322,6 +322,7 @@ void ty__task_free(ty_task *t);
 /* Built-in tasks and their kernels (ops.c and kernels_*.c). */
 ty_status ty__register_builtins(ty_runtime *rt);
 ty_status ty__register_index_ops(ty_runtime *rt); /* ops_index.c: bincount, ... */
+ty_status ty__register_mask_ops(ty_runtime *rt);  /* ops_mask.c: masks, take, put */
 void ty__free_builtins(ty_runtime *rt);
 
 /* Policy (policy.c): resolve every axis of a launch being appended. */
