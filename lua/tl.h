@@ -14,6 +14,7 @@
  *   lhost.c      the embedding API of tycho_lua.h (ty_lua_open, ...)
  *   largs.c      argument checking of the built-ins (tl_sig, tl_args)
  *   lmask.c      masks and positions: x[mask], x[idx], nonzero, take, put, ...
+ *   lsort.c      sort, argsort, unique, searchsorted, isin
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -345,6 +346,8 @@ bool tl_index_has_store(lua_State *L, int tidx);
 int tl_mask_index(lua_State *L);
 int tl_mask_newindex(lua_State *L);
 int tl_where_nonzero(lua_State *L);
+/* lsort.c: sort, argsort, unique, searchsorted, isin. */
+void tl_sort_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */
