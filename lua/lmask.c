@@ -409,7 +409,59 @@ static int l_put(lua_State *L) {
   return 1;
 }
 
+/* An axis argument (1-based, negative from the end) of a store of rank nd. */
+static int axis_of(lua_State *L, const tl_sig *s, int pos, int nd) {
+  if (lua_isnil(L, pos)) tl_argerror(L, s, "axis (argument %d) is required", pos);
+  int64_t ax = tl_checkint(L, pos, s->fn, "axis");
+  int64_t a = ax < 0 ? ax + nd + 1 : ax;
+  if (a < 1 || a > nd)
+    tl_error(L, s->fn, "axis %lld is out of range for a store of rank %d", (long long)ax, nd);
+  return (int)a - 1;
+}
+
+static const tl_sig sig_take_along = {
+    "take_along_axis", 3, 3, "", true,
+    "tycho.take_along_axis(x, indices, axis [, {parallel = ...}]), x:take_along_axis(indices, axis)"};
+static int l_take_along(lua_State *L) {
+  const tl_sig *s = &sig_take_along;
+  tl_args(L, s);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  ty_runtime *rt = tl_rt(L);
+  ty_store *idx = positions_arg(L, rt, s, 2);
+  if (ty_store_ndim(x) == 0) return tl_error(L, s->fn, "x is 0-d (it has no axis)");
+  int axis = axis_of(L, s, 3, ty_store_ndim(x));
+  check_positions(L, rt, idx, ty_store_shape(x)[axis], axis, s->fn);
+  ty_store **slot = tl_newslot(L);
+  ty_status st;
+  TL_TRY(L, rt, st, ty_take_along(rt, x, idx, axis, 1, slot));
+  if (st != TY_OK) return tl_fail(L, rt, s->fn, st);
+  tl_created(L, *slot);
+  return 1;
+}
+
+static const tl_sig sig_put_along = {
+    "put_along_axis", 4, 4, "", true,
+    "tycho.put_along_axis(x, indices, values, axis [, {parallel = ...}]), "
+    "x:put_along_axis(indices, values, axis)"};
+static int l_put_along(lua_State *L) {
+  const tl_sig *s = &sig_put_along;
+  tl_args(L, s);
+  ty_store *x = tl_checkstore(L, 1, s->fn, "x");
+  ty_runtime *rt = tl_rt(L);
+  ty_store *idx = positions_arg(L, rt, s, 2);
+  ty_store *v = value_of(L, rt, x, 3, s->fn);
+  if (ty_store_ndim(x) == 0) return tl_error(L, s->fn, "x is 0-d (it has no axis)");
+  int axis = axis_of(L, s, 4, ty_store_ndim(x));
+  check_positions(L, rt, idx, ty_store_shape(x)[axis], axis, s->fn);
+  ty_status st;
+  TL_TRY(L, rt, st, ty_put_along(rt, x, idx, axis, 1, v));
+  if (st != TY_OK) return tl_fail(L, rt, s->fn, st);
+  lua_settop(L, 1);
+  return 1;
+}
+
 static const luaL_Reg mask_funcs[] = {
+    {"take_along_axis", l_take_along}, {"put_along_axis", l_put_along},
     {"argwhere", l_argwhere}, {"nonzero", l_nonzero}, {"count_nonzero", l_count_nonzero},
     {"any", l_any},           {"all", l_all},         {"take", l_take},
     {"put", l_put},           {NULL, NULL}};

@@ -51,6 +51,7 @@ typedef struct expand_args {
 
 typedef struct take_args {
   int64_t m, base, k;
+  int64_t along; /* 1: idx is (o, k, r) like the output (take_along_axis / put_along_axis) */
 } take_args;
 
 static inline bool nonzero_at(const char *p, ty_dtype t) {
@@ -221,6 +222,24 @@ static int take_variant(ty_task_ctx *ctx) {
   const ty_tile *to = &ctx->args[0], *ti = &ctx->args[1], *tx = &ctx->args[2];
   const size_t es = ty_dtype_size(to->dtype), ies = ty_dtype_size(ti->dtype);
   const int64_t r = to->shape[2];
+  if (a->along) { /* one position per output element */
+    for (int64_t o = 0; o < to->shape[0]; o++)
+      for (int64_t q = 0; q < to->shape[1]; q++)
+        for (int64_t z = 0; z < r; z++) {
+          const int64_t p = load_int(
+              ti->data + (o * ti->strides[0] + q * ti->strides[1] + z * ti->strides[2]) * (int64_t)ies,
+              ti->dtype);
+          const int64_t j = norm_pos(p, a->m, a->base);
+          if (j < 0)
+            return ty_ctx_fail(ctx, "take: index %lld is out of range for a dimension of size %lld",
+                               (long long)p, (long long)a->m);
+          copy_el(to->data + (o * to->strides[0] + q * to->strides[1] + z * to->strides[2]) * (int64_t)es,
+                  tx->data + ((ctx->lo[0] + o) * tx->strides[0] + j * tx->strides[1] +
+                              (ctx->lo[2] + z) * tx->strides[2]) * (int64_t)es,
+                  es);
+        }
+    return 0;
+  }
   for (int64_t o = 0; o < to->shape[0]; o++) {
     for (int64_t q = 0; q < to->shape[1]; q++) {
       const int64_t p = load_int(ti->data + (o * ti->strides[0] + q * ti->strides[1]) * (int64_t)ies,
@@ -245,6 +264,26 @@ static int put_variant(ty_task_ctx *ctx) {
   const ty_tile *tx = &ctx->args[0], *ti = &ctx->args[1], *tv = &ctx->args[2];
   const size_t es = ty_dtype_size(tx->dtype), ies = ty_dtype_size(ti->dtype);
   const int64_t lo1 = ctx->lo[1], hi1 = ctx->hi[1], r = tx->shape[2];
+  if (a->along) { /* idx and v are (o, k, r): each (o, z) line walks its k positions in order */
+    for (int64_t o = 0; o < tx->shape[0]; o++)
+      for (int64_t z = 0; z < r; z++) {
+        const int64_t go = ctx->lo[0] + o, gz = ctx->lo[2] + z;
+        for (int64_t q = 0; q < a->k; q++) {
+          const int64_t p = load_int(
+              ti->data + (go * ti->strides[0] + q * ti->strides[1] + gz * ti->strides[2]) * (int64_t)ies,
+              ti->dtype);
+          const int64_t j = norm_pos(p, a->m, a->base);
+          if (j < 0)
+            return ty_ctx_fail(ctx, "put: index %lld is out of range for a dimension of size %lld",
+                               (long long)p, (long long)a->m);
+          if (j < lo1 || j >= hi1) continue;
+          copy_el(tx->data + (o * tx->strides[0] + (j - lo1) * tx->strides[1] + z * tx->strides[2]) * (int64_t)es,
+                  tv->data + (go * tv->strides[0] + q * tv->strides[1] + gz * tv->strides[2]) * (int64_t)es,
+                  es);
+        }
+      }
+    return 0;
+  }
   for (int64_t i = 0; i < a->k; i++) {
     const int64_t p = load_int(ti->data + i * ti->strides[0] * (int64_t)ies, ti->dtype);
     const int64_t j = norm_pos(p, a->m, a->base);
@@ -684,6 +723,149 @@ ty_status ty_put(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t b
   if (!st) st = ty_store_reshape(rt, work, 3, dom, &xv);
   if (!st) {
     take_args ta = {.m = m, .base = base, .k = k};
+    ty_arg args[3] = {arg(xv, TY_PRIV_INOUT, TY_PROJ_ALIGNED), arg(iv, TY_PRIV_IN, TY_PROJ_WHOLE),
+                      arg(v3, TY_PRIV_IN, TY_PROJ_WHOLE)};
+    st = launch(rt, fn, "put", 3, dom, 3, args, &ta, sizeof ta, 1u << 2);
+  }
+  if (!st && !direct) st = ty_copy(rt, x, work);
+  ty_store_release(xv);
+  ty_store_release(work);
+  ty_store_release(iv);
+  ty_store_release(v3);
+  ty_store_release(vv);
+  return st;
+}
+
+/* ---- along an axis ------------------------------------------------------------- */
+
+/* The shape both broadcast to: x's and idx's dims broadcast, except `axis`,
+ * which is idx's. */
+static ty_status along_shape(ty_runtime *rt, const char *fn, ty_store *x, ty_store *idx, int axis,
+                             int64_t *sh) {
+  ty_status st = take_check(rt, fn, x, idx, axis);
+  if (st) return st;
+  if (idx->ndim != x->ndim)
+    return ty__fail(rt, TY_ESHAPE, "%s: the positions must have x's rank %d, got rank %d", fn,
+                    x->ndim, idx->ndim);
+  for (int d = 0; d < x->ndim; d++) {
+    const int64_t a = x->shape[d], b = idx->shape[d];
+    if (d == axis) sh[d] = b;
+    else if (a == b || b == 1) sh[d] = a;
+    else if (a == 1) sh[d] = b;
+    else {
+      char s1[256], s2[256];
+      ty__shape_str(x->ndim, x->shape, s1, sizeof s1);
+      ty__shape_str(idx->ndim, idx->shape, s2, sizeof s2);
+      return ty__fail(rt, TY_ESHAPE, "%s: positions of shape %s do not broadcast against x's "
+                      "shape %s (outside the axis)", fn, s2, s1);
+    }
+  }
+  return TY_OK;
+}
+
+/* s (rank nd) broadcast to sh except along `axis` (kept), as a dense
+ * (o, n, r) store. */
+static ty_status along_dense(ty_runtime *rt, ty_store *s, int axis, const int64_t *sh,
+                             ty_store **out) {
+  const int nd = s->ndim;
+  int64_t bsh[TY_MAX_RANK], bst[TY_MAX_RANK];
+  for (int d = 0; d < nd; d++) {
+    bsh[d] = d == axis ? s->shape[d] : sh[d];
+    bst[d] = (s->shape[d] == 1 && bsh[d] != 1) ? 0 : s->strides[d];
+  }
+  ty_store *bv = NULL;
+  ty_status st = ty__store_view(rt, s, nd, bsh, bst, s->offset, &bv);
+  const int64_t dom[3] = {prod(axis, bsh), bsh[axis], prod(nd - axis - 1, bsh + axis + 1)};
+  if (!st) st = dense(rt, bv, 3, dom, -1, out);
+  ty_store_release(bv);
+  return st;
+}
+
+ty_status ty_take_along(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t base,
+                        ty_store **out) {
+  const char *fn = "ty_take_along";
+  if (!rt) return TY_EINVAL;
+  if (!out) return ty__fail(rt, TY_EINVAL, "%s: out is NULL", fn);
+  *out = NULL;
+  if (!x || !idx) return ty__fail(rt, TY_EINVAL, "%s: a store is NULL", fn);
+  int64_t sh[TY_MAX_RANK];
+  ty_status st = along_shape(rt, fn, x, idx, axis, sh);
+  if (st) return st;
+  const int nd = x->ndim;
+  const int64_t o = prod(axis, sh), k = sh[axis], r = prod(nd - axis - 1, sh + axis + 1);
+  ty_store *res = NULL, *ov = NULL, *xv = NULL, *iv = NULL;
+  st = ty_store_create(rt, x->dtype, nd, sh, &res);
+  if (!st && o * k * r > 0) {
+    const int64_t dom[3] = {o, k, r};
+    st = ty_store_reshape(rt, res, 3, dom, &ov);
+    if (!st) st = along_dense(rt, x, axis, sh, &xv);
+    if (!st) st = along_dense(rt, idx, axis, sh, &iv);
+    if (!st) {
+      take_args ta = {.m = x->shape[axis], .base = base, .k = k, .along = 1};
+      ty_arg args[3] = {arg(ov, TY_PRIV_OUT, TY_PROJ_ALIGNED), arg(iv, TY_PRIV_IN, TY_PROJ_ALIGNED),
+                        arg(xv, TY_PRIV_IN, TY_PROJ_WHOLE)};
+      st = launch(rt, fn, "take", 3, dom, 3, args, &ta, sizeof ta, 1u << 2);
+    }
+  }
+  ty_store_release(iv);
+  ty_store_release(xv);
+  ty_store_release(ov);
+  if (st) {
+    ty_store_release(res);
+    return st;
+  }
+  *out = res;
+  return TY_OK;
+}
+
+ty_status ty_put_along(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t base,
+                       ty_store *v) {
+  const char *fn = "ty_put_along";
+  if (!rt) return TY_EINVAL;
+  if (!x || !idx || !v) return ty__fail(rt, TY_EINVAL, "%s: a store is NULL", fn);
+  int64_t sh[TY_MAX_RANK];
+  ty_status st = along_shape(rt, fn, x, idx, axis, sh);
+  if (!st && v->rt != rt) st = ty__fail(rt, TY_EINVAL, "%s: v belongs to another runtime", fn);
+  if (st) return st;
+  const int nd = x->ndim;
+  for (int d = 0; d < nd; d++)
+    if (d != axis && sh[d] != x->shape[d]) {
+      char s1[256], s2[256];
+      ty__shape_str(x->ndim, x->shape, s1, sizeof s1);
+      ty__shape_str(idx->ndim, idx->shape, s2, sizeof s2);
+      return ty__fail(rt, TY_ESHAPE, "%s: positions of shape %s would grow x's shape %s", fn, s2, s1);
+    }
+  int bnd;
+  int64_t bsh[TY_MAX_RANK];
+  if (ty_broadcast_shapes(v->ndim, v->shape, nd, sh, &bnd, bsh) || bnd != nd ||
+      memcmp(bsh, sh, sizeof(int64_t) * (size_t)nd)) {
+    char a[256], b[256];
+    ty__shape_str(v->ndim, v->shape, a, sizeof a);
+    ty__shape_str(nd, sh, b, sizeof b);
+    return ty__fail(rt, TY_ESHAPE, "%s: values of shape %s do not broadcast to %s", fn, a, b);
+  }
+  const int64_t o = prod(axis, sh), k = sh[axis], r = prod(nd - axis - 1, sh + axis + 1);
+  const int64_t m = x->shape[axis];
+  if (o * k * r == 0 || m == 0) return TY_OK;
+  ty_store *vv = NULL, *v3 = NULL, *iv = NULL, *work = NULL, *xv = NULL;
+  const bool direct = ty_store_is_contiguous(x);
+  st = ty_store_create(rt, x->dtype, nd, sh, &vv);
+  if (!st) st = ty_copy(rt, vv, v);
+  if (!st) st = ty_store_reshape(rt, vv, 3, (const int64_t[3]){o, k, r}, &v3);
+  if (!st) st = along_dense(rt, idx, axis, sh, &iv);
+  if (!st) {
+    if (direct) {
+      work = x;
+      ty_store_retain(x);
+    } else {
+      st = ty_store_create(rt, x->dtype, x->ndim, x->shape, &work);
+      if (!st) st = ty_copy(rt, work, x);
+    }
+  }
+  const int64_t dom[3] = {o, m, r};
+  if (!st) st = ty_store_reshape(rt, work, 3, dom, &xv);
+  if (!st) {
+    take_args ta = {.m = m, .base = base, .k = k, .along = 1};
     ty_arg args[3] = {arg(xv, TY_PRIV_INOUT, TY_PROJ_ALIGNED), arg(iv, TY_PRIV_IN, TY_PROJ_WHOLE),
                       arg(v3, TY_PRIV_IN, TY_PROJ_WHOLE)};
     st = launch(rt, fn, "put", 3, dom, 3, args, &ta, sizeof ta, 1u << 2);

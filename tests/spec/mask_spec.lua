@@ -262,6 +262,38 @@ describe("integer positions", function()
   end)
 end)
 
+describe("take_along_axis and put_along_axis", function()
+  local function b() return (tycho.arange(24):reshape(2, 3, 4) * 7):mod(10) end
+  it("gather along an axis as numpy's (argsort round trip, broadcasting)", function()
+    same(tycho.take_along_axis(b(), b():argsort(3), 3):totable(),
+      { { { 0, 1, 4, 7 }, { 2, 5, 8, 9 }, { 0, 3, 6, 7 } }, { { 1, 4, 5, 8 }, { 2, 3, 6, 9 }, { 0, 1, 4, 7 } } })
+    same(tycho.take_along_axis(b(), tycho.array({ { { 1 }, { 4 }, { 2 } }, { { 3 }, { 3 }, { 1 } } }), -1):totable(),
+      { { { 0 }, { 9 }, { 3 } }, { { 8 }, { 6 }, { 0 } } })
+    same(b():take_along_axis(tycho.array({ { { 2, 1, 3, 2 } } }), 2):totable(),
+      { { { 8, 7, 0, 9 } }, { { 2, 1, 4, 3 } } })
+  end)
+  it("scatter along an axis; the last of repeated positions wins", function()
+    local c = b()
+    tycho.put_along_axis(c, tycho.array({ { { 1 }, { 4 }, { 2 } }, { { 3 }, { 3 }, { 1 } } }), -1, 3)
+    same(c:totable(), { { { -1, 7, 4, 1 }, { 8, 5, 2, -1 }, { 6, -1, 0, 7 } },
+      { { 4, 1, -1, 5 }, { 2, 9, -1, 3 }, { -1, 7, 4, 1 } } })
+    local d = b()
+    d:put_along_axis(tycho.array({ { { 1, 1, 2, 2 } }, { { 1, 1, 2, 2 } } }),
+      tycho.array({ { { 10, 20, 30, 40 } }, { { 50, 60, 70, 80 } } }), 2)
+    same(d:totable(), { { { 10, 20, 4, 1 }, { 8, 5, 30, 40 }, { 6, 3, 0, 7 } },
+      { { 50, 60, 8, 5 }, { 2, 9, 70, 80 }, { 0, 7, 4, 1 } } })
+    local e = tycho.zeros(4)
+    tycho.put_along_axis(e, tycho.array({ 2, 2, 2 }), tycho.array({ 1, 2, 3 }), 1)
+    same(e:totable(), { 0, 3, 0, 0 })
+  end)
+  it("check ranks, shapes and positions", function()
+    fails({ "tycho.take_along_axis:", "index 5", "dimension 3 of size 4" },
+      tycho.take_along_axis, b(), tycho.array({ { { 5 } } }), 3)
+    fails({ "tycho.take_along_axis:", "x's rank 3" }, tycho.take_along_axis, b(), tycho.array({ 1 }), 1)
+    fails({ "tycho.take_along_axis:", "axis (argument 3) is required" }, tycho.take_along_axis, b(), b())
+  end)
+end)
+
 describe("argument checks", function()
   it("name the function and its forms", function()
     fails({ "tycho.nonzero:", "accepted: tycho.nonzero(x" }, tycho.nonzero, m24(), 2)

@@ -66,6 +66,17 @@ ty_status ty_take(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t 
 ty_status ty_put(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t base,
                  ty_store *v);
 
+/* numpy's take_along_axis / put_along_axis: idx has x's rank; along
+ * `axis` it holds positions (k of them), its other dims broadcast against
+ * x's. take: out[..., i, ...] = x[..., idx[..., i, ...], ...], of the
+ * broadcast shape with k along axis. put: x[..., idx[..., i, ...], ...] =
+ * v[..., i, ...] (v broadcast to that shape, cast to x's dtype; of
+ * repeated positions on one line the last write wins). */
+ty_status ty_take_along(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t base,
+                        ty_store **out);
+ty_status ty_put_along(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t base,
+                       ty_store *v);
+
 #ifdef __cplusplus
 }
 #endif
