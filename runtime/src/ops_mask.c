@@ -217,6 +217,23 @@ static int expand_variant(ty_task_ctx *ctx) {
   return 0;
 }
 
+#define GATHER(T)                                                                          \
+  for (int64_t o = 0; o < to->shape[0]; o++) {                                             \
+    const int64_t *ip = (const int64_t *)ti->data + o * ti->strides[0];                    \
+    const int64_t is = ti->strides[1], os = to->strides[1], xs = tx->strides[1];           \
+    const T *xp = (const T *)tx->data + (ctx->lo[0] + o) * tx->strides[0];                 \
+    T *op = (T *)to->data + o * to->strides[0];                                            \
+    const int64_t m = a->m, base = a->base, n = to->shape[1];                              \
+    for (int64_t q = 0; q < n; q++) {                                                      \
+      const int64_t p = ip[q * is];                                                        \
+      const int64_t j = p < 0 ? p + m : p - base;                                          \
+      if ((uint64_t)j >= (uint64_t)m || (p >= 0 && p < base))                              \
+        return ty_ctx_fail(ctx, "take: index %lld is out of range for a dimension of size %lld", \
+                           (long long)p, (long long)m);                                    \
+      op[q * os] = xp[j * xs];                                                             \
+    }                                                                                      \
+  }
+
 static int take_variant(ty_task_ctx *ctx) {
   const take_args *a = ctx->scalars;
   const ty_tile *to = &ctx->args[0], *ti = &ctx->args[1], *tx = &ctx->args[2];
@@ -240,6 +257,17 @@ static int take_variant(ty_task_ctx *ctx) {
         }
     return 0;
   }
+  if (r == 1 && ti->dtype == TY_I64) {
+    /* the common gather: one element per position, typed loops with no
+     * per-element dispatch, so the random loads of x overlap */
+    switch (es) {
+    case 8: GATHER(uint64_t) break;
+    case 4: GATHER(uint32_t) break;
+    case 1: GATHER(uint8_t) break;
+    default: break;
+    }
+    if (es == 8 || es == 4 || es == 1) return 0;
+  }
   for (int64_t o = 0; o < to->shape[0]; o++) {
     for (int64_t q = 0; q < to->shape[1]; q++) {
       const int64_t p = load_int(ti->data + (o * ti->strides[0] + q * ti->strides[1]) * (int64_t)ies,
@@ -258,6 +286,26 @@ static int take_variant(ty_task_ctx *ctx) {
   }
   return 0;
 }
+
+/* x[idx[i]] = v[i] for the positions inside the piece, in order */
+#define SCATTER(T)                                                                         \
+  {                                                                                        \
+    const int64_t *ip = (const int64_t *)ti->data;                                         \
+    const int64_t is = ti->strides[0], xs0 = tx->strides[0], xs1 = tx->strides[1];         \
+    const int64_t vs0 = tv->strides[0], vs1 = tv->strides[1], m = a->m, base = a->base;    \
+    T *xp = (T *)tx->data;                                                                 \
+    const T *vp = (const T *)tv->data;                                                     \
+    for (int64_t i = 0; i < a->k; i++) {                                                   \
+      const int64_t p = ip[i * is];                                                        \
+      const int64_t j = p < 0 ? p + m : p - base;                                          \
+      if ((uint64_t)j >= (uint64_t)m || (p >= 0 && p < base))                              \
+        return ty_ctx_fail(ctx, "put: index %lld is out of range for a dimension of size %lld", \
+                           (long long)p, (long long)m);                                    \
+      if (j < lo1 || j >= hi1) continue;                                                   \
+      for (int64_t o = 0; o < tx->shape[0]; o++)                                           \
+        xp[o * xs0 + (j - lo1) * xs1] = vp[(ctx->lo[0] + o) * vs0 + i * vs1];              \
+    }                                                                                      \
+  }
 
 static int put_variant(ty_task_ctx *ctx) {
   const take_args *a = ctx->scalars;
@@ -282,6 +330,14 @@ static int put_variant(ty_task_ctx *ctx) {
                   es);
         }
       }
+    return 0;
+  }
+  if (r == 1 && ti->dtype == TY_I64 && (es == 8 || es == 4 || es == 1)) {
+    switch (es) {
+    case 8: SCATTER(uint64_t) break;
+    case 4: SCATTER(uint32_t) break;
+    default: SCATTER(uint8_t) break;
+    }
     return 0;
   }
   for (int64_t i = 0; i < a->k; i++) {
