@@ -80,6 +80,40 @@ describe("sort and argsort", function()
   end)
 end)
 
+describe("a long 1-D sort (runs sorted in parallel, then merged)", function()
+  local n = 300007
+  local function z()
+    local v = (tycho.arange(n) * 7919):mod(100003):astype("f64")
+    v[{ { 1, n, 1000 } }] = N
+    return v
+  end
+  it("gives numpy's values, NaN last", function()
+    local s = z():sort()
+    same(s[{ { 1, 3 } }]:totable(), { 0, 0, 1 })
+    same(s[{ { n - 302, n - 300 } }]:totable(), { 100002, 100002, N })
+    assert.are.equal(301, s[{ { n - 300, n } }]:ne(s[{ { n - 300, n } }]):sum():item())
+    same((s[{ { 1, n - 301 } }] * tycho.arange(1, n - 300):mod(7)):sum():item(), 44957747853)
+  end)
+  it("gives numpy's stable positions (f64 and i32)", function()
+    local p = z():argsort()
+    same(p[{ { 1, 4 } }]:totable(), { 100004, 200007, 47319, 147322 })
+    same(p[{ { -3, -1 } }]:totable(), { 298001, 299001, 300001 })
+    same((p * tycho.arange(1, n + 1):mod(1000)):sum():item(), 22479121398714)
+    local zi = (tycho.arange(n) * 7919):mod(1009):astype("i32")
+    same(zi:sort()[{ { 1, n, 50000 } }]:totable(), { 0, 168, 336, 504, 672, 840, 1008 })
+    same((zi:argsort() * tycho.arange(1, n + 1):mod(1000)):sum():item(), 22478402907903)
+  end)
+  it("shows its runs and merges in explain", function()
+    tycho.flush()
+    z():sort():sum():item()
+    local names = {}
+    for _, e in ipairs(tycho.explain(30)) do names[#names + 1] = e.task end
+    local text = table.concat(names, " ")
+    assert.truthy(text:find("sort_runs", 1, true), text)
+    assert.truthy(text:find("sort_merge", 1, true), text)
+  end)
+end)
+
 describe("unique", function()
   it("returns values, index, inverse and counts as numpy (1-based positions)", function()
     local v, i, inv, c = tycho.unique(b(), { return_index = true, return_inverse = true, return_counts = true })
@@ -135,7 +169,9 @@ describe("under any parallel mode", function()
     local z = (tycho.arange(30011) * 7919):mod(1013):astype("f64"):reshape(30011)
     local m = z:reshape(30011, 1) * tycho.ones(3)
     local v, c = tycho.unique(z, { return_counts = true })
+    local big = (tycho.arange(200003) * 7919):mod(100003):astype("f64")
     return { (z:argsort() * tycho.arange(1, 30012)):sum():item(), m:sort(1)[{ { 1, 5 }, 1 }]:totable(),
+      (big:argsort() * tycho.arange(200003):mod(1000)):sum():item(), big:sort()[{ { 1, -1, 999 } }]:totable(),
       v:sum():item(), c:max():item(), tycho.isin(z, tycho.array({ 5, 7 })):sum():item() }
   end
   it("gives the same values with single, all and fusion off", function()
@@ -149,9 +185,9 @@ describe("under any parallel mode", function()
       tycho.seed(3)
       local a = tycho.random({300, 200})
       local s = a:sort(1)
-      local p = a:reshape(60000):argsort()
+      local p = tycho.random(400000):argsort()
       print(string.format("%a %a", (s * tycho.arange(300):reshape(300, 1)):sum():item(),
-        (p * tycho.arange(60000)):sum():item()))
+        (p * tycho.arange(400000)):sum():item()))
     ]]
     local one = spec_lua(code, { TYCHO_CPUS = "1" })
     local three = spec_lua(code, { TYCHO_CPUS = "3", TYCHO_PARALLEL = "all" })
