@@ -55,8 +55,9 @@ static int l_sort(lua_State *L) { return sort_like(L, &sig_sort, false); }
 static int l_argsort(lua_State *L) { return sort_like(L, &sig_argsort, true); }
 
 static const tl_sig sig_unique = {
-    "unique", 1, 1, "return_index return_inverse return_counts", false,
-    "tycho.unique(x [, {return_index = bool, return_inverse = bool, return_counts = bool}]), "
+    "unique", 1, 1, "return_index return_inverse return_counts", true,
+    "tycho.unique(x [, {return_index = bool, return_inverse = bool, return_counts = bool, "
+    "parallel = ...}]), "
     "x:unique(...): returns values [, index] [, inverse] [, counts]"};
 static int l_unique(lua_State *L) {
   const tl_sig *s = &sig_unique;

@@ -140,6 +140,9 @@ describe("unique", function()
   it("checks its options", function()
     fails({ "tycho.unique:", "unknown option 'return_count'" }, tycho.unique, b(), { return_count = true })
     fails({ "tycho.unique:", "return_index" }, tycho.unique, b(), { return_index = 1 })
+    local v, c = tycho.unique(b(), { return_counts = true, parallel = "single" }) -- a launch option
+    same(c:totable(), { 3, 3, 2, 2, 3, 2, 2, 3, 2, 2 })
+    assert.are.equal(10, v.size)
   end)
 end)
 
