@@ -127,10 +127,11 @@ static int binary(lua_State *L, ty_op op, const tl_sig *s) {
 }
 
 /* where(cond, a, b): numbers for a or b are weak next to the other. */
-static const tl_sig sig_where = {"where", 3, 3, "", true,
-                                 "tycho.where(cond, a, b [, {parallel = ...}])"};
+static const tl_sig sig_where = {"where", 1, 3, "", true,
+                                 "tycho.where(cond, a, b [, {parallel = ...}]), "
+                                 "tycho.where(cond) (= tycho.nonzero(cond))"};
 static int op_where(lua_State *L) {
-  tl_args(L, &sig_where);
+  if (tl_args(L, &sig_where) == 1) return tl_where_nonzero(L); /* lmask.c */
   ty_runtime *rt = tl_rt(L);
   ty_store *cond = tl_operand(L, 1, "where", NULL);
   ty_store *a0 = tl_teststore(L, 2, "where"), *b0 = tl_teststore(L, 3, "where");

@@ -17,6 +17,8 @@
  *       {a} / {a, b}      the inclusive range a..b ({a} = {a, a}: dim kept)
  *       {a, b, step}      every step-th element of a..b; a negative step goes
  *                         down from a to b ({-1, 1, -1}: reversed, a view)
+ *   x[mask], x[idx], x[{{}, idx}], x[{i1, i2}]: a bool or integer store in
+ *                         the key selects or gathers (a copy; lmask.c)
  *   Negative numbers count from the end (-1 is the last). A range may be
  *   empty ({3, 2}) but its ends must lie in 1..n+1 / 0..n.
  * Indices are checked here against the shape, so the core never sees a bad
@@ -314,10 +316,12 @@ int tl_store_index(lua_State *L) {
     return 1;
   }
   if (tp == LUA_TTABLE) {
+    if (tl_index_has_store(L, 2)) return tl_mask_index(L);
     push_view(L, rt, s, 2, FN_INDEX);
     return 1;
   }
-  return tl_error(L, FN_INDEX, "a store is indexed by an integer, a table or a method name, got %s",
+  if (tp == LUA_TUSERDATA && tl_teststore(L, 2, FN_INDEX)) return tl_mask_index(L); /* lmask.c */
+  return tl_error(L, FN_INDEX, "a store is indexed by an integer, a table, a store or a method name, got %s",
                   tl_typename(L, 2));
 }
 
@@ -342,7 +346,14 @@ int tl_store_newindex(lua_State *L) {
   ty_store *dst;
   switch (lua_type(L, 2)) {
   case LUA_TNUMBER: dst = push_row(L, rt, s, 2, FN_ASSIGN); break;
-  case LUA_TTABLE: dst = push_view(L, rt, s, 2, FN_ASSIGN); break;
+  case LUA_TTABLE:
+    if (tl_index_has_store(L, 2)) return tl_mask_newindex(L);
+    dst = push_view(L, rt, s, 2, FN_ASSIGN);
+    break;
+  case LUA_TUSERDATA:
+    if (tl_teststore(L, 2, FN_ASSIGN)) return tl_mask_newindex(L); /* lmask.c */
+    return tl_error(L, FN_ASSIGN, "a store is indexed by an integer, a table or a store, got %s",
+                    tl_typename(L, 2));
   case LUA_TSTRING:
     return tl_error(L, FN_ASSIGN, "cannot set field '%s' of a store", lua_tostring(L, 2));
   default:

@@ -15,6 +15,8 @@
  *   largs.c      argument checking of the built-ins (tl_sig, tl_args)
  *   lshape.c     numpy's shape functions: joining, splitting, scans, flips
  *   lbuild.c     stores built from shapes or like others (eye, tri, pad, ...)
+ *   lmask.c      masks and positions: x[mask], x[idx], nonzero, take, put, ...
+ *   lsort.c      sort, argsort, unique, searchsorted, isin
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -346,6 +348,16 @@ extern const luaL_Reg tl_create_funcs[], tl_create_methods[];
 void tl_extra_open(lua_State *L, int module_index);
 /* lshape.c (and lbuild.c through it): numpy's shape functions, likewise. */
 void tl_shape_open(lua_State *L, int module_index);
+/* lmask.c: x[mask], x[idx] (tl_store_index/newindex come here when the key
+ * is a store or a table holding one), nonzero, argwhere, count_nonzero,
+ * any, all, take, put; tl_where_nonzero is tycho.where(cond). */
+void tl_mask_open(lua_State *L, int module_index);
+bool tl_index_has_store(lua_State *L, int tidx);
+int tl_mask_index(lua_State *L);
+int tl_mask_newindex(lua_State *L);
+int tl_where_nonzero(lua_State *L);
+/* lsort.c: sort, argsort, unique, searchsorted, isin. */
+void tl_sort_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */

@@ -798,6 +798,8 @@ static int bind(lua_State *L) {
   setfuncs(L, mod, box, tl_create_funcs);
   tl_extra_open(L, mod);
   tl_shape_open(L, mod);
+  tl_mask_open(L, mod);
+  tl_sort_open(L, mod);
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, mod, "version");
   tl_tasks_open(L, mod, box);

@@ -77,7 +77,7 @@ describe("wrong types", function()
     fails({"tycho.assign: value must be a number, a boolean or a store, got string"},
           function() x[1] = "v" end)
     fails({"tycho.assign: cannot set field 'foo' of a store"}, function() x.foo = 1 end)
-    fails({"tycho.index: a store is indexed by an integer, a table or a method name, got boolean"},
+    fails({"tycho.index: a store is indexed by an integer, a table, a store or a method name, got boolean"},
           function() return x[true] end)
     fails({"tycho.item: the store has 6 elements (shape (2, 3)), item needs exactly 1"},
           function() return x:item() end)

@@ -1,0 +1,21 @@
+"""select.py — the peers of select.lua: x[x < 0.5], x[idx], np.sort(x).
+
+    python3 select.py lib=numpy op=mask|gather|sort n=... reps=...
+"""
+from common import ALPHA, array_module, checksum, params, seq, timed
+
+p = params({"op": "mask", "n": 10_000_000, "reps": 5})
+np = array_module(p["lib"])
+n = p["n"]
+x = seq(np, n, ALPHA[0])
+if p["op"] == "mask":
+    step, check = (lambda: x[x < 0.5]), (lambda r: float(r.sum()))
+elif p["op"] == "gather":
+    idx = np.floor(seq(np, n, ALPHA[1]) * n).astype(np.int64)
+    step, check = (lambda: x[idx]), (lambda r: float(r.sum()))
+elif p["op"] == "sort":
+    step, check = (lambda: np.sort(x)), (lambda r: float(r[::1000].sum()))
+else:
+    raise SystemExit(f"bench: op is mask, gather or sort, got {p['op']}")
+r = timed(p["reps"], step, lambda r: float(r[-1]) if len(r) else 0.0)
+checksum(check(r))
