@@ -90,9 +90,23 @@ static ty_status new_copy(ty_runtime *rt, ty_store *x, ty_dtype t, ty_store **ou
  * only its own elements). Otherwise a read-only argument is replaced by a
  * copy made before the launch (numpy's `y[1:] = x[:-1]`), and two written
  * arguments are refused. */
+static ty_status resolve_overlaps(ty_runtime *rt, const ty_launch_desc *d);
+
 ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {
   if (!rt || !d) return TY_EINVAL;
   if (d->nargs < 2 || d->nargs > TY_MAX_ARGS || !d->args || !d->task) return ty__window_append(rt, d);
+  /* the common launch shares no storage between a written argument and
+   * another one: a few pointer compares, no copy of the arguments */
+  const ty_arg *a = d->args;
+  for (int i = 0; i < d->nargs; i++)
+    for (int j = i + 1; j < d->nargs; j++)
+      if (a[i].store && a[j].store && a[i].store->storage == a[j].store->storage &&
+          (a[i].priv != TY_PRIV_IN || a[j].priv != TY_PRIV_IN))
+        return resolve_overlaps(rt, d);
+  return ty__window_append(rt, d);
+}
+
+static ty_status resolve_overlaps(ty_runtime *rt, const ty_launch_desc *d) {
   ty_arg args[TY_MAX_ARGS];
   ty_store *copies[TY_MAX_ARGS];
   int ncopies = 0;
