@@ -384,6 +384,16 @@ bool ty__same_view(const ty_store *a, const ty_store *b);
  * unavailable: <cause>", with the cause's status. */
 ty_status ty__unavailable(ty_runtime *rt, const char *fn, const ty_storage *stg);
 
+/* Launch the registered task named `task` (ops.c), for operations kept in
+ * files of their own (ops_mask.c, ops_sort.c); `fn` names the operation in
+ * the error when the task is missing. */
+ty_status ty__launch_named(ty_runtime *rt, const char *fn, const char *task, int ndim,
+                           const int64_t *dom, int nargs, const ty_arg *args, const void *sc,
+                           size_t scb, uint32_t nosplit);
+static inline ty_arg ty__arg(ty_store *s, ty_privilege p, ty_projection pr) {
+  return (ty_arg){.store = s, .priv = p, .redop = TY_REDOP_NONE, .proj = pr};
+}
+
 /* Append a launch to the window (window.c): ty_launch after the arguments
  * that overlap were resolved (ops.c). Checks the description. */
 ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d);

@@ -90,6 +90,16 @@ static ty_status new_copy(ty_runtime *rt, ty_store *x, ty_dtype t, ty_store **ou
  * only its own elements). Otherwise a read-only argument is replaced by a
  * copy made before the launch (numpy's `y[1:] = x[:-1]`), and two written
  * arguments are refused. */
+ty_status ty__launch_named(ty_runtime *rt, const char *fn, const char *task, int ndim,
+                           const int64_t *dom, int nargs, const ty_arg *args, const void *sc,
+                           size_t scb, uint32_t nosplit) {
+  const ty_task *t = ty_task_find(rt, task);
+  if (!t) return ty__fail(rt, TY_ENOTFOUND, "%s: the %s task is not registered", fn, task);
+  ty_launch_desc d = {.task = t, .ndim = ndim, .domain = dom, .nargs = nargs, .args = args,
+                      .scalars = sc, .scalar_bytes = scb, .nosplit = nosplit};
+  return ty_launch(rt, &d);
+}
+
 static ty_status resolve_overlaps(ty_runtime *rt, const ty_launch_desc *d);
 
 ty_status ty_launch(ty_runtime *rt, const ty_launch_desc *d) {

@@ -377,19 +377,6 @@ ty_status ty__register_mask_ops(ty_runtime *rt) {
 
 /* ---- helpers ------------------------------------------------------------------- */
 
-static ty_status launch(ty_runtime *rt, const char *fn, const char *task, int ndim,
-                        const int64_t *dom, int nargs, const ty_arg *args, const void *sc,
-                        size_t scb, uint32_t nosplit) {
-  const ty_task *t = ty_task_find(rt, task);
-  if (!t) return ty__fail(rt, TY_ENOTFOUND, "%s: the %s task is not registered", fn, task);
-  ty_launch_desc d = {.task = t, .ndim = ndim, .domain = dom, .nargs = nargs, .args = args,
-                      .scalars = sc, .scalar_bytes = scb, .nosplit = nosplit};
-  return ty_launch(rt, &d);
-}
-
-static ty_arg arg(ty_store *s, ty_privilege p, ty_projection pr) {
-  return (ty_arg){.store = s, .priv = p, .redop = TY_REDOP_NONE, .proj = pr};
-}
 
 /* A view of s's elements in C order under `shape` (same size): s itself
  * reshaped when dense, else a dense copy of dtype t (s's when t < 0). */
@@ -433,9 +420,9 @@ static ty_status mask_offsets(ty_runtime *rt, const char *fn, ty_store *fm, int6
       st = ty__store_view(rt, counts, 2, dom, (const int64_t[2]){counts->strides[0], 0},
                           counts->offset, &cv);
     if (!st) {
-      ty_arg args[2] = {arg(cv, TY_PRIV_OUT, TY_PROJ_ALIGNED), arg(fm, TY_PRIV_IN, TY_PROJ_WHOLE)};
+      ty_arg args[2] = {ty__arg(cv, TY_PRIV_OUT, TY_PROJ_ALIGNED), ty__arg(fm, TY_PRIV_IN, TY_PROJ_WHOLE)};
       count_args ca = {.m = m};
-      st = launch(rt, fn, "mask_count", 2, dom, 2, args, &ca, sizeof ca, 1u << 1);
+      st = ty__launch_named(rt, fn, "mask_count", 2, dom, 2, args, &ca, sizeof ca, 1u << 1);
     }
     if (!st) st = ty_store_read(rt, counts, buf + 1, sizeof(int64_t) * (size_t)P);
     for (int64_t c = 1; !st && c <= P; c++) buf[c] += buf[c - 1]; /* the ordered prefix */
@@ -500,9 +487,9 @@ static ty_status compress(ty_runtime *rt, const char *fn, ty_store *x, ty_store 
     if (!st) {
       compress_args ca = {.m = m, .P = P, .w = r, .base = base, .mode = mode, .ndim = k};
       for (int d = 0; d < k; d++) ca.shape[d] = mask->shape[d];
-      ty_arg args[4] = {arg(ov, TY_PRIV_OUT, TY_PROJ_ALIGNED), arg(fm, TY_PRIV_IN, TY_PROJ_WHOLE),
-                        arg(offs, TY_PRIV_IN, TY_PROJ_WHOLE), arg(xv, TY_PRIV_IN, TY_PROJ_WHOLE)};
-      st = launch(rt, fn, "mask_compress", 2, dom, mode == 0 ? 4 : 3, args, &ca, sizeof ca,
+      ty_arg args[4] = {ty__arg(ov, TY_PRIV_OUT, TY_PROJ_ALIGNED), ty__arg(fm, TY_PRIV_IN, TY_PROJ_WHOLE),
+                        ty__arg(offs, TY_PRIV_IN, TY_PROJ_WHOLE), ty__arg(xv, TY_PRIV_IN, TY_PROJ_WHOLE)};
+      st = ty__launch_named(rt, fn, "mask_compress", 2, dom, mode == 0 ? 4 : 3, args, &ca, sizeof ca,
                   1u << 1);
     }
   }
@@ -601,9 +588,9 @@ ty_status ty_mask_assign(ty_runtime *rt, ty_store *x, ty_store *mask, ty_store *
   if (!st && m * r > 0 && n > 0) {
     const int64_t dom[2] = {m, r};
     expand_args ea = {.m = m, .P = P, .r = r};
-    ty_arg args[4] = {arg(tmp, TY_PRIV_OUT, TY_PROJ_ALIGNED), arg(fm, TY_PRIV_IN, TY_PROJ_WHOLE),
-                      arg(offs, TY_PRIV_IN, TY_PROJ_WHOLE), arg(vd, TY_PRIV_IN, TY_PROJ_WHOLE)};
-    st = launch(rt, fn, "mask_expand", 2, dom, 4, args, &ea, sizeof ea, 1u << 1);
+    ty_arg args[4] = {ty__arg(tmp, TY_PRIV_OUT, TY_PROJ_ALIGNED), ty__arg(fm, TY_PRIV_IN, TY_PROJ_WHOLE),
+                      ty__arg(offs, TY_PRIV_IN, TY_PROJ_WHOLE), ty__arg(vd, TY_PRIV_IN, TY_PROJ_WHOLE)};
+    st = ty__launch_named(rt, fn, "mask_expand", 2, dom, 4, args, &ea, sizeof ea, 1u << 1);
     if (!st) st = ty_store_reshape(rt, tmp, x->ndim, x->shape, &tx);
     if (!st) st = where_into(rt, x, mask, tx);
   }
@@ -720,9 +707,9 @@ ty_status ty_take(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t 
       st = ty__store_view(rt, iv, 3, dom, (const int64_t[3]){0, iv->strides[0], 0}, iv->offset, &i3);
     if (!st) {
       take_args ta = {.m = m, .base = base, .k = k};
-      ty_arg args[3] = {arg(ov, TY_PRIV_OUT, TY_PROJ_ALIGNED), arg(i3, TY_PRIV_IN, TY_PROJ_ALIGNED),
-                        arg(xv, TY_PRIV_IN, TY_PROJ_WHOLE)};
-      st = launch(rt, fn, "take", 3, dom, 3, args, &ta, sizeof ta, 1u << 2);
+      ty_arg args[3] = {ty__arg(ov, TY_PRIV_OUT, TY_PROJ_ALIGNED), ty__arg(i3, TY_PRIV_IN, TY_PROJ_ALIGNED),
+                        ty__arg(xv, TY_PRIV_IN, TY_PROJ_WHOLE)};
+      st = ty__launch_named(rt, fn, "take", 3, dom, 3, args, &ta, sizeof ta, 1u << 2);
     }
   }
   ty_store_release(i3);
@@ -779,9 +766,9 @@ ty_status ty_put(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t b
   if (!st) st = ty_store_reshape(rt, work, 3, dom, &xv);
   if (!st) {
     take_args ta = {.m = m, .base = base, .k = k};
-    ty_arg args[3] = {arg(xv, TY_PRIV_INOUT, TY_PROJ_ALIGNED), arg(iv, TY_PRIV_IN, TY_PROJ_WHOLE),
-                      arg(v3, TY_PRIV_IN, TY_PROJ_WHOLE)};
-    st = launch(rt, fn, "put", 3, dom, 3, args, &ta, sizeof ta, 1u << 2);
+    ty_arg args[3] = {ty__arg(xv, TY_PRIV_INOUT, TY_PROJ_ALIGNED), ty__arg(iv, TY_PRIV_IN, TY_PROJ_WHOLE),
+                      ty__arg(v3, TY_PRIV_IN, TY_PROJ_WHOLE)};
+    st = ty__launch_named(rt, fn, "put", 3, dom, 3, args, &ta, sizeof ta, 1u << 2);
   }
   if (!st && !direct) st = ty_copy(rt, x, work);
   ty_store_release(xv);
@@ -858,9 +845,9 @@ ty_status ty_take_along(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, in
     if (!st) st = along_dense(rt, idx, axis, sh, &iv);
     if (!st) {
       take_args ta = {.m = x->shape[axis], .base = base, .k = k, .along = 1};
-      ty_arg args[3] = {arg(ov, TY_PRIV_OUT, TY_PROJ_ALIGNED), arg(iv, TY_PRIV_IN, TY_PROJ_ALIGNED),
-                        arg(xv, TY_PRIV_IN, TY_PROJ_WHOLE)};
-      st = launch(rt, fn, "take", 3, dom, 3, args, &ta, sizeof ta, 1u << 2);
+      ty_arg args[3] = {ty__arg(ov, TY_PRIV_OUT, TY_PROJ_ALIGNED), ty__arg(iv, TY_PRIV_IN, TY_PROJ_ALIGNED),
+                        ty__arg(xv, TY_PRIV_IN, TY_PROJ_WHOLE)};
+      st = ty__launch_named(rt, fn, "take", 3, dom, 3, args, &ta, sizeof ta, 1u << 2);
     }
   }
   ty_store_release(iv);
@@ -922,9 +909,9 @@ ty_status ty_put_along(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int
   if (!st) st = ty_store_reshape(rt, work, 3, dom, &xv);
   if (!st) {
     take_args ta = {.m = m, .base = base, .k = k, .along = 1};
-    ty_arg args[3] = {arg(xv, TY_PRIV_INOUT, TY_PROJ_ALIGNED), arg(iv, TY_PRIV_IN, TY_PROJ_WHOLE),
-                      arg(v3, TY_PRIV_IN, TY_PROJ_WHOLE)};
-    st = launch(rt, fn, "put", 3, dom, 3, args, &ta, sizeof ta, 1u << 2);
+    ty_arg args[3] = {ty__arg(xv, TY_PRIV_INOUT, TY_PROJ_ALIGNED), ty__arg(iv, TY_PRIV_IN, TY_PROJ_WHOLE),
+                      ty__arg(v3, TY_PRIV_IN, TY_PROJ_WHOLE)};
+    st = ty__launch_named(rt, fn, "put", 3, dom, 3, args, &ta, sizeof ta, 1u << 2);
   }
   if (!st && !direct) st = ty_copy(rt, x, work);
   ty_store_release(xv);

@@ -345,19 +345,6 @@ ty_status ty__register_sort_ops(ty_runtime *rt) {
 
 /* ---- calls ---------------------------------------------------------------------- */
 
-static ty_status launch(ty_runtime *rt, const char *fn, const char *task, int ndim,
-                        const int64_t *dom, int nargs, const ty_arg *args, const void *sc,
-                        size_t scb, uint32_t nosplit) {
-  const ty_task *t = ty_task_find(rt, task);
-  if (!t) return ty__fail(rt, TY_ENOTFOUND, "%s: the %s task is not registered", fn, task);
-  ty_launch_desc d = {.task = t, .ndim = ndim, .domain = dom, .nargs = nargs, .args = args,
-                      .scalars = sc, .scalar_bytes = scb, .nosplit = nosplit};
-  return ty_launch(rt, &d);
-}
-
-static ty_arg arg(ty_store *s, ty_privilege p, ty_projection pr) {
-  return (ty_arg){.store = s, .priv = p, .redop = TY_REDOP_NONE, .proj = pr};
-}
 
 static int64_t prod(int n, const int64_t *s) {
   int64_t p = 1;
@@ -406,10 +393,10 @@ static ty_status sort_1d(ty_runtime *rt, const char *fn, ty_store *xd, int mode,
   if (!st && mode) st = ty_store_reshape(rt, p0, 2, dom, &pv);
   if (!st) {
     runs_args ra = {.n = n, .C = C, .mode = mode};
-    ty_arg args[3] = {arg(kv, TY_PRIV_OUT, TY_PROJ_ALIGNED), arg(pv, TY_PRIV_OUT, TY_PROJ_ALIGNED),
-                      arg(xd, TY_PRIV_IN, TY_PROJ_WHOLE)};
+    ty_arg args[3] = {ty__arg(kv, TY_PRIV_OUT, TY_PROJ_ALIGNED), ty__arg(pv, TY_PRIV_OUT, TY_PROJ_ALIGNED),
+                      ty__arg(xd, TY_PRIV_IN, TY_PROJ_WHOLE)};
     if (!mode) args[1] = args[2];
-    st = launch(rt, fn, "sort_runs", 2, dom, mode ? 3 : 2, args, &ra, sizeof ra, 1u << 1);
+    st = ty__launch_named(rt, fn, "sort_runs", 2, dom, mode ? 3 : 2, args, &ra, sizeof ra, 1u << 1);
   }
   ty_store_release(kv);
   ty_store_release(pv);
@@ -419,10 +406,10 @@ static ty_status sort_1d(ty_runtime *rt, const char *fn, ty_store *xd, int mode,
     if (!st && mode) st = ty_store_create(rt, TY_I64, 1, &n, &p1);
     if (!st) {
       merge_args ma = {.n = n, .W = w, .mode = mode, .last = last, .base = base};
-      ty_arg args[4] = {arg(k1, TY_PRIV_OUT, TY_PROJ_ALIGNED), arg(p1, TY_PRIV_OUT, TY_PROJ_ALIGNED),
-                        arg(k0, TY_PRIV_IN, TY_PROJ_WHOLE), arg(p0, TY_PRIV_IN, TY_PROJ_WHOLE)};
+      ty_arg args[4] = {ty__arg(k1, TY_PRIV_OUT, TY_PROJ_ALIGNED), ty__arg(p1, TY_PRIV_OUT, TY_PROJ_ALIGNED),
+                        ty__arg(k0, TY_PRIV_IN, TY_PROJ_WHOLE), ty__arg(p0, TY_PRIV_IN, TY_PROJ_WHOLE)};
       if (!mode) args[1] = args[2];
-      st = launch(rt, fn, "sort_merge", 1, &n, mode ? 4 : 2, args, &ma, sizeof ma, 0);
+      st = ty__launch_named(rt, fn, "sort_merge", 1, &n, mode ? 4 : 2, args, &ma, sizeof ma, 0);
     }
     ty_store_release(k0);
     ty_store_release(p0);
@@ -485,8 +472,8 @@ static ty_status sort_common(ty_runtime *rt, const char *fn, ty_store *x, int ax
     if (!st) st = dense(rt, x, 3, dom, &xv);
     if (!st) {
       sort_args sa = {.mode = mode, .base = base};
-      ty_arg args[2] = {arg(ov, TY_PRIV_OUT, TY_PROJ_ALIGNED), arg(xv, TY_PRIV_IN, TY_PROJ_ALIGNED)};
-      st = launch(rt, fn, "sort", 3, dom, 2, args, &sa, sizeof sa, 1u << 1);
+      ty_arg args[2] = {ty__arg(ov, TY_PRIV_OUT, TY_PROJ_ALIGNED), ty__arg(xv, TY_PRIV_IN, TY_PROJ_ALIGNED)};
+      st = ty__launch_named(rt, fn, "sort", 3, dom, 2, args, &sa, sizeof sa, 1u << 1);
     }
   }
   ty_store_release(xv);
@@ -542,9 +529,9 @@ static ty_status search(ty_runtime *rt, const char *fn, ty_store *a, ty_store *v
     if (!st) st = ty_store_reshape(rt, res, 1, &k, &ov);
     if (!st) {
       search_args sa = {.mode = mode, .base = base};
-      ty_arg args[3] = {arg(ov, TY_PRIV_OUT, TY_PROJ_ALIGNED), arg(vd, TY_PRIV_IN, TY_PROJ_ALIGNED),
-                        arg(ac, TY_PRIV_IN, TY_PROJ_WHOLE)};
-      st = launch(rt, fn, "searchsorted", 1, &k, 3, args, &sa, sizeof sa, 0);
+      ty_arg args[3] = {ty__arg(ov, TY_PRIV_OUT, TY_PROJ_ALIGNED), ty__arg(vd, TY_PRIV_IN, TY_PROJ_ALIGNED),
+                        ty__arg(ac, TY_PRIV_IN, TY_PROJ_WHOLE)};
+      st = ty__launch_named(rt, fn, "searchsorted", 1, &k, 3, args, &sa, sizeof sa, 0);
     }
   }
   ty_store_release(ov);
