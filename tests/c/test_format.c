@@ -309,7 +309,8 @@ TEST(format_print_options) {
   CHECK_EQ_INT(ty_set_print_options(rt, &o), TY_OK);
   double a[] = {3.14159265, 2.71828183, 0.5, 1, 2, 3, 4, 5};
   static const int64_t sh[] = {8};
-  expect_format(rt, TY_F64, 1, sh, a, "[3.142 2.718 ...\n 4.    5.   ]\ntycho.store(shape=(8,), dtype=f64)");
+  expect_format(rt, TY_F64, 1, sh, a,
+                "[3.142 2.718 ...\n 4.    5.   ]\ntycho.store(shape=(8,), dtype=f64)");
   ty_print_options_default(&o);
   o.suppress = true;
   CHECK_EQ_INT(ty_set_print_options(rt, &o), TY_OK);
@@ -339,7 +340,8 @@ TEST(format_print_options) {
   double c[] = {1e-90, 1.0 / 3};
   static const int64_t sh2[] = {2};
   expect_format(rt, TY_F64, 1, sh2, c,
-                "[1.000000000000000e-90 3.333333333333333e-01]\ntycho.store(shape=(2,), dtype=f64)");
+                "[1.000000000000000e-90 3.333333333333333e-01]\n"
+                "tycho.store(shape=(2,), dtype=f64)");
   o.suppress = true; /* positional: 1e-90 is 92 columns, one per line */
   CHECK_EQ_INT(ty_set_print_options(rt, &o), TY_OK);
   expect_format(rt, TY_F64, 1, sh2, c,
