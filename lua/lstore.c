@@ -2,8 +2,9 @@
  * lstore.c — the store userdata: its metatable (__index, __newindex, __len,
  * __tostring, __gc, __close), fields, Torch7-style indexing into views,
  * assignment through views, the view methods (narrow expand reshape
- * transpose t), copy/fill/astype/contiguous and reading values out
- * (item, totable).
+ * transpose t), copy/fill/astype/contiguous, reading values out
+ * (item, totable) and the print options tostring uses
+ * (set_printoptions, get_printoptions).
  *
  * A store userdata holds one reference (ty_store *) or NULL once closed
  * (__close) or collected; every entry point checks for NULL and raises
@@ -27,6 +28,8 @@
 #include "tl.h"
 #include "tycho/shape.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +64,65 @@ static int m_tostring(lua_State *L) {
     return tl_fail(L, rt, "tostring", st);
   }
   tl_pushtext(L, text);
+  return 1;
+}
+
+static int clamp_int(int64_t v) { return v < -1 ? -1 : v > INT_MAX ? INT_MAX : (int)v; }
+
+/* tycho.set_printoptions{...}: numpy's names, defaults and meaning; keys
+ * not given keep their value. The options live in the runtime
+ * (ty_set_print_options), so every store prints by them. threshold =
+ * math.huge never summarises (numpy's sys.maxsize). */
+static const tl_sig sig_set_printoptions = {
+    "set_printoptions", 0, 0, "threshold precision linewidth edgeitems suppress", false,
+    "tycho.set_printoptions{threshold = n, precision = n, linewidth = n, edgeitems = n, "
+    "suppress = bool}"};
+static int l_set_printoptions(lua_State *L) {
+  const tl_sig *s = &sig_set_printoptions;
+  tl_args(L, s);
+  ty_runtime *rt = tl_rt(L);
+  ty_print_options o;
+  ty_get_print_options(rt, &o);
+  int64_t v;
+  if (lua_type(L, TL_OPTS(s)) == LUA_TTABLE &&
+      lua_getfield(L, TL_OPTS(s), "threshold") == LUA_TNUMBER && !lua_isinteger(L, -1) &&
+      lua_tonumber(L, -1) == HUGE_VAL) {
+    o.threshold = INT64_MAX;
+  } else if (tl_optint(L, s, "threshold", &v)) {
+    o.threshold = v;
+  }
+  lua_settop(L, TL_OPTS(s));
+  /* out of int's range: clamped to a value the runtime refuses with its range */
+  if (tl_optint(L, s, "precision", &v)) o.precision = clamp_int(v);
+  if (tl_optint(L, s, "linewidth", &v)) o.linewidth = clamp_int(v);
+  if (tl_optint(L, s, "edgeitems", &v)) o.edgeitems = clamp_int(v);
+  o.suppress = tl_optbool(L, s, "suppress", o.suppress);
+  ty_status st = ty_set_print_options(rt, &o);
+  if (st != TY_OK) return tl_fail(L, rt, s->fn, st);
+  return 0;
+}
+
+/* tycho.get_printoptions(): the table set_printoptions takes, every key set. */
+static const tl_sig sig_get_printoptions = {"get_printoptions", 0, 0, "", false,
+                                            "tycho.get_printoptions()"};
+static int l_get_printoptions(lua_State *L) {
+  tl_args(L, &sig_get_printoptions);
+  ty_print_options o;
+  ty_get_print_options(tl_rt(L), &o);
+  lua_createtable(L, 0, 5);
+  if (o.threshold == INT64_MAX)
+    lua_pushnumber(L, HUGE_VAL);
+  else
+    lua_pushinteger(L, (lua_Integer)o.threshold);
+  lua_setfield(L, -2, "threshold");
+  lua_pushinteger(L, o.precision);
+  lua_setfield(L, -2, "precision");
+  lua_pushinteger(L, o.linewidth);
+  lua_setfield(L, -2, "linewidth");
+  lua_pushinteger(L, o.edgeitems);
+  lua_setfield(L, -2, "edgeitems");
+  lua_pushboolean(L, o.suppress);
+  lua_setfield(L, -2, "suppress");
   return 1;
 }
 
@@ -609,7 +671,10 @@ static int l_totable(lua_State *L) {
   {"transpose", l_transpose}, {"t", l_t}, {"copy", l_copy}, {"astype", l_astype},          \
   {"contiguous", l_contiguous}, {"fill", l_fill}, {"item", l_item}, {"totable", l_totable}
 
-const luaL_Reg tl_store_funcs[] = {STORE_FUNCS, {NULL, NULL}};
+const luaL_Reg tl_store_funcs[] = {STORE_FUNCS,
+                                   {"set_printoptions", l_set_printoptions},
+                                   {"get_printoptions", l_get_printoptions},
+                                   {NULL, NULL}};
 const luaL_Reg tl_store_methods[] = {STORE_FUNCS, {NULL, NULL}};
 const luaL_Reg tl_store_meta[] = {{"__gc", m_gc},
                                   {"__close", m_gc},

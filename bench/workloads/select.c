@@ -1,7 +1,9 @@
 /* select.c — the C+OpenMP peer of select.lua: mask compaction (per-thread
- * counts, a prefix, a parallel scatter), a parallel gather, and a sort
- * (qsort: serial, as a plain C program would write it).
- *   select op=mask|gather|sort n=10000000 reps=5 */
+ * counts, a prefix, a parallel scatter), a parallel gather, a scatter
+ * y[idx] = v (a serial loop: of repeated positions the last write wins, as
+ * numpy's and tycho's, which a parallel loop would leave to a race) and a
+ * sort (qsort: serial, as a plain C program would write it).
+ *   select op=mask|gather|scatter|sort n=10000000 reps=5 */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -43,6 +45,10 @@ static void gather(const double *x, const int64_t *idx, double *out, int64_t n) 
   for (int64_t i = 0; i < n; i++) out[i] = x[idx[i]];
 }
 
+static void scatter(double *y, const int64_t *idx, const double *v, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[idx[i]] = v[i];
+}
+
 static void sort(const double *x, double *out, int64_t n) {
   memcpy(out, x, sizeof(double) * (size_t)n);
   qsort(out, (size_t)n, sizeof(double), cmp);
@@ -67,6 +73,15 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < count; i++) sum += out[i];
   } else if (!strcmp(op, "gather")) {
     TIMED(reps, gather(x, idx, out, n));
+    for (int64_t i = 0; i < n; i++) sum += out[i];
+  } else if (!strcmp(op, "scatter")) {
+    double *v = xmalloc(sizeof(double) * (size_t)n);
+#pragma omp parallel for
+    for (int64_t i = 0; i < n; i++) {
+      v[i] = seq_at(i, ALPHA[3]);
+      out[i] = x[i];
+    }
+    TIMED(reps, scatter(out, idx, v, n));
     for (int64_t i = 0; i < n; i++) sum += out[i];
   } else {
     TIMED(reps, sort(x, out, n));

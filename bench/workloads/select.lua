@@ -1,9 +1,13 @@
 -- select.lua — selection by data: boolean-mask compaction x[x < 0.5], a
--- random gather x[idx] and a sort, on 10M f64 (issue 17 §2).
---   tycho select.lua op=mask|gather|sort n=10000000 reps=5
+-- random gather x[idx], a random scatter y[idx] = v and a sort, on 10M f64
+-- (issue 17 §2).
+--   tycho select.lua op=mask|gather|scatter|sort n=10000000 reps=5
 -- Inputs: x = seq(n, ALPHA[1]); idx = floor(seq(n, ALPHA[2]) * n) + 1
--- (tycho's positions are 1-based; the peers use the same positions - 1).
--- Checksums: sum(x[mask]); sum(x[idx]); sum of every 1000th sorted value.
+-- (tycho's positions are 1-based; the peers use the same positions - 1);
+-- v = seq(n, ALPHA[4]); y starts as a copy of x and is written in place by
+-- every step (the same values each time: of repeated positions the last
+-- write wins, in tycho, numpy and the C loop alike).
+-- Checksums: sum(x[mask]); sum(x[idx]); sum(y); sum of every 1000th sorted value.
 local tycho = require "tycho"
 local C = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
 local p = C.params { op = "mask", n = 10000000, reps = 5 }
@@ -17,11 +21,22 @@ elseif p.op == "gather" then
   C.sync(idx)
   step = function() return x[idx] end
   check = function(r) return r:sum():item() end
+elseif p.op == "scatter" then
+  local idx = (C.seq(p.n, C.ALPHA[2]) * p.n):floor():astype("i64") + 1
+  local v, y = C.seq(p.n, C.ALPHA[4]), x:copy()
+  C.sync(idx)
+  C.sync(v)
+  C.sync(y)
+  step = function()
+    y[idx] = v
+    return y
+  end
+  check = function(r) return r:sum():item() end
 elseif p.op == "sort" then
   step = function() return tycho.sort(x) end
   check = function(r) return r[{ { 1, -1, 1000 } }]:sum():item() end
 else
-  error("bench: op is mask, gather or sort, got " .. tostring(p.op), 0)
+  error("bench: op is mask, gather, scatter or sort, got " .. tostring(p.op), 0)
 end
 C.sync(x)
 local r = C.timed(p.reps, step, C.sync)

@@ -1,6 +1,6 @@
-"""select.py — the peers of select.lua: x[x < 0.5], x[idx], np.sort(x).
+"""select.py — the peers of select.lua: x[x < 0.5], x[idx], y[idx] = v, np.sort(x).
 
-    python3 select.py lib=numpy op=mask|gather|sort n=... reps=...
+    python3 select.py lib=numpy op=mask|gather|scatter|sort n=... reps=...
 """
 from common import ALPHA, array_module, checksum, params, seq, timed
 
@@ -13,9 +13,18 @@ if p["op"] == "mask":
 elif p["op"] == "gather":
     idx = np.floor(seq(np, n, ALPHA[1]) * n).astype(np.int64)
     step, check = (lambda: x[idx]), (lambda r: float(r.sum()))
+elif p["op"] == "scatter":
+    idx = np.floor(seq(np, n, ALPHA[1]) * n).astype(np.int64)
+    v, y = seq(np, n, ALPHA[3]), x.copy()
+
+    def step():
+        y[idx] = v
+        return y
+
+    check = lambda r: float(r.sum())
 elif p["op"] == "sort":
     step, check = (lambda: np.sort(x)), (lambda r: float(r[::1000].sum()))
 else:
-    raise SystemExit(f"bench: op is mask, gather or sort, got {p['op']}")
+    raise SystemExit(f"bench: op is mask, gather, scatter or sort, got {p['op']}")
 r = timed(p["reps"], step, lambda r: float(r[-1]) if len(r) else 0.0)
 checksum(check(r))

@@ -1,30 +1,31 @@
 /*
  * format.c — ty_store_format: the text print(x) shows in Lua.
  *
- * The values are laid out exactly as numpy's str(array) (array2string with
- * its defaults: 75-column lines, precision 8, summarise above 1000 elements
- * with 3 edge items), then a line naming the shape and dtype:
+ * The values are laid out exactly as numpy's str(array) (array2string) under
+ * the runtime's print options (ty_set_print_options, numpy's set_printoptions:
+ * by default 75-column lines, precision 8, summarise above 1000 elements with
+ * 3 edge items), then a line naming the shape and dtype:
  *
  *   [[0.5488135  0.71518937]
  *    [0.60276338 0.54488318]]
  *   tycho.store(shape=(2, 2), dtype=f64)
  *
- * Differences from numpy: booleans print Lua's "true"/"false"; a 0-d store
- * prints its value the way an element is printed ("1." like numpy's
- * array2string, not Python's "1.0").
+ * Booleans print as numpy's ("[ True False]"). A 0-d store prints its value
+ * as numpy's repr of a 0-d array shows it ("1." as in "array(1.)", not
+ * Python's "1.0"; "True").
  *
  * Floats follow numpy's FloatingFormat (floatmode "maxprec"): positional with
- * at most 8 fractional digits, the fewest that read back as the same value
- * (trailing dot for integral values, "1."), padded with spaces into aligned
- * columns; scientific notation for every element when the largest non-zero
- * magnitude is >= 1e8, the smallest < 1e-4, or their ratio > 1000, with all
- * mantissas printed to the same number of digits. f32 elements are shortest
- * as floats (0.1f prints "0.1").
+ * at most `precision` fractional digits, the fewest that read back as the
+ * same value (trailing dot for integral values, "1."), padded with spaces
+ * into aligned columns; scientific notation for every element when the
+ * largest non-zero magnitude is >= 1e8, or (unless `suppress`) the smallest
+ * is < 1e-4 or their ratio > 1000, with all mantissas printed to the same
+ * number of digits. f32 elements are shortest as floats (0.1f prints "0.1").
  *
- * Only the printed elements are read: a summarised store (more than 1000
- * elements) shows at most 6 indices per dimension (3 + "..." + 3), read one
- * by one with ty_store_get, so printing a 10^9-element store reads 36
- * elements of a matrix, not 8 GB.
+ * Only the printed elements are read: a summarised store (more than
+ * `threshold` elements) shows at most 2 * edgeitems indices per dimension
+ * (3 + "..." + 3 by default), read one by one with ty_store_get, so printing
+ * a 10^9-element store reads 36 elements of a matrix, not 8 GB.
  */
 #include "internal.h"
 
@@ -33,10 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LINE_WIDTH 75     /* numpy's linewidth */
-#define THRESHOLD 1000    /* summarise stores with more elements */
-#define EDGE_ITEMS 3      /* shown at each end of a summarised dim */
-#define PRECISION 8       /* fractional digits of floats */
 /* Printing more than 4M elements (only a high-rank store of dims <= 6 gets
  * there) is refused rather than building a 100 MB string. */
 #define MAX_SHOWN ((int64_t)1 << 22)
@@ -82,17 +79,21 @@ static void sb_fill(sbuf *b, char c, size_t n) {
 
 /* ---- floats -------------------------------------------------------------------- */
 
+/* Room for "%.*f" of DBL_MAX (309 digits) at the largest precision, and so
+ * for any word: positional words are < 1e8 before the point. */
+#define FBUF (320 + TY_PRINT_MAX_PRECISION)
+
 static bool reads_back(const char *s, double x, bool f32) {
   return f32 ? strtof(s, NULL) == (float)x : strtod(s, NULL) == x;
 }
 
-/* The fewest digits p in [0, PRECISION] with which `conv` ("%.*f" or "%.*e")
- * prints |x| so that it reads back as x, or PRECISION + 1 when none does.
+/* The fewest digits p in [0, prec] with which `conv` ("%.*f" or "%.*e")
+ * prints |x| so that it reads back as x, or prec + 1 when none does.
  * Reading back is monotonic in p (more correctly rounded digits are never
- * farther from x), so a binary search needs 4 conversions. */
-static int fewest_digits(const char *conv, double x, bool f32) {
-  char buf[400];
-  int lo = 0, hi = PRECISION + 1;
+ * farther from x), so a binary search needs 4 conversions at precision 8. */
+static int fewest_digits(const char *conv, double x, bool f32, int prec) {
+  char buf[FBUF];
+  int lo = 0, hi = prec + 1;
   while (lo < hi) {
     int mid = (lo + hi) / 2;
     snprintf(buf, sizeof buf, conv, mid, fabs(x));
@@ -105,11 +106,12 @@ static int fewest_digits(const char *conv, double x, bool f32) {
 }
 
 /* Positional digits of a finite x as numpy's dragon4_positional(unique,
- * precision 8, trim '.'): integer part (with '-') and fractional part. */
-static void positional(double x, bool f32, char *ip, size_t ipcap, char *fp, size_t fpcap) {
-  char buf[400]; /* %.8f of DBL_MAX: 309 + 9 characters */
-  int p = fewest_digits("%.*f", x, f32);
-  snprintf(buf, sizeof buf, "%.*f", p > PRECISION ? PRECISION : p, fabs(x));
+ * precision prec, trim '.'): integer part (with '-') and fractional part. */
+static void positional(double x, bool f32, int prec, char *ip, size_t ipcap, char *fp,
+                       size_t fpcap) {
+  char buf[FBUF];
+  int p = fewest_digits("%.*f", x, f32, prec);
+  snprintf(buf, sizeof buf, "%.*f", p > prec ? prec : p, fabs(x));
   char *dot = strchr(buf, '.');
   const char *frac = "";
   if (dot) {
@@ -123,14 +125,14 @@ static void positional(double x, bool f32, char *ip, size_t ipcap, char *fp, siz
 }
 
 /* Mantissa fractional digits of x in scientific notation: the fewest that
- * read back, at most 8 (a value cut at 8 loses its trailing zeros). */
-static int sci_digits(double x, bool f32, int *exp10) {
-  char buf[64];
-  int p = fewest_digits("%.*e", x, f32);
-  if (p > PRECISION) {
-    snprintf(buf, sizeof buf, "%.*e", PRECISION, fabs(x));
+ * read back, at most prec (a value cut at prec loses its trailing zeros). */
+static int sci_digits(double x, bool f32, int prec, int *exp10) {
+  char buf[FBUF];
+  int p = fewest_digits("%.*e", x, f32, prec);
+  if (p > prec) {
+    snprintf(buf, sizeof buf, "%.*e", prec, fabs(x));
     char *e = strchr(buf, 'e');
-    p = PRECISION;
+    p = prec;
     while (p > 0 && e[-1] == '0') {
       e--;
       p--;
@@ -145,6 +147,7 @@ static int sci_digits(double x, bool f32, int *exp10) {
 /* ---- the formatter --------------------------------------------------------------- */
 
 typedef struct fmt {
+  ty_print_options opt;
   ty_dtype dtype;
   bool isfloat, f32;
   int ndim;
@@ -186,7 +189,8 @@ static void fill_float(fmt *f) {
     if (a > maxv) maxv = a;
     if (a < minv) minv = a;
   }
-  f->exp = nnz > 0 && (maxv >= 1e8 || minv < 1e-4 || maxv / minv > 1000.);
+  f->exp = nnz > 0 &&
+           (maxv >= 1e8 || (!f->opt.suppress && (minv < 1e-4 || maxv / minv > 1000.)));
   f->pad_left = f->pad_right = 0;
   f->precision = 0;
   f->exp_size = -1;
@@ -196,7 +200,7 @@ static void fill_float(fmt *f) {
       double x = f->fv[k];
       if (!isfinite(x)) continue;
       int e10;
-      int p = sci_digits(x, f->f32, &e10);
+      int p = sci_digits(x, f->f32, f->opt.precision, &e10);
       if (p > f->precision) f->precision = p;
       int ed = digits_of(e10 < 0 ? -(int64_t)e10 : e10);
       if (ed > maxe) maxe = ed;
@@ -206,11 +210,11 @@ static void fill_float(fmt *f) {
     f->exp_size = maxe < 2 ? 2 : maxe;
     f->pad_right = f->exp_size + 2 + f->precision;
   } else if (nfinite > 0) {
-    char ip[64], fp[64];
+    char ip[64], fp[TY_PRINT_MAX_PRECISION + 8];
     for (int64_t k = 0; k < f->nshown; k++) {
       double x = f->fv[k];
       if (!isfinite(x)) continue;
-      positional(x, f->f32, ip, sizeof ip, fp, sizeof fp);
+      positional(x, f->f32, f->opt.precision, ip, sizeof ip, fp, sizeof fp);
       int il = (int)strlen(ip), fl = (int)strlen(fp);
       if (il > f->pad_left) f->pad_left = il;
       if (fl > f->pad_right) f->pad_right = fl;
@@ -240,7 +244,7 @@ static void fill_int(fmt *f) {
 static int word_raw(const fmt *f, int64_t k, char *w, size_t cap) {
   if (!f->isfloat) {
     if (f->dtype == TY_BOOL)
-      return snprintf(w, cap, "%*s", f->width, f->iv[k] ? "true" : "false");
+      return snprintf(w, cap, "%*s", f->width, f->iv[k] ? "True" : "False");
     return snprintf(w, cap, "%*lld", f->width, (long long)f->iv[k]);
   }
   double x = f->fv[k];
@@ -251,7 +255,7 @@ static int word_raw(const fmt *f, int64_t k, char *w, size_t cap) {
   if (f->exp) {
     /* every mantissa to the common precision: numpy prints real digits of
      * the value past its shortest form (f32 1e-5 -> 9.9999997e-06) */
-    char buf[64];
+    char buf[FBUF];
     snprintf(buf, sizeof buf, "%.*e", f->precision, fabs(x));
     char *e = strchr(buf, 'e');
     int e10 = atoi(e + 1);
@@ -262,13 +266,14 @@ static int word_raw(const fmt *f, int64_t k, char *w, size_t cap) {
     return snprintf(w, cap, "%*s.%se%c%0*d", f->pad_left, ip, frac, e10 < 0 ? '-' : '+',
                     f->exp_size, e10 < 0 ? -e10 : e10);
   }
-  char ip[64], fp[64];
-  positional(x, f->f32, ip, sizeof ip, fp, sizeof fp);
+  char ip[64], fp[TY_PRINT_MAX_PRECISION + 8];
+  positional(x, f->f32, f->opt.precision, ip, sizeof ip, fp, sizeof fp);
   return snprintf(w, cap, "%*s.%-*s", f->pad_left, ip, f->pad_right, fp);
 }
 
-/* word_raw's length cut to the buffer (never reached: words are under 40
- * bytes), so callers can append exactly what was written. */
+/* word_raw's length cut to the buffer (never reached: a word is at most
+ * ~20 + TY_PRINT_MAX_PRECISION bytes, FBUF is 320 + that), so callers can
+ * append exactly what was written. */
 static int word(const fmt *f, int64_t k, char *w, size_t cap) {
   int n = word_raw(f, k, w, cap);
   return n < 0 ? 0 : n >= (int)cap ? (int)cap - 1 : n;
@@ -280,7 +285,7 @@ static int word(const fmt *f, int64_t k, char *w, size_t cap) {
 static void extend_line(fmt *f, size_t *line_start, const char *w, size_t wn, int width,
                         int hang) {
   size_t len = f->out.n - *line_start;
-  if (len + wn > (size_t)width && len > (size_t)hang) {
+  if ((int64_t)(len + wn) > width && len > (size_t)hang) {
     while (f->out.n > *line_start && f->out.p[f->out.n - 1] == ' ') f->out.n--;
     sb_putn(&f->out, "\n", 1);
     *line_start = f->out.n;
@@ -298,9 +303,9 @@ static void recurse(fmt *f, int axis, int64_t base, int hang, int width) {
   size_t start = f->out.n;
   int axes_left = f->ndim - axis;
   int64_t m = f->shown[axis], vs = f->vstride[axis];
-  int64_t lead = f->summ[axis] ? EDGE_ITEMS : 0;
-  int64_t trail = f->summ[axis] ? EDGE_ITEMS : m; /* counted back from m */
-  char w[96];
+  int64_t lead = f->summ[axis] ? f->opt.edgeitems : 0;
+  int64_t trail = f->summ[axis] ? f->opt.edgeitems : m; /* counted back from m */
+  char w[FBUF];
   sb_fill(&f->out, ' ', (size_t)hang);
   if (axes_left == 1) {
     int elem_width = width - 1; /* room for ']' */
@@ -373,7 +378,8 @@ static ty_status read_shown(ty_runtime *rt, ty_store *s, fmt *f) {
   int64_t pos[TY_MAX_RANK] = {0}, idx[TY_MAX_RANK];
   for (int64_t k = 0; k < f->nshown; k++) {
     for (int d = 0; d < f->ndim; d++)
-      idx[d] = f->summ[d] && pos[d] >= EDGE_ITEMS ? f->shape[d] - f->shown[d] + pos[d] : pos[d];
+      idx[d] = f->summ[d] && pos[d] >= f->opt.edgeitems ? f->shape[d] - f->shown[d] + pos[d]
+                                                         : pos[d];
     ty_value v;
     ty_status st = ty_store_get(rt, s, idx, &v);
     if (st) return st;
@@ -395,16 +401,18 @@ ty_status ty_store_format(ty_runtime *rt, ty_store *s, char **out) {
   *out = NULL;
   fmt f;
   memset(&f, 0, sizeof f);
+  f.opt = rt->print;
   f.dtype = s->dtype;
   f.isfloat = ty_dtype_is_float(s->dtype);
   f.f32 = s->dtype == TY_F32;
   f.ndim = s->ndim;
-  bool summarise = s->size > THRESHOLD;
+  bool summarise = s->size > f.opt.threshold;
+  int64_t edge = f.opt.edgeitems;
   f.nshown = 1;
   for (int d = 0; d < s->ndim; d++) {
     f.shape[d] = s->shape[d];
-    f.summ[d] = summarise && s->shape[d] > 2 * EDGE_ITEMS;
-    f.shown[d] = f.summ[d] ? 2 * EDGE_ITEMS : s->shape[d];
+    f.summ[d] = summarise && s->shape[d] > 2 * edge;
+    f.shown[d] = f.summ[d] ? 2 * edge : s->shape[d];
   }
   if (s->size == 0) f.nshown = 0;
   for (int d = 0; d < s->ndim && f.nshown; d++) {
@@ -441,11 +449,11 @@ ty_status ty_store_format(ty_runtime *rt, ty_store *s, char **out) {
   if (f.nshown == 0) {
     sb_puts(&f.out, "[]");
   } else if (f.ndim == 0) {
-    char w[96];
+    char w[FBUF];
     int n = word(&f, 0, w, sizeof w);
     sb_putn(&f.out, w, (size_t)n);
   } else {
-    recurse(&f, 0, 0, 1, LINE_WIDTH);
+    recurse(&f, 0, 0, 1, f.opt.linewidth);
   }
   char sh[400];
   ty__shape_str(s->ndim, s->shape, sh, sizeof sh);
@@ -465,4 +473,32 @@ done:
   free(f.iv);
   free(f.out.p);
   return st;
+}
+
+void ty_print_options_default(ty_print_options *o) {
+  o->threshold = 1000;
+  o->precision = 8;
+  o->linewidth = 75;
+  o->edgeitems = 3;
+  o->suppress = false;
+}
+
+ty_status ty_set_print_options(ty_runtime *rt, const ty_print_options *o) {
+  if (!rt) return TY_EINVAL;
+  if (!o) return ty__fail(rt, TY_EINVAL, "ty_set_print_options: the options are NULL");
+  if (o->threshold < 0)
+    return ty__fail(rt, TY_EINVAL, "threshold must be >= 0, got %lld", (long long)o->threshold);
+  if (o->precision < 0 || o->precision > TY_PRINT_MAX_PRECISION)
+    return ty__fail(rt, TY_EINVAL, "precision must be in 0..%d, got %d", TY_PRINT_MAX_PRECISION,
+                    o->precision);
+  if (o->linewidth < 1)
+    return ty__fail(rt, TY_EINVAL, "linewidth must be >= 1, got %d", o->linewidth);
+  if (o->edgeitems < 1)
+    return ty__fail(rt, TY_EINVAL, "edgeitems must be >= 1, got %d", o->edgeitems);
+  rt->print = *o;
+  return TY_OK;
+}
+
+void ty_get_print_options(ty_runtime *rt, ty_print_options *o) {
+  if (rt && o) *o = rt->print;
 }

@@ -188,6 +188,7 @@ struct ty_runtime {
   int refs;       /* 1 for the owner + 1 per live store */
   bool destroyed; /* ty_runtime_destroy was called */
   ty_config cfg;
+  ty_print_options print; /* ty_store_format's layout (format.c) */
   char errmsg[TY_ERRLEN];
   /* The error of a flush that a launch's append made (the window was full):
    * not the appending call's fault, so it waits for the next ty_flush (a

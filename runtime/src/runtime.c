@@ -147,6 +147,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   if (!rt) return TY_ENOMEM;
   rt->refs = 1;
   rt->cfg = c;
+  ty_print_options_default(&rt->print);
   rt->next_store_id = 1;
   rt->next_launch_seq = 1;
   rt->seed = 0x7963686f; /* "ycho": any fixed default keeps runs reproducible */

@@ -1,7 +1,8 @@
 /*
  * test_format.c — ty_store_format, the text of print(x): numpy's str() layout
- * (expected strings below are numpy 1.24's output for the same arrays, with
- * True/False spelled true/false), then the shape/dtype line.
+ * (expected strings below are numpy 1.24's output for the same arrays), then
+ * the shape/dtype line; the print options (ty_set_print_options) as numpy's
+ * set_printoptions.
  */
 #include "check.h"
 #include "internal.h"
@@ -75,9 +76,9 @@ TEST(format_bool) {
   ty_runtime *rt = new_rt();
   uint8_t a[] = {1, 0, 1};
   static const int64_t sh[] = {3};
-  expect_format(rt, TY_BOOL, 1, sh, a, "[ true false  true]\ntycho.store(shape=(3,), dtype=bool)");
+  expect_format(rt, TY_BOOL, 1, sh, a, "[ True False  True]\ntycho.store(shape=(3,), dtype=bool)");
   uint8_t t = 1;
-  expect_format(rt, TY_BOOL, 0, NULL, &t, "true\ntycho.store(shape=(), dtype=bool)");
+  expect_format(rt, TY_BOOL, 0, NULL, &t, "True\ntycho.store(shape=(), dtype=bool)");
   ty_runtime_destroy(rt);
 }
 
@@ -240,7 +241,7 @@ TEST(format_matches_numpy) {
            "  np.array([1/3, 2/3, 1.0]), np.array([np.inf, -np.inf])]\n"
            "for k, a in enumerate(arrs):\n"
            "  np.save(\"%%s/a%%d.npy\" %% (d, k), a)\n"
-           "  s = str(a).replace(\"True\", \"true\").replace(\"False\", \"false\")\n"
+           "  s = str(a)\n"
            "  open(\"%%s/a%%d.txt\" %% (d, k), \"w\").write(s)\n"
            "print(len(arrs))\n"
            "' %s > %s/count",
@@ -285,12 +286,79 @@ TEST(format_matches_numpy) {
   CHECK_EQ_INT(system(cmd), 0);
 }
 
+static bool same_options(const ty_print_options *a, const ty_print_options *b) {
+  return a->threshold == b->threshold && a->precision == b->precision &&
+         a->linewidth == b->linewidth && a->edgeitems == b->edgeitems &&
+         a->suppress == b->suppress;
+}
+
+/* numpy 1.24 under np.set_printoptions(precision=3, threshold=5, edgeitems=2,
+ * linewidth=20) and (suppress=True). */
+TEST(format_print_options) {
+  ty_runtime *rt = new_rt();
+  ty_print_options o, d;
+  ty_get_print_options(rt, &o);
+  ty_print_options_default(&d);
+  CHECK(o.threshold == 1000 && o.precision == 8 && o.linewidth == 75 && o.edgeitems == 3 &&
+        !o.suppress);
+  CHECK(same_options(&o, &d));
+  o.precision = 3;
+  o.threshold = 5;
+  o.edgeitems = 2;
+  o.linewidth = 20;
+  CHECK_EQ_INT(ty_set_print_options(rt, &o), TY_OK);
+  double a[] = {3.14159265, 2.71828183, 0.5, 1, 2, 3, 4, 5};
+  static const int64_t sh[] = {8};
+  expect_format(rt, TY_F64, 1, sh, a,
+                "[3.142 2.718 ...\n 4.    5.   ]\ntycho.store(shape=(8,), dtype=f64)");
+  ty_print_options_default(&o);
+  o.suppress = true;
+  CHECK_EQ_INT(ty_set_print_options(rt, &o), TY_OK);
+  double b[] = {1e-10, 1, 100.5};
+  static const int64_t sh3[] = {3};
+  expect_format(rt, TY_F64, 1, sh3, b, "[  0.    1.  100.5]\ntycho.store(shape=(3,), dtype=f64)");
+  /* out of range: refused, the options kept */
+  ty_print_options bad = o;
+  bad.precision = TY_PRINT_MAX_PRECISION + 1;
+  CHECK_EQ_INT(ty_set_print_options(rt, &bad), TY_EINVAL);
+  bad = o;
+  bad.linewidth = 0;
+  CHECK_EQ_INT(ty_set_print_options(rt, &bad), TY_EINVAL);
+  bad = o;
+  bad.edgeitems = 0;
+  CHECK_EQ_INT(ty_set_print_options(rt, &bad), TY_EINVAL);
+  bad = o;
+  bad.threshold = -1;
+  CHECK_EQ_INT(ty_set_print_options(rt, &bad), TY_EINVAL);
+  CHECK_EQ_INT(ty_set_print_options(rt, NULL), TY_EINVAL);
+  ty_get_print_options(rt, &bad);
+  CHECK(same_options(&o, &bad));
+  /* the widest precision fits the word buffers */
+  o.precision = TY_PRINT_MAX_PRECISION;
+  o.suppress = false;
+  CHECK_EQ_INT(ty_set_print_options(rt, &o), TY_OK);
+  double c[] = {1e-90, 1.0 / 3};
+  static const int64_t sh2[] = {2};
+  expect_format(rt, TY_F64, 1, sh2, c,
+                "[1.000000000000000e-90 3.333333333333333e-01]\n"
+                "tycho.store(shape=(2,), dtype=f64)");
+  o.suppress = true; /* positional: 1e-90 is 92 columns, one per line */
+  CHECK_EQ_INT(ty_set_print_options(rt, &o), TY_OK);
+  expect_format(rt, TY_F64, 1, sh2, c,
+                "[0.0000000000000000000000000000000000000000000000000000000000000000000"
+                "00000000000000000000001\n"
+                " 0.3333333333333333                                                   "
+                "                       ]\n"
+                "tycho.store(shape=(2,), dtype=f64)");
+  ty_runtime_destroy(rt);
+}
+
 static const check_case cases[] = {
     CASE(format_1d_f64),       CASE(format_2d_ints),
     CASE(format_bool),         CASE(format_0d),
     CASE(format_empty),        CASE(format_nan_inf),
     CASE(format_scientific_and_f32), CASE(format_wraps_long_rows),
     CASE(format_truncates_large_stores), CASE(format_view),
-    CASE(format_matches_numpy),
+    CASE(format_matches_numpy), CASE(format_print_options),
 };
 CHECK_MAIN(cases)

@@ -349,10 +349,29 @@ ty_status ty_item(ty_runtime *rt, ty_store *s, ty_value *out);
 /* One element by 0-based index (ndim entries). */
 ty_status ty_store_get(ty_runtime *rt, ty_store *s, const int64_t *index, ty_value *out);
 
-/* numpy-like rendering: the values as numpy's str() prints them (summarised
- * with "..." beyond 1000 elements), then a line "tycho.store(shape=(2, 2),
- * dtype=f64)"; see format.c. `*out` is malloc'd, free() it. */
+/* numpy-like rendering: the values as numpy's str() prints them under the
+ * runtime's print options (summarised with "..." beyond `threshold`
+ * elements), then a line "tycho.store(shape=(2, 2), dtype=f64)"; see
+ * format.c. `*out` is malloc'd, free() it. */
 ty_status ty_store_format(ty_runtime *rt, ty_store *s, char **out);
+
+/* numpy's print options (np.set_printoptions), one set per runtime. */
+typedef struct ty_print_options {
+  int64_t threshold; /* summarise stores with more elements than this (1000);
+                        INT64_MAX: never */
+  int precision;     /* at most this many fractional digits of a float (8),
+                        0 .. TY_PRINT_MAX_PRECISION */
+  int linewidth;     /* characters per line (75), >= 1 */
+  int edgeitems;     /* items shown at each end of a summarised dim (3), >= 1 */
+  bool suppress;     /* fixed-point unless a value is >= 1e8; values below the
+                        precision print as 0 (false) */
+} ty_print_options;
+#define TY_PRINT_MAX_PRECISION 100
+/* numpy's defaults: 1000, 8, 75, 3, false. */
+void ty_print_options_default(ty_print_options *o);
+/* TY_EINVAL (options unchanged) when a field is out of its range. */
+ty_status ty_set_print_options(ty_runtime *rt, const ty_print_options *o);
+void ty_get_print_options(ty_runtime *rt, ty_print_options *o);
 
 /* .npy files (format 1.0-3.0, C or Fortran order on load, C order on save).
  * save writes a temporary file beside `path`, fsyncs it and renames it. */
