@@ -17,6 +17,7 @@
  *   lbuild.c     stores built from shapes or like others (eye, tri, pad, ...)
  *   lmask.c      masks and positions: x[mask], x[idx], nonzero, take, put, ...
  *   lsort.c      sort, argsort, unique, searchsorted, isin
+ *   lsets.c      set functions, partition, histogram, choose (built on the above)
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -358,6 +359,8 @@ int tl_mask_newindex(lua_State *L);
 int tl_where_nonzero(lua_State *L);
 /* lsort.c: sort, argsort, unique, searchsorted, isin. */
 void tl_sort_open(lua_State *L, int module_index);
+/* lsets.c: intersect1d, union1d, setdiff1d, partition, argpartition, histogram, choose. */
+void tl_sets_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */
