@@ -388,6 +388,28 @@ static int l_take(lua_State *L) {
   return push_take(L, rt, flat_of(L, rt, x, NULL, s->fn), idx, 0, s->fn); /* numpy: flattened */
 }
 
+/* numpy's put: the values, flattened, are repeated as necessary (or cut) to
+ * one per position, in C order of the positions: v.flat[k % v.size]. A
+ * single value is left for ty_put to broadcast. */
+static ty_store *cyclic_values(lua_State *L, ty_runtime *rt, ty_store *v, ty_store *idx,
+                               const char *fn) {
+  int64_t nv = ty_store_size(v), ni = ty_store_size(idx);
+  if (nv == 1 || ni == 0 || (nv == ni && ty_store_ndim(v) == ty_store_ndim(idx))) return v;
+  if (nv == 0) tl_error(L, fn, "values is empty, but %lld positions are given", (long long)ni);
+  ty_store *vf = flat_of(L, rt, v, NULL, fn);
+  ty_store **pos = tl_newslot(L), **period = tl_newslot(L), **k = tl_newslot(L);
+  ty_store **vals = tl_newslot(L), **shaped = tl_newslot(L);
+  ty_status st;
+  TL_TRY(L, rt, st, ty_arange(rt, TY_I64, 0, 1, ni, pos));
+  if (st == TY_OK) TL_TRY(L, rt, st, ty_full(rt, TY_I64, 0, NULL, (double)nv, period));
+  if (st == TY_OK) TL_TRY(L, rt, st, ty_binary(rt, TY_OP_MOD, *pos, *period, k));
+  if (st == TY_OK) TL_TRY(L, rt, st, ty_take(rt, vf, *k, 0, 0, vals));
+  if (st == TY_OK)
+    TL_TRY(L, rt, st, ty_store_reshape(rt, *vals, ty_store_ndim(idx), ty_store_shape(idx), shaped));
+  if (st != TY_OK) tl_fail(L, rt, fn, st);
+  return *shaped;
+}
+
 static const tl_sig sig_put = {"put", 3, 3, "", true,
                                "tycho.put(x, indices, values [, {parallel = ...}]), "
                                "x:put(indices, values)"};
@@ -398,6 +420,7 @@ static int l_put(lua_State *L) {
   ty_runtime *rt = tl_rt(L);
   ty_store *idx = positions_arg(L, rt, s, 2);
   ty_store *v = value_of(L, rt, x, 3, s->fn);
+  v = cyclic_values(L, rt, v, idx, s->fn);
   ty_store *xd = NULL;
   ty_store *f = flat_of(L, rt, x, &xd, s->fn);
   put_axis(L, rt, f, idx, 0, v, s->fn);

@@ -28,15 +28,7 @@ local function same(got, want, tol, path)
 end
 
 -- f(...) raises an error containing every string of `wants`; returns it.
-local function fails(wants, f, ...)
-  local ok, err = pcall(f, ...)
-  assert(not ok, "expected an error containing '" .. wants[1] .. "', the call succeeded")
-  err = tostring(err)
-  for _, w in ipairs(wants) do
-    assert(err:find(w, 1, true), "expected '" .. w .. "' in: " .. err)
-  end
-  return err
-end
+local fails = spec_fails
 
 local NAN = 0 / 0
 local function x24() return tycho.arange(24):reshape(2, 3, 4) end

@@ -32,3 +32,35 @@ function spec_lua(code, env)
   os.remove(path)
   return out, ok and 0 or code_
 end
+
+-- spec_same(got, want): a deep comparison of tables of numbers (NaN equals
+-- NaN, the path of the first difference in the message); spec_fails(wants,
+-- f, ...): f(...) must raise an error containing every string of `wants`.
+local function spec_near(a, b)
+  if a ~= a and b ~= b then return true end -- both NaN
+  return a == b
+end
+
+function spec_same(got, want, path)
+  path = path or ""
+  if type(want) == "table" then
+    assert(type(got) == "table", path .. ": expected a table, got " .. tostring(got))
+    assert(#got == #want, string.format("%s: expected %d elements, got %d", path, #want, #got))
+    for i = 1, #want do spec_same(got[i], want[i], path .. "[" .. i .. "]") end
+  elseif type(want) == "number" then
+    assert(type(got) == "number", path .. ": expected a number, got " .. tostring(got))
+    assert(spec_near(got, want), string.format("%s: got %.17g, expected %.17g", path, got, want))
+  else
+    assert(got == want, string.format("%s: got %s, expected %s", path, tostring(got), tostring(want)))
+  end
+end
+
+function spec_fails(wants, f, ...)
+  local ok, err = pcall(f, ...)
+  assert(not ok, "expected an error containing '" .. wants[1] .. "', the call succeeded")
+  err = tostring(err)
+  for _, w in ipairs(wants) do
+    assert(err:find(w, 1, true), "expected '" .. w .. "' in: " .. err)
+  end
+  return err
+end

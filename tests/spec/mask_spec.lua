@@ -7,34 +7,7 @@
 -- are numpy's + 1 (tycho's rule), negative ones count from the end as numpy's.
 local tycho = tycho or require "tycho"
 
-local function near(a, b)
-  if a ~= a and b ~= b then return true end -- both NaN
-  return a == b
-end
-
-local function same(got, want, path)
-  path = path or ""
-  if type(want) == "table" then
-    assert(type(got) == "table", path .. ": expected a table, got " .. tostring(got))
-    assert(#got == #want, string.format("%s: expected %d elements, got %d", path, #want, #got))
-    for i = 1, #want do same(got[i], want[i], path .. "[" .. i .. "]") end
-  elseif type(want) == "number" then
-    assert(type(got) == "number", path .. ": expected a number, got " .. tostring(got))
-    assert(near(got, want), string.format("%s: got %.17g, expected %.17g", path, got, want))
-  else
-    assert(got == want, string.format("%s: got %s, expected %s", path, tostring(got), tostring(want)))
-  end
-end
-
-local function fails(wants, f, ...)
-  local ok, err = pcall(f, ...)
-  assert(not ok, "expected an error containing '" .. wants[1] .. "', the call succeeded")
-  err = tostring(err)
-  for _, w in ipairs(wants) do
-    assert(err:find(w, 1, true), "expected '" .. w .. "' in: " .. err)
-  end
-  return err
-end
+local same, fails = spec_same, spec_fails
 
 local NAN = 0 / 0
 local function x24() return tycho.arange(24):reshape(2, 3, 4) end
@@ -226,6 +199,20 @@ describe("integer positions", function()
     local w = x12()
     tycho.put(w, tycho.array({ 1, -1 }), 55)
     same(w:totable(), { { 55, 1, 2, 3 }, { 4, 5, 6, 7 }, { 8, 9, 10, 55 } })
+    -- values shorter or longer than the positions are repeated or cut (numpy:
+    -- np.put(np.zeros(8), [0, 2, 4, 6, 7], [10, 20]); np.put(np.zeros(6), [1, 3], [1, 2, 3]))
+    local a = tycho.zeros(8)
+    tycho.put(a, tycho.array({ 1, 3, 5, 7, 8 }), tycho.array({ 10, 20 }))
+    same(a:totable(), { 10, 0, 20, 0, 10, 0, 20, 10 })
+    local b = tycho.zeros(6)
+    b:put(tycho.array({ 2, 4 }), tycho.array({ { 1, 2, 3 } }))
+    same(b:totable(), { 0, 1, 0, 2, 0, 0 })
+    local c = tycho.zeros(4) -- 2-D positions, 1-D values of the same size
+    tycho.put(c, tycho.array({ { 1, 2 }, { 3, 4 } }), tycho.array({ 5, 6, 7, 8 }))
+    same(c:totable(), { 5, 6, 7, 8 })
+    local ok, err = pcall(tycho.put, c, tycho.array({ 1 }), tycho.zeros(0))
+    assert.is_false(ok)
+    assert.matches("values is empty", err)
   end)
   it("assign: repeated positions keep the last write, as numpy", function()
     local z = tycho.zeros(5)

@@ -8,34 +8,7 @@
 -- np.argsort(kind="stable") + 1, and the contract is checked against them.
 local tycho = tycho or require "tycho"
 
-local function near(a, b)
-  if a ~= a and b ~= b then return true end -- both NaN
-  return a == b
-end
-
-local function same(got, want, path)
-  path = path or ""
-  if type(want) == "table" then
-    assert(type(got) == "table", path .. ": expected a table, got " .. tostring(got))
-    assert(#got == #want, string.format("%s: expected %d elements, got %d", path, #want, #got))
-    for i = 1, #want do same(got[i], want[i], path .. "[" .. i .. "]") end
-  elseif type(want) == "number" then
-    assert(type(got) == "number", path .. ": expected a number, got " .. tostring(got))
-    assert(near(got, want), string.format("%s: got %.17g, expected %.17g", path, got, want))
-  else
-    assert(got == want, string.format("%s: got %s, expected %s", path, tostring(got), tostring(want)))
-  end
-end
-
-local function fails(wants, f, ...)
-  local ok, err = pcall(f, ...)
-  assert(not ok, "expected an error containing '" .. wants[1] .. "', the call succeeded")
-  err = tostring(err)
-  for _, w in ipairs(wants) do
-    assert(err:find(w, 1, true), "expected '" .. w .. "' in: " .. err)
-  end
-  return err
-end
+local same, fails = spec_same, spec_fails
 
 local NAN = 0 / 0
 local A = tycho.array
