@@ -618,6 +618,8 @@ static int l_broadcast_to(lua_State *L) {
   return 1;
 }
 
+/* The functions; from FIRST_METHOD on, those whose first argument is a
+ * store, which are methods too (the joiners take a list of stores first). */
 static const luaL_Reg shape_funcs[] = {
     {"concatenate", l_concatenate}, {"stack", l_stack},
     {"hstack", l_hstack}, {"vstack", l_vstack},
@@ -630,18 +632,7 @@ static const luaL_Reg shape_funcs[] = {
     {"moveaxis", l_moveaxis}, {"ravel", l_ravel},
     {"flatten", l_flatten}, {"broadcast_to", l_broadcast_to},
     {NULL, NULL}};
-
-/* Functions whose first argument is a store are methods too. */
-static const luaL_Reg shape_methods[] = {
-    {"split", l_split}, {"array_split", l_array_split},
-    {"cumsum", l_cumsum}, {"cumprod", l_cumprod},
-    {"nancumsum", l_nancumsum}, {"nancumprod", l_nancumprod},
-    {"diff", l_diff}, {"flip", l_flip},
-    {"roll", l_roll}, {"squeeze", l_squeeze},
-    {"permute_dims", l_permute}, {"permute", l_permute},
-    {"moveaxis", l_moveaxis}, {"ravel", l_ravel},
-    {"flatten", l_flatten}, {"broadcast_to", l_broadcast_to},
-    {NULL, NULL}};
+enum { FIRST_METHOD = 4 }; /* "split" */
 
 /* Adds the functions to the module table and the methods to the store
  * metatable's method table (__methods), like tl_extra_open. */
@@ -656,7 +647,7 @@ void tl_shape_open(lua_State *L, int module_index) {
   luaL_getmetatable(L, TL_STORE);
   if (lua_getfield(L, -1, "__methods") == LUA_TTABLE) {
     lua_pushvalue(L, box);
-    luaL_setfuncs(L, shape_methods, 1);
+    luaL_setfuncs(L, shape_funcs + FIRST_METHOD, 1);
   }
   lua_pop(L, 3); /* __methods, metatable, box */
   tl_build_open(L, module_index);
