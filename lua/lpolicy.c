@@ -302,6 +302,7 @@ static int scope_tostring(lua_State *L) {
     case TY_AXIS_FUSE: snprintf(v, sizeof v, "%s", sc->p.fuse ? "true" : "false"); break;
     case TY_AXIS_FASTMATH: snprintf(v, sizeof v, "%s", sc->p.fastmath ? "true" : "false"); break;
     case TY_AXIS_MEMORY: snprintf(v, sizeof v, "%llu", (unsigned long long)sc->p.memory); break;
+    case TY_AXIS_TARGET: snprintf(v, sizeof v, "%s", ty_target_name(sc->p.target)); break;
     default: snprintf(v, sizeof v, "%s", sc->p.stream_relaxed ? "relaxed" : "strict"); break;
     }
     luaL_addstring(&b, sep);
@@ -600,6 +601,7 @@ static void push_entry(lua_State *L, const ty_explain_entry *e) {
   lua_setfield(L, -2, "fastmath");
   set_int(L, "memory", (lua_Integer)e->policy.memory);
   set_str(L, "stream", e->policy.stream_relaxed ? "relaxed" : "strict");
+  set_str(L, "target_axis", ty_target_name(e->policy.target));
   lua_createtable(L, 0, TY_NAXES);
   for (int axis = 0; axis < TY_NAXES; axis++) set_str(L, ty_axis_name(axis), e->from[axis]);
   lua_setfield(L, -2, "from");
@@ -607,6 +609,11 @@ static void push_entry(lua_State *L, const ty_explain_entry *e) {
   set_str(L, "fused_ops", e->fused_ops);
   set_str(L, "fuse_end", e->fuse_end);
   set_str(L, "streaming", e->stream);
+  set_int(L, "gpus", e->gpus);
+  set_str(L, "placement", e->place);
+  set_int(L, "h2d_bytes", (lua_Integer)e->h2d);
+  set_int(L, "d2h_bytes", (lua_Integer)e->d2h);
+  set_int(L, "d2d_bytes", (lua_Integer)e->d2d);
   set_int(L, "flush", (lua_Integer)e->flush.flush); /* its figures: the object's flushes */
 }
 

@@ -299,7 +299,8 @@ static bool same_traits(const ty_task *core, const ty_policy *b, unsigned flags)
          (!(s & TY_POL_FUSE) || a->fuse == b->fuse) &&
          (!(s & TY_POL_FASTMATH) || a->fastmath == b->fastmath) &&
          (!(s & TY_POL_MEMORY) || a->memory == b->memory) &&
-         (!(s & TY_POL_STREAM) || a->stream_relaxed == b->stream_relaxed);
+         (!(s & TY_POL_STREAM) || a->stream_relaxed == b->stream_relaxed) &&
+         (!(s & TY_POL_TARGET) || a->target == b->target);
 }
 
 /* The record of a Lua task registered by a binding (its signature starts

@@ -321,8 +321,9 @@ static const struct key_info {
     {"stream", "stream", TY_POL_STREAM},
     {"fuse", "fuse", TY_POL_FUSE},
     {"fastmath", "fastmath", TY_POL_FASTMATH},
+    {"target", "target", TY_POL_TARGET},
 };
-#define VALID_KEYS "mode (or parallel), overdecompose, min_chunk, favor, memory, stream, fuse, fastmath"
+#define VALID_KEYS "mode (or parallel), overdecompose, min_chunk, favor, memory, stream, fuse, fastmath, target"
 
 static const struct key_info *find_key(const char *s, size_t len) {
   for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
@@ -347,6 +348,7 @@ static void emit_field(obuf *b, unsigned bit, const ty_policy *p) {
   case TY_POL_MEMORY: snprintf(v, sizeof v, "memory=%llu", (unsigned long long)p->memory); break;
   case TY_POL_STREAM: snprintf(v, sizeof v, "stream=\"%s\"", p->stream_relaxed ? "relaxed" : "strict"); break;
   case TY_POL_FUSE: snprintf(v, sizeof v, "fuse=%s", p->fuse ? "true" : "false"); break;
+  case TY_POL_TARGET: ob_str(b, "target="); ob_quote(b, ty_target_name(p->target)); return;
   default: snprintf(v, sizeof v, "fastmath=%s", p->fastmath ? "true" : "false"); break;
   }
   ob_str(b, v);

@@ -555,6 +555,10 @@ static int l_stats(lua_State *L) {
   setint(L, "stream_groups", s.stream_groups);
   setint(L, "stream_pieces", s.stream_pieces);
   setint(L, "stream_peak", s.stream_peak);
+  setint(L, "gpu_launches", s.gpu_launches);
+  setint(L, "gpu_h2d_bytes", s.gpu_h2d_bytes);
+  setint(L, "gpu_d2h_bytes", s.gpu_d2h_bytes);
+  setint(L, "gpu_d2d_bytes", s.gpu_d2d_bytes);
   /* the last flush: how it was cut into waves */
   ty_flush_stats f;
   ty_last_flush_stats(tl_rt(L), &f);

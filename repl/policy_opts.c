@@ -52,6 +52,8 @@ static const struct popt {
      "TYCHO_STREAM_MEMORY"},
     {"stream", "stream", TY_POL_STREAM, "S", "strict (default) or relaxed",
      "TYCHO_STREAM"},
+    {"target", "target", TY_POL_TARGET, "T", "auto (default), cpu or gpu",
+     "TYCHO_TARGET"},
     {"omps", NULL, 0, "N", "OpenMP processors (0: none)", "TYCHO_OMPS"},
     {"ompthreads", NULL, 0, "T", "threads per OpenMP processor", "TYCHO_OMPTHREADS"},
     {"explain", NULL, 0, NULL, "print what was decided per launch", "TYCHO_EXPLAIN"},

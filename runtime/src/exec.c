@@ -19,6 +19,7 @@
  */
 #include "internal.h"
 #include "exec.h"
+#include "exec_gpu.h"
 #include "trace.h"
 
 #include <math.h>
@@ -31,10 +32,11 @@ static bool writes(ty_privilege p) { return p != TY_PRIV_IN; }
 
 /* ---- processors ------------------------------------------------------------------ */
 
-/* The processor kinds a piece can run on, each with its memory (host for
- * both today; a GPU kind adds device memory and its copies). A launch runs
- * on the OpenMP kind when its task has an omp variant and OpenMP processors
- * are configured, else on CPU threads. */
+/* The processor kinds a piece can run on on the host, each with its memory
+ * (host memory for both). A launch runs on the OpenMP kind when its task has
+ * an omp variant and OpenMP processors are configured, else on CPU threads.
+ * The GPU kind (exec_gpu.c) has device memory and its copies: a launch the
+ * placement gives to the GPUs runs there whole. */
 typedef struct proc_kind {
   const char *name;
   int (*count)(const ty_runtime *rt);   /* processors of the kind */
@@ -197,6 +199,7 @@ typedef struct prepared {
   ty_tiling tiling;
   bool skip; /* reads cancelled storage: nothing runs, outputs are cancelled */
   bool omp;  /* runs the task's omp variant on OpenMP processors */
+  bool gpu;  /* ran on GPUs (exec_gpu.c): queued there by prepare, no CPU piece */
   int threads;
   private_tile *privates;
   piece_result *results;
@@ -245,7 +248,42 @@ static void uncancel_outputs(ty_pending *l) {
   }
 }
 
-static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
+/* The launch's explain record, with what is known before it runs. */
+static ty_record *new_record(ty_runtime *rt, const ty_pending *l) {
+  ty_record *e = ty__explain_next(rt);
+  e->seq = l->seq;
+  e->task = l->task;
+  e->ndim = l->ndim;
+  for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
+  e->pol = l->pol;
+  if (l->fused || l->fuse_end[0]) {
+    e->fused = l->fused;
+    ty__strlcpy(e->fused_ops, l->fused_ops, sizeof e->fused_ops);
+    ty__strlcpy(e->fuse_end, l->fuse_end, sizeof e->fuse_end);
+  }
+  return e;
+}
+
+/* Before CPU pieces touch host memory: what a GPU wrote last comes back.
+ * Reads first: a store both read and overwritten is read as it was. */
+static ty_status host_copies(ty_runtime *rt, const ty_pending *l) {
+  for (int n = 0; n < 2 * l->nargs; n++) {
+    const ty_arg *a = &l->args[n % l->nargs];
+    ty_storage *stg = a->store->storage;
+    if (!stg->gpu || (n < l->nargs) != (a->priv == TY_PRIV_IN)) continue;
+    uint64_t lo, hi;
+    bool dense;
+    ty__store_range(a->store, &lo, &hi, &dense);
+    int access = a->priv == TY_PRIV_IN ? TY__HOST_READ
+                 : a->priv == TY_PRIV_OUT && dense && a->proj == TY_PROJ_ALIGNED ? TY__HOST_DISCARD
+                                                                                 : TY__HOST_WRITE;
+    ty_status st = ty__storage_host(rt, stg, lo, hi, access);
+    if (st) return st;
+  }
+  return TY_OK;
+}
+
+static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, bool allow_gpu) {
   memset(pr, 0, offsetof(prepared, one));
   pr->l = l;
   pr->one.failed = 0;
@@ -259,6 +297,22 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
       return TY_OK;
     }
   }
+  ty_record *e = NULL;
+  char place[192] = "";
+  if (allow_gpu && ty__gpu_place(rt, l, place, sizeof place)) {
+    e = pr->explain = new_record(rt, l);
+    bool fallback;
+    ty_status st = ty__gpu_run(rt, l, e, &fallback, place, sizeof place);
+    ty__strlcpy(e->place, place, sizeof e->place);
+    if (!fallback) {
+      pr->gpu = true;
+      pr->tiling.pieces = 0; /* nothing left for CPU workers */
+      return st;
+    }
+  } else if (place[0]) {
+    e = pr->explain = new_record(rt, l);
+    ty__strlcpy(e->place, place, sizeof e->place);
+  }
   for (int i = 0; i < l->nargs; i++) {
     const ty_arg *a = &l->args[i];
     /* an OUT view that does not cover its storage leaves the rest unwritten:
@@ -267,24 +321,15 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr) {
     ty_status st = ty__storage_ensure(rt, a->store->storage, a->priv != TY_PRIV_OUT || !whole);
     if (st) return st;
   }
+  ty_status hst = host_copies(rt, l);
+  if (hst) return hst;
   pr->omp = l->task->omp && rt->cfg.omps > 0;
   const proc_kind *kind = &PROCS[pr->omp ? PROC_OMP : PROC_CPU];
   pr->threads = kind->threads(rt);
   int procs = kind->count(rt);
 
-  ty_record *e = ty__explain_next(rt);
-  pr->explain = e;
-  e->seq = l->seq;
-  e->task = l->task;
-  e->ndim = l->ndim;
-  for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
+  if (!e) e = pr->explain = new_record(rt, l);
   e->omp = pr->omp;
-  e->pol = l->pol;
-  if (l->fused || l->fuse_end[0]) {
-    e->fused = l->fused;
-    ty__strlcpy(e->fused_ops, l->fused_ops, sizeof e->fused_ops);
-    ty__strlcpy(e->fuse_end, l->fuse_end, sizeof e->fuse_end);
-  }
   ty__partition(l, procs, &pr->tiling, e);
   for (int k = 0; k < l->ndim; k++) pr->empty |= l->domain[k] == 0;
   e->pieces = pr->tiling.pieces;
@@ -363,6 +408,7 @@ static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
 /* Run every piece of one prepared launch, in parallel when it has several. */
 static void run_pieces(ty_runtime *rt, prepared *pr) {
   int pieces = pr->tiling.pieces;
+  if (pieces == 0) return; /* it ran on GPUs */
   if (pieces == 1) {
     run_piece(rt, pr, 0, omp_in_parallel() ? omp_get_thread_num() : 0);
     return;
@@ -376,7 +422,7 @@ static void run_pieces(ty_runtime *rt, prepared *pr) {
 static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
   ty_pending *l = pr->l;
   int pieces = pr->tiling.pieces;
-  if (!pr->skip && st == TY_OK) {
+  if (!pr->skip && !pr->gpu && st == TY_OK) {
     rt->stats.pieces += (uint64_t)pieces;
     for (int i = 0; i < pieces; i++)
       if (pr->results[i].failed) {
@@ -411,6 +457,8 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
     snprintf(why, sizeof why, "launch #%llu failed: %s", (unsigned long long)l->seq,
              rt->errmsg);
     ty__cancel_outputs(l, st, why);
+  } else if (!pr->boxed && pr->gpu) {
+    uncancel_outputs(l);
   } else if (!pr->boxed) {
     uncancel_outputs(l);
     /* the stores this launch wrote remember its tiling (their key partition) */
@@ -427,7 +475,7 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
 
 static ty_status exec_launch(ty_runtime *rt, ty_pending *l) {
   prepared pr;
-  ty_status st = prepare(rt, l, &pr);
+  ty_status st = prepare(rt, l, &pr, true);
   if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
   return finish(rt, &pr, st);
 }
@@ -439,7 +487,7 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
   if (boxed) l->domain[dim] = hi - lo; /* partition the box, run it in global coordinates */
   uint64_t before = rt->nexplained;
   prepared pr;
-  ty_status st = prepare(rt, l, &pr);
+  ty_status st = prepare(rt, l, &pr, false); /* streamed pieces are host slices */
   pr.boxed = boxed;
   if (boxed) pr.origin[dim] = lo;
   if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
@@ -487,7 +535,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   int total = 0;
   bool any_omp = false;
   for (int m = 0; m < count; m++) {
-    sts[m] = prepare(rt, w[members[m]], &prs[m]);
+    sts[m] = prepare(rt, w[members[m]], &prs[m], true);
     if (sts[m] == TY_OK && !prs[m].skip) {
       total += prs[m].tiling.pieces;
       any_omp |= prs[m].omp;
@@ -499,7 +547,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   ty_trace_piece *tp = tracing && total ? ty__calloc((size_t)total, sizeof *tp) : NULL;
   if (total == 1 && tp) { /* one point task: run it here, timed */
     for (int m = 0; m < count; m++)
-      if (sts[m] == TY_OK && !prs[m].skip) {
+      if (sts[m] == TY_OK && !prs[m].skip && !prs[m].gpu) {
         int worker = omp_in_parallel() ? omp_get_thread_num() : 0;
         tp[0].t0 = ty__trace_time(rt);
         run_piece(rt, &prs[m], 0, worker);

@@ -37,7 +37,12 @@ static void render(const ty_record *r, ty_explain_entry *e) {
     e->shape[k] = r->shape[k];
     e->tiles[k] = r->tiles[k];
   }
-  e->target = r->omp ? "omp" : "cpu";
+  e->target = r->gpus ? "gpu" : r->omp ? "omp" : "cpu";
+  e->gpus = r->gpus;
+  snprintf(e->place, sizeof e->place, "%s", r->place);
+  e->h2d = r->h2d;
+  e->d2h = r->d2h;
+  e->d2d = r->d2d;
   e->policy = r->pol.p;
   for (int a = 0; a < TY_NAXES; a++)
     ty__origin_text(&r->pol.from[a], a, r->task, e->from[a], sizeof e->from[a]);
@@ -141,6 +146,17 @@ static void format_entry(ty_sbuf *b, const ty_explain_entry *e) {
   if (e->fused) ty__sb_printf(b, "       fused %d launches: %s\n", e->fused, e->fused_ops);
   if (e->fuse_end[0]) ty__sb_printf(b, "       fusion: %s\n", e->fuse_end);
   if (e->stream[0]) ty__sb_printf(b, "       streaming: %s\n", e->stream);
+  if (e->place[0] || e->h2d || e->d2h || e->d2d) {
+    char h2d[32], d2h[32], d2d[32];
+    ty_format_bytes((double)e->h2d, h2d, sizeof h2d);
+    ty_format_bytes((double)e->d2h, d2h, sizeof d2h);
+    ty_format_bytes((double)e->d2d, d2d, sizeof d2d);
+    ty__sb_printf(b, "       placement: %s", e->place[0] ? e->place : "-");
+    if (e->gpus) ty__sb_printf(b, " (%d GPU%s)", e->gpus, e->gpus == 1 ? "" : "s");
+    if (e->h2d || e->d2h || e->d2d)
+      ty__sb_printf(b, "; copied %s to GPU, %s to host, %s between GPUs", h2d, d2h, d2d);
+    ty__sb_printf(b, "\n");
+  }
 }
 
 /* One line of a flush's figures, after its last launch. */

@@ -42,6 +42,7 @@ typedef struct ty_storage {
   bool sliced;    /* data is a streamed piece's slice (stream.c), not a block of ours */
   void (*release)(void *ud);
   void *release_ud;
+  struct ty__gstore *gpu; /* exec_gpu.c: its copies on GPUs (NULL: no GPU touched it) */
   /* scratch of the flush that last touched it (window.c's graph building) */
   uint64_t epoch;
   int idx;
@@ -106,6 +107,9 @@ typedef struct ty_record {
   char fused_ops[192];
   char fuse_end[TY_MAX_ORIGIN];
   char stream[320]; /* how a streamed scope ran it (stream.c), or "" */
+  int gpus;         /* GPUs it ran on (exec_gpu.c); 0: the CPU */
+  char place[192];  /* why it ran where it ran, when a GPU was considered */
+  uint64_t h2d, d2h, d2d; /* bytes copied for it: host to device, device to host, between devices */
   ty_flush_stats flush; /* the figures of its flush, stamped when the flush ends (window.c) */
 } ty_record;
 
@@ -258,6 +262,7 @@ struct ty_runtime {
   ty_flush_stats last_flush;
   struct ty_trace *trace;
   struct ty__gpu *gpu; /* gpu_kernels.c: devices, pools, streams (NULL: none probed) */
+  struct ty__gstore *gstores; /* exec_gpu.c: the storages a GPU touched */
 
   /* random */
   uint64_t seed;

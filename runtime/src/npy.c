@@ -34,6 +34,7 @@
 #include "npy.h"
 
 #include "internal.h"
+#include "exec_gpu.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -802,6 +803,12 @@ ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
   if (st) return st;
   if (nbytes > 0) {
     if (s->storage->cancelled) return ty__unavailable(rt, "ty_save_npy", s->storage);
+    uint64_t lo, hi;
+    bool dense;
+    ty__store_range(s, &lo, &hi, &dense);
+    if (ty_store_is_contiguous(s) && s->storage->data &&
+        (st = ty__storage_host(rt, s->storage, lo, hi, TY__HOST_READ)))
+      return st;
     if (ty_store_is_contiguous(s) && s->storage->data) {
       data = ty__store_base(s);
     } else {

@@ -28,6 +28,21 @@ const char *ty_favor_name(ty_favor f) {
   return (unsigned)f < sizeof favor_names / sizeof *favor_names ? favor_names[f] : "?";
 }
 
+static const char *const target_names[] = {"auto", "cpu", "gpu"};
+
+const char *ty_target_name(ty_target t) {
+  return (unsigned)t < sizeof target_names / sizeof *target_names ? target_names[t] : "?";
+}
+
+ty_status ty_target_parse(const char *s, ty_target *out) {
+  for (unsigned i = 0; s && i < sizeof target_names / sizeof *target_names; i++)
+    if (strcmp(s, target_names[i]) == 0) {
+      *out = (ty_target)i;
+      return TY_OK;
+    }
+  return TY_EINVAL;
+}
+
 ty_status ty_favor_parse(const char *s, ty_favor *out) {
   for (unsigned i = 0; s && i < sizeof favor_names / sizeof *favor_names; i++)
     if (strcmp(s, favor_names[i]) == 0) {
@@ -52,6 +67,7 @@ static const struct axis_info {
     [TY_AXIS_FASTMATH] = {"fastmath", "--fast-math", "TYCHO_FASTMATH"},
     [TY_AXIS_MEMORY] = {"memory", "--stream-memory", "TYCHO_STREAM_MEMORY"},
     [TY_AXIS_STREAM] = {"stream", "--stream", "TYCHO_STREAM"},
+    [TY_AXIS_TARGET] = {"target", "--target", "TYCHO_TARGET"},
 };
 
 const char *ty_axis_name(int axis) {
@@ -80,6 +96,7 @@ void ty__policy_defaults(ty_policy *p) {
   p->fastmath = false;
   p->memory = 0;
   p->stream_relaxed = false;
+  p->target = TY_TARGET_AUTO;
 }
 
 static void copy_axis(ty_policy *dst, const ty_policy *src, int axis) {
@@ -92,6 +109,7 @@ static void copy_axis(ty_policy *dst, const ty_policy *src, int axis) {
   case TY_AXIS_FASTMATH: dst->fastmath = src->fastmath; break;
   case TY_AXIS_MEMORY: dst->memory = src->memory; break;
   case TY_AXIS_STREAM: dst->stream_relaxed = src->stream_relaxed; break;
+  case TY_AXIS_TARGET: dst->target = src->target; break;
   default: break;
   }
   dst->set |= axis_bit(axis);
@@ -320,8 +338,11 @@ ty_status ty_policy_set(ty_policy *p, const char *key, const char *value, char *
     else if (strcmp(value, "relaxed") == 0) p->stream_relaxed = true;
     else return BAD("stream must be strict or relaxed, got '%s'", value);
     p->set |= TY_POL_STREAM;
+  } else if (strcmp(key, "target") == 0) {
+    if (ty_target_parse(value, &p->target)) return BAD("target must be one of auto, cpu, gpu; got '%s'", value);
+    p->set |= TY_POL_TARGET;
   } else {
-    return BAD("unknown policy key '%s' (valid: parallel, overdecompose, min_chunk, favor, fuse, fastmath, memory, stream)", key);
+    return BAD("unknown policy key '%s' (valid: parallel, overdecompose, min_chunk, favor, fuse, fastmath, memory, stream, target)", key);
   }
   return TY_OK;
 #undef BAD

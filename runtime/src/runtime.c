@@ -80,7 +80,8 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
   } axes[] = {{"TYCHO_PARALLEL", "parallel"}, {"TYCHO_OVERDECOMPOSE", "overdecompose"},
               {"TYCHO_MIN_CPU_CHUNK", "min_chunk"}, {"TYCHO_FAVOR", "favor"},
               {"TYCHO_FUSE", "fuse"}, {"TYCHO_FASTMATH", "fastmath"},
-              {"TYCHO_STREAM_MEMORY", "memory"}, {"TYCHO_STREAM", "stream"}};
+              {"TYCHO_STREAM_MEMORY", "memory"}, {"TYCHO_STREAM", "stream"},
+              {"TYCHO_TARGET", "target"}};
   for (size_t i = 0; i < sizeof axes / sizeof axes[0]; i++) {
     if (!(v = getenv(axes[i].env)) || !*v) continue;
     char why[200];
@@ -268,12 +269,14 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       "launches", "launches_run", "fused_runs", "fused_launches", "flushes", "pieces", "waves",
       "critical_path", "widest_wave", "concurrent_launches", "bytes_allocated", "bytes_freed",
       "bytes_live", "bytes_peak", "bytes_reserved", "bytes_elided", "peak_transient",
-      "stores_live", "stream_groups", "stream_pieces", "stream_peak"};
+      "stores_live", "stream_groups", "stream_pieces", "stream_peak", "gpu_launches",
+      "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
                      s.bytes_allocated, s.bytes_freed, s.bytes_live, s.bytes_peak,
                      s.bytes_reserved, s.bytes_elided, s.peak_transient, s.stores_live,
-                     s.stream_groups, s.stream_pieces, s.stream_peak};
+                     s.stream_groups, s.stream_pieces, s.stream_peak, s.gpu_launches,
+                     s.gpu_h2d_bytes, s.gpu_d2h_bytes, s.gpu_d2d_bytes};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
   char *b = ty__malloc(cap);
@@ -321,6 +324,14 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       ty_format_bytes((double)s.stream_peak, speak, sizeof speak);
       PUT("  streaming       %llu groups in %llu pieces, transient peak %s\n",
           (unsigned long long)s.stream_groups, (unsigned long long)s.stream_pieces, speak);
+    }
+    if (s.gpu_launches || s.gpu_d2h_bytes) {
+      char h2d[32], d2h[32], d2d[32];
+      ty_format_bytes((double)s.gpu_h2d_bytes, h2d, sizeof h2d);
+      ty_format_bytes((double)s.gpu_d2h_bytes, d2h, sizeof d2h);
+      ty_format_bytes((double)s.gpu_d2d_bytes, d2d, sizeof d2d);
+      PUT("  gpu             %llu launches; copied %s to GPUs, %s to the host, %s between GPUs\n",
+          (unsigned long long)s.gpu_launches, h2d, d2h, d2d);
     }
   } else {
     free(b);

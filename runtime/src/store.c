@@ -15,6 +15,7 @@
  * (__builtin_*_overflow), and report "<fn>: ... overflows int64".
  */
 #include "internal.h"
+#include "exec_gpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,6 +405,7 @@ ty_status ty__unavailable(ty_runtime *rt, const char *fn, const ty_storage *stg)
 static void storage_release(ty_storage *st) {
   if (--st->refs > 0) return;
   ty_runtime *rt = st->rt;
+  if (st->gpu) ty__storage_gpu_free(rt, st); /* an attached buffer gets its values first */
   if (st->external) {
     if (st->release) st->release(st->release_ud);
     storage_free(rt, st);
@@ -708,12 +710,17 @@ ty_status ty_store_from_buffer(ty_runtime *rt, ty_dtype t, int ndim, const int64
   return TY_OK;
 }
 
-/* Flush, then make sure the store's storage can be read. */
+/* Flush, then make sure the store's storage can be read on the host. */
 static ty_status prepare_read(ty_runtime *rt, ty_store *s) {
   ty_status st = ty_flush(rt);
   if (st) return st;
   if (s->storage->cancelled) return ty__unavailable(rt, NULL, s->storage);
-  return ty__storage_ensure(rt, s->storage, true);
+  st = ty__storage_ensure(rt, s->storage, true);
+  if (st || !s->storage->gpu) return st;
+  uint64_t lo, hi;
+  bool dense;
+  ty__store_range(s, &lo, &hi, &dense);
+  return ty__storage_host(rt, s->storage, lo, hi, TY__HOST_READ);
 }
 
 ty_status ty_store_read(ty_runtime *rt, ty_store *s, void *dst, size_t dstlen) {

@@ -16,6 +16,7 @@
  */
 #include "internal.h"
 #include "exec.h"
+#include "exec_gpu.h"
 #include "schedule.h"
 #include "trace.h"
 
@@ -488,6 +489,13 @@ static ty_status flush_window(ty_runtime *rt) {
   if (ty__tracing(rt)) {
     ty__trace_counter(rt, ty__trace_time(rt), (int64_t)rt->live);
     ty__trace_span(rt, "flush", flush_t0, ty__trace_time(rt), -1);
+  }
+  if (rt->gstores) { /* attached buffers hold their values when a flush returns */
+    ty_status gst = ty__gpu_flush_end(rt);
+    if (gst && !first) {
+      first = gst;
+      snprintf(firstmsg, sizeof firstmsg, "%s", rt->errmsg);
+    }
   }
   if (rt->cfg.explain) ty__explain_print(rt, explained, stderr);
   if (first) ty__fail(rt, first, "%s", firstmsg);

@@ -190,7 +190,7 @@ ty_status ty_store_hint(ty_runtime *rt, ty_store *s, const ty_policy *p);
 /* ---- explain -------------------------------------------------------------------- */
 
 enum { TY_AXIS_MODE = 0, TY_AXIS_OVERDECOMPOSE, TY_AXIS_MIN_CHUNK, TY_AXIS_FAVOR, TY_AXIS_FUSE,
-       TY_AXIS_FASTMATH, TY_AXIS_MEMORY, TY_AXIS_STREAM, TY_NAXES };
+       TY_AXIS_FASTMATH, TY_AXIS_MEMORY, TY_AXIS_STREAM, TY_AXIS_TARGET, TY_NAXES };
 const char *ty_axis_name(int axis); /* "mode", "overdecompose", ... */
 
 /* The figures of one flush: how its window was cut into waves and what the
@@ -229,7 +229,7 @@ typedef struct ty_explain_entry {
   char task[TY_MAX_NAME];
   int ndim;
   int64_t shape[TY_MAX_RANK];            /* launch domain */
-  const char *target;                    /* "cpu" or "omp" */
+  const char *target;                    /* "cpu", "omp" or "gpu" */
   ty_policy policy;                      /* every axis resolved */
   char from[TY_NAXES][TY_MAX_ORIGIN];    /* which level decided each axis */
   int pieces;
@@ -244,6 +244,9 @@ typedef struct ty_explain_entry {
   char fuse_end[TY_MAX_ORIGIN];          /* why the fused run (or fusion) stopped here */
   char stream[320];                      /* streamed scopes: pieces, transient bytes, budget */
   ty_flush_stats flush;                  /* the figures of the flush it ran in */
+  int gpus;                              /* GPUs its pieces ran on (target "gpu"); 0: none */
+  char place[192];                       /* why it ran where it ran, when a GPU was considered */
+  uint64_t h2d, d2h, d2d;                /* bytes copied for it: to a GPU, to the host, between GPUs */
 } ty_explain_entry;
 
 #define TY_EXPLAIN_KEEP 4096 /* launches remembered */

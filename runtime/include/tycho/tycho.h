@@ -91,6 +91,14 @@ typedef enum ty_favor {
   TY_FAVOR_MAX_CONCURRENCY
 } ty_favor;
 
+/* The `target` axis: which processors a launch runs on. */
+typedef enum ty_target {
+  TY_TARGET_AUTO = 0, /* a GPU when one is in use, the launch has a GPU kernel and it is
+                         large (1 MiB) or its data is already there; else the CPU */
+  TY_TARGET_CPU,
+  TY_TARGET_GPU       /* a GPU whenever the launch has a GPU kernel */
+} ty_target;
+
 enum {
   TY_POL_MODE = 1u << 0,
   TY_POL_OVERDECOMPOSE = 1u << 1,
@@ -99,7 +107,8 @@ enum {
   TY_POL_FUSE = 1u << 4,
   TY_POL_FASTMATH = 1u << 5,
   TY_POL_MEMORY = 1u << 6,
-  TY_POL_STREAM = 1u << 7
+  TY_POL_STREAM = 1u << 7,
+  TY_POL_TARGET = 1u << 8
 };
 
 typedef struct ty_policy {
@@ -112,10 +121,13 @@ typedef struct ty_policy {
   bool fastmath;
   size_t memory;         /* streaming budget in bytes */
   bool stream_relaxed;   /* false: strict */
+  ty_target target;      /* where launches run: auto (by size and data), cpu, gpu */
 } ty_policy;
 
 const char *ty_mode_name(ty_mode m);     /* "auto" "all" "single" "task" */
 ty_status ty_mode_parse(const char *s, ty_mode *out);
+const char *ty_target_name(ty_target t);  /* "auto" "cpu" "gpu" */
+ty_status ty_target_parse(const char *s, ty_target *out);
 const char *ty_favor_name(ty_favor f);   /* "min-peak-memory" "debug" "max-concurrency" */
 ty_status ty_favor_parse(const char *s, ty_favor *out);
 
@@ -256,6 +268,10 @@ typedef struct ty_stats {
   uint64_t stream_peak;     /* most transient bytes a streamed group held at once */
   uint64_t bytes_freed;     /* cumulative bytes of store storage freed: always
                                bytes_allocated - bytes_freed == bytes_live */
+  uint64_t gpu_launches;    /* launches run on GPUs */
+  uint64_t gpu_h2d_bytes;   /* bytes copied host to device */
+  uint64_t gpu_d2h_bytes;   /* bytes copied device to host */
+  uint64_t gpu_d2d_bytes;   /* bytes copied between devices */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 

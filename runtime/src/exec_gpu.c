@@ -1,0 +1,512 @@
+/*
+ * exec_gpu.c — the GPU processors of the executor (exec_gpu.h).
+ *
+ * A launch placed on the GPUs runs in two phases on the driving thread:
+ *  1. plan: the kernel it needs (a fused chain or an element-wise built-in as
+ *     one generated kernel, a generator, a reduction, a matmul), its pieces
+ *     (one per device at most: the partitioner with the devices as
+ *     processors) and a block on each piece's device for every storage the
+ *     piece touches. Nothing has changed yet, so a failure here (device
+ *     memory full) sends the launch back to the CPU unharmed;
+ *  2. run: per piece, the coherence tracker says which bytes must be copied
+ *     to the device (from the host, from another device, or zeros for bytes
+ *     never written), the copies and then the kernel are queued on the
+ *     device's stream. Nothing waits.
+ * The host waits only when it reads (ty__storage_host).
+ */
+#include "exec_gpu.h"
+
+#include "builtins.h"
+#include "fused.h"
+#include "gpu_kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per storage a GPU touched: where its bytes are valid, and its block on
+ * each device (the whole storage: pieces of one store share it). */
+typedef struct ty__gstore {
+  ty__coh_obj coh;
+  ty__gpu_block *blk[TY_MAX_GPUS];
+  ty_storage *stg;
+  struct ty__gstore *prev, *next; /* the runtime's list (flush end: attached buffers) */
+} ty__gstore;
+
+/* A launch smaller than this stays on the CPU under target=auto unless its
+ * data already lives on a GPU: copying it and launching a kernel costs more
+ * than the CPU's few microseconds. */
+#define TY__GPU_AUTO_BYTES ((int64_t)1 << 20)
+
+enum { GK_NONE = 0, GK_IR, GK_GEN, GK_RED, GK_MATMUL };
+
+static bool writes(ty_privilege p) { return p != TY_PRIV_IN; }
+
+static int64_t store_bytes(const ty_store *s) {
+  return s->size * (int64_t)ty_dtype_size(s->dtype);
+}
+
+/* ---- what runs where -------------------------------------------------------------- */
+
+typedef struct gk_plan {
+  int kind;
+  ty__fsub sub;      /* GK_IR from a built-in: what it computes */
+  ty__fillval fill;
+  bool fused;        /* GK_IR: the task "fused" (its description is the IR) */
+  int gen;           /* GK_GEN: TY__KFN_RANDOM / ARANGE / LINSPACE */
+  ty_reduce_op red;  /* GK_RED */
+  bool accumulate;
+} gk_plan;
+
+static ty_dtype red_out_dtype(ty_reduce_op op, ty_dtype in) {
+  switch (op) {
+  case TY_RED_SUM:
+  case TY_RED_PROD: return ty_dtype_is_float(in) ? in : TY_I64;
+  case TY_RED_ARGMIN:
+  case TY_RED_ARGMAX: return TY_I64;
+  default: return in;
+  }
+}
+
+/* What kernel launch l needs; GK_NONE with the reason when there is none. */
+static int classify(const ty_runtime *rt, const ty_pending *l, gk_plan *k, char *why, size_t len) {
+  const ty__builtins *b = rt->builtins;
+  const ty_task *t = l->task;
+  memset(k, 0, sizeof *k);
+  if (t == b->fused) {
+    k->fused = true;
+    return k->kind = GK_IR;
+  }
+  if (t == b->random || t == b->arange || t == b->linspace) {
+    size_t want = t == b->random ? sizeof(ty__random_args)
+                  : t == b->arange ? sizeof(ty__arange_args) : sizeof(ty__linspace_args);
+    if (l->nargs != 1 || l->scalar_bytes != want || l->args[0].proj != TY_PROJ_ALIGNED) {
+      snprintf(why, len, "this form of %s has no GPU kernel", t->name);
+      return GK_NONE;
+    }
+    k->gen = t == b->random ? TY__KFN_RANDOM : t == b->arange ? TY__KFN_ARANGE : TY__KFN_LINSPACE;
+    return k->kind = GK_GEN;
+  }
+  for (int r = 0; r < TY_NREDUCE; r++) {
+    if (t != b->reduce[r] || !t) continue;
+    ty__reduce_args ra;
+    if (l->nargs != 2 || l->scalar_bytes != sizeof ra) break;
+    memcpy(&ra, l->scalars, sizeof ra);
+    if (ra.kind < 0 || ra.kind >= TY_NREDUCE || ra.kind == TY_RED_MEAN) break;
+    const ty_arg *out = &l->args[0], *in = &l->args[1];
+    if (out->proj != TY_PROJ_ALIGNED || in->proj != TY_PROJ_ALIGNED ||
+        out->store->dtype != red_out_dtype((ty_reduce_op)ra.kind, in->store->dtype)) {
+      snprintf(why, len, "%s into %s has no GPU kernel", t->name, ty_dtype_name(out->store->dtype));
+      return GK_NONE;
+    }
+    k->red = (ty_reduce_op)ra.kind;
+    k->accumulate = out->priv == TY_PRIV_REDUCE && !ra.init_out;
+    return k->kind = GK_RED;
+  }
+  if (t == b->matmul) {
+    if (l->nargs != 3 || l->ndim != 2) goto none;
+    const ty_store *C = l->args[0].store, *A = l->args[1].store, *B = l->args[2].store;
+    ty_dtype dt = C->dtype;
+    bool trans;
+    int64_t ld;
+    if ((dt != TY_F64 && dt != TY_F32) || A->dtype != dt || B->dtype != dt || A->ndim != 2 ||
+        B->ndim != 2 || l->args[0].proj != TY_PROJ_ALIGNED || C->strides[1] != 1 ||
+        (C->shape[0] > 1 && C->strides[0] < C->shape[1]) ||
+        !ty__blas_layout(A->shape[0], A->shape[1], A->strides[0], A->strides[1], &trans, &ld) ||
+        !ty__blas_layout(B->shape[0], B->shape[1], B->strides[0], B->strides[1], &trans, &ld)) {
+      snprintf(why, len, "matmul: only f64/f32 with BLAS layouts run on a GPU");
+      return GK_NONE;
+    }
+    return k->kind = GK_MATMUL;
+  }
+  if (ty__fuse_builtin(rt, l, &k->sub, &k->fill)) {
+    switch (k->sub.kind) {
+    case TY__FK_UNARY:
+    case TY__FK_BINARY:
+    case TY__FK_WHERE:
+    case TY__FK_CAST:
+    case TY__FK_FILL:
+      for (int i = 0; i < l->nargs; i++)
+        if (l->args[i].proj != TY_PROJ_ALIGNED || l->args[i].priv == TY_PRIV_REDUCE) goto none;
+      return k->kind = GK_IR;
+    default: break;
+    }
+  }
+none:
+  snprintf(why, len, "task '%s' has no GPU kernel", t->name);
+  return GK_NONE;
+}
+
+static bool data_on_gpu(const ty_pending *l) {
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_storage *stg = l->args[i].store->storage;
+    if (stg->gpu && !ty__coh_valid(&stg->gpu->coh, 0, stg->nbytes, TY__COH_HOST)) return true;
+  }
+  return false;
+}
+
+bool ty__gpu_place(ty_runtime *rt, const ty_pending *l, char *why, size_t whylen) {
+  why[0] = 0;
+  const ty__gpu *g = rt->gpu;
+  ty_target target = l->pol.p.target;
+  if (target == TY_TARGET_CPU) return false;
+  if (!g || g->list.count == 0) {
+    if (target == TY_TARGET_GPU) snprintf(why, whylen, "target=gpu, but no GPU is in use: %s", g ? g->list.why : "none");
+    return false;
+  }
+  gk_plan k;
+  char reason[160];
+  if (classify(rt, l, &k, reason, sizeof reason) == GK_NONE) {
+    snprintf(why, whylen, "%s: ran on the CPU", reason);
+    return false;
+  }
+  if (target == TY_TARGET_GPU) {
+    snprintf(why, whylen, "target=gpu");
+    return true;
+  }
+  int64_t bytes = 0;
+  for (int i = 0; i < l->nargs; i++) bytes += store_bytes(l->args[i].store);
+  if (data_on_gpu(l)) {
+    snprintf(why, whylen, "target=auto: its data is on a GPU");
+    return true;
+  }
+  if (bytes >= TY__GPU_AUTO_BYTES) {
+    snprintf(why, whylen, "target=auto: %lld bytes, at least %lld", (long long)bytes,
+             (long long)TY__GPU_AUTO_BYTES);
+    return true;
+  }
+  return false;
+}
+
+/* ---- storages on devices -------------------------------------------------------------- */
+
+static ty__gstore *gstore_of(ty_runtime *rt, ty_storage *stg) {
+  if (stg->gpu) return stg->gpu;
+  ty__gstore *gs = ty__calloc(1, sizeof *gs);
+  if (!gs) return NULL;
+  /* everything written so far was written on the host; never written: zeros */
+  ty__coh_init(&gs->coh, stg->nbytes, stg->data ? 1u << TY__COH_HOST : 0);
+  gs->stg = stg;
+  gs->next = rt->gstores;
+  if (gs->next) gs->next->prev = gs;
+  rt->gstores = gs;
+  stg->gpu = gs;
+  return gs;
+}
+
+void ty__storage_gpu_free(ty_runtime *rt, ty_storage *stg) {
+  ty__gstore *gs = stg->gpu;
+  if (!gs) return;
+  if (stg->external && stg->data && !stg->cancelled)
+    (void)ty__storage_host(rt, stg, 0, stg->nbytes, TY__HOST_READ);
+  for (int d = 0; d < TY_MAX_GPUS; d++)
+    if (gs->blk[d]) ty__gpu_free(rt->gpu, d, gs->blk[d], 0);
+  ty__coh_free(&gs->coh);
+  if (gs->prev) gs->prev->next = gs->next;
+  else rt->gstores = gs->next;
+  if (gs->next) gs->next->prev = gs->prev;
+  free(gs);
+  stg->gpu = NULL;
+}
+
+static void dev_bases(const ty__gstore *gs, uint64_t *base) {
+  for (int d = 0; d < TY_MAX_GPUS; d++) base[d] = gs->blk[d] ? gs->blk[d]->ptr : 0;
+}
+
+static void count_copy(ty_runtime *rt, ty_record *e, const ty__coh_copy *c) {
+  uint64_t n = c->hi - c->lo;
+  if (c->src < 0) return; /* zero fills are not transfers */
+  if (c->dst == TY__COH_HOST) {
+    rt->stats.gpu_d2h_bytes += n;
+    if (e) e->d2h += n;
+  } else if (c->src == TY__COH_HOST) {
+    rt->stats.gpu_h2d_bytes += n;
+    if (e) e->h2d += n;
+  } else {
+    rt->stats.gpu_d2d_bytes += n;
+    if (e) e->d2d += n;
+  }
+}
+
+/* Queue copies for place `place` of storage gs on device streams. Copies
+ * between devices order both streams around them: the destination waits
+ * for the source's writes, the source's later writes wait for the copy. */
+static ty_status run_copies(ty_runtime *rt, ty__gstore *gs, const ty__coh_copies *cp, ty_record *e,
+                            bool *to_host, char *err, size_t errlen) {
+  ty__gpu *g = rt->gpu;
+  uint64_t base[TY_MAX_GPUS];
+  dev_bases(gs, base);
+  for (int i = 0; i < cp->n; i++) {
+    const ty__coh_copy *c = &cp->v[i];
+    int d = c->dst - 1, s = c->src - 1;
+    ty_status st;
+    if (c->src >= 1 && c->dst >= 1 && (st = ty__gpu_stream_wait(g, d, 0, s, 0, err, errlen))) return st;
+    if ((st = ty__gpu_copy_run(g, c, gs->stg->data, base, 0, err, errlen))) return st;
+    if (c->src >= 1 && c->dst >= 1 && (st = ty__gpu_stream_wait(g, s, 0, d, 0, err, errlen))) return st;
+    if (c->dst == TY__COH_HOST && c->src >= 1) to_host[s] = true;
+    count_copy(rt, e, c);
+  }
+  return TY_OK;
+}
+
+ty_status ty__storage_host(ty_runtime *rt, ty_storage *stg, uint64_t lo, uint64_t hi, int access) {
+  ty__gstore *gs = stg->gpu;
+  if (!gs || hi <= lo) return TY_OK;
+  if (access == TY__HOST_READ && ty__coh_valid(&gs->coh, lo, hi, TY__COH_HOST)) return TY_OK;
+  ty__coh_copies cp = {0};
+  ty__cohaccess a = access == TY__HOST_READ ? TY__COH_READ
+                    : access == TY__HOST_DISCARD ? TY__COH_DISCARD : TY__COH_READWRITE;
+  ty_status st = ty__coh_acquire(&gs->coh, lo, hi, TY__COH_HOST, a, &cp);
+  if (st) {
+    ty__coh_copies_free(&cp);
+    return ty__fail(rt, st, "out of memory tracking where a store's bytes live");
+  }
+  bool waited[TY_MAX_GPUS] = {false};
+  char err[512] = "";
+  if (cp.n && !stg->data) {
+    ty__coh_copies_free(&cp);
+    return ty__fail(rt, TY_EINVAL, "internal: a host copy of a store has no host buffer");
+  }
+  st = run_copies(rt, gs, &cp, NULL, waited, err, sizeof err);
+  for (int d = 0; st == TY_OK && d < TY_MAX_GPUS; d++)
+    if (waited[d]) st = ty__gpu_sync(rt->gpu, d, 0, err, sizeof err);
+  ty__coh_copies_free(&cp);
+  if (st) return ty__fail(rt, st, "copying a store from a GPU: %s", err);
+  return TY_OK;
+}
+
+bool ty__storage_host_valid(const ty_storage *stg, uint64_t lo, uint64_t hi) {
+  return !stg->gpu || hi <= lo || ty__coh_valid(&stg->gpu->coh, lo, hi, TY__COH_HOST);
+}
+
+void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense) {
+  ty__coh_tile_range(s->ndim, s->shape, s->strides, s->offset, ty_dtype_size(s->dtype), lo, hi, dense);
+}
+
+ty_status ty__gpu_flush_end(ty_runtime *rt) {
+  for (ty__gstore *gs = rt->gstores; gs; gs = gs->next) {
+    ty_storage *stg = gs->stg;
+    if (!stg->external || !stg->data || stg->cancelled) continue;
+    ty_status st = ty__storage_host(rt, stg, 0, stg->nbytes, TY__HOST_READ);
+    if (st) return st;
+  }
+  return TY_OK;
+}
+
+/* ---- running a launch ------------------------------------------------------------------- */
+
+/* Argument i of piece box [lo, hi): its tile (data NULL), its byte range
+ * in its storage and whether the tile covers that range. */
+static void piece_tile(const ty_arg *a, int ndim, const int64_t *lo, const int64_t *hi, ty_tile *t,
+                       int64_t *elem_off, uint64_t *blo, uint64_t *bhi, bool *dense) {
+  const ty_store *s = a->store;
+  memset(t, 0, sizeof *t);
+  t->dtype = s->dtype;
+  t->ndim = s->ndim;
+  for (int k = 0; k < s->ndim; k++) t->gshape[k] = s->shape[k];
+  int64_t off = s->offset;
+  if (a->proj == TY_PROJ_WHOLE) {
+    for (int k = 0; k < s->ndim; k++) {
+      t->shape[k] = s->shape[k];
+      t->strides[k] = s->strides[k];
+    }
+  } else {
+    for (int k = 0; k < ndim; k++) {
+      t->shape[k] = hi[k] - lo[k];
+      t->lo[k] = lo[k];
+      t->strides[k] = s->strides[k];
+      off += lo[k] * s->strides[k];
+    }
+  }
+  *elem_off = off;
+  ty__coh_tile_range(t->ndim, t->shape, t->strides, off, ty_dtype_size(s->dtype), blo, bhi, dense);
+}
+
+static void store_name(const ty_store *s, char *buf, size_t len) {
+  char sh[128];
+  ty__shape_str(s->ndim, s->shape, sh, sizeof sh);
+  snprintf(buf, len, "store #%llu %s %s", (unsigned long long)s->id, sh, ty_dtype_name(s->dtype));
+}
+
+static ty_status ir_of_builtin(const gk_plan *k, const ty_pending *l, int ndim, const int64_t *shape,
+                               const ty_tile *tiles, const uint64_t *ptr, ty__gir *ir) {
+  memset(ir, 0, offsetof(ty__gir, subs));
+  ir->ndim = ndim;
+  for (int d = 0; d < ndim; d++) ir->shape[d] = shape[d];
+  ir->nargs = l->nargs;
+  for (int a = 0; a < l->nargs; a++) {
+    ir->args[a].dtype = tiles[a].dtype;
+    ir->args[a].ptr = ptr[a];
+    for (int d = 0; d < ndim; d++) ir->args[a].strides[d] = tiles[a].strides[d];
+  }
+  ty__gsub *g = &ir->subs[0];
+  memset(g, 0, sizeof *g);
+  ir->nsubs = 1;
+  ir->fastmath = (k->sub.flags & TY__FS_FASTMATH) != 0;
+  g->op = k->sub.op;
+  g->dt = k->sub.dt;
+  g->dt2 = k->sub.dt2;
+  g->out = (ty__gref){TY__GREF_ARG, 0};
+  switch (k->sub.kind) {
+  case TY__FK_UNARY: g->kind = TY__G_UNARY; g->nin = 1; break;
+  case TY__FK_BINARY: g->kind = TY__G_BINARY; g->nin = 2; break;
+  case TY__FK_WHERE: g->kind = TY__G_WHERE; g->nin = 3; break;
+  case TY__FK_CAST: g->kind = TY__G_CAST; g->nin = 1; break;
+  case TY__FK_FILL:
+    g->kind = TY__G_FILL;
+    g->nin = 1;
+    ir->nconsts = 1;
+    ir->consts[0] = (ty__gconst){(ty_dtype)k->sub.dt, k->fill.f, k->fill.i};
+    g->in[0] = (ty__gref){TY__GREF_CONST, 0};
+    return TY_OK;
+  default: return TY_EDTYPE;
+  }
+  for (int j = 0; j < g->nin; j++) g->in[j] = (ty__gref){TY__GREF_ARG, (uint16_t)(j + 1)};
+  return TY_OK;
+}
+
+/* The kernel of one piece on device d, its arguments at device addresses ptr. */
+static ty_status run_kernel(ty_runtime *rt, const gk_plan *k, ty_pending *l, int d, int ndim,
+                            const int64_t *lo, const int64_t *hi, const ty_tile *tiles,
+                            const uint64_t *ptr, ty__gir *ir, char *err, size_t errlen) {
+  ty__gpu *g = rt->gpu;
+  int64_t shape[TY_MAX_RANK];
+  for (int i = 0; i < ndim; i++) shape[i] = hi[i] - lo[i];
+  ty_status st;
+  switch (k->kind) {
+  case GK_IR:
+    st = k->fused ? ty__gk_from_fused(l->scalars, l->scalar_bytes, ndim, shape, l->nargs, tiles, ptr, ir,
+                                      err, errlen)
+                  : ir_of_builtin(k, l, ndim, shape, tiles, ptr, ir);
+    return st ? st : ty__gpu_fused(g, d, 0, ir, err, errlen);
+  case GK_GEN: return ty__gpu_generate(g, d, 0, k->gen, &tiles[0], ptr[0], l->scalars, err, errlen);
+  case GK_RED:
+    return ty__gpu_reduce(g, d, 0, k->red, tiles[1].dtype, ndim, shape, ptr[1], tiles[1].strides, ptr[0],
+                          tiles[0].strides, k->accumulate, err, errlen);
+  case GK_MATMUL: {
+    const ty_tile *C = &tiles[0], *A = &tiles[1], *B = &tiles[2];
+    return ty__gpu_matmul(g, d, 0, C->dtype, C->shape[0], C->shape[1], A->shape[1], ptr[1], A->strides[0],
+                          A->strides[1], ptr[2], B->strides[0], B->strides[1], ptr[0],
+                          C->shape[0] > 1 ? C->strides[0] : C->shape[1], err, errlen);
+  }
+  default: return TY_EINVAL;
+  }
+}
+
+ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallback, char *why,
+                      size_t whylen) {
+  *fallback = false;
+  ty__gpu *g = rt->gpu;
+  char err[1024] = "";
+  gk_plan k;
+  if (classify(rt, l, &k, why, whylen) == GK_NONE) {
+    *fallback = true;
+    return TY_OK;
+  }
+  if (!g->active && ty__gpu_activate(g, err, sizeof err) != TY_OK) {
+    snprintf(why, whylen, "the GPUs could not be opened: %s", err);
+    *fallback = true;
+    return TY_OK;
+  }
+  if (g->ndev == 0) {
+    snprintf(why, whylen, "no GPU is open");
+    *fallback = true;
+    return TY_OK;
+  }
+  /* phase 1: pieces, and a block on each piece's device for what it touches */
+  ty_tiling tiling = {.ndim = l->ndim, .pieces = 1};
+  for (int i = 0; i < l->ndim; i++) tiling.tiles[i] = 1;
+  if ((k.kind == GK_IR || k.kind == GK_GEN) && g->ndev > 1) ty__partition(l, g->ndev, &tiling, e);
+  int pieces = tiling.pieces;
+  for (int p = 0; p < pieces; p++) {
+    int d = p % g->ndev;
+    for (int i = 0; i < l->nargs; i++) {
+      ty_storage *stg = l->args[i].store->storage;
+      ty__gstore *gs = gstore_of(rt, stg);
+      if (!gs) return ty__fail(rt, TY_ENOMEM, "%s: out of memory", l->task->name);
+      if (gs->blk[d] || stg->nbytes == 0) continue;
+      char what[200];
+      store_name(l->args[i].store, what, sizeof what);
+      if (ty__gpu_alloc(g, d, stg->nbytes, 0, what, &gs->blk[d], err, sizeof err) != TY_OK) {
+        snprintf(why, whylen, "%s: ran on the CPU", err);
+        *fallback = true;
+        return TY_OK;
+      }
+    }
+  }
+  ty__gir *ir = k.kind == GK_IR ? ty__malloc(sizeof *ir) : NULL;
+  if (k.kind == GK_IR && !ir) return ty__fail(rt, TY_ENOMEM, "%s: out of memory", l->task->name);
+  /* a fused run the generated kernel cannot do goes back now, before anything changed */
+  if (k.fused) {
+    int64_t lo[TY_MAX_RANK] = {0}, hi[TY_MAX_RANK];
+    ty_tile tiles[TY_MAX_ARGS];
+    uint64_t ptr[TY_MAX_ARGS] = {0}, blo, bhi;
+    int64_t off;
+    bool dense;
+    for (int i = 0; i < l->ndim; i++) hi[i] = l->domain[i];
+    for (int i = 0; i < l->nargs; i++) piece_tile(&l->args[i], l->ndim, lo, hi, &tiles[i], &off, &blo, &bhi, &dense);
+    if (ty__gk_from_fused(l->scalars, l->scalar_bytes, l->ndim, hi, l->nargs, tiles, ptr, ir, err,
+                          sizeof err) != TY_OK) {
+      snprintf(why, whylen, "fused run: %s: ran on the CPU", err);
+      free(ir);
+      *fallback = true;
+      return TY_OK;
+    }
+  }
+  /* phase 2: per piece, copies in, then the kernel */
+  ty__coh_copies cp = {0};
+  ty_status st = TY_OK;
+  bool empty = false;
+  for (int i = 0; i < l->ndim; i++) empty |= l->domain[i] == 0;
+  for (int p = 0; p < pieces && st == TY_OK && !empty; p++) {
+    int d = p % g->ndev;
+    int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+    ty__piece_box(l->ndim, l->domain, &tiling, p, lo, hi);
+    ty_tile tiles[TY_MAX_ARGS];
+    uint64_t ptr[TY_MAX_ARGS];
+    /* reads first, then writes: a store both read and written is read as it was */
+    for (int pass = 0; pass < 2 && st == TY_OK; pass++)
+      for (int i = 0; i < l->nargs && st == TY_OK; i++) {
+        const ty_arg *a = &l->args[i];
+        if ((pass == 0) == writes(a->priv)) continue;
+        ty_storage *stg = a->store->storage;
+        ty__gstore *gs = stg->gpu;
+        int64_t off;
+        uint64_t blo, bhi;
+        bool dense;
+        piece_tile(a, l->ndim, lo, hi, &tiles[i], &off, &blo, &bhi, &dense);
+        ptr[i] = (gs->blk[d] ? gs->blk[d]->ptr : 0) + (uint64_t)off * ty_dtype_size(a->store->dtype);
+        ty__cohaccess acc = a->priv == TY_PRIV_IN ? TY__COH_READ
+                            : (a->priv == TY_PRIV_OUT && dense && !(k.kind == GK_RED && k.accumulate))
+                                ? TY__COH_DISCARD
+                                : TY__COH_READWRITE;
+        if (bhi <= blo) continue;
+        ty__coh_copies_reset(&cp);
+        if ((st = ty__coh_acquire(&gs->coh, blo, bhi, TY__COH_DEV(d), acc, &cp))) {
+          st = ty__fail(rt, st, "%s: out of memory tracking device copies", l->task->name);
+          break;
+        }
+        bool unused[TY_MAX_GPUS];
+        if (cp.n && !stg->data) {
+          /* valid on the host means written there: the buffer exists */
+          st = ty__fail(rt, TY_EINVAL, "internal: copying a store without a host buffer to a GPU");
+          break;
+        }
+        if ((st = run_copies(rt, gs, &cp, e, unused, err, sizeof err)))
+          st = ty__fail(rt, st, "%s: copying to GPU %d: %s", l->task->name, d, err);
+      }
+    if (st == TY_OK && (st = run_kernel(rt, &k, l, d, l->ndim, lo, hi, tiles, ptr, ir, err, sizeof err)))
+      st = ty__fail(rt, st, "task '%s' failed on GPU %d: %s%s%s%s", l->task->name, d, err,
+                    l->origin[0] ? " (launched at " : "", l->origin, l->origin[0] ? ")" : "");
+  }
+  ty__coh_copies_free(&cp);
+  free(ir);
+  if (e) {
+    e->pieces = pieces;
+    for (int i = 0; i < l->ndim; i++) e->tiles[i] = tiling.tiles[i];
+    e->gpus = pieces < g->ndev ? pieces : g->ndev;
+  }
+  rt->stats.gpu_launches++;
+  rt->stats.pieces += (uint64_t)pieces;
+  return st;
+}

@@ -1,0 +1,61 @@
+/*
+ * exec_gpu.h — the GPU processors of the executor (exec_gpu.c): which
+ * launches run on a GPU, running them there, and keeping every storage's
+ * copies coherent between host memory and device memory.
+ *
+ * Placement is per launch: the `target` policy axis (cpu | gpu | auto) and
+ * what the launch is (a task with a GPU kernel: fused element-wise chains,
+ * the element-wise built-ins, fill, copy, cast, the generators, reductions,
+ * float matmul) decide; explain says why.
+ *
+ * Coherence: a storage a GPU has touched carries a ty__gstore (the
+ * coherence tracker of gpu_coherence.h and its block on each device).
+ * Whoever reads or writes host memory asks first (ty__storage_host): CPU
+ * pieces (exec.c), host reads (store.c, npy.c). A storage no GPU has
+ * touched has none, and every check is one pointer test.
+ *
+ * Ordering: each device runs its work on one stream, in program order, so
+ * a wave needs no device-wide synchronisation; a copy between devices makes
+ * each device's stream wait for the other's (events, no host wait); a copy
+ * to the host is waited for before the host reads. Host-to-device copies
+ * read pageable memory, which the driver stages before it returns, so the
+ * host may write the source right after.
+ */
+#ifndef TY_EXEC_GPU_H
+#define TY_EXEC_GPU_H
+
+#include "internal.h"
+
+/* Whether launch l runs on the GPUs, with the reason for explain. A launch
+ * the GPUs cannot run (no GPU, no kernel for it, target=cpu) gets false. */
+bool ty__gpu_place(ty_runtime *rt, const ty_pending *l, char *why, size_t whylen);
+
+/* Run launch l on the GPUs: copies in, kernels, on the devices' streams
+ * (asynchronous; nothing waits here). e: its explain record (pieces,
+ * devices, copies). *fallback when it cannot run there after all (device
+ * memory full, a fused run the generated kernel does not do): nothing was
+ * changed, run it on the CPU, with the reason in why. Errors are failures of
+ * the launch. */
+ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallback, char *why,
+                      size_t whylen);
+
+/* Before host code reads (TY__HOST_READ), updates (TY__HOST_WRITE) or
+ * overwrites every byte of (TY__HOST_DISCARD) bytes [lo, hi) of stg's host
+ * memory: copies what is valid only on a GPU back and waits for it; a write
+ * makes the device copies stale. The host buffer must be allocated. No-op
+ * for a storage no GPU touched. */
+enum { TY__HOST_READ = 0, TY__HOST_WRITE, TY__HOST_DISCARD };
+ty_status ty__storage_host(ty_runtime *rt, ty_storage *stg, uint64_t lo, uint64_t hi, int access);
+/* The byte range of a store's view in its storage (for ty__storage_host);
+ * *dense: the view covers every byte of it. */
+void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense);
+/* Whether bytes [lo, hi) of stg are valid in host memory now. */
+bool ty__storage_host_valid(const ty_storage *stg, uint64_t lo, uint64_t hi);
+/* The storage is being freed: give its device blocks back (after the work
+ * queued on them) and drop its tracker. */
+void ty__storage_gpu_free(ty_runtime *rt, ty_storage *stg);
+/* End of a flush: attached host buffers (ty_store_attach) hold their
+ * values again, since the application may read them directly. */
+ty_status ty__gpu_flush_end(ty_runtime *rt);
+
+#endif

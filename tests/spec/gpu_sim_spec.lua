@@ -1,0 +1,190 @@
+-- tests/spec/gpu_sim_spec.lua — launches on GPUs give the CPU's results.
+--
+-- Runs under CTest with TYCHO_GPUS=sim:2 (the simulated devices of
+-- docs/gpu.md: device memory is a separate, poisoned arena, every stream is
+-- its own worker thread), so a missing copy or a missing wait shows up here
+-- as a wrong number. Each case computes the same thing under target=cpu and
+-- target=gpu in this process and compares: bit for bit where the operation
+-- is exact, within 4 ULPs for the transcendentals, within a relative 1e-12
+-- for float sums (a tree on the GPU, pairwise on the CPU).
+local have_gpu = #tycho.config().gpus > 0
+
+local function on(target, f)
+  return tycho.parallel({target = target}, f)
+end
+
+local function both(f)
+  local c = on("cpu", function() return f():totable() end)
+  local g = on("gpu", function() return f():totable() end)
+  return c, g
+end
+
+local function flat(t, out)
+  out = out or {}
+  if type(t) ~= "table" then out[#out + 1] = t return out end
+  for _, v in ipairs(t) do flat(v, out) end
+  return out
+end
+
+local function assert_close(got, want, rtol, what)
+  local g, w = flat(got), flat(want)
+  assert(#g == #w, what .. ": sizes differ")
+  for i = 1, #w do
+    local a, b = g[i], w[i]
+    if not (a ~= a and b ~= b) then
+      local err = math.abs(a - b)
+      assert(err <= rtol * math.max(math.abs(b), 1e-300),
+             string.format("%s[%d]: got %.17g, want %.17g", what, i, a, b))
+    end
+  end
+end
+
+local function last_entry()
+  local e = tycho.explain(1)
+  return e[#e]
+end
+
+describe("the GPU path on simulated devices", function()
+  setup(function()
+    assert(have_gpu, "this spec runs with TYCHO_GPUS=sim:2 (tycho.gpu_count() is 0)")
+  end)
+
+  it("runs exact element-wise chains bit for bit", function()
+    local c, g = both(function()
+      local x = tycho.arange(100000) * 0.5 - 7
+      local y = tycho.linspace(-3, 3, 100000)
+      return (x * y + x / (y * y + 1)) - tycho.sqrt(tycho.abs(x)) + tycho.maximum(x, y)
+    end)
+    spec_same(g, c)
+    assert.equal("gpu", last_entry().target)
+  end)
+
+  it("runs integer, bool and cast chains bit for bit", function()
+    local c, g = both(function()
+      local i = tycho.arange(50000)
+      local m = tycho.logical_or(tycho.eq(i % 7, 3), tycho.gt(i, 40000))
+      return tycho.where(m, i * 3 - 5, (i * 5):astype("i32"):astype("f64"))
+    end)
+    spec_same(g, c)
+  end)
+
+  it("runs transcendentals within 4 ULPs", function()
+    local c, g = both(function()
+      local x = tycho.linspace(0.01, 20, 65536)
+      return tycho.exp(-x) + tycho.log(x) * tycho.sin(x) - tycho.tanh(x) * tycho.cos(x)
+    end)
+    assert_close(g, c, 4 * 2.2e-16 * 8, "transcendentals")
+  end)
+
+  it("draws the same random numbers for a seed", function()
+    local c, g = both(function()
+      tycho.seed(1234)
+      return tycho.random({300, 200})
+    end)
+    spec_same(g, c)
+  end)
+
+  it("reduces like the CPU: integers exactly, floats within rounding", function()
+    local function reductions()
+      local x = tycho.arange(120000):reshape({300, 400})
+      local f = tycho.linspace(-1, 1, 120000):reshape({300, 400})
+      return {x:sum():item(), x:max():item(), x:min(1):totable(), f:argmax(2):totable(),
+              x:sum(1):totable(), f:sum():item(), f:sum(2):totable(), f:mean():item()}
+    end
+    local c = on("cpu", reductions)
+    local g = on("gpu", reductions)
+    spec_same({g[1], g[2], g[3], g[4], g[5]}, {c[1], c[2], c[3], c[4], c[5]})
+    assert_close({g[6], g[7], g[8]}, {c[6], c[7], c[8]}, 1e-12, "float reductions")
+  end)
+
+  it("keeps a store coherent when CPU and GPU launches alternate on it", function()
+    local x = tycho.zeros({1000, 300})
+    local want = tycho.zeros({1000, 300})
+    for k = 1, 6 do
+      on(k % 2 == 0 and "gpu" or "cpu", function()
+        x[{{1, 500}, {}}] = x[{{1, 500}, {}}] + k  -- a slice on one side
+        x = x * 1.5                                -- the whole store
+      end)
+      on("cpu", function()
+        want[{{1, 500}, {}}] = want[{{1, 500}, {}}] + k
+        want = want * 1.5
+      end)
+    end
+    spec_same(x:totable(), want:totable())
+  end)
+
+  it("writes views (transposes, steps) on the GPU that the host then reads", function()
+    local function f()
+      local a = tycho.arange(600 * 400):reshape({600, 400}) * 1.0
+      local b = a.T + 1
+      a[{{1, 600, 3}, {2, 400, 2}}] = a[{{1, 600, 3}, {2, 400, 2}}] * -1
+      return {b:totable(), a:totable()}
+    end
+    local c = on("cpu", f)
+    local g = on("gpu", f)
+    spec_same(g, c)
+  end)
+
+  it("multiplies matrices through the device BLAS", function()
+    local c, g = both(function()
+      local a = tycho.linspace(-1, 1, 300 * 200):reshape({300, 200})
+      local b = tycho.linspace(2, -2, 200 * 100):reshape({200, 100})
+      return a:dot(b)
+    end)
+    assert_close(g, c, 1e-12, "matmul")
+  end)
+
+  it("spreads a large launch over both devices and says so", function()
+    local x = on("gpu", function()
+      return tycho.parallel({mode = "all"}, function()
+        local v = tycho.arange(1 << 20) * 3.0 + 1
+        v:sum():item()
+        return v
+      end)
+    end)
+    local e = tycho.explain(8)
+    local seen = 0
+    for _, en in ipairs(e) do if en.target == "gpu" then seen = math.max(seen, en.gpus) end end
+    assert.equal(2, seen)
+    assert.equal(3.0 * 1000 + 1, x[1001])
+  end)
+
+  it("counts the bytes it copies, and explain names the placement", function()
+    local before = tycho.stats()
+    local h = tycho.arange(200000) * 1.0                -- made on the host
+    local y = on("gpu", function() return (h + 1):sum():item() end)
+    assert.equal(200000 * 199999 / 2 + 200000, y)
+    local after = tycho.stats()
+    assert.is_true(after.gpu_launches > before.gpu_launches)
+    assert.is_true(after.gpu_h2d_bytes > before.gpu_h2d_bytes)
+    assert.is_true(after.gpu_d2h_bytes > before.gpu_d2h_bytes)
+    local text = tostring(tycho.explain(4))
+    assert.truthy(text:find("placement: target=gpu", 1, true))
+  end)
+
+  it("leaves small launches on the CPU under target=auto", function()
+    on("auto", function()
+      local x = tycho.arange(100) + 1
+      x:sum():item()
+    end)
+    assert.equal("cpu", last_entry().target)
+  end)
+end)
+
+describe("the GPU path with a small device budget", function()
+  it("runs what does not fit on the CPU, with the same results", function()
+    local out, code = spec_lua([[
+      local t = tycho.parallel({target = "gpu"}, function()
+        local a = tycho.arange(1 << 20) * 2.0      -- 8 MiB each: two do not fit in 12 MiB
+        local b = tycho.arange(1 << 20) * 3.0
+        return (a + b):sum():item()
+      end)
+      print(string.format("sum %.17g", t))
+      print(tostring(tycho.explain(6)))
+    ]], {TYCHO_GPUS = "sim:1", TYCHO_FBMEM = "12MB"})
+    assert.equal(0, code, out)
+    local n = 1 << 20
+    assert.truthy(out:find(string.format("sum %.17g", 5.0 * n * (n - 1) / 2), 1, true), out)
+    assert.truthy(out:find("ran on the CPU", 1, true), out)
+  end)
+end)
