@@ -23,6 +23,8 @@
  *   gpu_kernels.c   modules, streams and launches of the built-in kernels
  *                   (the .cu files of runtime/src/cuda, embedded as a fatbin)
  *   gpu_blas.c      matmul through cuBLAS, loaded at run time
+ *   gpu_sim.c       simulated GPUs on the CPU (--gpus sim:N): this table and
+ *                   cuBLAS's, for machines without a GPU (docs/gpu.md)
  */
 #ifndef TY_GPU_H
 #define TY_GPU_H
@@ -49,6 +51,7 @@ typedef unsigned long long ty__CUdeviceptr;
 
 enum {
   TY__CUDA_SUCCESS = 0,
+  TY__CUDA_ERROR_INVALID_VALUE = 1,
   TY__CUDA_ERROR_OUT_OF_MEMORY = 2,
   TY__CUDA_ERROR_NOT_INITIALIZED = 3,
   TY__CUDA_ERROR_STUB_LIBRARY = 34,
@@ -71,7 +74,8 @@ enum { TY__CU_STREAM_NON_BLOCKING = 1, TY__CU_EVENT_DISABLE_TIMING = 2 };
  * ones cuda.h maps the plain names to since CUDA 4 / 12.8). */
 typedef struct ty__cuda {
   void *lib;          /* dlopen handle; NULL for a table filled by hand (tests) */
-  char path[256];     /* what was opened */
+  char path[256];     /* what was opened ("sim": the simulator) */
+  bool sim;           /* the simulated GPUs of gpu_sim.c: modules are CUDA C source */
   ty__CUresult (*Init)(unsigned flags);
   ty__CUresult (*DriverGetVersion)(int *version);
   ty__CUresult (*GetErrorName)(ty__CUresult r, const char **s);
@@ -129,6 +133,16 @@ void ty__cuda_unload(ty__cuda *api);
  * that failed to load (the code alone). */
 const char *ty__cuda_error(const ty__cuda *api, ty__CUresult r, char *buf, size_t len);
 
+/* The simulated GPUs (gpu_sim.c): fills every entry point with the
+ * simulator's (lib NULL, path "sim", sim true) and makes `ndev` devices
+ * (1..TY_MAX_GPUS) exist: "tycho simulated GPU <i>", cc 9.0, 4 SMs,
+ * $TYCHO_SIM_MEM (default 4 GiB) of memory each. The simulator is one per
+ * process, like the driver: devices exist while a table is loaded (the most
+ * any loaded table asked for). ty__cuda_unload undoes it. TY_EINVAL with
+ * the reason for a bad ndev or TYCHO_SIM_MEM. */
+ty_status ty__sim_load(ty__cuda *api, int ndev, char *why, size_t whylen);
+void ty__sim_unload(void); /* what ty__cuda_unload calls for a simulated table */
+
 /* ---- discovery ------------------------------------------------------------------ */
 
 typedef struct ty__gpu_list {
@@ -146,7 +160,7 @@ typedef struct ty__gpu_list {
 void ty__gpu_discover(const ty__cuda *api, const char *load_why, ty__gpu_list *out);
 
 /* The devices a runtime uses: `requested` as ty_gpus_parse gives it (0
- * all, -1 none, N exactly N), `fbmem` the pool budget per device in bytes
+ * all, -1 none, N exactly N; TY_GPUS_SIM | N: ty__gpu_probe only), `fbmem` the pool budget per device in bytes
  * (0: 90% of its free memory; more than its total memory is an error).
  * TY_EINVAL when N > found->count, with a message that says how many
  * exist and why there are not more, e.g.
@@ -155,7 +169,9 @@ void ty__gpu_discover(const ty__cuda *api, const char *load_why, ty__gpu_list *o
 ty_status ty__gpu_select(const ty__gpu_list *found, int requested, size_t fbmem,
                          ty__gpu_list *use, char *err, size_t errlen);
 
-/* Load, discover and select in one call (what ty_runtime_create does):
+/* Load, discover and select in one call (what ty_runtime_create does);
+ * requested TY_GPUS_SIM | N loads the simulator (ty__sim_load) instead of
+ * libcuda:
  * on success `api` stays loaded when use->count > 0 (unload it with
  * ty__cuda_unload) and is unloaded otherwise. */
 ty_status ty__gpu_probe(ty__cuda *api, int requested, size_t fbmem, ty__gpu_list *use,

@@ -63,7 +63,7 @@ static const char *status_text(const ty__blas *b, int s) {
 
 ty_status ty__blas_handle(const ty__blas *b, void **handle, char *err, size_t errlen) {
   *handle = NULL;
-  if (!b || !b->lib) {
+  if (!b || !b->Create) {
     if (err) snprintf(err, errlen, "cuBLAS is not loaded");
     return TY_ENOTFOUND;
   }

@@ -33,6 +33,9 @@ typedef struct ty__blas {
 
 /* Open cuBLAS: $TYCHO_LIBCUBLAS, else libcublas.so.13, .so.12, .so. */
 ty_status ty__blas_load(ty__blas *b, char *why, size_t whylen);
+/* The simulated GPUs' cuBLAS (gpu_sim.c): a plain gemm on the CPU, queued
+ * on the handle's stream like every simulated launch (lib NULL, path "sim"). */
+void ty__blas_sim(ty__blas *b);
 void ty__blas_unload(ty__blas *b);
 
 /* A handle for the current context (call with the device's context

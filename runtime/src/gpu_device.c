@@ -31,16 +31,20 @@ ty_status ty_gpus_parse(const char *text, int *out, char *err, size_t errlen) {
     *out = -1;
     return TY_OK;
   }
-  char *end;
+  bool sim = !strncmp(text, "sim:", 4);
+  const char *num = sim ? text + 4 : text;
+  char *end = (char *)num;
   errno = 0;
-  long v = strtol(text, &end, 10);
-  if (end != text && !*end && !errno && v >= 0 && v <= TY_MAX_GPUS) {
-    *out = v == 0 ? -1 : (int)v; /* "--gpus 0" means no GPU, as users expect */
+  long v = *num >= '0' && *num <= '9' ? strtol(num, &end, 10) : -1;
+  if (v >= (sim ? 1 : 0) && v <= TY_MAX_GPUS && !*end && !errno) {
+    /* "--gpus 0" means no GPU, as users expect */
+    *out = sim ? TY_GPUS_SIM | (int)v : v == 0 ? -1 : (int)v;
     return TY_OK;
   }
   if (err)
-    snprintf(err, errlen, "gpus must be 'all', 'none' or a count in 0..%d, got '%s'", TY_MAX_GPUS,
-             text);
+    snprintf(err, errlen,
+             "gpus must be 'all', 'none', a count in 0..%d or sim:N (N simulated GPUs, 1..%d), got '%s'",
+             TY_MAX_GPUS, TY_MAX_GPUS, text);
   return TY_EINVAL;
 }
 
@@ -49,6 +53,7 @@ ty_status ty_gpus_parse(const char *text, int *out, char *err, size_t errlen) {
 static const char *error_name(ty__CUresult r) {
   switch (r) {
   case TY__CUDA_SUCCESS: return "CUDA_SUCCESS";
+  case TY__CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
   case TY__CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
   case TY__CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
   case TY__CUDA_ERROR_STUB_LIBRARY: return "CUDA_ERROR_STUB_LIBRARY";
@@ -75,6 +80,7 @@ const char *ty__cuda_error(const ty__cuda *api, ty__CUresult r, char *buf, size_
 void ty__cuda_unload(ty__cuda *api) {
   if (!api) return;
   if (api->lib) dlclose(api->lib);
+  if (api->sim) ty__sim_unload();
   memset(api, 0, sizeof *api);
 }
 
@@ -297,8 +303,22 @@ ty_status ty__gpu_probe(ty__cuda *api, int requested, size_t fbmem, ty__gpu_list
     snprintf(use->why, sizeof use->why, "none requested (--gpus none)");
     return TY_OK;
   }
-  ty_status ls = ty__cuda_load(api, NULL, why, sizeof why);
-  ty__gpu_discover(ls == TY_OK ? api : NULL, why, &found);
+  int sim = requested > 0 && (requested & TY_GPUS_SIM) ? requested & ~TY_GPUS_SIM : 0;
+  if (sim) {
+    ty_status ls = ty__sim_load(api, sim, why, sizeof why);
+    if (ls != TY_OK) {
+      memset(use, 0, sizeof *use);
+      if (err) snprintf(err, errlen, "--gpus sim:%d: %s", sim, why);
+      return ls;
+    }
+    ty__gpu_discover(api, why, &found);
+    snprintf(found.why, sizeof found.why, "%d simulated GPU%s (on the CPU: --gpus sim:%d, docs/gpu.md)",
+             sim, sim == 1 ? "" : "s", sim);
+    requested = sim;
+  } else {
+    ty_status ls = ty__cuda_load(api, NULL, why, sizeof why);
+    ty__gpu_discover(ls == TY_OK ? api : NULL, why, &found);
+  }
   ty_status st = ty__gpu_select(&found, requested, fbmem, use, err, errlen);
   if (st != TY_OK || use->count == 0) ty__cuda_unload(api);
   return st;

@@ -12,7 +12,10 @@
  *  - the built-in kernels come from fatbins embedded at build time
  *    (TYCHO_CUDA_KERNELS): sm_90 code and compute_90 PTX, which the driver
  *    JIT-compiles for newer GPUs; without them only NVRTC-generated kernels
- *    and cuBLAS are available.
+ *    and cuBLAS are available;
+ *  - on simulated GPUs (api.sim, gpu_sim.c) every module is CUDA C source:
+ *    the built-in kernels' embedded text (every build has it), the fused
+ *    kernels' generated text without NVRTC, and cuBLAS is the simulator's.
  */
 #include "alloc.h"
 #include "gpu_kernels.h"
@@ -42,6 +45,16 @@ const void *ty__gpu_fatbin(const char *name, size_t *size) {
 #else
   (void)name;
 #endif
+  return NULL;
+}
+
+/* ---- the embedded sources (cuda/embed_sources.cmake) ------------------------------------ */
+
+extern const char ty__cuda_source_fill[], ty__cuda_source_reduce[];
+
+const char *ty__gpu_kernel_source(const char *name) {
+  if (!strcmp(name, "fill")) return ty__cuda_source_fill;
+  if (!strcmp(name, "reduce")) return ty__cuda_source_reduce;
   return NULL;
 }
 
@@ -111,6 +124,10 @@ static const char *variant_names[TY__KRED_N] = {"blocks", "finish", "threads"};
 static ty_status load_builtins(ty__gpu *g, ty__gpu_dev *dv, char *err, size_t errlen) {
   size_t nf = 0, nr = 0;
   const void *ff = ty__gpu_fatbin("fill", &nf), *fr = ty__gpu_fatbin("reduce", &nr);
+  if (g->api.sim) { /* the simulator compiles the source */
+    ff = ty__gpu_kernel_source("fill");
+    fr = ty__gpu_kernel_source("reduce");
+  }
   if (!ff || !fr) return TY_OK; /* built without nvcc: generated kernels only */
   CU(g->api.ModuleLoadData(&dv->mod_fill, ff), "loading the fill kernels");
   CU(g->api.ModuleLoadData(&dv->mod_reduce, fr), "loading the reduction kernels");
@@ -192,6 +209,14 @@ ty_status ty__gpu_activate(ty__gpu *g, char *err, size_t errlen) {
     }
     ty__dev_ops ops = {g, pool_alloc, pool_free, pool_event_done, pool_event_release};
     ty__gpu_pool_init(&dv->pool, i, dv->info.name, dv->info.fbmem, &ops);
+  }
+  if (g->api.sim) { /* generated kernels go to the simulator as source; its cuBLAS */
+    snprintf(g->nvrtc_why, sizeof g->nvrtc_why, "simulated GPUs compile CUDA C with the host compiler");
+    ty__ptx_cache_init(&g->ptx, NULL, "");
+    g->ptx.source = true;
+    ty__blas_sim(&g->blas);
+    g->blas_ok = true;
+    return TY_OK;
   }
   g->nvrtc_ok = ty__nvrtc_load(&g->nv, NULL, g->nvrtc_why, sizeof g->nvrtc_why) == TY_OK;
   ty__ptx_cache_init(&g->ptx, &g->nv, NULL);
@@ -335,7 +360,7 @@ static ty_status need_builtins(ty__gpu *g, char *err, size_t errlen) {
 ty_status ty__gpu_fused(ty__gpu *g, int d, int stream, const ty__gir *ir, char *err, size_t errlen) {
   ty_status st = use_dev(g, d, err, errlen);
   if (st) return st;
-  if (!g->nvrtc_ok) {
+  if (!g->nvrtc_ok && !g->api.sim) {
     if (err) snprintf(err, errlen, "fused GPU kernels need NVRTC: %s", g->nvrtc_why);
     return TY_ENOTFOUND;
   }

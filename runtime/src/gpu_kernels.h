@@ -14,7 +14,8 @@
  *
  * The launch plans (ty__kred_plan, ty__knd_collapse) are pure functions of
  * shapes and strides, unit-tested on the CPU; everything that touches the
- * device needs a GPU to be observed.
+ * device runs on a GPU or on simulated ones (--gpus sim:N, gpu_sim.c:
+ * tests/c/test_gpu_sim.c runs every entry point below there).
  */
 #ifndef TY_GPU_KERNELS_H
 #define TY_GPU_KERNELS_H
@@ -60,7 +61,8 @@ typedef struct ty__gpu {
   ty__blas blas;
   bool blas_ok;
   char blas_why[256];
-  bool builtins_ok;     /* the fatbin was compiled in (TYCHO_CUDA_KERNELS) and loaded */
+  bool builtins_ok;     /* the fatbin was compiled in (TYCHO_CUDA_KERNELS) and loaded, or
+                           the devices are simulated (their source is always in) */
   bool active;          /* ty__gpu_activate opened the devices */
   size_t fbmem;         /* the pool budget asked for (0: 90% of what is free when opened) */
 } ty__gpu;
@@ -154,5 +156,9 @@ ty_status ty__gpu_matmul(ty__gpu *g, int d, int stream, ty_dtype t, int64_t m, i
 
 /* The embedded fatbins (cuda/CMakeLists.txt); NULL, 0 when built without nvcc. */
 const void *ty__gpu_fatbin(const char *name, size_t *size);
+/* The built-in kernels' CUDA C, one self-contained NUL-terminated text per
+ * module ("fill", "reduce"; NULL for another name), in every build: what
+ * simulated GPUs load (cuda/embed_sources.cmake). */
+const char *ty__gpu_kernel_source(const char *name);
 
 #endif /* TY_GPU_KERNELS_H */

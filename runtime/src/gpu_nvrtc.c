@@ -309,7 +309,7 @@ ty_status ty__ptx_cache_get(ty__ptx_cache *c, const uint8_t *key, size_t keylen,
   snprintf(e->name, sizeof e->name, "%s", name);
 
   char path[600];
-  char *header = c->dir[0] ? disk_header(c, key, keylen, arch) : NULL;
+  char *header = c->dir[0] && !c->source ? disk_header(c, key, keylen, arch) : NULL;
   if (header) {
     disk_path(c, name, arch, path, sizeof path);
     e->ptx = disk_read(c, path, header, &e->ptxlen);
@@ -324,7 +324,14 @@ ty_status ty__ptx_cache_get(ty__ptx_cache *c, const uint8_t *key, size_t keylen,
       return TY_ENOMEM;
     }
     double t0 = now();
-    ty_status st = ty__nvrtc_compile(c->nv, src, name, arch, fmad, &e->ptx, &e->ptxlen, err, errlen);
+    ty_status st = TY_OK;
+    if (c->source) { /* the simulator compiles it when loaded */
+      e->ptx = src;
+      e->ptxlen = strlen(src);
+      src = NULL;
+    } else {
+      st = ty__nvrtc_compile(c->nv, src, name, arch, fmad, &e->ptx, &e->ptxlen, err, errlen);
+    }
     c->compile_seconds += now() - t0;
     free(src);
     if (st) {

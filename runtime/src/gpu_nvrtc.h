@@ -58,7 +58,7 @@ typedef struct ty__ptx_entry {
   size_t keylen;
   uint8_t *key;
   char name[32];
-  char *ptx;
+  char *ptx;    /* the PTX; the CUDA C source in a `source` cache */
   size_t ptxlen;
   void *module[TY_MAX_GPUS];   /* ty__CUmodule per device, loaded on first launch */
   void *function[TY_MAX_GPUS]; /* ty__CUfunction */
@@ -67,6 +67,8 @@ typedef struct ty__ptx_entry {
 typedef struct ty__ptx_cache {
   const ty__nvrtc *nv;
   char dir[512]; /* "" : no disk cache */
+  bool source;   /* keep the generated CUDA C, not compiled (simulated GPUs, gpu_sim.c):
+                    no NVRTC, and no disk cache here (the simulator has its own) */
   ty__ptx_entry **slots;
   size_t cap, count;
   /* figures for stats and tests */

@@ -152,9 +152,15 @@ typedef struct ty_gpu_device {
   int pci_domain, pci_bus, pci_device;
 } ty_gpu_device;
 
-/* "all" (every device found: the default), "none" or "0" (CPU only), or a
- * positive count N (exactly N: the runtime fails to start when fewer exist).
- * *out: 0 all, -1 none, N. TY_EINVAL with a message in err otherwise. */
+/* Simulated GPUs (docs/gpu.md): `gpus` = TY_GPUS_SIM | N asks for N GPUs
+ * simulated on the CPU (1 <= N <= TY_MAX_GPUS), to run the GPU code path
+ * on machines without one. */
+#define TY_GPUS_SIM 0x10000
+
+/* "all" (every device found: the default), "none" or "0" (CPU only), a
+ * positive count N (exactly N: the runtime fails to start when fewer exist),
+ * or "sim:N" (N simulated GPUs). *out: 0 all, -1 none, N, TY_GPUS_SIM | N.
+ * TY_EINVAL with a message in err otherwise. */
 ty_status ty_gpus_parse(const char *text, int *out, char *err, size_t errlen);
 /* Whether a runtime asking for `gpus` GPUs (as ty_gpus_parse gives it) with
  * pool budget `fbmem` (0: default) can start: TY_EINVAL with the message a
@@ -169,7 +175,8 @@ typedef struct ty_config {
   size_t sysmem;  /* host store budget in bytes; 0: 80% of physical memory */
   int window;     /* launches deferred before a flush; 0: the default (64) */
   int gpus;       /* GPUs: 0 every device found (none without a driver), N > 0 exactly N
-                     (creation fails when fewer exist), -1 none. --gpus / TYCHO_GPUS */
+                     (creation fails when fewer exist), -1 none, TY_GPUS_SIM | N: N
+                     simulated GPUs. --gpus / TYCHO_GPUS */
   size_t fbmem;   /* device pool budget per GPU; 0: 90% of its free memory. --fbmem /
                      TYCHO_FBMEM */
   ty_policy policy;    /* the global level of every policy axis (unset: built-in default) */
