@@ -145,6 +145,10 @@ static bool data_on_gpu(const ty_pending *l) {
   return false;
 }
 
+bool ty__gpu_may_run(const ty_runtime *rt, const ty_pending *l) {
+  return rt->gpu && rt->gpu->list.count > 0 && l->pol.p.target != TY_TARGET_CPU;
+}
+
 bool ty__gpu_place(ty_runtime *rt, const ty_pending *l, char *why, size_t whylen) {
   why[0] = 0;
   const ty__gpu *g = rt->gpu;
@@ -157,7 +161,7 @@ bool ty__gpu_place(ty_runtime *rt, const ty_pending *l, char *why, size_t whylen
   gk_plan k;
   char reason[160];
   if (classify(rt, l, &k, reason, sizeof reason) == GK_NONE) {
-    snprintf(why, whylen, "%s: ran on the CPU", reason);
+    snprintf(why, whylen, "ran on the CPU: %s", reason);
     return false;
   }
   if (target == TY_TARGET_GPU) {
@@ -240,6 +244,11 @@ static ty_status run_copies(ty_runtime *rt, ty__gstore *gs, const ty__coh_copies
     const ty__coh_copy *c = &cp->v[i];
     int d = c->dst - 1, s = c->src - 1;
     ty_status st;
+    if ((c->src == TY__COH_HOST || c->dst == TY__COH_HOST) && !gs->stg->data) {
+      /* valid on the host means written there, and a host read allocates first */
+      snprintf(err, errlen, "internal: a store's bytes on the host have no host buffer");
+      return TY_EINVAL;
+    }
     if (c->src >= 1 && c->dst >= 1 && (st = ty__gpu_stream_wait(g, d, 0, s, 0, err, errlen))) return st;
     if ((st = ty__gpu_copy_run(g, c, gs->stg->data, base, 0, err, errlen))) return st;
     if (c->src >= 1 && c->dst >= 1 && (st = ty__gpu_stream_wait(g, s, 0, d, 0, err, errlen))) return st;
@@ -263,10 +272,6 @@ ty_status ty__storage_host(ty_runtime *rt, ty_storage *stg, uint64_t lo, uint64_
   }
   bool waited[TY_MAX_GPUS] = {false};
   char err[512] = "";
-  if (cp.n && !stg->data) {
-    ty__coh_copies_free(&cp);
-    return ty__fail(rt, TY_EINVAL, "internal: a host copy of a store has no host buffer");
-  }
   st = run_copies(rt, gs, &cp, NULL, waited, err, sizeof err);
   for (int d = 0; st == TY_OK && d < TY_MAX_GPUS; d++)
     if (waited[d]) st = ty__gpu_sync(rt->gpu, d, 0, err, sizeof err);
@@ -428,7 +433,7 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallbac
       char what[200];
       store_name(l->args[i].store, what, sizeof what);
       if (ty__gpu_alloc(g, d, stg->nbytes, 0, what, &gs->blk[d], err, sizeof err) != TY_OK) {
-        snprintf(why, whylen, "%s: ran on the CPU", err);
+        snprintf(why, whylen, "ran on the CPU: %s", err);
         *fallback = true;
         return TY_OK;
       }
@@ -447,7 +452,7 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallbac
     for (int i = 0; i < l->nargs; i++) piece_tile(&l->args[i], l->ndim, lo, hi, &tiles[i], &off, &blo, &bhi, &dense);
     if (ty__gk_from_fused(l->scalars, l->scalar_bytes, l->ndim, hi, l->nargs, tiles, ptr, ir, err,
                           sizeof err) != TY_OK) {
-      snprintf(why, whylen, "fused run: %s: ran on the CPU", err);
+      snprintf(why, whylen, "ran on the CPU: fused run: %s", err);
       free(ir);
       *fallback = true;
       return TY_OK;
@@ -487,11 +492,6 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallbac
           break;
         }
         bool unused[TY_MAX_GPUS];
-        if (cp.n && !stg->data) {
-          /* valid on the host means written there: the buffer exists */
-          st = ty__fail(rt, TY_EINVAL, "internal: copying a store without a host buffer to a GPU");
-          break;
-        }
         if ((st = run_copies(rt, gs, &cp, e, unused, err, sizeof err)))
           st = ty__fail(rt, st, "%s: copying to GPU %d: %s", l->task->name, d, err);
       }

@@ -26,6 +26,10 @@
 
 #include "internal.h"
 
+/* Whether launch l may run on a GPU: GPUs are in use and its target is not
+ * cpu (the fusion pass then keeps what a generated kernel cannot do out of
+ * runs). */
+bool ty__gpu_may_run(const ty_runtime *rt, const ty_pending *l);
 /* Whether launch l runs on the GPUs, with the reason for explain. A launch
  * the GPUs cannot run (no GPU, no kernel for it, target=cpu) gets false. */
 bool ty__gpu_place(ty_runtime *rt, const ty_pending *l, char *why, size_t whylen);

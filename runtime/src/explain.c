@@ -74,7 +74,10 @@ static void render(const ty_record *r, ty_explain_entry *e) {
                (long long)r->raw, r->raw == 1 ? "" : "s");
   }
   }
-  if (r->ordered > 1 && r->pieces > 1)
+  if (r->gpus)
+    snprintf(e->why, sizeof e->why, "gpu: %d piece%s on %d GPU%s", r->pieces, r->pieces == 1 ? "" : "s",
+             r->gpus, r->gpus == 1 ? "" : "s");
+  else if (r->ordered > 1 && r->pieces > 1)
     snprintf(e->why, sizeof e->why,
              "ordered: %d pieces fixed by the shape (the same bits on any processors)", r->pieces);
   size_t n = strlen(e->why);

@@ -722,7 +722,11 @@ ty_status ty__gk_from_fused(const void *scalars, size_t scalar_bytes, int ndim,
   }
   if (h->nslots > TY__GK_MAX_TMPS || h->nconsts > TY__GK_MAX_CONSTS || h->nsub > TY__GK_MAX_SUBS)
     return fail(err, errlen, TY_ELIMIT, "the fused run is too large for one generated kernel");
-  ir->ntmps = h->nslots;
+  /* block slots are reused by the CPU interpreter for values of different
+   * dtypes; every write of a slot becomes a new temporary of its own dtype */
+  int slot_tmp[TY__GK_MAX_TMPS];
+  for (int i = 0; i < TY__GK_MAX_TMPS; i++) slot_tmp[i] = -1;
+  ir->ntmps = 0;
   ir->nconsts = h->nconsts;
   bool const_seen[TY__GK_MAX_CONSTS] = {false};
   const ty__fsub *s = ty__fsub_first(h);
@@ -745,14 +749,25 @@ ty_status ty__gk_from_fused(const void *scalars, size_t scalar_bytes, int ndim,
     if (s->nops < 1 || s->nops > 4)
       return fail(err, errlen, TY_EINVAL, "sub-operation %d has %d operands", k, s->nops);
     ty__gref refs[4];
-    for (int j = 0; j < s->nops; j++) {
+    for (int n = 1; n <= s->nops; n++) {
+      const int j = n % s->nops; /* inputs first, the output (operand 0) last */
       const ty__fopnd *o = &s->opnd[j];
       if (TY__FOPND_PROJ(o) == TY_PROJ_WHOLE)
         return fail(err, errlen, TY_EDTYPE, "sub-operation %d reads a whole store: not generated", k);
       if (TY__FREF_IS_SLOT(o->ref)) {
         int slot = -1 - o->ref;
-        refs[j] = (ty__gref){TY__GREF_TMP, (uint16_t)slot};
-        if (slot < ir->ntmps) ir->tmps[slot] = (ty_dtype)o->dtype;
+        if (slot >= TY__GK_MAX_TMPS)
+          return fail(err, errlen, TY_ELIMIT, "the fused run is too large for one generated kernel");
+        if (j == 0) {
+          if (ir->ntmps >= TY__GK_MAX_TMPS)
+            return fail(err, errlen, TY_ELIMIT, "the fused run is too large for one generated kernel");
+          slot_tmp[slot] = ir->ntmps;
+          ir->tmps[ir->ntmps++] = (ty_dtype)o->dtype;
+        } else if (slot_tmp[slot] < 0) {
+          return fail(err, errlen, TY_EINVAL, "sub-operation %d reads temporary %d before it is written",
+                      k, slot);
+        }
+        refs[j] = (ty__gref){TY__GREF_TMP, (uint16_t)slot_tmp[slot]};
       } else if (TY__FREF_IS_CONST(o->ref)) {
         int c = o->ref - TY__FREF_CONST;
         if (c >= ir->nconsts) return fail(err, errlen, TY_EINVAL, "constant %d out of range", c);

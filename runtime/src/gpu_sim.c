@@ -529,9 +529,24 @@ static ty__CUresult copy_op(ty__CUstream s, void *dst, const void *src, size_t n
 
 static struct ty__CUctx_st *dev_of(ty__CUstream s) { return s ? s->dev : cur; }
 
+/* From pageable host memory, as CUDA's: the source is copied to a staging
+ * buffer before the call returns (the caller may write it at once); the
+ * transfer to the device runs in stream order. */
 static ty__CUresult sim_MemcpyHtoDAsync(ty__CUdeviceptr dst, const void *src, size_t n, ty__CUstream s) {
   ty__CUresult r = check_dev("cuMemcpyHtoDAsync", dev_of(s), dst, n);
-  return r ? r : copy_op(s, (void *)(uintptr_t)dst, src, n);
+  if (r || n == 0) return r;
+  void *stage = malloc(n);
+  sim_op *op = stage ? new_op(OP_COPY) : NULL;
+  if (!op) {
+    free(stage);
+    return TY__CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  memcpy(stage, src, n);
+  op->dst = (void *)(uintptr_t)dst;
+  op->src = stage;
+  op->n = n;
+  op->params = stage; /* freed after the copy ran */
+  return enqueue(s, op);
 }
 
 static ty__CUresult sim_MemcpyDtoHAsync(void *dst, ty__CUdeviceptr src, size_t n, ty__CUstream s) {

@@ -278,7 +278,7 @@ TEST(errors_name_chunk_line_and_valid_values) {
   check_error("x = 1\n\nparallel<colour=red> do end", "@s.lua",
               "s.lua:3: parallel<...>: unknown key 'colour'",
               "(valid keys: mode (or parallel), overdecompose, min_chunk, favor, memory, stream, "
-              "fuse, fastmath)");
+              "fuse, fastmath, target)");
   check_error("parallel<mode=most> do end", "@s.lua",
               "s.lua:1: parallel<...>: mode must be one of auto, all, single, task; got 'most'",
               NULL);

@@ -106,7 +106,7 @@ describe("load", function()
                      err)
     f, err = load("parallel<colour=red> do end", "=x")
     assert.is_truthy(has(err, "x:1: parallel<...>: unknown key 'colour' (valid keys: mode (or parallel), " ..
-                          "overdecompose, min_chunk, favor, memory, stream, fuse, fastmath)"), err)
+                          "overdecompose, min_chunk, favor, memory, stream, fuse, fastmath, target)"), err)
   end)
 
   it("keeps Lua's behaviour: modes, environments, binary chunks, reader errors", function()
