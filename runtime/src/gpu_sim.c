@@ -64,6 +64,7 @@ extern char **environ;
 #define SIM_SMS 4          /* small grids: a launch walks every block on one thread */
 #define SIM_ALIGN 256      /* cuMemAlloc's alignment */
 #define SIM_MAGIC 0x7953494d424c4b31ULL /* "ySIMBLK1" */
+#define SIM_RED 0xFD       /* the zone after each block: a write past the end changes it */
 #define SIM_DEFAULT_MEM ((size_t)4 << 30)
 
 enum {
@@ -72,7 +73,8 @@ enum {
   E_INVALID_CONTEXT = 201,
   E_INVALID_SOURCE = 300,
   E_INVALID_HANDLE = 400,
-  E_NOT_FOUND = 500
+  E_NOT_FOUND = 500,
+  E_ILLEGAL_ADDRESS = 700
 };
 
 /* ---- state ---------------------------------------------------------------------- */
@@ -458,7 +460,7 @@ static ty__CUresult sim_MemAlloc(ty__CUdeviceptr *p, size_t bytes) {
     return fail(TY__CUDA_ERROR_OUT_OF_MEMORY, "simulated GPU %d: %s asked, %s of %s in use (TYCHO_SIM_MEM)",
                 cur->ordinal, a, b, c);
   }
-  sim_block *b = aligned_alloc(SIM_ALIGN, SIM_ALIGN + rounded);
+  sim_block *b = aligned_alloc(SIM_ALIGN, SIM_ALIGN + rounded + SIM_ALIGN);
   if (!b) {
     pthread_mutex_lock(&S.lock);
     cur->used -= rounded;
@@ -467,6 +469,7 @@ static ty__CUresult sim_MemAlloc(ty__CUdeviceptr *p, size_t bytes) {
                 cur->ordinal, bytes);
   }
   memset((char *)b + SIM_ALIGN, 0xFF, rounded); /* poison: f64 NaN, integers -1 */
+  memset((char *)b + SIM_ALIGN + rounded, SIM_RED, SIM_ALIGN);
   b->magic = SIM_MAGIC;
   b->bytes = rounded;
   b->dev = cur;
@@ -480,7 +483,8 @@ static ty__CUresult sim_MemAlloc(ty__CUdeviceptr *p, size_t bytes) {
   return TY__CUDA_SUCCESS;
 }
 
-/* Waits for the device's work, as cuMemFree does. */
+/* Waits for the device's work, as cuMemFree does; checks the zone after
+ * the block (CUDA_ERROR_ILLEGAL_ADDRESS, also on stderr, when written). */
 static ty__CUresult sim_MemFree(ty__CUdeviceptr p) {
   if (!p) return TY__CUDA_SUCCESS;
   pthread_mutex_lock(&S.lock);
@@ -502,10 +506,19 @@ static ty__CUresult sim_MemFree(ty__CUdeviceptr p) {
   if (b->next) b->next->prev = b->prev;
   b->dev->used -= b->bytes;
   pthread_mutex_unlock(&S.lock);
+  const unsigned char *red = (const unsigned char *)b + SIM_ALIGN + b->bytes;
+  size_t k = 0;
+  while (k < SIM_ALIGN && red[k] == SIM_RED) k++;
+  int r = TY__CUDA_SUCCESS;
+  if (k < SIM_ALIGN) { /* said here too: a pool frees blocks without looking at the result */
+    r = fail(E_ILLEGAL_ADDRESS, "simulated GPU %d: something wrote past the end of the block 0x%llx of %zu bytes",
+             b->dev->ordinal, (unsigned long long)p, b->bytes);
+    fprintf(stderr, "tycho: %s\n", detail);
+  }
   memset((char *)b + SIM_ALIGN, 0xFF, b->bytes);
   b->magic = 0;
   free(b);
-  return TY__CUDA_SUCCESS;
+  return r;
 }
 
 static ty__CUresult sim_MemHostRegister(void *p, size_t bytes, unsigned flags) {
@@ -584,6 +597,7 @@ static const char *err_name(ty__CUresult r, const char **text) {
   case E_INVALID_SOURCE: *text = "device kernel source is invalid"; return "CUDA_ERROR_INVALID_SOURCE";
   case E_INVALID_HANDLE: *text = "invalid resource handle"; return "CUDA_ERROR_INVALID_HANDLE";
   case E_NOT_FOUND: *text = "named symbol not found"; return "CUDA_ERROR_NOT_FOUND";
+  case E_ILLEGAL_ADDRESS: *text = "an illegal memory access was encountered"; return "CUDA_ERROR_ILLEGAL_ADDRESS";
   case TY__CUDA_ERROR_NO_DEVICE: *text = "no CUDA-capable device is detected"; return "CUDA_ERROR_NO_DEVICE";
   case TY__CUDA_ERROR_NOT_READY: *text = "device not ready"; return "CUDA_ERROR_NOT_READY";
   default: return NULL;
@@ -712,7 +726,11 @@ static const char WRAPPERS[] =
     "struct ty_sim_kernel {\n  const char *name;\n"
     "  void (*run)(const void *, unsigned, unsigned, unsigned);\n  unsigned long size;\n};\n";
 
-static const char CXXFLAGS[] = "-std=c++17 -O2 -ffp-contract=off -fPIC -shared -w";
+/* -fvisibility=hidden: a module exports its table only. Its template
+ * functions' static locals (__shared__ arrays) would otherwise be
+ * STB_GNU_UNIQUE symbols, bound process-wide across modules loaded
+ * RTLD_LOCAL: another module's (or a test's emulation's) of the same name. */
+static const char CXXFLAGS[] = "-std=c++17 -O2 -ffp-contract=off -fvisibility=hidden -fPIC -shared -w";
 
 static const char *compiler(void) {
   const char *c = getenv("TYCHO_CXX");
@@ -851,9 +869,11 @@ static void wrap_kernels(const char *pp, ty_sbuf *out, int *nk) {
     ty__sb_printf(&table, "  {\"%s\", ty_sim_run_%d, ty_sim_size(%s)},\n", name, *nk, name);
     ++*nk;
   }
-  ty__sb_printf(out, "extern \"C\" const ty_sim_kernel ty_sim_kernels[] = {\n%s  {0, 0, 0}};\n",
+  ty__sb_printf(out,
+                "extern \"C\" __attribute__((visibility(\"default\"))) const ty_sim_kernel ty_sim_kernels[] = "
+                "{\n%s  {0, 0, 0}};\n",
                 table.p ? table.p : "");
-  ty__sb_printf(out, "extern \"C\" const int ty_sim_nkernels = %d;\n", *nk);
+  ty__sb_printf(out, "extern \"C\" __attribute__((visibility(\"default\"))) const int ty_sim_nkernels = %d;\n", *nk);
   free(table.p);
 }
 

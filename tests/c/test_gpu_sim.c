@@ -200,6 +200,15 @@ TEST(device_memory_is_poisoned_and_copies_run_every_way) {
   free(big);
   ty__gpu_free(g, 0, b0, 0);
   ty__gpu_free(g, 1, b1, 0);
+  /* a kernel writing past the end of a block is found when the block is freed */
+  ty__CUdeviceptr p = 0;
+  CHECK_EQ_INT(g->api.CtxSetCurrent(g->dev[0].ctx), TY__CUDA_SUCCESS);
+  CHECK_EQ_INT(g->api.MemAlloc(&p, 1000), TY__CUDA_SUCCESS);
+  int64_t n = 1, s1 = 1;
+  CHECK_EQ_INT(ty__gpu_fill(g, 0, 0, TY_I64, 1, &n, &s1, p + 1024, (ty__fillval){0, 1}, err, sizeof err), TY_OK);
+  ty__CUresult r = g->api.MemFree(p);
+  CHECK_EQ_INT(r, 700);
+  CHECK_STR_CONTAINS(ty__cuda_error(&g->api, r, err, sizeof err), "wrote past the end of the block");
   ty__gpu_close(g);
   free(h);
   free(back);
