@@ -16,7 +16,10 @@
  *    missing synchronisation is a wrong result or a ThreadSanitizer report;
  *    StreamSynchronize, EventQuery, EventSynchronize and CtxSynchronize wait
  *    or answer as CUDA's do; H2D copies read host memory when they run, as
- *    from pinned memory;
+ *    from pinned memory. With TYCHO_SIM_LAZY=1 a stream runs only what the
+ *    host waits for (a synchronisation, an event it synchronises on, a
+ *    stream waiting on one of its events, cuMemFree): a missing
+ *    synchronisation then reads stale data every time, not by chance;
  *  - modules are CUDA C source, compiled for the host by the system C++
  *    compiler with a shim that maps CUDA C onto C++ (gpu_sim_cc.c);
  *  - a launch walks the grid, block by block, with ONE thread per block:
@@ -79,7 +82,9 @@ typedef struct sim_block {
 typedef struct sim_mark {
   int refs;
   bool done;
-  double t; /* seconds, when it ran */
+  double t;                      /* seconds, when it ran */
+  struct ty__CUstream_st *stream; /* where it was queued (NULL: ran at once) */
+  uint64_t seq;                  /* its place there: done once stream->done >= seq */
 } sim_mark;
 
 enum { OP_COPY, OP_SET, OP_KERNEL, OP_RECORD, OP_WAIT, OP_HOST };
@@ -108,6 +113,7 @@ struct ty__CUstream_st {
   pthread_cond_t work; /* an operation was queued, or stop */
   sim_op *head, *tail;
   uint64_t queued, done;
+  uint64_t demand; /* lazy: run operations while done < demand */
   bool stop;
   struct ty__CUstream_st *next; /* the device's streams */
 };
@@ -136,8 +142,9 @@ static struct {
   pthread_cond_t progress;
   int refs, ndev;
   size_t total;
+  bool lazy; /* TYCHO_SIM_LAZY=1: streams run only what the host waits for */
   struct ty__CUctx_st dev[TY_MAX_GPUS];
-} S = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, {{0}}};
+} S = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, false, {{0}}};
 
 static _Thread_local struct ty__CUctx_st *cur;
 /* the detail of the last error on this thread (GetErrorString gives it) */
@@ -176,17 +183,32 @@ static void run_op(sim_op *op) {
   }
 }
 
+/* Lazy streams run up to `seq` (under the lock; eager ones run anyway). */
+static void demand(struct ty__CUstream_st *s, uint64_t seq) {
+  if (s && seq > s->demand) {
+    s->demand = seq;
+    pthread_cond_signal(&s->work);
+  }
+}
+
+static void wait_mark(sim_mark *m) { /* under the lock */
+  while (!m->done) {
+    demand(m->stream, m->seq);
+    pthread_cond_wait(&S.progress, &S.lock);
+  }
+}
+
 static void *worker(void *arg) {
   struct ty__CUstream_st *s = arg;
   pthread_mutex_lock(&S.lock);
   for (;;) {
-    while (!s->head && !s->stop) pthread_cond_wait(&s->work, &S.lock);
+    while (!s->stop && !(s->head && (!S.lazy || s->done < s->demand))) pthread_cond_wait(&s->work, &S.lock);
     sim_op *op = s->head;
     if (!op) break; /* stopped, and nothing left */
     s->head = op->next;
     if (!s->head) s->tail = NULL;
     if (op->kind == OP_WAIT) {
-      while (!op->mark->done) pthread_cond_wait(&S.progress, &S.lock);
+      wait_mark(op->mark);
     } else if (op->kind == OP_RECORD) {
       op->mark->t = now();
       op->mark->done = true;
@@ -206,6 +228,7 @@ static void *worker(void *arg) {
 }
 
 static void wait_idle(struct ty__CUstream_st *s) { /* under the lock */
+  demand(s, s->queued);
   while (s->done < s->queued) pthread_cond_wait(&S.progress, &S.lock);
 }
 
@@ -219,7 +242,7 @@ static void enqueue_locked(struct ty__CUstream_st *s, sim_op *op) {
   if (!s) {
     if (cur) wait_dev_idle(cur);
     if (op->kind == OP_WAIT) {
-      while (!op->mark->done) pthread_cond_wait(&S.progress, &S.lock);
+      wait_mark(op->mark);
     } else if (op->kind == OP_RECORD) {
       op->mark->t = now();
       op->mark->done = true;
@@ -344,6 +367,8 @@ static ty__CUresult sim_EventRecord(ty__CUevent e, ty__CUstream s) {
   mark_release(e->mark);
   e->mark = m;
   enqueue_locked(s, op);
+  m->stream = s;
+  m->seq = s ? s->queued : 0;
   pthread_mutex_unlock(&S.lock);
   return TY__CUDA_SUCCESS;
 }
@@ -359,7 +384,7 @@ static ty__CUresult sim_EventQuery(ty__CUevent e) {
 static ty__CUresult sim_EventSynchronize(ty__CUevent e) {
   if (!e) return fail(E_INVALID_HANDLE, "cuEventSynchronize: NULL event");
   pthread_mutex_lock(&S.lock);
-  while (e->mark && !e->mark->done) pthread_cond_wait(&S.progress, &S.lock);
+  if (e->mark) wait_mark(e->mark);
   pthread_mutex_unlock(&S.lock);
   return TY__CUDA_SUCCESS;
 }
@@ -777,6 +802,8 @@ ty_status ty__sim_load(ty__cuda *api, int ndev, char *why, size_t whylen) {
   if (S.refs++ == 0) {
     for (int d = 0; d < TY_MAX_GPUS; d++) S.dev[d].ordinal = d;
     S.total = total;
+    const char *lz = getenv("TYCHO_SIM_LAZY");
+    S.lazy = lz && *lz && strcmp(lz, "0") != 0;
   }
   if (ndev > S.ndev) S.ndev = ndev; /* devices other tables use stay */
   pthread_mutex_unlock(&S.lock);
