@@ -8,12 +8,14 @@
  *  - device memory is separate from host memory: blocks of their own,
  *    poisoned with 0xFF bytes when allocated and before they are freed (a
  *    missing copy reads NaN or -1), bounded by an arena per device
- *    (TYCHO_SIM_MEM, default 4 GiB: CUDA_ERROR_OUT_OF_MEMORY beyond it), and
- *    every copy checks that its device side lies inside one live block;
+ *    (TYCHO_SIM_MEM, default 4 GiB: CUDA_ERROR_OUT_OF_MEMORY beyond it);
+ *    every copy checks that its device side lies inside one live block, and
+ *    a zone after each block, checked when it is freed, catches kernels
+ *    that wrote past its end;
  *  - every stream is a worker thread with a FIFO queue: copies, memsets,
  *    launches, event records and waits are queued and the host call returns
  *    at once (launch parameters are copied when queued, as CUDA does), so a
- *    missing synchronisation is a wrong result or a ThreadSanitizer report;
+ *    missing synchronisation is a wrong result when the host outruns it;
  *    StreamSynchronize, EventQuery, EventSynchronize and CtxSynchronize wait
  *    or answer as CUDA's do; H2D copies read host memory when they run, as
  *    from pinned memory. With TYCHO_SIM_LAZY=1 a stream runs only what the
