@@ -77,7 +77,8 @@ static void print_help(FILE *f) {
   ty_shell_policy_help(f);
   fprintf(f,
           "\nGPUs (docs/gpu.md):\n"
-          "  --gpus N       GPUs to use: all, none, or exactly N           TYCHO_GPUS\n"
+          "  --gpus N       GPUs to use: all, none, exactly N, or sim:N    TYCHO_GPUS\n"
+          "                 (N GPUs simulated on the CPU: docs/gpu.md)\n"
           "  --fbmem SIZE   device pool budget per GPU (default 90%%)       TYCHO_FBMEM\n"
           "\nFigures (docs/scheduling.md):\n"
           "  --stats        print launches, waves, memory at exit (stderr)\n"

@@ -567,8 +567,10 @@ char *ty__gk_source(const ty__gir *ir, const ty__gplan *plan) {
   const char *IDX = plan->wide ? "long long" : "int";
   const char *UIDX = plan->wide ? "unsigned long long" : "unsigned";
 
-  emit(&b, "/* tycho fused kernel %s: %d sub-operations over %lld elements (rank %d%s) */\n",
-       plan->name, ir->nsubs, (long long)plan->n, nd, plan->wide ? ", 64-bit indices" : "");
+  /* nothing here may depend on sizes: equal keys give equal texts (the
+   * simulated GPUs cache compiled modules by their text) */
+  emit(&b, "/* tycho fused kernel %s: %d sub-operations (rank %d%s) */\n", plan->name, ir->nsubs, nd,
+       plan->wide ? ", 64-bit indices" : "");
   emit(&b, "%s", PRELUDE);
   emit(&b, "struct ty_params { long long w[%d]; };\n", plan->nwords);
   emit(&b, "TY_GLOBAL %s(const struct ty_params p) {\n", plan->name);

@@ -8,21 +8,22 @@
  *  - device memory is separate from host memory: blocks of their own,
  *    poisoned with 0xFF bytes when allocated and before they are freed (a
  *    missing copy reads NaN or -1), bounded by an arena per device
- *    (TYCHO_SIM_MEM, default 4 GiB: CUDA_ERROR_OUT_OF_MEMORY beyond it), and
- *    every copy checks that its device side lies inside one live block;
+ *    (TYCHO_SIM_MEM, default 4 GiB: CUDA_ERROR_OUT_OF_MEMORY beyond it);
+ *    every copy checks that its device side lies inside one live block, and
+ *    a zone after each block, checked when it is freed, catches kernels
+ *    that wrote past its end;
  *  - every stream is a worker thread with a FIFO queue: copies, memsets,
  *    launches, event records and waits are queued and the host call returns
  *    at once (launch parameters are copied when queued, as CUDA does), so a
- *    missing synchronisation is a wrong result or a ThreadSanitizer report;
+ *    missing synchronisation is a wrong result when the host outruns it;
  *    StreamSynchronize, EventQuery, EventSynchronize and CtxSynchronize wait
  *    or answer as CUDA's do; H2D copies read host memory when they run, as
- *    from pinned memory;
+ *    from pinned memory. With TYCHO_SIM_LAZY=1 a stream runs only what the
+ *    host waits for (a synchronisation, an event it synchronises on, a
+ *    stream waiting on one of its events, cuMemFree): a missing
+ *    synchronisation then reads stale data every time, not by chance;
  *  - modules are CUDA C source, compiled for the host by the system C++
- *    compiler (TYCHO_CXX, else $CXX, else c++) with a shim that maps
- *    __global__, __shared__, blockIdx ... onto C++ (thread_local: several
- *    streams run kernels at once), -O2 -ffp-contract=off (no contraction:
- *    exact operations give the CPU kernels' bits), cached as
- *    <cache>/sim/sim-<hash of shim, flags, compiler, source>.so;
+ *    compiler with a shim that maps CUDA C onto C++ (gpu_sim_cc.c);
  *  - a launch walks the grid, block by block, with ONE thread per block:
  *    the kernels are grid-stride loops, and a block's shared-memory tree
  *    with one thread is the identity. Every __global__ function must take
@@ -42,37 +43,31 @@
 #include "alloc.h"
 #include "gpu.h"
 #include "gpu_blas.h"
+#include "gpu_sim.h"
 #include "internal.h"
 
 #include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
-
-extern char **environ;
 
 #define SIM_SMS 4          /* small grids: a launch walks every block on one thread */
 #define SIM_ALIGN 256      /* cuMemAlloc's alignment */
 #define SIM_MAGIC 0x7953494d424c4b31ULL /* "ySIMBLK1" */
+#define SIM_RED 0xFD       /* the zone after each block: a write past the end changes it */
 #define SIM_DEFAULT_MEM ((size_t)4 << 30)
 
 enum {
-  E_INVALID_VALUE = 1,
-  E_INVALID_IMAGE = 200,
-  E_INVALID_CONTEXT = 201,
-  E_INVALID_SOURCE = 300,
-  E_INVALID_HANDLE = 400,
-  E_NOT_FOUND = 500
+  E_INVALID_VALUE = TY__CUDA_ERROR_INVALID_VALUE,
+  E_INVALID_IMAGE = TY__CUDA_ERROR_INVALID_IMAGE,
+  E_INVALID_CONTEXT = TY__CUDA_ERROR_INVALID_CONTEXT,
+  E_INVALID_SOURCE = TY__CUDA_ERROR_INVALID_SOURCE,
+  E_INVALID_HANDLE = TY__CUDA_ERROR_INVALID_HANDLE,
+  E_NOT_FOUND = TY__CUDA_ERROR_NOT_FOUND,
+  E_ILLEGAL_ADDRESS = TY__CUDA_ERROR_ILLEGAL_ADDRESS
 };
 
 /* ---- state ---------------------------------------------------------------------- */
@@ -89,15 +84,15 @@ typedef struct sim_block {
 typedef struct sim_mark {
   int refs;
   bool done;
-  double t; /* seconds, when it ran */
+  double t;                      /* seconds, when it ran */
+  struct ty__CUstream_st *stream; /* where it was queued (NULL: ran at once) */
+  uint64_t seq;                  /* its place there: done once stream->done >= seq */
 } sim_mark;
 
 enum { OP_COPY, OP_SET, OP_KERNEL, OP_RECORD, OP_WAIT, OP_HOST };
 
-struct ty__CUfunc_st { /* = ty_sim_kernel of the generated wrappers */
-  const char *name;
-  void (*run)(const void *params, unsigned gx, unsigned gy, unsigned gz);
-  unsigned long size;
+struct ty__CUfunc_st { /* a module's table entry (gpu_sim.h) */
+  ty__sim_kernel k;
 };
 
 typedef struct sim_op {
@@ -120,6 +115,7 @@ struct ty__CUstream_st {
   pthread_cond_t work; /* an operation was queued, or stop */
   sim_op *head, *tail;
   uint64_t queued, done;
+  uint64_t demand; /* lazy: run operations while done < demand */
   bool stop;
   struct ty__CUstream_st *next; /* the device's streams */
 };
@@ -139,7 +135,7 @@ struct ty__CUevent_st {
 
 struct ty__CUmod_st {
   void *so;
-  const struct ty__CUfunc_st *k;
+  const ty__sim_kernel *k;
   int nk;
 };
 
@@ -148,8 +144,9 @@ static struct {
   pthread_cond_t progress;
   int refs, ndev;
   size_t total;
+  bool lazy; /* TYCHO_SIM_LAZY=1: streams run only what the host waits for */
   struct ty__CUctx_st dev[TY_MAX_GPUS];
-} S = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, {{0}}};
+} S = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, false, {{0}}};
 
 static _Thread_local struct ty__CUctx_st *cur;
 /* the detail of the last error on this thread (GetErrorString gives it) */
@@ -182,9 +179,24 @@ static void run_op(sim_op *op) {
   switch (op->kind) {
   case OP_COPY: memmove(op->dst, op->src, op->n); break;
   case OP_SET: memset(op->dst, op->byte, op->n); break;
-  case OP_KERNEL: op->fn->run(op->params, op->grid[0], op->grid[1], op->grid[2]); break;
+  case OP_KERNEL: op->fn->k.run(op->params, op->grid[0], op->grid[1], op->grid[2]); break;
   case OP_HOST: op->host(op->params); break;
   default: break;
+  }
+}
+
+/* Lazy streams run up to `seq` (under the lock; eager ones run anyway). */
+static void demand(struct ty__CUstream_st *s, uint64_t seq) {
+  if (s && seq > s->demand) {
+    s->demand = seq;
+    pthread_cond_signal(&s->work);
+  }
+}
+
+static void wait_mark(sim_mark *m) { /* under the lock */
+  while (!m->done) {
+    demand(m->stream, m->seq);
+    pthread_cond_wait(&S.progress, &S.lock);
   }
 }
 
@@ -192,13 +204,13 @@ static void *worker(void *arg) {
   struct ty__CUstream_st *s = arg;
   pthread_mutex_lock(&S.lock);
   for (;;) {
-    while (!s->head && !s->stop) pthread_cond_wait(&s->work, &S.lock);
+    while (!s->stop && !(s->head && (!S.lazy || s->done < s->demand))) pthread_cond_wait(&s->work, &S.lock);
     sim_op *op = s->head;
     if (!op) break; /* stopped, and nothing left */
     s->head = op->next;
     if (!s->head) s->tail = NULL;
     if (op->kind == OP_WAIT) {
-      while (!op->mark->done) pthread_cond_wait(&S.progress, &S.lock);
+      wait_mark(op->mark);
     } else if (op->kind == OP_RECORD) {
       op->mark->t = now();
       op->mark->done = true;
@@ -218,6 +230,7 @@ static void *worker(void *arg) {
 }
 
 static void wait_idle(struct ty__CUstream_st *s) { /* under the lock */
+  demand(s, s->queued);
   while (s->done < s->queued) pthread_cond_wait(&S.progress, &S.lock);
 }
 
@@ -231,7 +244,7 @@ static void enqueue_locked(struct ty__CUstream_st *s, sim_op *op) {
   if (!s) {
     if (cur) wait_dev_idle(cur);
     if (op->kind == OP_WAIT) {
-      while (!op->mark->done) pthread_cond_wait(&S.progress, &S.lock);
+      wait_mark(op->mark);
     } else if (op->kind == OP_RECORD) {
       op->mark->t = now();
       op->mark->done = true;
@@ -356,6 +369,8 @@ static ty__CUresult sim_EventRecord(ty__CUevent e, ty__CUstream s) {
   mark_release(e->mark);
   e->mark = m;
   enqueue_locked(s, op);
+  m->stream = s;
+  m->seq = s ? s->queued : 0;
   pthread_mutex_unlock(&S.lock);
   return TY__CUDA_SUCCESS;
 }
@@ -371,7 +386,7 @@ static ty__CUresult sim_EventQuery(ty__CUevent e) {
 static ty__CUresult sim_EventSynchronize(ty__CUevent e) {
   if (!e) return fail(E_INVALID_HANDLE, "cuEventSynchronize: NULL event");
   pthread_mutex_lock(&S.lock);
-  while (e->mark && !e->mark->done) pthread_cond_wait(&S.progress, &S.lock);
+  if (e->mark) wait_mark(e->mark);
   pthread_mutex_unlock(&S.lock);
   return TY__CUDA_SUCCESS;
 }
@@ -458,7 +473,7 @@ static ty__CUresult sim_MemAlloc(ty__CUdeviceptr *p, size_t bytes) {
     return fail(TY__CUDA_ERROR_OUT_OF_MEMORY, "simulated GPU %d: %s asked, %s of %s in use (TYCHO_SIM_MEM)",
                 cur->ordinal, a, b, c);
   }
-  sim_block *b = aligned_alloc(SIM_ALIGN, SIM_ALIGN + rounded);
+  sim_block *b = aligned_alloc(SIM_ALIGN, SIM_ALIGN + rounded + SIM_ALIGN);
   if (!b) {
     pthread_mutex_lock(&S.lock);
     cur->used -= rounded;
@@ -467,6 +482,7 @@ static ty__CUresult sim_MemAlloc(ty__CUdeviceptr *p, size_t bytes) {
                 cur->ordinal, bytes);
   }
   memset((char *)b + SIM_ALIGN, 0xFF, rounded); /* poison: f64 NaN, integers -1 */
+  memset((char *)b + SIM_ALIGN + rounded, SIM_RED, SIM_ALIGN);
   b->magic = SIM_MAGIC;
   b->bytes = rounded;
   b->dev = cur;
@@ -480,7 +496,8 @@ static ty__CUresult sim_MemAlloc(ty__CUdeviceptr *p, size_t bytes) {
   return TY__CUDA_SUCCESS;
 }
 
-/* Waits for the device's work, as cuMemFree does. */
+/* Waits for the device's work, as cuMemFree does; checks the zone after
+ * the block (CUDA_ERROR_ILLEGAL_ADDRESS, also on stderr, when written). */
 static ty__CUresult sim_MemFree(ty__CUdeviceptr p) {
   if (!p) return TY__CUDA_SUCCESS;
   pthread_mutex_lock(&S.lock);
@@ -502,10 +519,19 @@ static ty__CUresult sim_MemFree(ty__CUdeviceptr p) {
   if (b->next) b->next->prev = b->prev;
   b->dev->used -= b->bytes;
   pthread_mutex_unlock(&S.lock);
+  const unsigned char *red = (const unsigned char *)b + SIM_ALIGN + b->bytes;
+  size_t k = 0;
+  while (k < SIM_ALIGN && red[k] == SIM_RED) k++;
+  int r = TY__CUDA_SUCCESS;
+  if (k < SIM_ALIGN) { /* said here too: a pool frees blocks without looking at the result */
+    r = fail(E_ILLEGAL_ADDRESS, "simulated GPU %d: something wrote past the end of the block 0x%llx of %zu bytes",
+             b->dev->ordinal, (unsigned long long)p, b->bytes);
+    fprintf(stderr, "tycho: %s\n", detail);
+  }
   memset((char *)b + SIM_ALIGN, 0xFF, b->bytes);
   b->magic = 0;
   free(b);
-  return TY__CUDA_SUCCESS;
+  return r;
 }
 
 static ty__CUresult sim_MemHostRegister(void *p, size_t bytes, unsigned flags) {
@@ -599,6 +625,7 @@ static const char *err_name(ty__CUresult r, const char **text) {
   case E_INVALID_SOURCE: *text = "device kernel source is invalid"; return "CUDA_ERROR_INVALID_SOURCE";
   case E_INVALID_HANDLE: *text = "invalid resource handle"; return "CUDA_ERROR_INVALID_HANDLE";
   case E_NOT_FOUND: *text = "named symbol not found"; return "CUDA_ERROR_NOT_FOUND";
+  case E_ILLEGAL_ADDRESS: *text = "an illegal memory access was encountered"; return "CUDA_ERROR_ILLEGAL_ADDRESS";
   case TY__CUDA_ERROR_NO_DEVICE: *text = "no CUDA-capable device is detected"; return "CUDA_ERROR_NO_DEVICE";
   case TY__CUDA_ERROR_NOT_READY: *text = "device not ready"; return "CUDA_ERROR_NOT_READY";
   default: return NULL;
@@ -695,268 +722,7 @@ static ty__CUresult sim_CtxSetCurrent(ty__CUcontext c) {
   return TY__CUDA_SUCCESS;
 }
 
-/* ---- modules: CUDA C compiled for the host -------------------------------------------------- */
-
-/* Maps CUDA C onto C++ for the host. TY_SIM_SCAN (the preprocessing pass
- * that finds the kernels) marks each __global__. */
-static const char SHIM[] =
-    "/* tycho simulated GPU: CUDA C compiled for the host (runtime/src/gpu_sim.c) */\n"
-    "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
-    "#ifdef TY_SIM_SCAN\n#define __global__ TY_SIM_KERNEL\n#else\n#define __global__\n#endif\n"
-    "#define __device__\n#define __host__\n#define __forceinline__ inline\n"
-    "#define __launch_bounds__(...)\n#define __restrict__\n"
-    "#define __shared__ static thread_local\n#define __syncthreads() ((void)0)\n"
-    "#define CUDART_INF HUGE_VAL\n#define CUDART_INF_F HUGE_VALF\n"
-    "#define CUDART_NAN NAN\n#define CUDART_NAN_F NAN\n"
-    "struct ty_sim_dim { unsigned x, y, z; };\n"
-    "static thread_local ty_sim_dim blockIdx, threadIdx, blockDim, gridDim;\n"
-    "static inline double __longlong_as_double(long long w) { double d; memcpy(&d, &w, 8); return d; }\n"
-    "static inline long long __double_as_longlong(double d) { long long w; memcpy(&w, &d, 8); return w; }\n"
-    "#line 1 \"kernel.cu\"\n";
-
-/* Runs a one-parameter kernel over a grid, one thread per block. */
-static const char WRAPPERS[] =
-    "\n/* the simulator's entry points (gpu_sim.c) */\n"
-    "template <class A> static void ty_sim_grid(void (*f)(A), const void *p, unsigned gx, unsigned gy,\n"
-    "                                           unsigned gz) {\n"
-    "  gridDim = {gx, gy, gz};\n  blockDim = {1, 1, 1};\n  threadIdx = {0, 0, 0};\n"
-    "  for (unsigned z = 0; z < gz; z++)\n    for (unsigned y = 0; y < gy; y++)\n"
-    "      for (unsigned x = 0; x < gx; x++) {\n        blockIdx = {x, y, z};\n"
-    "        f(*(const A *)p);\n      }\n}\n"
-    "template <class A> static constexpr unsigned long ty_sim_size(void (*)(A)) { return sizeof(A); }\n"
-    "struct ty_sim_kernel {\n  const char *name;\n"
-    "  void (*run)(const void *, unsigned, unsigned, unsigned);\n  unsigned long size;\n};\n";
-
-static const char CXXFLAGS[] = "-std=c++17 -O2 -ffp-contract=off -fPIC -shared -w";
-
-static const char *compiler(void) {
-  const char *c = getenv("TYCHO_CXX");
-  if (!c || !*c) c = getenv("CXX");
-  return c && *c ? c : "c++";
-}
-
-/* fused_codegen.c's directory, and sim/ in it; "" when TYCHO_CACHE_DIR=off. */
-static void cache_dir(char *buf, size_t len) {
-  const char *d = getenv("TYCHO_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-  if (d && !strcmp(d, "off")) buf[0] = 0;
-  else if (d && *d) snprintf(buf, len, "%s/sim", d);
-  else if (x && *x) snprintf(buf, len, "%s/tycho/sim", x);
-  else if (h && *h) snprintf(buf, len, "%s/.cache/tycho/sim", h);
-  else snprintf(buf, len, "/tmp/tycho-cache-%ld/sim", (long)getuid());
-}
-
-static int mkdirs(const char *path) {
-  char tmp[1024];
-  snprintf(tmp, sizeof tmp, "%s", path);
-  for (char *p = tmp + 1; *p; p++)
-    if (*p == '/') {
-      *p = 0;
-      if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-      *p = '/';
-    }
-  return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-static bool write_file(const char *path, const char *a, size_t na, const char *b, size_t nb) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return false;
-  bool ok = fwrite(a, 1, na, f) == na && fwrite(b, 1, nb, f) == nb;
-  return (fclose(f) == 0) && ok;
-}
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  long size = -1;
-  if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-      (buf = ty__malloc((size_t)size + 1))) {
-    if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-      free(buf);
-      buf = NULL;
-    } else {
-      buf[size] = 0;
-      *len = (size_t)size;
-    }
-  }
-  fclose(f);
-  return buf;
-}
-
-/* Runs the compiler: argv[0] is it; its output goes to `log`. */
-static bool run_compiler(char *const argv[], const char *log) {
-  posix_spawn_file_actions_t fa;
-  if (posix_spawn_file_actions_init(&fa) != 0) return false;
-  posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    FILE *f = fopen(log, "w");
-    if (f) {
-      fprintf(f, "%s could not be started: %s\n", argv[0], strerror(rc));
-      fclose(f);
-    }
-    return false;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return false;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-/* The compiler's first lines as the error detail. */
-static int compile_failed(const char *what, const char *log) {
-  size_t n = 0;
-  char *text = read_file(log, &n);
-  if (text) {
-    int lines = 0;
-    for (size_t i = 0; i < n; i++)
-      if (text[i] == '\n' && ++lines == 8) {
-        text[i] = 0;
-        break;
-      }
-  }
-  int r = fail(E_INVALID_SOURCE, "%s %s failed (the simulated GPU compiles CUDA C for the host): %s", compiler(),
-               what, text && *text ? text : "no output");
-  free(text);
-  return r;
-}
-
-static bool is_ident(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-/* Appends to `out` the wrapper and table entry of every one-parameter
- * kernel in the preprocessed text `pp`; *nk counts them. */
-static void wrap_kernels(const char *pp, ty_sbuf *out, int *nk) {
-  ty_sbuf table = {0};
-  static const char MARK[] = "TY_SIM_KERNEL";
-  *nk = 0;
-  for (const char *p = strstr(pp, MARK); p; p = strstr(p, MARK)) {
-    p += sizeof MARK - 1;
-    const char *paren = strchr(p, '(');
-    if (!paren) break;
-    const char *e = paren;
-    while (e > p && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\t')) e--;
-    const char *s = e;
-    while (s > p && is_ident(s[-1])) s--;
-    /* one parameter: something between the parentheses, no comma at depth 1 */
-    int depth = 0, commas = 0;
-    bool any = false;
-    const char *q = paren;
-    for (; *q; q++) {
-      if (*q == '(' || *q == '<' || *q == '[') depth++;
-      else if (*q == ')' || *q == '>' || *q == ']') {
-        if (--depth == 0) break;
-      } else if (*q == ',' && depth == 1) commas++;
-      else if (*q != ' ' && *q != '\n' && *q != '\t') any = true;
-    }
-    if (s == e || !any || commas) continue;
-    char name[128];
-    snprintf(name, sizeof name, "%.*s", (int)(e - s), s);
-    char key[140];
-    snprintf(key, sizeof key, "{\"%s\",", name);
-    if (table.p && strstr(table.p, key)) continue; /* a declaration, then the definition */
-    ty__sb_printf(out,
-                  "static void ty_sim_run_%d(const void *p, unsigned gx, unsigned gy, unsigned gz) {\n"
-                  "  ty_sim_grid(%s, p, gx, gy, gz);\n}\n",
-                  *nk, name);
-    ty__sb_printf(&table, "  {\"%s\", ty_sim_run_%d, ty_sim_size(%s)},\n", name, *nk, name);
-    ++*nk;
-  }
-  ty__sb_printf(out, "extern \"C\" const ty_sim_kernel ty_sim_kernels[] = {\n%s  {0, 0, 0}};\n",
-                table.p ? table.p : "");
-  ty__sb_printf(out, "extern \"C\" const int ty_sim_nkernels = %d;\n", *nk);
-  free(table.p);
-}
-
-static uint64_t fnv(uint64_t h, const char *p, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)p[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-/* Compiles `src` (cached) and opens it. */
-static ty__CUresult load_source(const char *src, void **so) {
-  *so = NULL;
-  static atomic_uint serial;
-  const char *cxx = compiler();
-  uint64_t h = 0xcbf29ce484222325ULL;
-  h = fnv(h, SHIM, sizeof SHIM);
-  h = fnv(h, WRAPPERS, sizeof WRAPPERS);
-  h = fnv(h, CXXFLAGS, sizeof CXXFLAGS);
-  h = fnv(h, cxx, strlen(cxx) + 1);
-  h = fnv(h, src, strlen(src));
-  char dir[1024], tmpdir[64] = "";
-  cache_dir(dir, sizeof dir);
-  if (!dir[0] || mkdirs(dir) != 0) { /* no cache: a private directory, removed after */
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tycho-sim-XXXXXX");
-    if (!mkdtemp(tmpdir)) return fail(E_INVALID_SOURCE, "no directory to compile a simulated kernel in");
-    snprintf(dir, sizeof dir, "%s", tmpdir);
-  }
-  char so_path[1100], base[1200], cu[1210], ii[1210], tso[1210], log[1210];
-  snprintf(so_path, sizeof so_path, "%s/sim-%016llx.so", dir, (unsigned long long)h);
-  int r = TY__CUDA_SUCCESS;
-  if (access(so_path, R_OK) != 0) {
-    /* unique temporaries, then rename: processes and threads compiling the
-     * same kernel at once never see half a file */
-    snprintf(base, sizeof base, "%s.%ld.%u", so_path, (long)getpid(), atomic_fetch_add(&serial, 1));
-    snprintf(cu, sizeof cu, "%s.cc", base);
-    snprintf(ii, sizeof ii, "%s.ii", base);
-    snprintf(tso, sizeof tso, "%s.so", base);
-    snprintf(log, sizeof log, "%s.log", base);
-    char *pp = NULL;
-    size_t ppn = 0;
-    ty_sbuf text = {0};
-    ty__sb_printf(&text, "%s%s", SHIM, src);
-    if (!write_file(cu, text.p ? text.p : "", text.len, "", 0)) {
-      r = fail(E_INVALID_SOURCE, "cannot write %s: %s", cu, strerror(errno));
-    } else {
-      char *scan[] = {(char *)cxx, "-std=c++17", "-E", "-P", "-DTY_SIM_SCAN", "-x", "c++", cu, "-o", ii, NULL};
-      if (!run_compiler(scan, log)) r = compile_failed("-E (preprocessing)", log);
-      else if (!(pp = read_file(ii, &ppn))) r = fail(E_INVALID_SOURCE, "cannot read %s", ii);
-    }
-    if (!r) {
-      int nk;
-      ty__sb_printf(&text, "%s", WRAPPERS);
-      wrap_kernels(pp, &text, &nk);
-      if (text.failed || !write_file(cu, text.p, text.len, "", 0)) {
-        r = fail(E_INVALID_SOURCE, "cannot write %s", cu);
-      } else {
-        char flags[sizeof CXXFLAGS];
-        memcpy(flags, CXXFLAGS, sizeof flags);
-        char *argv[24] = {(char *)cxx};
-        int n = 1;
-        for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && n < 16; t = strtok_r(NULL, " ", &save))
-          argv[n++] = t;
-        char *rest[] = {"-x", "c++", cu, "-o", tso, NULL};
-        for (int i = 0; rest[i]; i++) argv[n++] = rest[i];
-        argv[n] = NULL;
-        if (!run_compiler(argv, log)) r = compile_failed("(compiling)", log);
-        else if (rename(tso, so_path) != 0) r = fail(E_INVALID_SOURCE, "cannot rename %s: %s", tso, strerror(errno));
-      }
-    }
-    free(pp);
-    free(text.p);
-    unlink(cu);
-    unlink(ii);
-    unlink(tso);
-    unlink(log);
-  }
-  if (!r) {
-    *so = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
-    if (!*so) r = fail(E_INVALID_IMAGE, "dlopen(%s): %s", so_path, dlerror());
-  }
-  if (tmpdir[0]) {
-    unlink(so_path); /* the handle keeps it mapped */
-    rmdir(tmpdir);
-  }
-  return r;
-}
+/* ---- modules (compiled by gpu_sim_cc.c) ----------------------------------------------------- */
 
 static ty__CUresult sim_ModuleLoadData(ty__CUmodule *m, const void *image) {
   *m = NULL;
@@ -967,9 +733,10 @@ static ty__CUresult sim_ModuleLoadData(ty__CUmodule *m, const void *image) {
       !strncmp(text, ".version", 8) || strstr(text, "\n.version ") || strstr(text, "\n.target sm_"))
     return fail(E_INVALID_IMAGE, "a simulated GPU runs CUDA C source, not a fatbin, cubin or PTX");
   void *so;
-  ty__CUresult r = load_source(text, &so);
-  if (r) return r;
-  const struct ty__CUfunc_st *k = dlsym(so, "ty_sim_kernels");
+  char why[sizeof detail];
+  ty__CUresult r = ty__sim_compile(text, &so, why, sizeof why);
+  if (r) return fail(r, "%s", why);
+  const ty__sim_kernel *k = dlsym(so, "ty_sim_kernels");
   const int *nk = dlsym(so, "ty_sim_nkernels");
   struct ty__CUmod_st *mod = ty__calloc(1, sizeof *mod);
   if (!k || !nk || !mod) {
@@ -1000,7 +767,7 @@ static ty__CUresult sim_ModuleGetFunction(ty__CUfunction *f, ty__CUmodule m, con
   if (!m) return fail(E_INVALID_HANDLE, "cuModuleGetFunction: NULL module");
   for (int i = 0; i < m->nk; i++)
     if (!strcmp(m->k[i].name, name)) {
-      *f = (ty__CUfunction)&m->k[i];
+      *f = (ty__CUfunction)(uintptr_t)&m->k[i]; /* an entry is the function (one field) */
       return TY__CUDA_SUCCESS;
     }
   return fail(E_NOT_FOUND,
@@ -1016,16 +783,16 @@ static ty__CUresult sim_LaunchKernel(ty__CUfunction f, unsigned gx, unsigned gy,
   if (!f) return fail(E_INVALID_HANDLE, "cuLaunchKernel: NULL function");
   if (extra || !params || !params[0])
     return fail(E_INVALID_VALUE, "cuLaunchKernel %s: the simulator takes kernelParams with one parameter",
-                f->name);
-  if (gx == 0 || gy == 0 || gz == 0) return fail(E_INVALID_VALUE, "cuLaunchKernel %s: empty grid", f->name);
+                f->k.name);
+  if (gx == 0 || gy == 0 || gz == 0) return fail(E_INVALID_VALUE, "cuLaunchKernel %s: empty grid", f->k.name);
   sim_op *op = new_op(OP_KERNEL);
-  void *p = ty__malloc(f->size ? f->size : 1);
+  void *p = ty__malloc(f->k.size ? f->k.size : 1);
   if (!op || !p) {
     free(op);
     free(p);
     return TY__CUDA_ERROR_OUT_OF_MEMORY;
   }
-  memcpy(p, params[0], f->size); /* now, as CUDA copies parameters at the launch */
+  memcpy(p, params[0], f->k.size); /* now, as CUDA copies parameters at the launch */
   op->fn = f;
   op->params = p;
   op->grid[0] = gx;
@@ -1052,6 +819,8 @@ ty_status ty__sim_load(ty__cuda *api, int ndev, char *why, size_t whylen) {
   if (S.refs++ == 0) {
     for (int d = 0; d < TY_MAX_GPUS; d++) S.dev[d].ordinal = d;
     S.total = total;
+    const char *lz = getenv("TYCHO_SIM_LAZY");
+    S.lazy = lz && *lz && strcmp(lz, "0") != 0;
   }
   if (ndev > S.ndev) S.ndev = ndev; /* devices other tables use stay */
   pthread_mutex_unlock(&S.lock);

@@ -40,7 +40,7 @@ TEST(gpus_option_parses) {
   CHECK_EQ_INT(ty_gpus_parse("2", &n, err, sizeof err), TY_OK);
   CHECK_EQ_INT(n, 2);
   CHECK_EQ_INT(ty_gpus_parse("-1", &n, err, sizeof err), TY_EINVAL);
-  CHECK_STR_CONTAINS(err, "gpus must be 'all', 'none' or a count in 0..16, got '-1'");
+  CHECK_STR_CONTAINS(err, "gpus must be 'all', 'none', a count in 0..16 or sim:N (N simulated GPUs, 1..16), got '-1'");
   CHECK_EQ_INT(ty_gpus_parse("17", &n, err, sizeof err), TY_EINVAL);
   CHECK_EQ_INT(ty_gpus_parse("two", &n, err, sizeof err), TY_EINVAL);
   CHECK_EQ_INT(ty_gpus_parse("", &n, err, sizeof err), TY_EINVAL);

@@ -3,8 +3,10 @@
  * real entry points of gpu_kernels.h: discovery, poisoned device memory,
  * the coherence copies in every direction, the built-in kernels and a fused
  * chain against the CPU (bit for bit where the operation is exact), matmul,
- * ordering within and between streams, asynchrony, out-of-memory, and a
- * small "executor" round trip on two devices (a template for exec.c).
+ * ordering within and between streams, asynchrony (and lazy streams, which
+ * make a missing synchronisation certain to read stale data),
+ * out-of-memory, and a small "executor" round trip on two devices (a
+ * template for exec.c).
  *
  * Needs the host C++ compiler (c++, or TYCHO_CXX): without one every case
  * that launches a kernel is skipped (exit 77 when run alone). The compiled
@@ -200,6 +202,15 @@ TEST(device_memory_is_poisoned_and_copies_run_every_way) {
   free(big);
   ty__gpu_free(g, 0, b0, 0);
   ty__gpu_free(g, 1, b1, 0);
+  /* a kernel writing past the end of a block is found when the block is freed */
+  ty__CUdeviceptr p = 0;
+  CHECK_EQ_INT(g->api.CtxSetCurrent(g->dev[0].ctx), TY__CUDA_SUCCESS);
+  CHECK_EQ_INT(g->api.MemAlloc(&p, 1000), TY__CUDA_SUCCESS);
+  int64_t n = 1, s1 = 1;
+  CHECK_EQ_INT(ty__gpu_fill(g, 0, 0, TY_I64, 1, &n, &s1, p + 1024, (ty__fillval){0, 1}, err, sizeof err), TY_OK);
+  ty__CUresult r = g->api.MemFree(p);
+  CHECK_EQ_INT(r, 700);
+  CHECK_STR_CONTAINS(ty__cuda_error(&g->api, r, err, sizeof err), "wrote past the end of the block");
   ty__gpu_close(g);
   free(h);
   free(back);
@@ -635,6 +646,56 @@ TEST(host_calls_return_before_the_work_runs) {
   free(h);
 }
 
+/* TYCHO_SIM_LAZY=1: streams run only what the host waits for, so a read
+ * without ty__gpu_sync sees stale data every time. */
+TEST(lazy_streams_make_a_missing_sync_certain) {
+  if (!have_cxx()) SKIP("no host C++ compiler");
+  setenv("TYCHO_SIM_LAZY", "1", 1);
+  ty__gpu *g = open_sim(1, 0);
+  unsetenv("TYCHO_SIM_LAZY");
+  if (!g) return;
+  char err[512];
+  enum { N = 4096 };
+  int64_t *h = malloc(N * 8), *back = malloc(N * 8);
+  for (int i = 0; i < N; i++) h[i] = i, back[i] = -7;
+  ty__gpu_block *b;
+  CHECK_EQ_INT(ty__gpu_alloc(g, 0, N * 8, 0, "x", &b, err, sizeof err), TY_OK);
+  uint64_t base[1] = {b->ptr};
+  ty__coh_copy up = {TY__COH_HOST, TY__COH_DEV(0), 0, N * 8}, down = {TY__COH_DEV(0), TY__COH_HOST, 0, N * 8};
+  int64_t n = N, tail = N - 100, s1 = 1, z = 0;
+  CHECK_EQ_INT(ty__gpu_copy_run(g, &up, h, base, 0, err, sizeof err), TY_OK);
+  CHECK_EQ_INT(ty__gpu_fill(g, 0, 0, TY_I64, 1, &tail, &s1, b->ptr + 8 * 100, (ty__fillval){0, 5}, err, sizeof err),
+               TY_OK);
+  CHECK_EQ_INT(ty__gpu_copy_run(g, &down, back, base, 0, err, sizeof err), TY_OK);
+  /* no synchronisation: nothing ran, the host buffer is as it was */
+  int stale = 0;
+  for (int i = 0; i < N; i++) stale += back[i] == -7;
+  CHECK_EQ_INT(stale, N);
+  CHECK_EQ_INT(ty__gpu_sync(g, 0, 0, err, sizeof err), TY_OK);
+  int bad = 0;
+  for (int i = 0; i < N; i++) bad += back[i] != (i < 100 ? i : 5);
+  CHECK_EQ_INT(bad, 0);
+  /* a stream waiting on another makes that one run: stream 1 reduces what stream 2 filled */
+  ty__gpu_block *bo;
+  CHECK_EQ_INT(ty__gpu_alloc(g, 0, 8, 1, "sum", &bo, err, sizeof err), TY_OK);
+  CHECK_EQ_INT(ty__gpu_fill(g, 0, 2, TY_I64, 1, &n, &s1, b->ptr, (ty__fillval){0, 3}, err, sizeof err), TY_OK);
+  CHECK_EQ_INT(ty__gpu_stream_wait(g, 0, 1, 0, 2, err, sizeof err), TY_OK);
+  CHECK_EQ_INT(ty__gpu_reduce(g, 0, 1, TY_RED_SUM, TY_I64, 1, &n, b->ptr, &s1, bo->ptr, &z, false, err, sizeof err),
+               TY_OK);
+  int64_t sum = 0;
+  uint64_t ob[1] = {bo->ptr};
+  ty__coh_copy d1 = {TY__COH_DEV(0), TY__COH_HOST, 0, 8};
+  CHECK_EQ_INT(ty__gpu_copy_run(g, &d1, &sum, ob, 1, err, sizeof err), TY_OK);
+  CHECK_EQ_INT(sum, 0);
+  CHECK_EQ_INT(ty__gpu_sync(g, 0, 1, err, sizeof err), TY_OK); /* only stream 1 */
+  CHECK_EQ_INT(sum, 3 * N);
+  ty__gpu_free(g, 0, b, 0);
+  ty__gpu_free(g, 0, bo, 1);
+  ty__gpu_close(g);
+  free(h);
+  free(back);
+}
+
 TEST(compile_errors_name_the_compiler) {
   if (!have_cxx()) SKIP("no host C++ compiler");
   ty__gpu *g = open_sim(1, 0);
@@ -661,9 +722,10 @@ TEST(compile_errors_name_the_compiler) {
  * each device acquires its half (the coherence tracker says what to copy),
  * runs y = 2 x + 1 in place as a fused kernel, and the host reads the whole
  * store back (copies from both devices, then a sync of each). */
-TEST(mini_executor_two_devices) {
-  if (!have_cxx()) SKIP("no host C++ compiler");
+static void mini_executor(bool lazy) {
+  if (lazy) setenv("TYCHO_SIM_LAZY", "1", 1);
   ty__gpu *g = open_sim(2, 0);
+  unsetenv("TYCHO_SIM_LAZY");
   if (!g) return;
   char err[2048];
   enum { N = 10000 };
@@ -723,6 +785,13 @@ TEST(mini_executor_two_devices) {
   free(h);
 }
 
+/* eagerly, and with lazy streams (only what is waited for runs) */
+TEST(mini_executor_two_devices) {
+  if (!have_cxx()) SKIP("no host C++ compiler");
+  mini_executor(false);
+  mini_executor(true);
+}
+
 static const check_case cases[] = {
     CASE(gpus_parse_accepts_sim_n),
     CASE(sim_devices_are_discovered_as_simulated),
@@ -734,6 +803,7 @@ static const check_case cases[] = {
     CASE(matmul_matches_a_reference),
     CASE(streams_are_ordered_by_stream_wait),
     CASE(host_calls_return_before_the_work_runs),
+    CASE(lazy_streams_make_a_missing_sync_certain),
     CASE(compile_errors_name_the_compiler),
     CASE(mini_executor_two_devices),
 };

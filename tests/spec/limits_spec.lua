@@ -232,9 +232,11 @@ local LIMITS = {
       -- 16 is accepted as a count (and then refused when fewer GPUs exist)
       local out = shell({ "--gpus", "16", "-e", "" })
       assert(not out:find("a count in 0..16", 1, true), out)
+      -- and so is sim:16 (16 simulated GPUs: always there)
+      assert(not shell({ "--gpus", "sim:16", "-e", "" }):find("sim:N", 1, true))
       return true
     end, value = true, past = shell_fails({ "--gpus", "17", "-e", "" }),
-    says = "gpus must be 'all', 'none' or a count in 0..16, got '17'" },
+    says = "gpus must be 'all', 'none', a count in 0..16 or sim:N (N simulated GPUs, 1..16), got '17'" },
 }
 
 describe("limits", function()

@@ -1,0 +1,29 @@
+/*
+ * gpu_sim.h — between the simulated GPUs' driver (gpu_sim.c) and their
+ * compiler of modules (gpu_sim_cc.c). The entry points the rest of tycho
+ * uses are in gpu.h (ty__sim_load) and gpu_blas.h (ty__blas_sim).
+ */
+#ifndef TY_GPU_SIM_H
+#define TY_GPU_SIM_H
+
+#include "gpu.h"
+
+#include <stddef.h>
+
+/* One kernel of a compiled module: the exported table ty_sim_kernels (its
+ * length in ty_sim_nkernels, a zero entry after the last) holds one per
+ * __global__ function of one by-value parameter. run(params, gx, gy, gz)
+ * walks the grid, one thread per block; size is the parameter's sizeof. */
+typedef struct ty__sim_kernel {
+  const char *name;
+  void (*run)(const void *params, unsigned gx, unsigned gy, unsigned gz);
+  unsigned long size;
+} ty__sim_kernel;
+
+/* Compile the CUDA C text `src` for the host (or find it in the cache) and
+ * dlopen it: 0 and *so, or TY__CUDA_ERROR_INVALID_SOURCE (the compiler
+ * failed: its name and first lines in why) / TY__CUDA_ERROR_INVALID_IMAGE
+ * (dlopen failed). Safe from several threads. */
+int ty__sim_compile(const char *src, void **so, char *why, size_t whylen);
+
+#endif /* TY_GPU_SIM_H */
