@@ -392,6 +392,7 @@ static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
       .scalar_bytes = l->scalar_bytes,
       .errbuf = res->msg,
       .errcap = sizeof res->msg,
+      .device = -1,
   };
   for (int k = 0; k < l->ndim; k++) {
     ctx.lo[k] = lo[k];

@@ -38,7 +38,7 @@ typedef struct ty__gstore {
  * than the CPU's few microseconds. */
 #define TY__GPU_AUTO_BYTES ((int64_t)1 << 20)
 
-enum { GK_NONE = 0, GK_IR, GK_GEN, GK_RED, GK_MATMUL };
+enum { GK_NONE = 0, GK_IR, GK_GEN, GK_RED, GK_MATMUL, GK_TASK };
 
 static bool writes(ty_privilege p) { return p != TY_PRIV_IN; }
 
@@ -73,6 +73,7 @@ static int classify(const ty_runtime *rt, const ty_pending *l, gk_plan *k, char 
   const ty__builtins *b = rt->builtins;
   const ty_task *t = l->task;
   memset(k, 0, sizeof *k);
+  if (t->gpu) return k->kind = GK_TASK; /* a host's C task with its own GPU variant */
   if (t == b->fused) {
     k->fused = true;
     return k->kind = GK_IR;
@@ -394,8 +395,55 @@ static ty_status run_kernel(ty_runtime *rt, const gk_plan *k, ty_pending *l, int
                           A->strides[1], ptr[2], B->strides[0], B->strides[1], ptr[0],
                           C->shape[0] > 1 ? C->strides[0] : C->shape[1], err, errlen);
   }
+  case GK_TASK: {
+    ty_tile dt[TY_MAX_ARGS];
+    char msg[512] = "";
+    ty_task_ctx ctx = {.rt = rt, .task = l->task, .task_name = l->task->name,
+                       .task_data = l->task->data, .piece = 0, .pieces = 1, .threads = 1,
+                       .ndim = ndim, .nargs = l->nargs, .args = dt, .scalars = l->scalars,
+                       .scalar_bytes = l->scalar_bytes, .errbuf = msg, .errcap = sizeof msg,
+                       .device = d, .stream = g->dev[d].stream[0]};
+    for (int i = 0; i < ndim; i++) {
+      ctx.lo[i] = lo[i];
+      ctx.hi[i] = hi[i];
+    }
+    for (int i = 0; i < l->nargs; i++) {
+      dt[i] = tiles[i];
+      dt[i].data = (char *)(uintptr_t)ptr[i];
+    }
+    if (g->api.CtxSetCurrent(g->dev[d].ctx) != TY__CUDA_SUCCESS) {
+      snprintf(err, errlen, "cuCtxSetCurrent failed");
+      return TY_EINVAL;
+    }
+    int rc = l->task->gpu(&ctx);
+    if (rc == 0) return TY_OK;
+    snprintf(err, errlen, "%s", msg[0] ? msg : ty_status_name(rc < 0 ? rc : TY_ETASK));
+    return TY_ETASK;
+  }
   default: return TY_EINVAL;
   }
+}
+
+/* The device of a one-piece launch: task mode deals launches out in turn
+ * (independent launches then run on different GPUs); otherwise the device
+ * that already holds the most of the bytes it touches (no copies), the
+ * first on a tie. */
+static int one_piece_device(ty_runtime *rt, const ty_pending *l, int ndev) {
+  if (l->pol.p.mode == TY_MODE_TASK) return (int)(rt->gpu_turn++ % (uint64_t)ndev);
+  int best = 0;
+  uint64_t most = 0;
+  for (int d = 0; d < ndev; d++) {
+    uint64_t have = 0;
+    for (int i = 0; i < l->nargs; i++) {
+      const ty_storage *stg = l->args[i].store->storage;
+      uint64_t lo, hi;
+      bool dense;
+      ty__store_range(l->args[i].store, &lo, &hi, &dense);
+      if (stg->gpu && hi > lo && ty__coh_valid(&stg->gpu->coh, lo, hi, TY__COH_DEV(d))) have += hi - lo;
+    }
+    if (have > most) most = have, best = d;
+  }
+  return best;
 }
 
 ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallback, char *why,
@@ -421,10 +469,14 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallbac
   /* phase 1: pieces, and a block on each piece's device for what it touches */
   ty_tiling tiling = {.ndim = l->ndim, .pieces = 1};
   for (int i = 0; i < l->ndim; i++) tiling.tiles[i] = 1;
-  if ((k.kind == GK_IR || k.kind == GK_GEN) && g->ndev > 1) ty__partition(l, g->ndev, &tiling, e);
+  bool reduces = false;
+  for (int i = 0; i < l->nargs; i++) reduces |= l->args[i].priv == TY_PRIV_REDUCE;
+  if ((k.kind == GK_IR || k.kind == GK_GEN || (k.kind == GK_TASK && !reduces)) && g->ndev > 1)
+    ty__partition(l, g->ndev, &tiling, e);
   int pieces = tiling.pieces;
+  const int first = pieces == 1 ? one_piece_device(rt, l, g->ndev) : 0;
   for (int p = 0; p < pieces; p++) {
-    int d = p % g->ndev;
+    int d = (first + p) % g->ndev;
     for (int i = 0; i < l->nargs; i++) {
       ty_storage *stg = l->args[i].store->storage;
       ty__gstore *gs = gstore_of(rt, stg);
@@ -464,7 +516,7 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallbac
   bool empty = false;
   for (int i = 0; i < l->ndim; i++) empty |= l->domain[i] == 0;
   for (int p = 0; p < pieces && st == TY_OK && !empty; p++) {
-    int d = p % g->ndev;
+    int d = (first + p) % g->ndev;
     int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
     ty__piece_box(l->ndim, l->domain, &tiling, p, lo, hi);
     ty_tile tiles[TY_MAX_ARGS];
@@ -505,6 +557,7 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallbac
     e->pieces = pieces;
     for (int i = 0; i < l->ndim; i++) e->tiles[i] = tiling.tiles[i];
     e->gpus = pieces < g->ndev ? pieces : g->ndev;
+    e->processor = pieces == 1 ? first : -1; /* the GPU of a one-piece launch */
   }
   rt->stats.gpu_launches++;
   rt->stats.pieces += (uint64_t)pieces;

@@ -143,7 +143,7 @@ static void format_entry(ty_sbuf *b, const ty_explain_entry *e) {
             e->from[TY_AXIS_OVERDECOMPOSE], chunk, e->from[TY_AXIS_MIN_CHUNK],
             ty_favor_name(e->policy.favor), e->from[TY_AXIS_FAVOR]);
   if (strcmp(e->partition, "new") != 0 && e->partition[0]) ty__sb_printf(b, ", reused %s", e->partition);
-  if (e->processor >= 0) ty__sb_printf(b, ", ran on processor %d", e->processor);
+  if (e->processor >= 0) ty__sb_printf(b, ", ran on %s %d", e->gpus ? "GPU" : "processor", e->processor);
   if (e->waves > 0) ty__sb_printf(b, ", wave %d of %d", e->wave + 1, e->waves);
   ty__sb_printf(b, "\n");
   if (e->fused) ty__sb_printf(b, "       fused %d launches: %s\n", e->fused, e->fused_ops);

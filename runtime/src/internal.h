@@ -263,6 +263,7 @@ struct ty_runtime {
   struct ty_trace *trace;
   struct ty__gpu *gpu; /* gpu_kernels.c: devices, pools, streams (NULL: none probed) */
   struct ty__gstore *gstores; /* exec_gpu.c: the storages a GPU touched */
+  uint64_t gpu_turn;          /* exec_gpu.c: the next GPU of a task-mode launch */
 
   /* random */
   uint64_t seed;

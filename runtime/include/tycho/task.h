@@ -77,6 +77,12 @@ typedef struct ty_task_ctx {
   size_t scalar_bytes;
   char *errbuf;                   /* set through ty_ctx_fail */
   size_t errcap;
+  /* gpu variants only (ty_task_desc.gpu): the GPU the piece runs on (0-based;
+   * -1 on the CPU) and the CUstream its work must be queued on, asynchronously
+   * (the runtime orders the stream after the copies the piece needs and waits
+   * for it before the host reads what the piece wrote) */
+  int device;
+  void *stream;
 } ty_task_ctx;
 
 /* A variant returns 0 on success; on failure it calls ty_ctx_fail (or returns
@@ -109,14 +115,14 @@ typedef struct ty_task_desc {
   const char *signature;        /* e.g. "in, out, scalar:f64": lets a binding call the task by
                                    name (copied; NULL: none). The core only keeps it. */
   void (*release)(void *data);  /* called with `data` when the runtime is freed (may be NULL) */
-  /* optional: the variant for a GPU. It will receive the same context as the
-   * cpu variant with every ctx->args[k].data a device pointer (strides in
-   * elements, as on the CPU) on the GPU the piece runs on. Today it is only
-   * stored (ty_task_gpu returns it): the window runs user tasks on CPU
-   * workers, so the cpu variant (or omp) runs every piece even where a GPU
-   * exists, until GPU execution of tasks lands (docs/gpu.md, "Integration").
-   * Last in the struct so that positional initialisers written before it
-   * existed keep working. */
+  /* optional: the variant for a GPU. It receives the same context as the cpu
+   * variant with every ctx->args[k].data a device pointer (strides in
+   * elements, as on the CPU) on GPU ctx->device, and queues its kernels on
+   * ctx->stream without waiting. Used when the launch's target places it on
+   * a GPU (docs/gpu.md, "Execution"); its pieces are spread over the GPUs
+   * like the built-ins' (one piece when an argument is REDUCE). The cpu
+   * variant still runs it where the target is the CPU. Last in the struct so
+   * that positional initialisers written before it existed keep working. */
   ty_variant_fn gpu;
 } ty_task_desc;
 
