@@ -300,6 +300,11 @@ __m256 _ZGVdN8vv_powf(__m256, __m256);
       o_[j] = r[j];                                                                    \
     }                                                                                  \
   }                                                                                    \
+  VEC_LOOP(NAME, T, VN)
+
+/* The 1-D loop over NAME##_vec (VN elements, o_ may be a_): whole vectors in
+ * place, the tail and strided runs through a zero-padded lane buffer. */
+#define VEC_LOOP(NAME, T, VN)                                                          \
   static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
     (void)aux;                                                                         \
     int64_t i = 0;                                                                     \
@@ -398,6 +403,41 @@ UNARY_LOOP(not_u8, uint8_t, ty_bool_t, (ty_bool_t)(x == 0))
 
 /* ---- numpy's other unary ufuncs (issue 18) ------------------------------------------ */
 
+/* SLEEF's asinh, acosh and log1p return inf above a bound (f64: 1.34e154,
+ * 1.34e154, 1e307; f32: 1.84e19, 1.84e19, 1e38) and its sinh/cosh overflow
+ * early (f64 past 709, true overflow 710.48; f32 past 88.5, 89.4): those lanes
+ * (beyond the slightly lower bounds below, and inf) are recomputed alone in
+ * the next wider type (long double for f64) and rounded once: within 1 ULP,
+ * and a lane's result still depends on its own value only. */
+#define VFIX_LOOP(NAME, T, VN, VLOAD, VSTORE, VFN, FIX)                                \
+  static inline void NAME##_vec(T *o_, const T *a_) {                                  \
+    T r[VN];                                                                           \
+    VSTORE(r, VFN(VLOAD(a_)));                                                         \
+    for (int j = 0; j < (VN); j++) o_[j] = FIX(a_[j], r[j]);                           \
+  }                                                                                    \
+  VEC_LOOP(NAME, T, VN)
+#define FIX_ABS_D(F, BIG)                                                              \
+  static inline double fix_##F##_d(double x, double r) {                               \
+    return fabs(x) > (BIG) ? (double)F##l((long double)x) : r;                         \
+  }
+#define FIX_ABS_F(F, BIG)                                                              \
+  static inline float fix_##F##_f(float x, float r) {                                  \
+    return fabsf(x) > (BIG) ? (float)F((double)x) : r;                                 \
+  }
+FIX_ABS_D(asinh, 1e154)
+FIX_ABS_D(acosh, 1e154)
+FIX_ABS_D(log1p, 1e306)
+FIX_ABS_D(sinh, 709.0)
+FIX_ABS_D(cosh, 709.0)
+FIX_ABS_F(asinh, 1e19f)
+FIX_ABS_F(acosh, 1e19f)
+FIX_ABS_F(log1p, 1e37f)
+FIX_ABS_F(sinh, 88.0f)
+FIX_ABS_F(cosh, 88.0f)
+#define SLEEF_FIXED(NAME)                                                              \
+  VFIX_LOOP(NAME##_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(NAME), fix_##NAME##_d) \
+  VFIX_LOOP(NAME##_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(NAME), fix_##NAME##_f)
+
 /* SLEEF's 1-ULP functions; tan picks its argument reduction per vector like
  * sin/cos, so it isolates lanes the same way (VTRIG_LOOP). The others have
  * no vector-wide branch: a lane's result depends on its own value only. */
@@ -409,13 +449,13 @@ VTRIG_LOOP(tan_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(tan))
 SLEEF_UNARY(asin)
 SLEEF_UNARY(acos)
 SLEEF_UNARY(atan)
-SLEEF_UNARY(sinh)
-SLEEF_UNARY(cosh)
-SLEEF_UNARY(asinh)
-SLEEF_UNARY(acosh)
+SLEEF_FIXED(sinh)
+SLEEF_FIXED(cosh)
+SLEEF_FIXED(asinh)
+SLEEF_FIXED(acosh)
 SLEEF_UNARY(atanh)
 SLEEF_UNARY(expm1)
-SLEEF_UNARY(log1p)
+SLEEF_FIXED(log1p)
 SLEEF_UNARY(log2)
 SLEEF_UNARY(log10)
 SLEEF_UNARY(exp2)
