@@ -125,28 +125,30 @@ static int l_square(lua_State *L) {
 }
 
 /* x * k in x's float dtype: numpy's deg2rad is x * (pi / 180), rad2deg
- * x * (180 / pi), the constant rounded to the dtype first. */
-static int scaled(lua_State *L, const tl_sig *s, double k) {
+ * x * (180 / pi), the constant computed in the dtype (npy_deg2radf: in
+ * float), so f32 has its own. */
+static int scaled(lua_State *L, const tl_sig *s, double k64, float k32) {
   tl_args(L, s);
   ty_runtime *rt = tl_rt(L);
   ty_store *x = tl_operand(L, 1, s->fn, NULL);
   int from;
   ty_store *out = tl_out_arg(L, s, 2, &from);
-  ty_store *ks = scalar(L, rt, s->fn, float_of(x), k);
+  const ty_dtype t = float_of(x);
+  ty_store *ks = scalar(L, rt, s->fn, t, t == TY_F32 ? (double)k32 : k64);
   ty_store **slot = tl_newslot(L);
   ty_status st;
   TL_TRY(L, rt, st, ty_binary(rt, TY_OP_MUL, x, ks, slot));
   return tl_finish_out(L, rt, slot, st, s, out, from);
 }
-#define SCALED(name, k)                                                                   \
+#define SCALED(name, k64, k32)                                                            \
   static const tl_sig sig_##name = {#name, 1, 2, "out", true,                             \
                                     "tycho." #name "(x [, out] [, {out = store, "         \
                                     "parallel = ...}]), x:" #name "(...)"};                \
-  static int l_##name(lua_State *L) { return scaled(L, &sig_##name, k); }
-SCALED(deg2rad, TL_PI / 180.0)
-SCALED(radians, TL_PI / 180.0)
-SCALED(rad2deg, 180.0 / TL_PI)
-SCALED(degrees, 180.0 / TL_PI)
+  static int l_##name(lua_State *L) { return scaled(L, &sig_##name, k64, k32); }
+SCALED(deg2rad, TL_PI / 180.0, (float)TL_PI / 180.0f)
+SCALED(radians, TL_PI / 180.0, (float)TL_PI / 180.0f)
+SCALED(rad2deg, 180.0 / TL_PI, 180.0f / (float)TL_PI)
+SCALED(degrees, 180.0 / TL_PI, 180.0f / (float)TL_PI)
 
 /* A bound of clip (argument idx): a store, a number (weak next to x) or nil
  * (NULL: no bound on that side). */

@@ -299,12 +299,10 @@ static ty_status no_broadcast(ty_runtime *rt, const char *fn, const ty_store *a,
 /* An op without a kernel for the dtype (bitwise on floats, sign of bool):
  * numpy's TypeError, said before anything is launched. */
 static ty_status no_loop(ty_runtime *rt, ty_op op, ty_dtype t) {
-  const bool ints = ty__binary_loops[op][TY_I64] || ty__unary_loops[op][TY_I64];
+  const bool floats = ty__unary_loops[op][TY_F64] || ty__binary_loops[op][TY_F64];
   return ty__fail(rt, TY_EDTYPE, "%s is not supported for dtype %s (it takes %s only, as numpy's)",
                   ty_op_name(op), ty_dtype_name(t),
-                  ty__unary_loops[op][TY_BOOL] || ty__binary_loops[op][TY_BOOL]
-                      ? "integer and bool stores"
-                      : ints ? "numeric stores" : "float stores");
+                  floats ? "numeric stores" : "integer and bool stores");
 }
 
 ty_status ty_unary(ty_runtime *rt, ty_op op, ty_store *a, ty_store **out) {
