@@ -306,6 +306,8 @@ static int l_nan_to_num(lua_State *L) {
   return 1;
 }
 
+const char tl_newaxis = 0;
+
 /* ---- registration ------------------------------------------------------------------------ */
 
 #define R(name) {#name, l_##name}
@@ -344,6 +346,8 @@ void tl_ufunc_open(lua_State *L, int module_index) {
   lua_setfield(L, -2, "inf");
   lua_pushnumber(L, NAN); /* a positive quiet NaN, as numpy's (Lua's 0/0 is -nan on x86) */
   lua_setfield(L, -2, "nan");
+  lua_pushlightuserdata(L, (void *)&tl_newaxis);
+  lua_setfield(L, -2, "newaxis");
   lua_pop(L, 1);
   luaL_getmetatable(L, TL_STORE);
   lua_pushvalue(L, box);

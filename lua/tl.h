@@ -354,6 +354,9 @@ int tl_binary_op(lua_State *L, ty_op op, const tl_sig *s);
 ty_store *tl_out_arg(lua_State *L, const tl_sig *s, int pos, int *from);
 int tl_finish_out(lua_State *L, ty_runtime *rt, ty_store **slot, ty_status st, const tl_sig *s,
                   ty_store *out, int from);
+/* tycho.newaxis (a light userdata of this address): in x[{...}], a new dim
+ * of size 1 (numpy's None; lstore.c reads it, lufunc.c publishes it). */
+extern const char tl_newaxis;
 /* lufunc.c: numpy's other ufuncs (tan ... right_shift, clip, round), the
  * operators // & | ~ << >>, and the constants pi e inf nan newaxis. */
 void tl_ufunc_open(lua_State *L, int module_index);

@@ -522,6 +522,35 @@ describe("constants", function()
   end)
 end)
 
+describe("tycho.newaxis", function()
+  local na = tycho.newaxis
+  local x = tycho.arange(1, 13):reshape(3, 4)
+  local function shape(s) return table.concat(s.shape, ",") end
+  it("adds a dim of size 1 where it stands in an index table, as numpy's None", function()
+    assert.are.equal("3,1,4", shape(x[{{}, na}]))      -- x[:, None]
+    assert.are.equal("1,3,4", shape(x[{na}]))          -- x[None]
+    assert.are.equal("3,4,1", shape(x[{{}, {}, na}]))  -- x[:, :, None]
+    assert.are.equal("1,4", shape(x[{2, na}]))         -- x[1, None]
+    assert.are.equal("1,3,1", shape(x[{na, {}, na, 2}])) -- x[None, :, None, 1]
+    assert.are.equal("1,2,1", shape(x[{na, {2, 3}, na, -1}]))
+    spec_same(x[{na, {2, 3}, na, -1}]:totable(), { { { 8 }, { 12 } } })
+  end)
+  it("makes the outer difference a[:, None] - b[None, :]", function()
+    local a, b = tycho.array({ 1, 2, 3 }), tycho.array({ 10, 20 })
+    spec_same((a[{ {}, na }] - b[{ na }]):totable(), { { -9, -19 }, { -8, -18 }, { -7, -17 } })
+  end)
+  it("writes through a view with new axes", function()
+    local y = tycho.zeros({ 2, 3 })
+    y[{ na, {}, 2 }] = 5
+    spec_same(y:totable(), { { 0, 5, 0 }, { 0, 5, 0 } })
+  end)
+  it("counts no dim in 'too many indices' and is named in the entry error", function()
+    spec_fails({ "too many indices (3) for a store of rank 2" }, function() return x[{ 1, na, 2, 3 }] end)
+    spec_fails({ "index[3] must be an integer, a range table or tycho.newaxis, got string" },
+      function() return x[{ 1, na, "a" }] end)
+  end)
+end)
+
 describe("errors", function()
   local f = tycho.array({ 1.5, 2 })
   local i = tycho.array({ 1, 2 }, "i32")
