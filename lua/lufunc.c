@@ -211,6 +211,7 @@ static int round_(lua_State *L, const tl_sig *s) {
   ty_runtime *rt = tl_rt(L);
   ty_store *x = tl_operand(L, 1, s->fn, NULL);
   int64_t d = lua_isnil(L, 2) ? 0 : tl_checkint(L, 2, s->fn, "decimals");
+  if (d > 400 || d < -400) d = d > 0 ? 400 : -400; /* 10^400 is inf already: the same values */
   int from;
   ty_store *out = tl_out_arg(L, s, 3, &from);
   const ty_dtype t = ty_store_dtype(x);
