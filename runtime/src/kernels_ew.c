@@ -7,9 +7,12 @@
  * input is a broadcast scalar (byte stride 0), with restrict pointers and no
  * calls, so the compiler vectorises them for the level this copy is compiled
  * for (the file is compiled once per instruction-set level, isa.h).
- * Transcendentals (exp log sin cos tanh pow) go through SLEEF's 1-ULP vector
- * functions: 8 f64 or 16 f32 lanes per call at avx512 (SLEEF's dispatching
- * entry points), 4/8 at avx2, scalar SLEEF at baseline;
+ * Transcendentals (exp log sin cos tanh pow, and tan, the inverse and
+ * hyperbolic functions, exp2 log2 log10 expm1 log1p cbrt arctan2 hypot) go
+ * through SLEEF's 1-ULP vector functions (hypot 0.5-ULP): 8 f64 or 16 f32
+ * lanes per call at avx512 (SLEEF's dispatching entry points), 4/8 at avx2,
+ * scalar SLEEF at baseline; lanes past the range SLEEF's asinh acosh log1p
+ * sinh cosh handle are recomputed in a wider type (VFIX_LOOP);
  * sqrt uses the hardware instruction (correctly rounded). No -ffast-math: NaN,
  * infinities and signed zeros behave as in numpy.
  *
@@ -20,6 +23,10 @@
  *  - float MOD is numpy's: fmod, then shifted into the divisor's sign;
  *    x % 0.0 is NaN;
  *  - MAXIMUM/MINIMUM propagate NaN (numpy's maximum/minimum, not fmax);
+ *  - FLOORDIV is numpy's floor_divide (integers: toward -inf, x // 0 == 0,
+ *    MIN // -1 == MIN; floats: npy_divmod's snapped quotient);
+ *  - shifts by a count outside [0, bits) give 0 (-1 for >> of a negative),
+ *    numpy's npy_lshift/npy_rshift; << computes in unsigned;
  *  - bool is one byte 0/1 and computes as u8 (max = or, min = and).
  */
 #include "kernels.h"
