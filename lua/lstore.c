@@ -403,6 +403,13 @@ int tl_store_index(lua_State *L) {
     return 1;
   }
   if (tp == LUA_TUSERDATA && tl_teststore(L, 2, FN_INDEX)) return tl_mask_index(L); /* lmask.c */
+  if (tp == LUA_TLIGHTUSERDATA && lua_touserdata(L, 2) == (void *)&tl_newaxis) {
+    lua_createtable(L, 1, 0); /* x[tycho.newaxis] is x[{tycho.newaxis}], as numpy's x[None] */
+    lua_pushvalue(L, 2);
+    lua_rawseti(L, -2, 1);
+    push_view(L, rt, s, lua_gettop(L), FN_INDEX);
+    return 1;
+  }
   return tl_error(L, FN_INDEX, "a store is indexed by an integer, a table, a store or a method name, got %s",
                   tl_typename(L, 2));
 }

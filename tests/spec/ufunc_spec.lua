@@ -533,6 +533,7 @@ describe("tycho.newaxis", function()
   it("adds a dim of size 1 where it stands in an index table, as numpy's None", function()
     assert.are.equal("3,1,4", shape(x[{{}, na}]))      -- x[:, None]
     assert.are.equal("1,3,4", shape(x[{na}]))          -- x[None]
+    assert.are.equal("1,3,4", shape(x[na]))
     assert.are.equal("3,4,1", shape(x[{{}, {}, na}]))  -- x[:, :, None]
     assert.are.equal("1,4", shape(x[{2, na}]))         -- x[1, None]
     assert.are.equal("1,3,1", shape(x[{na, {}, na, 2}])) -- x[None, :, None, 1]
