@@ -101,7 +101,8 @@ static int unary(lua_State *L, ty_op op, const tl_sig *s) {
  * which compares exactly in i64, nor and/or) must fit the store's dtype, as
  * numpy 2 requires (docs/dtypes.md). */
 static void check_weak_int(lua_State *L, ty_op op, const char *fn, int idx, const ty_store *peer) {
-  if (!peer || !lua_isinteger(L, idx) || (op >= TY_OP_LT && op <= TY_OP_OR)) return;
+  if (!peer || !lua_isinteger(L, idx) || (op >= TY_OP_LT && op <= TY_OP_OR) || op == TY_OP_XOR)
+    return;
   tl_check_int_fits(L, fn, lua_tointeger(L, idx), ty_store_dtype(peer));
 }
 
@@ -357,3 +358,14 @@ const luaL_Reg tl_ops_meta[] = {{"__add", op_add}, {"__sub", op_sub}, {"__mul", 
                                 {"__div", op_div}, {"__mod", op_mod}, {"__pow", op_pow},
                                 {"__unm", m_unm}, {"__lt", m_compare},
                                 {"__le", m_compare}, {NULL, NULL}};
+
+/* lufunc.c's ufuncs take their arguments the same way. */
+int tl_unary_op(lua_State *L, ty_op op, const tl_sig *s) { return unary(L, op, s); }
+int tl_binary_op(lua_State *L, ty_op op, const tl_sig *s) { return binary(L, op, s); }
+ty_store *tl_out_arg(lua_State *L, const tl_sig *s, int pos, int *from) {
+  return out_arg(L, s, pos, from);
+}
+int tl_finish_out(lua_State *L, ty_runtime *rt, ty_store **slot, ty_status st, const tl_sig *s,
+                  ty_store *out, int from) {
+  return finish_out(L, rt, slot, st, s, out, from);
+}

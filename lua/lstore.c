@@ -148,6 +148,7 @@ static int64_t norm_index(int64_t i, int64_t n) {
 }
 
 typedef struct index_entry {
+  bool newaxis;  /* tycho.newaxis: a new dim of size 1 here (numpy's None) */
   bool select;   /* drop the dim at `start` */
   int64_t start; /* 0-based */
   int64_t stop;  /* exclusive */
@@ -160,26 +161,43 @@ static int64_t entry_int(lua_State *L, int idx, const char *fn, int k) {
   return tl_checkint(L, idx, fn, what);
 }
 
-/* Parse x[{...}] (table at tidx) against s's shape into entries; returns how
- * many. Raises on any bad entry; holds no C resources. */
+/* Parse x[{...}] (table at tidx) against s's shape into entries (at most
+ * 2 * TY_MAX_RANK: a dim or tycho.newaxis each); returns how many. Raises on
+ * any bad entry; holds no C resources. */
 static int parse_index(lua_State *L, int tidx, const char *fn, const ty_store *s,
                        index_entry *e) {
   int ndim = ty_store_ndim(s);
   const int64_t *shape = ty_store_shape(s);
   lua_Unsigned n = lua_rawlen(L, tidx);
-  if (n > (lua_Unsigned)ndim)
-    tl_error(L, fn, "too many indices (%llu) for a store of rank %d", (unsigned long long)n,
-             ndim);
-  for (int k = 0; k < (int)n; k++) {
-    int64_t size = shape[k];
+  int nnew = 0, nsel = 0;
+  for (lua_Unsigned k = 1; k <= n && k <= 2 * TY_MAX_RANK; k++) {
+    int tp = lua_rawgeti(L, tidx, (lua_Integer)k);
+    nnew += tp == LUA_TLIGHTUSERDATA && lua_touserdata(L, -1) == (void *)&tl_newaxis;
+    nsel += tp == LUA_TNUMBER;
+    lua_pop(L, 1);
+  }
+  if (n > (lua_Unsigned)(ndim + nnew) || n > 2 * TY_MAX_RANK)
+    tl_error(L, fn, "too many indices (%llu) for a store of rank %d",
+             (unsigned long long)(n - (lua_Unsigned)nnew), ndim);
+  if (ndim - nsel + nnew > TY_MAX_RANK)
+    tl_error(L, fn, "the view would have %d dimensions, more than the %d supported",
+             ndim - nsel + nnew, TY_MAX_RANK);
+  for (int k = 0, d = 0; k < (int)n; k++, d++) {
     int tp = lua_rawgeti(L, tidx, k + 1);
+    if (tp == LUA_TLIGHTUSERDATA && lua_touserdata(L, -1) == (void *)&tl_newaxis) {
+      e[k] = (index_entry){.newaxis = true};
+      d--; /* addresses no dim of s */
+      lua_pop(L, 1);
+      continue;
+    }
+    int64_t size = shape[d];
     if (tp == LUA_TNUMBER) {
       int64_t i = entry_int(L, -1, fn, k + 1);
       int64_t i0 = norm_index(i, size);
       if (i0 < 0)
         tl_error(L, fn, "index[%d] = %lld is out of range for dimension %d of size %lld%s", k + 1,
-                 (long long)i, k + 1, (long long)size, zero_hint(i));
-      e[k] = (index_entry){true, i0, i0 + 1, 1};
+                 (long long)i, d + 1, (long long)size, zero_hint(i));
+      e[k] = (index_entry){.select = true, .start = i0, .stop = i0 + 1, .step = 1};
     } else if (tp == LUA_TTABLE) {
       lua_Unsigned m = lua_rawlen(L, -1);
       if (m > 3)
@@ -209,19 +227,19 @@ static int parse_index(lua_State *L, int tidx, const char *fn, const ty_store *s
         if (ra < 0 || ra > size || rb < 1 || rb - 1 > size || rb - 1 > ra) /* no size + 1 */
           tl_error(L, fn, "index[%d] = {%lld, %lld, %lld} is out of range for dimension %d of "
                    "size %lld (a negative step goes from first down to last)%s", k + 1,
-                   (long long)a, (long long)b, (long long)step, k + 1, (long long)size,
+                   (long long)a, (long long)b, (long long)step, d + 1, (long long)size,
                    zero_hint(a == 0 || b == 0 ? 0 : 1));
-        e[k] = (index_entry){false, size - ra, size - (rb - 1), step};
+        e[k] = (index_entry){.start = size - ra, .stop = size - (rb - 1), .step = step};
         lua_pop(L, 1);
         continue;
       }
       if (ra < 1 || ra - 1 > size || rb > size || rb < ra - 1) /* size + 1 may overflow */
         tl_error(L, fn, "index[%d] = {%lld, %lld} is out of range for dimension %d of size %lld%s",
-                 k + 1, (long long)a, (long long)b, k + 1, (long long)size,
+                 k + 1, (long long)a, (long long)b, d + 1, (long long)size,
                  zero_hint(a == 0 || b == 0 ? 0 : 1));
-      e[k] = (index_entry){false, ra - 1, rb, step};
+      e[k] = (index_entry){.start = ra - 1, .stop = rb, .step = step};
     } else {
-      tl_error(L, fn, "index[%d] must be an integer or a range table, got %s", k + 1,
+      tl_error(L, fn, "index[%d] must be an integer, a range table or tycho.newaxis, got %s", k + 1,
                tl_typename(L, -1));
     }
     lua_pop(L, 1);
@@ -237,10 +255,12 @@ static ty_status apply_index(ty_runtime *rt, ty_store *s, int n, const index_ent
   ty_store_retain(cur);
   int dim = 0; /* dim of `cur` that entry k addresses */
   for (int k = 0; k < n; k++) {
-    const int64_t size = ty_store_shape(cur)[dim];
+    const int64_t size = e[k].newaxis ? 1 : ty_store_shape(cur)[dim];
     ty_store *next = NULL;
     ty_status st = TY_OK;
-    if (e[k].select) {
+    if (e[k].newaxis) {
+      st = ty_store_expand(rt, cur, dim++, &next);
+    } else if (e[k].select) {
       st = ty_store_select(rt, cur, dim, e[k].start, &next);
     } else if (e[k].start == 0 && e[k].stop == size && e[k].step == 1) {
       dim++;
@@ -267,7 +287,7 @@ static ty_status apply_index(ty_runtime *rt, ty_store *s, int n, const index_ent
 /* Push the view x[{...}] of the store s (table at tidx). */
 static ty_store *push_view(lua_State *L, ty_runtime *rt, ty_store *s, int tidx,
                            const char *fn) {
-  index_entry e[TY_MAX_RANK];
+  index_entry e[2 * TY_MAX_RANK];
   int n = parse_index(L, tidx, fn, s, e);
   ty_store **slot = tl_newslot(L);
   ty_status st = apply_index(rt, s, n, e, slot);
@@ -383,6 +403,13 @@ int tl_store_index(lua_State *L) {
     return 1;
   }
   if (tp == LUA_TUSERDATA && tl_teststore(L, 2, FN_INDEX)) return tl_mask_index(L); /* lmask.c */
+  if (tp == LUA_TLIGHTUSERDATA && lua_touserdata(L, 2) == (void *)&tl_newaxis) {
+    lua_createtable(L, 1, 0); /* x[tycho.newaxis] is x[{tycho.newaxis}], as numpy's x[None] */
+    lua_pushvalue(L, 2);
+    lua_rawseti(L, -2, 1);
+    push_view(L, rt, s, lua_gettop(L), FN_INDEX);
+    return 1;
+  }
   return tl_error(L, FN_INDEX, "a store is indexed by an integer, a table, a store or a method name, got %s",
                   tl_typename(L, 2));
 }

@@ -18,6 +18,7 @@
  *   lmask.c      masks and positions: x[mask], x[idx], nonzero, take, put, ...
  *   lsort.c      sort, argsort, unique, searchsorted, isin
  *   lsets.c      set functions, partition, histogram, choose (built on the above)
+ *   lufunc.c     numpy's other ufuncs, the operators // & | ~ << >>, constants
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -345,6 +346,20 @@ void tl_clear_launch_options(lua_State *L);
 extern const luaL_Reg tl_store_funcs[], tl_store_methods[], tl_store_meta[];
 extern const luaL_Reg tl_ops_funcs[], tl_ops_methods[], tl_ops_meta[];
 extern const luaL_Reg tl_create_funcs[], tl_create_methods[];
+/* lops.c's argument handling of element-wise functions, for lufunc.c: x (a
+ * store or number) [, out] / a, b [, out] with numpy's weak scalars; the out
+ * argument at pos or option out; the result (in *slot) written into out. */
+int tl_unary_op(lua_State *L, ty_op op, const tl_sig *s);
+int tl_binary_op(lua_State *L, ty_op op, const tl_sig *s);
+ty_store *tl_out_arg(lua_State *L, const tl_sig *s, int pos, int *from);
+int tl_finish_out(lua_State *L, ty_runtime *rt, ty_store **slot, ty_status st, const tl_sig *s,
+                  ty_store *out, int from);
+/* tycho.newaxis (a light userdata of this address): in x[{...}], a new dim
+ * of size 1 (numpy's None; lstore.c reads it, lufunc.c publishes it). */
+extern const char tl_newaxis;
+/* lufunc.c: numpy's other ufuncs (tan ... right_shift, clip, round), the
+ * operators // & | ~ << >>, and the constants pi e inf nan newaxis. */
+void tl_ufunc_open(lua_State *L, int module_index);
 /* lextra.c: bincount, diagonal (module functions and store methods). */
 void tl_extra_open(lua_State *L, int module_index);
 /* lshape.c (and lbuild.c through it): numpy's shape functions, likewise. */

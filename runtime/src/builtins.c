@@ -33,6 +33,17 @@ static const char *const op_names[TY_NOPS] = {
     [TY_OP_MINIMUM] = "minimum", [TY_OP_LT] = "lt",           [TY_OP_LE] = "le",
     [TY_OP_GT] = "gt",           [TY_OP_GE] = "ge",           [TY_OP_EQ] = "eq",
     [TY_OP_NE] = "ne",           [TY_OP_AND] = "and",         [TY_OP_OR] = "or",
+    [TY_OP_TAN] = "tan",         [TY_OP_ARCSIN] = "arcsin",   [TY_OP_ARCCOS] = "arccos",
+    [TY_OP_ARCTAN] = "arctan",   [TY_OP_SINH] = "sinh",       [TY_OP_COSH] = "cosh",
+    [TY_OP_ARCSINH] = "arcsinh", [TY_OP_ARCCOSH] = "arccosh", [TY_OP_ARCTANH] = "arctanh",
+    [TY_OP_EXPM1] = "expm1",     [TY_OP_LOG1P] = "log1p",     [TY_OP_LOG2] = "log2",
+    [TY_OP_LOG10] = "log10",     [TY_OP_EXP2] = "exp2",       [TY_OP_CBRT] = "cbrt",
+    [TY_OP_SIGN] = "sign",       [TY_OP_RINT] = "rint",       [TY_OP_TRUNC] = "trunc",
+    [TY_OP_RECIPROCAL] = "reciprocal", [TY_OP_INVERT] = "invert", [TY_OP_ISNAN] = "isnan",
+    [TY_OP_ISINF] = "isinf",     [TY_OP_ISFINITE] = "isfinite", [TY_OP_XOR] = "xor",
+    [TY_OP_ARCTAN2] = "arctan2", [TY_OP_HYPOT] = "hypot",     [TY_OP_FLOORDIV] = "floor_divide",
+    [TY_OP_BITAND] = "bitwise_and", [TY_OP_BITOR] = "bitwise_or", [TY_OP_BITXOR] = "bitwise_xor",
+    [TY_OP_LSHIFT] = "left_shift", [TY_OP_RSHIFT] = "right_shift",
 };
 
 static const char *const reduce_names[TY_NREDUCE] = {
@@ -56,8 +67,26 @@ ty_dtype ty__unary_compute_dtype(ty_op op, ty_dtype in) {
   case TY_OP_SQRT:
   case TY_OP_SIN:
   case TY_OP_COS:
-  case TY_OP_TANH: return ty_dtype_is_float(in) ? in : TY_F64;
-  default: return in; /* abs floor ceil keep integers (and bool); not reads any dtype */
+  case TY_OP_TANH:
+  case TY_OP_TAN:
+  case TY_OP_ARCSIN:
+  case TY_OP_ARCCOS:
+  case TY_OP_ARCTAN:
+  case TY_OP_SINH:
+  case TY_OP_COSH:
+  case TY_OP_ARCSINH:
+  case TY_OP_ARCCOSH:
+  case TY_OP_ARCTANH:
+  case TY_OP_EXPM1:
+  case TY_OP_LOG1P:
+  case TY_OP_LOG2:
+  case TY_OP_LOG10:
+  case TY_OP_EXP2:
+  case TY_OP_CBRT: return ty_dtype_is_float(in) ? in : TY_F64;
+  case TY_OP_RECIPROCAL: return in == TY_BOOL ? TY_I64 : in;
+  /* abs floor ceil rint trunc sign invert keep integers (and bool: sign has
+   * no bool kernel); not isnan isinf isfinite read any dtype */
+  default: return in;
   }
 }
 
@@ -67,9 +96,14 @@ ty_dtype ty__binary_compute_dtype(ty_op op, ty_dtype a, ty_dtype b) {
   case TY_OP_ADD:
   case TY_OP_SUB:
   case TY_OP_MUL:
-  case TY_OP_MOD: return c == TY_BOOL ? TY_I64 : c;
+  case TY_OP_MOD:
+  case TY_OP_FLOORDIV:
+  case TY_OP_LSHIFT:
+  case TY_OP_RSHIFT: return c == TY_BOOL ? TY_I64 : c;
   case TY_OP_DIV:
-  case TY_OP_POW: return ty_dtype_is_float(c) ? c : TY_F64;
+  case TY_OP_POW:
+  case TY_OP_ARCTAN2:
+  case TY_OP_HYPOT: return ty_dtype_is_float(c) ? c : TY_F64;
   default: return c; /* maximum/minimum of bools stay bool (or/and), as numpy */
   }
 }
@@ -84,7 +118,11 @@ ty_dtype ty__op_out_dtype(ty_op op, ty_dtype compute) {
   case TY_OP_EQ:
   case TY_OP_NE:
   case TY_OP_AND:
-  case TY_OP_OR: return TY_BOOL;
+  case TY_OP_OR:
+  case TY_OP_XOR:
+  case TY_OP_ISNAN:
+  case TY_OP_ISINF:
+  case TY_OP_ISFINITE: return TY_BOOL;
   default: return compute;
   }
 }
@@ -93,9 +131,11 @@ ty_dtype ty__op_out_dtype(ty_op op, ty_dtype compute) {
 
 /* task_data of the op tasks: a pointer into this table (must outlive runtimes) */
 static const int op_codes[TY_NOPS] = {
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+    0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+    21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41,
+    42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58,
 };
-_Static_assert(TY_NOPS == 27, "op_codes lists every op");
+_Static_assert(TY_NOPS == 59, "op_codes lists every op");
 
 void ty__run_tiles(const ty_task_ctx *ctx, ty_loop1d fn, const void *aux) {
   char *base[TY_MAX_ARGS];

@@ -13,7 +13,8 @@
  *
  * What is compiled: runs whose sub-operations are all f64/bool element-wise
  * built-ins (arithmetic, exp log sin cos tanh sqrt pow, abs floor ceil neg,
- * maximum minimum, comparisons, and/or/not, where, f64/bool casts, fills)
+ * maximum minimum, comparisons, and/or/not, where, f64/bool casts, fills;
+ * the ufuncs of issue 18 but the integer-only bitwise ones)
  * and whose store arguments are f64 or bool, contiguous or one broadcast
  * element (ty_fk: one flat loop). Runs over a 2-D domain whose arguments are
  * each contiguous along the rows or one element per row (a column against a
@@ -191,6 +192,17 @@ static void preamble(sbuf *b) {
   static const char *const sleef[] = {"exp", "log", "sin", "cos", "tanh"};
   for (int i = 0; i < 5; i++) put(b, "vd Sleef_%s%s_u10(vd);\n", sleef[i], CG_SUF);
   put(b, "vd Sleef_pow%s_u10(vd, vd);\nvd Sleef_tanh%s_u35(vd);\n", CG_SUF, CG_SUF);
+  /* the ufuncs of issue 18 (kernels_ew.c): the same SLEEF functions, the
+   * same wider-type recomputation of lanes past SLEEF's bounds (fixl) */
+  static const char *const sleef2[] = {"tan",   "asin",  "acos",  "atan", "sinh",
+                                       "cosh",  "asinh", "acosh", "atanh", "expm1",
+                                       "log1p", "log2",  "log10", "exp2", "cbrt"};
+  for (int i = 0; i < 15; i++) put(b, "vd Sleef_%s%s_u10(vd);\n", sleef2[i], CG_SUF);
+  put(b, "vd Sleef_atan2%s_u10(vd, vd);\nvd Sleef_hypot%s_u05(vd, vd);\n", CG_SUF, CG_SUF);
+  put(b, "long double sinhl(long double);\nlong double coshl(long double);\n"
+         "long double asinhl(long double);\nlong double acoshl(long double);\n"
+         "long double log1pl(long double);\n"
+         "double fmod(double, double);\ndouble floor(double);\ndouble copysign(double, double);\n");
   static const char *const mvec[] = {"exp", "log", "sin", "cos"};
   for (int i = 0; i < 4; i++) put(b, "vd %sv_%s(vd);\n", CG_MVEC, mvec[i]);
   put(b, "vd %svv_pow(vd, vd);\n", CG_MVEC);
@@ -212,6 +224,28 @@ static void preamble(sbuf *b) {
     put(b, "static inline vd vsqrt(vd x) { return __builtin_ia32_sqrtpd256(x); }\n"
            "static inline vd vfloor(vd x) { return __builtin_ia32_roundpd256(x, 1); }\n"
            "static inline vd vceil(vd x) { return __builtin_ia32_roundpd256(x, 2); }\n");
+  if (CG_W == 8)
+    put(b, "static inline vd vrint(vd x) { return __builtin_ia32_rndscalepd_mask(x, 8, x, (unsigned char)-1, 4); }\n"
+           "static inline vd vtrunc(vd x) { return __builtin_ia32_rndscalepd_mask(x, 11, x, (unsigned char)-1, 4); }\n");
+  else
+    put(b, "static inline vd vrint(vd x) { return __builtin_ia32_roundpd256(x, 8); }\n"
+           "static inline vd vtrunc(vd x) { return __builtin_ia32_roundpd256(x, 11); }\n");
+  put(b,
+      "static inline vd fixl(vd r, vd x, double big, long double (*f)(long double)) {\n"
+      "  for (int j = 0; j < W; j++) if (__builtin_fabs(x[j]) > big) r[j] = (double)f((long double)x[j]);\n"
+      "  return r;\n"
+      "}\n"
+      "static inline vd vsign(vd x) { return sel(x > bc(0.0), bc(1.0), sel(x < bc(0.0), bc(-1.0), sel(x == bc(0.0), bc(0.0), x))); }\n"
+      "static inline double fdiv1(double a, double b) {\n"
+      "  if (!b) return a / b;\n"
+      "  double mod = fmod(a, b), div = (a - mod) / b;\n"
+      "  if (mod) { if ((b < 0) != (mod < 0)) div -= 1; }\n"
+      "  if (!div) return copysign(0, a / b);\n"
+      "  double f = floor(div);\n"
+      "  if (div - f > 0.5) f += 1;\n"
+      "  return f;\n"
+      "}\n"
+      "static inline vd vfdiv(vd x, vd y) { vd r; for (int j = 0; j < W; j++) r[j] = fdiv1(x[j], y[j]); return r; }\n");
   /* sin/cos: lane isolation as in kernels_ew.c (TRIG_SMALL) */
   put(b,
       "static inline vd trig(vd (*f)(vd), vd x) {\n"
@@ -313,15 +347,44 @@ static void sub(gen *g, const ty__fsub *s, int k) {
       case TY_OP_FLOOR: fmt(e, sizeof e, "vfloor(%s)", x); break;
       case TY_OP_CEIL: fmt(e, sizeof e, "vceil(%s)", x); break;
       case TY_OP_NOT: rt = 'm'; fmt(e, sizeof e, "(%s == 0)", x); break;
+      case TY_OP_TAN: fmt(e, sizeof e, "trig(Sleef_tan%s_u10, %s)", CG_SUF, x); break;
+      case TY_OP_ARCSIN: fmt(e, sizeof e, "Sleef_asin%s_u10(%s)", CG_SUF, x); break;
+      case TY_OP_ARCCOS: fmt(e, sizeof e, "Sleef_acos%s_u10(%s)", CG_SUF, x); break;
+      case TY_OP_ARCTAN: fmt(e, sizeof e, "Sleef_atan%s_u10(%s)", CG_SUF, x); break;
+      case TY_OP_ARCTANH: fmt(e, sizeof e, "Sleef_atanh%s_u10(%s)", CG_SUF, x); break;
+      case TY_OP_EXPM1: fmt(e, sizeof e, "Sleef_expm1%s_u10(%s)", CG_SUF, x); break;
+      case TY_OP_LOG2: fmt(e, sizeof e, "Sleef_log2%s_u10(%s)", CG_SUF, x); break;
+      case TY_OP_LOG10: fmt(e, sizeof e, "Sleef_log10%s_u10(%s)", CG_SUF, x); break;
+      case TY_OP_EXP2: fmt(e, sizeof e, "Sleef_exp2%s_u10(%s)", CG_SUF, x); break;
+      case TY_OP_CBRT: fmt(e, sizeof e, "Sleef_cbrt%s_u10(%s)", CG_SUF, x); break;
+      /* the bounds of kernels_ew.c's FIX_ABS_D */
+      case TY_OP_SINH: fmt(e, sizeof e, "fixl(Sleef_sinh%s_u10(%s), %s, 709.0, sinhl)", CG_SUF, x, x); break;
+      case TY_OP_COSH: fmt(e, sizeof e, "fixl(Sleef_cosh%s_u10(%s), %s, 709.0, coshl)", CG_SUF, x, x); break;
+      case TY_OP_ARCSINH: fmt(e, sizeof e, "fixl(Sleef_asinh%s_u10(%s), %s, 1e154, asinhl)", CG_SUF, x, x); break;
+      case TY_OP_ARCCOSH: fmt(e, sizeof e, "fixl(Sleef_acosh%s_u10(%s), %s, 1e154, acoshl)", CG_SUF, x, x); break;
+      case TY_OP_LOG1P: fmt(e, sizeof e, "fixl(Sleef_log1p%s_u10(%s), %s, 1e306, log1pl)", CG_SUF, x, x); break;
+      case TY_OP_SIGN: fmt(e, sizeof e, "vsign(%s)", x); break;
+      case TY_OP_RINT: fmt(e, sizeof e, "vrint(%s)", x); break;
+      case TY_OP_TRUNC: fmt(e, sizeof e, "vtrunc(%s)", x); break;
+      case TY_OP_RECIPROCAL: fmt(e, sizeof e, "bc(1.0) / %s", x); break;
+      case TY_OP_ISNAN: rt = 'm'; fmt(e, sizeof e, "(%s != %s)", x, x); break;
+      case TY_OP_ISINF: rt = 'm'; fmt(e, sizeof e, "((%s == bc(__builtin_inf())) | (%s == bc(-__builtin_inf())))", x, x); break;
+      case TY_OP_ISFINITE: rt = 'm'; fmt(e, sizeof e, "((%s - %s) == 0)", x, x); break;
       default: g->ok = false;
       }
     } else if (dt == TY_BOOL && xt == 'm') {
       rt = 'm';
       switch ((ty_op)s->op) {
-      case TY_OP_NOT: fmt(e, sizeof e, "~%s", x); break;
+      case TY_OP_NOT:
+      case TY_OP_INVERT: fmt(e, sizeof e, "~%s", x); break;
       case TY_OP_ABS:
       case TY_OP_FLOOR:
-      case TY_OP_CEIL: fmt(e, sizeof e, "%s", x); break;
+      case TY_OP_CEIL:
+      case TY_OP_RINT:
+      case TY_OP_TRUNC: fmt(e, sizeof e, "%s", x); break;
+      case TY_OP_ISNAN:
+      case TY_OP_ISINF: fmt(e, sizeof e, "bcm(0)"); break;
+      case TY_OP_ISFINITE: fmt(e, sizeof e, "bcm(1)"); break;
       default: g->ok = false;
       }
     } else {
@@ -364,6 +427,10 @@ static void sub(gen *g, const ty__fsub *s, int k) {
       case TY_OP_NE: rt = 'm'; fmt(e, sizeof e, "(%s != %s)", x, y); break;
       case TY_OP_AND: rt = 'm'; fmt(e, sizeof e, "(%s & %s)", mx, my); break;
       case TY_OP_OR: rt = 'm'; fmt(e, sizeof e, "(%s | %s)", mx, my); break;
+      case TY_OP_XOR: rt = 'm'; fmt(e, sizeof e, "(%s ^ %s)", mx, my); break;
+      case TY_OP_ARCTAN2: fmt(e, sizeof e, "Sleef_atan2%s_u10(%s, %s)", CG_SUF, x, y); break;
+      case TY_OP_HYPOT: fmt(e, sizeof e, "Sleef_hypot%s_u05(%s, %s)", CG_SUF, x, y); break;
+      case TY_OP_FLOORDIV: fmt(e, sizeof e, "vfdiv(%s, %s)", x, y); break;
       default: g->ok = false;
       }
     } else if (dt == TY_BOOL && xt == 'm' && yt == 'm') {
@@ -372,7 +439,11 @@ static void sub(gen *g, const ty__fsub *s, int k) {
       case TY_OP_MAXIMUM:
       case TY_OP_OR: fmt(e, sizeof e, "(%s | %s)", x, y); break;
       case TY_OP_MINIMUM:
-      case TY_OP_AND: fmt(e, sizeof e, "(%s & %s)", x, y); break;
+      case TY_OP_AND:
+      case TY_OP_BITAND: fmt(e, sizeof e, "(%s & %s)", x, y); break;
+      case TY_OP_XOR:
+      case TY_OP_BITXOR: fmt(e, sizeof e, "(%s ^ %s)", x, y); break;
+      case TY_OP_BITOR: fmt(e, sizeof e, "(%s | %s)", x, y); break;
       case TY_OP_LT: fmt(e, sizeof e, "(~%s & %s)", x, y); break;
       case TY_OP_LE: fmt(e, sizeof e, "(~%s | %s)", x, y); break;
       case TY_OP_GT: fmt(e, sizeof e, "(%s & ~%s)", x, y); break;

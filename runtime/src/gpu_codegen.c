@@ -445,6 +445,42 @@ static const char PRELUDE[] =
     "}\n"
     "TY_DEV double ty_pow_f64(double x, double y) { return y == 2.0 ? x * x : pow(x, y); }\n"
     "TY_DEV float ty_pow_f32(float x, float y) { return y == 2.0f ? x * x : powf(x, y); }\n"
+    /* numpy's floor_divide (kernels_ew.c) */
+    "TY_DEV double ty_floordiv_f64(double a, double b) {\n"
+    "  if (!b) return a / b;\n"
+    "  double mod = fmod(a, b), div = (a - mod) / b;\n"
+    "  if (mod) { if ((b < 0) != (mod < 0)) div -= 1; }\n"
+    "  if (!div) return copysign(0.0, a / b);\n"
+    "  double f = floor(div);\n"
+    "  if (div - f > 0.5) f += 1;\n"
+    "  return f;\n"
+    "}\n"
+    "TY_DEV float ty_floordiv_f32(float a, float b) {\n"
+    "  if (!b) return a / b;\n"
+    "  float mod = fmodf(a, b), div = (a - mod) / b;\n"
+    "  if (mod) { if ((b < 0) != (mod < 0)) div -= 1; }\n"
+    "  if (!div) return copysignf(0.0f, a / b);\n"
+    "  float f = floorf(div);\n"
+    "  if (div - f > 0.5f) f += 1;\n"
+    "  return f;\n"
+    "}\n"
+    "TY_DEV long long ty_floordiv_i64(long long a, long long b) {\n"
+    "  if (b == 0) return 0;\n"
+    "  if (b == -1) return a == -9223372036854775807LL - 1 ? a : -a;\n"
+    "  long long q = a / b;\n"
+    "  if (((a > 0) != (b > 0)) && q * b != a) q -= 1;\n"
+    "  return q;\n"
+    "}\n"
+    "TY_DEV int ty_floordiv_i32(int a, int b) {\n"
+    "  if (b == 0) return 0;\n"
+    "  if (b == -1) return a == -2147483647 - 1 ? a : -a;\n"
+    "  int q = a / b;\n"
+    "  if (((a > 0) != (b > 0)) && q * b != a) q -= 1;\n"
+    "  return q;\n"
+    "}\n"
+    "TY_DEV unsigned char ty_floordiv_u8(unsigned char a, unsigned char b) {\n"
+    "  return (unsigned char)(b ? a / b : 0);\n"
+    "}\n"
     "TY_DEV long long ty_sat_i64(double v) {\n"
     "  if (v != v) return 0;\n"
     "  if (v >= 9223372036854775808.0) return 9223372036854775807LL;\n"
@@ -496,6 +532,55 @@ static void unary_expr(sbuf *b, ty_op op, ty_dtype dt, const char *x) {
     else emit(b, "%s", x);
     break;
   case TY_OP_NOT: emit(b, "(unsigned char)(%s == 0)", x); break;
+  case TY_OP_TAN: emit(b, "tan%s(%s)", sfx, x); break;
+  case TY_OP_ARCSIN: emit(b, "asin%s(%s)", sfx, x); break;
+  case TY_OP_ARCCOS: emit(b, "acos%s(%s)", sfx, x); break;
+  case TY_OP_ARCTAN: emit(b, "atan%s(%s)", sfx, x); break;
+  case TY_OP_SINH: emit(b, "sinh%s(%s)", sfx, x); break;
+  case TY_OP_COSH: emit(b, "cosh%s(%s)", sfx, x); break;
+  case TY_OP_ARCSINH: emit(b, "asinh%s(%s)", sfx, x); break;
+  case TY_OP_ARCCOSH: emit(b, "acosh%s(%s)", sfx, x); break;
+  case TY_OP_ARCTANH: emit(b, "atanh%s(%s)", sfx, x); break;
+  case TY_OP_EXPM1: emit(b, "expm1%s(%s)", sfx, x); break;
+  case TY_OP_LOG1P: emit(b, "log1p%s(%s)", sfx, x); break;
+  case TY_OP_LOG2: emit(b, "log2%s(%s)", sfx, x); break;
+  case TY_OP_LOG10: emit(b, "log10%s(%s)", sfx, x); break;
+  case TY_OP_EXP2: emit(b, "exp2%s(%s)", sfx, x); break;
+  case TY_OP_CBRT: emit(b, "cbrt%s(%s)", sfx, x); break;
+  case TY_OP_SIGN:
+    if (f64 || f32)
+      emit(b, "(%s > 0 ? 1.0%s : %s < 0 ? -1.0%s : %s == 0 ? 0.0%s : %s)", x, sfx, x, sfx, x, sfx, x);
+    else if (dt == TY_I64) emit(b, "((long long)(%s > 0) - (long long)(%s < 0))", x, x);
+    else if (dt == TY_I32) emit(b, "((int)(%s > 0) - (int)(%s < 0))", x, x);
+    else emit(b, "(unsigned char)(%s > 0)", x);
+    break;
+  case TY_OP_RINT: /* to nearest, ties to even (CUDA's rint; C's in the default mode) */
+    if (f64 || f32) emit(b, "rint%s(%s)", sfx, x);
+    else emit(b, "%s", x);
+    break;
+  case TY_OP_TRUNC:
+    if (f64 || f32) emit(b, "trunc%s(%s)", sfx, x);
+    else emit(b, "%s", x);
+    break;
+  case TY_OP_RECIPROCAL:
+    if (f64 || f32) emit(b, "1.0%s / %s", sfx, x);
+    else if (dt == TY_U8) emit(b, "(unsigned char)(%s == 1)", x);
+    else emit(b, "(%s)(%s == 1 ? 1 : %s == -1 ? -1 : 0)", ty__gk_ctype(dt), x, x);
+    break;
+  case TY_OP_INVERT:
+    if (dt == TY_BOOL) emit(b, "(unsigned char)(%s == 0)", x);
+    else emit(b, "(%s)~%s", ty__gk_ctype(dt), x);
+    break;
+  /* x - x: 0 when finite, NaN for inf and NaN (no INFINITY without headers) */
+  case TY_OP_ISNAN: emit(b, (f64 || f32) ? "(unsigned char)(%s != %s)" : "(unsigned char)0", x, x); break;
+  case TY_OP_ISINF:
+    if (f64 || f32) emit(b, "(unsigned char)((%s == %s) & (%s - %s != %s - %s))", x, x, x, x, x, x);
+    else emit(b, "(unsigned char)0");
+    break;
+  case TY_OP_ISFINITE:
+    if (f64 || f32) emit(b, "(unsigned char)(%s - %s == 0)", x, x);
+    else emit(b, "(unsigned char)1");
+    break;
   default: emit(b, "0 /* ? */"); break;
   }
 }
@@ -532,6 +617,31 @@ static void binary_expr(sbuf *b, ty_op op, ty_dtype dt, const char *x, const cha
   case TY_OP_NE: emit(b, "(unsigned char)(%s != %s)", x, y); break;
   case TY_OP_AND: emit(b, "(unsigned char)((%s != 0) & (%s != 0))", x, y); break;
   case TY_OP_OR: emit(b, "(unsigned char)((%s != 0) | (%s != 0))", x, y); break;
+  case TY_OP_XOR: emit(b, "(unsigned char)((%s != 0) ^ (%s != 0))", x, y); break;
+  case TY_OP_ARCTAN2: emit(b, "atan2%s(%s, %s)", dt == TY_F32 ? "f" : "", x, y); break;
+  case TY_OP_HYPOT: emit(b, "hypot%s(%s, %s)", dt == TY_F32 ? "f" : "", x, y); break;
+  case TY_OP_FLOORDIV: emit(b, "ty_floordiv_%s(%s, %s)", ty_dtype_name(dt), x, y); break;
+  case TY_OP_BITAND:
+  case TY_OP_BITOR:
+  case TY_OP_BITXOR: {
+    const char *o = op == TY_OP_BITAND ? "&" : op == TY_OP_BITOR ? "|" : "^";
+    if (dt == TY_BOOL) emit(b, "(unsigned char)((%s != 0) %s (%s != 0))", x, o, y);
+    else emit(b, "(%s)(%s %s %s)", ty__gk_ctype(dt), x, o, y);
+    break;
+  }
+  /* numpy's npy_lshift/npy_rshift: counts outside [0, bits) shift every bit out */
+  case TY_OP_LSHIFT:
+    if (dt == TY_I64)
+      emit(b, "((unsigned long long)%s < 64 ? (long long)((unsigned long long)%s << %s) : 0LL)", y, x, y);
+    else if (dt == TY_I32) emit(b, "((unsigned)%s < 32u ? (int)((unsigned)%s << %s) : 0)", y, x, y);
+    else emit(b, "(%s < 8 ? (unsigned char)(%s << %s) : (unsigned char)0)", y, x, y);
+    break;
+  case TY_OP_RSHIFT:
+    if (dt == TY_I64)
+      emit(b, "((unsigned long long)%s < 64 ? %s >> %s : %s < 0 ? -1LL : 0LL)", y, x, y, x);
+    else if (dt == TY_I32) emit(b, "((unsigned)%s < 32u ? %s >> %s : %s < 0 ? -1 : 0)", y, x, y, x);
+    else emit(b, "(%s < 8 ? (unsigned char)(%s >> %s) : (unsigned char)0)", y, x, y);
+    break;
   default: emit(b, "0 /* ? */"); break;
   }
 }

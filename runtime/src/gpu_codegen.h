@@ -22,8 +22,9 @@
  * MAXIMUM/MINIMUM propagate NaN, float -> integer casts saturate (NaN -> 0),
  * bool is one byte 0/1. NVRTC runs with --fmad=false (no contraction of
  * a*b+c into one rounding) so exact operations are bit-identical to the CPU;
- * exp log sin cos tanh pow use CUDA's libdevice (1-2 ULP) where the CPU uses
- * SLEEF (1 ULP): see docs/gpu.md for the bound.
+ * exp log sin cos tanh pow (and tan, the inverse and hyperbolic functions,
+ * exp2 log2 log10 expm1 log1p cbrt arctan2 hypot) use CUDA's libdevice
+ * (1-2 ULP) where the CPU uses SLEEF (1 ULP): see docs/gpu.md for the bound.
  *
  * The source is plain enough to compile as C too (tests/c/test_gpu_codegen.c
  * runs generated kernels on the CPU, one "thread", against the CPU kernels).

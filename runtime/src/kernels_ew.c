@@ -7,9 +7,12 @@
  * input is a broadcast scalar (byte stride 0), with restrict pointers and no
  * calls, so the compiler vectorises them for the level this copy is compiled
  * for (the file is compiled once per instruction-set level, isa.h).
- * Transcendentals (exp log sin cos tanh pow) go through SLEEF's 1-ULP vector
- * functions: 8 f64 or 16 f32 lanes per call at avx512 (SLEEF's dispatching
- * entry points), 4/8 at avx2, scalar SLEEF at baseline;
+ * Transcendentals (exp log sin cos tanh pow, and tan, the inverse and
+ * hyperbolic functions, exp2 log2 log10 expm1 log1p cbrt arctan2 hypot) go
+ * through SLEEF's 1-ULP vector functions (hypot 0.5-ULP): 8 f64 or 16 f32
+ * lanes per call at avx512 (SLEEF's dispatching entry points), 4/8 at avx2,
+ * scalar SLEEF at baseline; lanes past the range SLEEF's asinh acosh log1p
+ * sinh cosh handle are recomputed in a wider type (VFIX_LOOP);
  * sqrt uses the hardware instruction (correctly rounded). No -ffast-math: NaN,
  * infinities and signed zeros behave as in numpy.
  *
@@ -20,6 +23,10 @@
  *  - float MOD is numpy's: fmod, then shifted into the divisor's sign;
  *    x % 0.0 is NaN;
  *  - MAXIMUM/MINIMUM propagate NaN (numpy's maximum/minimum, not fmax);
+ *  - FLOORDIV is numpy's floor_divide (integers: toward -inf, x // 0 == 0,
+ *    MIN // -1 == MIN; floats: npy_divmod's snapped quotient);
+ *  - shifts by a count outside [0, bits) give 0 (-1 for >> of a negative),
+ *    numpy's npy_lshift/npy_rshift; << computes in unsigned;
  *  - bool is one byte 0/1 and computes as u8 (max = or, min = and).
  */
 #include "kernels.h"
@@ -59,6 +66,12 @@ typedef uint8_t ty_bool_t;
 #define VF_CEIL _mm512_ceil_ps
 #define SLEEF_D(f) Sleef_##f##d8_u10
 #define SLEEF_F(f) Sleef_##f##f16_u10
+#define VD_RINT(x) _mm512_roundscale_pd((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VD_TRUNC(x) _mm512_roundscale_pd((x), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+#define VF_RINT(x) _mm512_roundscale_ps((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VF_TRUNC(x) _mm512_roundscale_ps((x), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+#define HYPOT_D Sleef_hypotd8_u05
+#define HYPOT_F Sleef_hypotf16_u05
 #elif defined(__AVX2__)
 #define VD __m256d
 #define VD_N 4
@@ -76,6 +89,12 @@ typedef uint8_t ty_bool_t;
 #define VF_CEIL _mm256_ceil_ps
 #define SLEEF_D(f) Sleef_##f##d4_u10
 #define SLEEF_F(f) Sleef_##f##f8_u10
+#define VD_RINT(x) _mm256_round_pd((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VD_TRUNC(x) _mm256_round_pd((x), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+#define VF_RINT(x) _mm256_round_ps((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VF_TRUNC(x) _mm256_round_ps((x), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC)
+#define HYPOT_D Sleef_hypotd4_u05
+#define HYPOT_F Sleef_hypotf8_u05
 #else
 #define VD double
 #define VD_N 1
@@ -93,6 +112,12 @@ typedef uint8_t ty_bool_t;
 #define VF_CEIL ceilf
 #define SLEEF_D(f) Sleef_##f##_u10
 #define SLEEF_F(f) Sleef_##f##f_u10
+#define VD_RINT nearbyint /* the default rounding mode: to nearest, ties to even */
+#define VD_TRUNC trunc
+#define VF_RINT nearbyintf
+#define VF_TRUNC truncf
+#define HYPOT_D Sleef_hypot_u05
+#define HYPOT_F Sleef_hypotf_u05
 #endif
 
 /* Fast math (the `fastmath` policy axis): 4-ULP vector functions. glibc's
@@ -282,6 +307,11 @@ __m256 _ZGVdN8vv_powf(__m256, __m256);
       o_[j] = r[j];                                                                    \
     }                                                                                  \
   }                                                                                    \
+  VEC_LOOP(NAME, T, VN)
+
+/* The 1-D loop over NAME##_vec (VN elements, o_ may be a_): whole vectors in
+ * place, the tail and strided runs through a zero-padded lane buffer. */
+#define VEC_LOOP(NAME, T, VN)                                                          \
   static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
     (void)aux;                                                                         \
     int64_t i = 0;                                                                     \
@@ -377,6 +407,102 @@ UNARY_LOOP(not_f32, float, ty_bool_t, (ty_bool_t)(x == 0))
 UNARY_LOOP(not_i64, int64_t, ty_bool_t, (ty_bool_t)(x == 0))
 UNARY_LOOP(not_i32, int32_t, ty_bool_t, (ty_bool_t)(x == 0))
 UNARY_LOOP(not_u8, uint8_t, ty_bool_t, (ty_bool_t)(x == 0))
+
+/* ---- numpy's other unary ufuncs (issue 18) ------------------------------------------ */
+
+/* SLEEF's asinh, acosh and log1p return inf above a bound (f64: 1.34e154,
+ * 1.34e154, 1e307; f32: 1.84e19, 1.84e19, 1e38) and its sinh/cosh overflow
+ * early (f64 past 709, true overflow 710.48; f32 past 88.5, 89.4): those lanes
+ * (beyond the slightly lower bounds below, and inf) are recomputed alone in
+ * the next wider type (long double for f64) and rounded once: within 1 ULP,
+ * and a lane's result still depends on its own value only. */
+#define VFIX_LOOP(NAME, T, VN, VLOAD, VSTORE, VFN, FIX)                                \
+  static inline void NAME##_vec(T *o_, const T *a_) {                                  \
+    T r[VN];                                                                           \
+    VSTORE(r, VFN(VLOAD(a_)));                                                         \
+    for (int j = 0; j < (VN); j++) o_[j] = FIX(a_[j], r[j]);                           \
+  }                                                                                    \
+  VEC_LOOP(NAME, T, VN)
+#define FIX_ABS_D(F, BIG)                                                              \
+  static inline double fix_##F##_d(double x, double r) {                               \
+    return fabs(x) > (BIG) ? (double)F##l((long double)x) : r;                         \
+  }
+#define FIX_ABS_F(F, BIG)                                                              \
+  static inline float fix_##F##_f(float x, float r) {                                  \
+    return fabsf(x) > (BIG) ? (float)F((double)x) : r;                                 \
+  }
+FIX_ABS_D(asinh, 1e154)
+FIX_ABS_D(acosh, 1e154)
+FIX_ABS_D(log1p, 1e306)
+FIX_ABS_D(sinh, 709.0)
+FIX_ABS_D(cosh, 709.0)
+FIX_ABS_F(asinh, 1e19f)
+FIX_ABS_F(acosh, 1e19f)
+FIX_ABS_F(log1p, 1e37f)
+FIX_ABS_F(sinh, 88.0f)
+FIX_ABS_F(cosh, 88.0f)
+#define SLEEF_FIXED(NAME)                                                              \
+  VFIX_LOOP(NAME##_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(NAME), fix_##NAME##_d) \
+  VFIX_LOOP(NAME##_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(NAME), fix_##NAME##_f)
+
+/* SLEEF's 1-ULP functions; tan picks its argument reduction per vector like
+ * sin/cos, so it isolates lanes the same way (VTRIG_LOOP). The others have
+ * no vector-wide branch: a lane's result depends on its own value only. */
+#define SLEEF_UNARY(NAME)                                                              \
+  VMATH_LOOP(NAME##_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(NAME))               \
+  VMATH_LOOP(NAME##_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(NAME))
+VTRIG_LOOP(tan_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(tan))
+VTRIG_LOOP(tan_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(tan))
+SLEEF_UNARY(asin)
+SLEEF_UNARY(acos)
+SLEEF_UNARY(atan)
+SLEEF_FIXED(sinh)
+SLEEF_FIXED(cosh)
+SLEEF_FIXED(asinh)
+SLEEF_FIXED(acosh)
+SLEEF_UNARY(atanh)
+SLEEF_UNARY(expm1)
+SLEEF_FIXED(log1p)
+SLEEF_UNARY(log2)
+SLEEF_UNARY(log10)
+SLEEF_UNARY(exp2)
+SLEEF_UNARY(cbrt)
+
+/* exact: the rounding instructions (nearbyint/trunc at baseline) */
+VMATH_LOOP(rint_f64, double, VD_N, VD_LOAD, VD_STORE, VD_RINT)
+VMATH_LOOP(rint_f32, float, VF_N, VF_LOAD, VF_STORE, VF_RINT)
+VMATH_LOOP(trunc_f64, double, VD_N, VD_LOAD, VD_STORE, VD_TRUNC)
+VMATH_LOOP(trunc_f32, float, VF_N, VF_LOAD, VF_STORE, VF_TRUNC)
+
+/* numpy's sign: NaN stays NaN, both zeros give +0 */
+UNARY_LOOP(sign_f64, double, double, x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x)
+UNARY_LOOP(sign_f32, float, float, x > 0 ? 1.0f : x < 0 ? -1.0f : x == 0 ? 0.0f : x)
+UNARY_LOOP(sign_i64, int64_t, int64_t, (int64_t)(x > 0) - (int64_t)(x < 0))
+UNARY_LOOP(sign_i32, int32_t, int32_t, (int32_t)(x > 0) - (int32_t)(x < 0))
+UNARY_LOOP(sign_u8, uint8_t, uint8_t, (uint8_t)(x > 0))
+
+/* integers: numpy computes 1.0/x and converts (1/2 -> 0); 1/0 is 0 here,
+ * as x // 0 (numpy gives the minimum integer with a warning) */
+UNARY_LOOP(recip_f64, double, double, 1.0 / x)
+UNARY_LOOP(recip_f32, float, float, 1.0f / x)
+UNARY_LOOP(recip_i64, int64_t, int64_t, x == 1 ? 1 : x == -1 ? -1 : 0)
+UNARY_LOOP(recip_i32, int32_t, int32_t, x == 1 ? 1 : x == -1 ? -1 : 0)
+UNARY_LOOP(recip_u8, uint8_t, uint8_t, (uint8_t)(x == 1))
+
+UNARY_LOOP(invert_i64, int64_t, int64_t, ~x)
+UNARY_LOOP(invert_i32, int32_t, int32_t, ~x)
+UNARY_LOOP(invert_u8, uint8_t, uint8_t, (uint8_t)~x)
+/* invert of bool is not_u8 (numpy: ~True == False) */
+
+#define CLASSIFY(NAME, FEXPR, IVAL)                                                    \
+  UNARY_LOOP(NAME##_f64, double, ty_bool_t, (ty_bool_t)(FEXPR))                        \
+  UNARY_LOOP(NAME##_f32, float, ty_bool_t, (ty_bool_t)(FEXPR))                         \
+  UNARY_LOOP(NAME##_i64, int64_t, ty_bool_t, ((void)x, (ty_bool_t)(IVAL)))             \
+  UNARY_LOOP(NAME##_i32, int32_t, ty_bool_t, ((void)x, (ty_bool_t)(IVAL)))             \
+  UNARY_LOOP(NAME##_u8, uint8_t, ty_bool_t, ((void)x, (ty_bool_t)(IVAL)))
+CLASSIFY(isnan, x != x, 0)
+CLASSIFY(isinf, x == INFINITY || x == -INFINITY, 0)
+CLASSIFY(isfinite, x - x == 0, 1)
 
 /* ---- binary arithmetic ----------------------------------------------------------- */
 
@@ -502,6 +628,68 @@ COMPARE_ALL(eq, x == y)
 COMPARE_ALL(ne, x != y)
 COMPARE_ALL(and, (x != 0) & (y != 0))
 COMPARE_ALL(or, (x != 0) | (y != 0))
+COMPARE_ALL(xor, (x != 0) ^ (y != 0))
+
+/* ---- numpy's other binary ufuncs (issue 18) ------------------------------------------- */
+
+VMATH2_LOOP(atan2_f64, double, VD_N, VD_LOAD, VD_STORE, SLEEF_D(atan2))
+VMATH2_LOOP(atan2_f32, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(atan2))
+VMATH2_LOOP(hypot_f64, double, VD_N, VD_LOAD, VD_STORE, HYPOT_D) /* 0.5 ULP */
+VMATH2_LOOP(hypot_f32, float, VF_N, VF_LOAD, VF_STORE, HYPOT_F)
+
+/* numpy's float floor_divide (npy_floor_divide, npy_divmod): the quotient of
+ * a - fmod(a, b), moved down when the remainder's sign differs from b's,
+ * snapped to the nearest integer; x // 0 is x / 0. Every step is exact or
+ * one IEEE operation, so any vector width gives the same bits. */
+#define FLOORDIV_FLOAT(SUF, T, FMOD, FLOOR, COPYSIGN)                                  \
+  static inline T fdiv_##SUF(T a, T b) {                                           \
+    if (!b) return a / b;                                                              \
+    T mod = FMOD(a, b);                                                                \
+    T div = (a - mod) / b;                                                             \
+    if (mod) {                                                                         \
+      if ((b < 0) != (mod < 0)) div -= 1;                                              \
+    }                                                                                  \
+    if (!div) return COPYSIGN(0, a / b);                                               \
+    T f = FLOOR(div);                                                                  \
+    if (div - f > (T)0.5) f += 1;                                                      \
+    return f;                                                                          \
+  }
+FLOORDIV_FLOAT(f64, double, fmod, floor, copysign)
+FLOORDIV_FLOAT(f32, float, fmodf, floorf, copysignf)
+/* integers: toward -inf; x // 0 == 0 and MIN // -1 == MIN, as numpy */
+#define FLOORDIV_INT(SUF, T, MIN)                                                      \
+  static inline T fdiv_##SUF(T a, T b) {                                           \
+    if (b == 0) return 0;                                                              \
+    if (b == -1) return a == MIN ? MIN : -a;                                           \
+    T q = a / b;                                                                       \
+    if (((a > 0) != (b > 0)) && q * b != a) q -= 1;                                    \
+    return q;                                                                          \
+  }
+FLOORDIV_INT(i64, int64_t, INT64_MIN)
+FLOORDIV_INT(i32, int32_t, INT32_MIN)
+BINARY_LOOP(floordiv_f64, double, double, fdiv_f64(x, y))
+BINARY_LOOP(floordiv_f32, float, float, fdiv_f32(x, y))
+BINARY_LOOP(floordiv_i64, int64_t, int64_t, fdiv_i64(x, y))
+BINARY_LOOP(floordiv_i32, int32_t, int32_t, fdiv_i32(x, y))
+BINARY_LOOP(floordiv_u8, uint8_t, uint8_t, (uint8_t)(y ? x / y : 0))
+
+/* bitwise: integers; bool goes through the logical loops (0/1 out) */
+#define BITWISE(NAME, OP)                                                              \
+  BINARY_LOOP(NAME##_i64, int64_t, int64_t, x OP y)                                    \
+  BINARY_LOOP(NAME##_i32, int32_t, int32_t, x OP y)                                    \
+  BINARY_LOOP(NAME##_u8, uint8_t, uint8_t, (uint8_t)(x OP y))
+BITWISE(bitand, &)
+BITWISE(bitor, |)
+BITWISE(bitxor, ^)
+
+/* numpy's npy_lshift/npy_rshift: a count outside [0, bits) shifts every bit
+ * out (0, or -1 for >> of a negative); << computes in unsigned (wraps) */
+BINARY_LOOP(lshift_i64, int64_t, int64_t, (uint64_t)y < 64 ? (int64_t)((uint64_t)x << y) : 0)
+BINARY_LOOP(lshift_i32, int32_t, int32_t, (uint32_t)y < 32 ? (int32_t)((uint32_t)x << y) : 0)
+BINARY_LOOP(lshift_u8, uint8_t, uint8_t, y < 8 ? (uint8_t)(x << y) : 0)
+BINARY_LOOP(rshift_i64, int64_t, int64_t, (uint64_t)y < 64 ? x >> y : x < 0 ? -1 : 0)
+BINARY_LOOP(rshift_i32, int32_t, int32_t, (uint32_t)y < 32 ? x >> y : x < 0 ? -1 : 0)
+BINARY_LOOP(rshift_u8, uint8_t, uint8_t, y < 8 ? (uint8_t)(x >> y) : 0)
 
 /* ---- where -------------------------------------------------------------------------- */
 
@@ -546,6 +734,26 @@ WHERE_LOOP(where_u8, uint8_t)
     [TY_OP_CEIL] = {[TY_F64] = ceil_f64, [TY_F32] = ceil_f32, [TY_I64] = ident_i64,    \
                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},   \
     [TY_OP_NOT] = ALL5(not),                                                           \
+    [TY_OP_TAN] = FLOATS(tan), [TY_OP_ARCSIN] = FLOATS(asin),                          \
+    [TY_OP_ARCCOS] = FLOATS(acos), [TY_OP_ARCTAN] = FLOATS(atan),                      \
+    [TY_OP_SINH] = FLOATS(sinh), [TY_OP_COSH] = FLOATS(cosh),                          \
+    [TY_OP_ARCSINH] = FLOATS(asinh), [TY_OP_ARCCOSH] = FLOATS(acosh),                  \
+    [TY_OP_ARCTANH] = FLOATS(atanh), [TY_OP_EXPM1] = FLOATS(expm1),                    \
+    [TY_OP_LOG1P] = FLOATS(log1p), [TY_OP_LOG2] = FLOATS(log2),                        \
+    [TY_OP_LOG10] = FLOATS(log10), [TY_OP_EXP2] = FLOATS(exp2),                        \
+    [TY_OP_CBRT] = FLOATS(cbrt),                                                       \
+    [TY_OP_SIGN] = {[TY_F64] = sign_f64, [TY_F32] = sign_f32, [TY_I64] = sign_i64,     \
+                    [TY_I32] = sign_i32, [TY_U8] = sign_u8},                           \
+    [TY_OP_RINT] = {[TY_F64] = rint_f64, [TY_F32] = rint_f32, [TY_I64] = ident_i64,    \
+                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},   \
+    [TY_OP_TRUNC] = {[TY_F64] = trunc_f64, [TY_F32] = trunc_f32, [TY_I64] = ident_i64, \
+                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},  \
+    [TY_OP_RECIPROCAL] = {[TY_F64] = recip_f64, [TY_F32] = recip_f32,                  \
+                          [TY_I64] = recip_i64, [TY_I32] = recip_i32, [TY_U8] = recip_u8}, \
+    [TY_OP_INVERT] = {[TY_I64] = invert_i64, [TY_I32] = invert_i32,                    \
+                      [TY_U8] = invert_u8, [TY_BOOL] = not_u8},                        \
+    [TY_OP_ISNAN] = ALL5(isnan), [TY_OP_ISINF] = ALL5(isinf),                          \
+    [TY_OP_ISFINITE] = ALL5(isfinite),                                                 \
   }
 #define FLOATS_FAST(NAME) { [TY_F64] = NAME##_f64_fast, [TY_F32] = NAME##_f32_fast }
 
@@ -577,6 +785,20 @@ const ty_loop1d ty__unary_loops_fast[TY_NOPS][TY_NDTYPES] =
     [TY_OP_NE] = ALL5(ne),                                                           \
     [TY_OP_AND] = ALL5(and),                                                         \
     [TY_OP_OR] = ALL5(or),                                                           \
+    [TY_OP_XOR] = ALL5(xor),                                                         \
+    [TY_OP_ARCTAN2] = FLOATS(atan2),                                                 \
+    [TY_OP_HYPOT] = FLOATS(hypot),                                                   \
+    [TY_OP_FLOORDIV] = {[TY_F64] = floordiv_f64, [TY_F32] = floordiv_f32,            \
+                        [TY_I64] = floordiv_i64, [TY_I32] = floordiv_i32,            \
+                        [TY_U8] = floordiv_u8},                                      \
+    [TY_OP_BITAND] = {[TY_I64] = bitand_i64, [TY_I32] = bitand_i32,                  \
+                      [TY_U8] = bitand_u8, [TY_BOOL] = and_u8},                      \
+    [TY_OP_BITOR] = {[TY_I64] = bitor_i64, [TY_I32] = bitor_i32, [TY_U8] = bitor_u8, \
+                     [TY_BOOL] = or_u8},                                             \
+    [TY_OP_BITXOR] = {[TY_I64] = bitxor_i64, [TY_I32] = bitxor_i32,                  \
+                      [TY_U8] = bitxor_u8, [TY_BOOL] = xor_u8},                      \
+    [TY_OP_LSHIFT] = {[TY_I64] = lshift_i64, [TY_I32] = lshift_i32, [TY_U8] = lshift_u8}, \
+    [TY_OP_RSHIFT] = {[TY_I64] = rshift_i64, [TY_I32] = rshift_i32, [TY_U8] = rshift_u8}, \
   }
 
 const ty_loop1d ty__binary_loops[TY_NOPS][TY_NDTYPES] = BINARY_TABLE(FLOATS(pow));

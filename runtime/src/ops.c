@@ -296,6 +296,15 @@ static ty_status no_broadcast(ty_runtime *rt, const char *fn, const ty_store *a,
 
 /* ---- element-wise ------------------------------------------------------------------------ */
 
+/* An op without a kernel for the dtype (bitwise on floats, sign of bool):
+ * numpy's TypeError, said before anything is launched. */
+static ty_status no_loop(ty_runtime *rt, ty_op op, ty_dtype t) {
+  const bool floats = ty__unary_loops[op][TY_F64] || ty__binary_loops[op][TY_F64];
+  return ty__fail(rt, TY_EDTYPE, "%s is not supported for dtype %s (it takes %s only, as numpy's)",
+                  ty_op_name(op), ty_dtype_name(t),
+                  floats ? "numeric stores" : "integer and bool stores");
+}
+
 ty_status ty_unary(ty_runtime *rt, ty_op op, ty_store *a, ty_store **out) {
   ty_status st = check_runtime(rt, "ty_unary");
   if (st) return st;
@@ -306,6 +315,7 @@ ty_status ty_unary(ty_runtime *rt, ty_op op, ty_store *a, ty_store **out) {
                     ty_op_name(op));
   if ((st = check_store(rt, "ty_unary", "a", a))) return st;
   const ty_dtype ct = ty__unary_compute_dtype(op, a->dtype);
+  if (!ty__unary_loops[op][ct]) return no_loop(rt, op, a->dtype);
   return ew_launch(rt, tasks(rt)->op[op], ty__op_out_dtype(op, ct), a->ndim, a->shape, 1, &a,
                    &ct, out);
 }
@@ -325,6 +335,7 @@ ty_status ty_binary(ty_runtime *rt, ty_op op, ty_store *a, ty_store *b, ty_store
   if (ty_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &nd, shape))
     return no_broadcast(rt, "ty_binary", a, b);
   const ty_dtype ct = ty__binary_compute_dtype(op, a->dtype, b->dtype);
+  if (!ty__binary_loops[op][ct]) return no_loop(rt, op, ct);
   ty_store *ins[2] = {a, b};
   const ty_dtype in_t[2] = {ct, ct};
   return ew_launch(rt, tasks(rt)->op[op], ty__op_out_dtype(op, ct), nd, shape, 2, ins, in_t, out);

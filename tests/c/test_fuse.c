@@ -321,12 +321,17 @@ TEST(fused_equals_unfused_for_where_casts_fills_and_generators) {
 /* An element's result does not depend on where a piece or a block starts:
  * each unary kernel over a[k:] gives the same bytes as over a, shifted. */
 TEST(kernels_results_do_not_depend_on_vector_grouping) {
-  const ty_op ops[] = {TY_OP_EXP, TY_OP_LOG, TY_OP_SIN, TY_OP_COS, TY_OP_TANH, TY_OP_SQRT};
+  const ty_op ops[] = {TY_OP_EXP,    TY_OP_LOG,     TY_OP_SIN,     TY_OP_COS,     TY_OP_TANH,
+                       TY_OP_SQRT,   TY_OP_TAN,     TY_OP_ARCSIN,  TY_OP_ARCCOS,  TY_OP_ARCTAN,
+                       TY_OP_SINH,   TY_OP_COSH,    TY_OP_ARCSINH, TY_OP_ARCCOSH, TY_OP_ARCTANH,
+                       TY_OP_EXPM1,  TY_OP_LOG1P,   TY_OP_LOG2,    TY_OP_LOG10,   TY_OP_EXP2,
+                       TY_OP_CBRT,   TY_OP_RINT,    TY_OP_TRUNC};
+  const int nops = (int)(sizeof ops / sizeof ops[0]);
   const ty_dtype types[] = {TY_F64, TY_F32};
   const int64_t n = 4099;
   for (int fast = 0; fast < 2; fast++)
     for (int t = 0; t < 2; t++)
-      for (int o = 0; o < 6; o++) {
+      for (int o = 0; o < nops; o++) {
         ty_runtime *rt = rt_new(1, false);
         ty_policy fm = {.set = TY_POL_FASTMATH, .fastmath = fast};
         REQ(rt, ty_launch_options(rt, &fm));
@@ -1280,12 +1285,27 @@ TEST(fuse_random_programs_match_unfused) {
  * run), over inputs with NaN, infinities and signed zeros; n is not a
  * multiple of the vector width (a padded tail in every piece). */
 #define SINK_OUTS 40
-static int kitchen_sink(ty_runtime *rt, int64_t n, ty_store **outs) {
+static int kitchen_sink(ty_runtime *rt, int64_t n, ty_store **outs, int part) {
   ty_store *a = input(rt, TY_F64, 1, &n, 21), *b = input(rt, TY_F64, 1, &n, 22);
   ty_store *two = scal(rt, TY_F64, 2), *half = scal(rt, TY_F64, 0.5), *yes = NULL;
   REQ(rt, ty_scalar_i64(rt, TY_BOOL, 1, &yes));
   int k = 0;
   ty_store *x = bin(rt, TY_OP_MUL, a, half); /* a temporary feeding everything */
+  if (part == 1) { /* the ufuncs of issue 18 */
+    for (int op = TY_OP_TAN; op <= TY_OP_ISFINITE; op++)
+      if (op != TY_OP_INVERT) outs[k++] = un(rt, (ty_op)op, x);
+    const ty_op bin18[] = {TY_OP_XOR, TY_OP_ARCTAN2, TY_OP_HYPOT, TY_OP_FLOORDIV};
+    for (int i = 0; i < 4; i++) outs[k++] = bin(rt, bin18[i], x, b);
+    ty_store *m = bin(rt, TY_OP_LT, x, b), *m2 = bin(rt, TY_OP_GE, b, half);
+    const ty_op bool18[] = {TY_OP_XOR, TY_OP_BITAND, TY_OP_BITOR, TY_OP_BITXOR};
+    for (int i = 0; i < 4; i++) outs[k++] = bin(rt, bool18[i], m, m2);
+    outs[k++] = un(rt, TY_OP_INVERT, m);
+    outs[k++] = un(rt, TY_OP_ISNAN, m);
+    outs[k++] = un(rt, TY_OP_ISFINITE, m);
+    ty_store_release(a), ty_store_release(b), ty_store_release(two), ty_store_release(half);
+    ty_store_release(yes), ty_store_release(x), ty_store_release(m), ty_store_release(m2);
+    return k;
+  }
   const ty_op un_ops[] = {TY_OP_NEG, TY_OP_EXP, TY_OP_LOG, TY_OP_SQRT, TY_OP_ABS, TY_OP_SIN,
                           TY_OP_COS, TY_OP_TANH, TY_OP_FLOOR, TY_OP_CEIL, TY_OP_NOT};
   for (int i = 0; i < 11; i++) outs[k++] = un(rt, un_ops[i], x);
@@ -1324,7 +1344,7 @@ static void use_codegen(const char *mode) {
 }
 
 /* compiled kernels give the interpreter's bytes, and the unfused ones' */
-TEST(codegen_matches_the_interpreter) {
+static void codegen_matches(int part) {
   const int64_t n = 100003;
   char *ref[SINK_OUTS] = {0};
   size_t lens[SINK_OUTS];
@@ -1335,7 +1355,7 @@ TEST(codegen_matches_the_interpreter) {
       use_codegen(mode == 0 ? "off" : modes[mode]);
       ty_runtime *rt = rt_new(cpus, mode != 0);
       ty_store *outs[SINK_OUTS];
-      int k = kitchen_sink(rt, n, outs);
+      int k = kitchen_sink(rt, n, outs, part);
       if (mode == 2) {
         ty__fuse(rt);
         for (int i = 0; i < rt->nwindow; i++)
@@ -1368,6 +1388,8 @@ TEST(codegen_matches_the_interpreter) {
   }
   unsetenv("TYCHO_CODEGEN");
 }
+TEST(codegen_matches_the_interpreter) { codegen_matches(0); }
+TEST(codegen_matches_the_interpreter_for_the_issue_18_ufuncs) { codegen_matches(1); }
 
 /* fastmath and Black-Scholes-like chains through compiled kernels */
 static ty_store *prog_bs(ty_runtime *rt, const void *arg) {
@@ -1429,6 +1451,7 @@ static const check_case cases[] = {
     CASE(fuse_strided_transposed_and_broadcast_inputs),
     CASE(fuse_random_programs_match_unfused),
     CASE(codegen_matches_the_interpreter),
+    CASE(codegen_matches_the_interpreter_for_the_issue_18_ufuncs),
     CASE(codegen_black_scholes_chain_matches_unfused),
 };
 CHECK_MAIN(cases)

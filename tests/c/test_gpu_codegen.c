@@ -373,7 +373,8 @@ static void fill_vals(ty_dtype t, void *dst, int n, int shift) {
 
 static bool transcendental(ty_op op) {
   return op == TY_OP_EXP || op == TY_OP_LOG || op == TY_OP_SIN || op == TY_OP_COS ||
-         op == TY_OP_TANH || op == TY_OP_POW;
+         op == TY_OP_TANH || op == TY_OP_POW || (op >= TY_OP_TAN && op <= TY_OP_CBRT) ||
+         op == TY_OP_ARCTAN2 || op == TY_OP_HYPOT;
 }
 
 static int64_t ulps(double a, double b, ty_dtype t) {

@@ -652,7 +652,8 @@ TEST(gpu_fused_ops_match_cpu) {
       int64_t strides[3] = {(int64_t)os, (int64_t)es, (int64_t)es};
       (bin ? ty__binary_loops[op][t] : ty__unary_loops[op][t])(n, ptrs, strides, NULL);
       bool approx = op == TY_OP_EXP || op == TY_OP_LOG || op == TY_OP_SIN || op == TY_OP_COS ||
-                    op == TY_OP_TANH || op == TY_OP_POW;
+                    op == TY_OP_TANH || op == TY_OP_POW || (op >= TY_OP_TAN && op <= TY_OP_CBRT) ||
+                    op == TY_OP_ARCTAN2 || op == TY_OP_HYPOT;
       int bad = 0;
       for (int i = 0; i < n; i++) {
         const char *g = got + i * os, *w = want + i * os;

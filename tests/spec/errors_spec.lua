@@ -141,7 +141,7 @@ describe("out-of-range indices and axes", function()
           function() return m[{{}, {2, 4}}] end)
     fails({"tycho.index: too many indices (3) for a store of rank 2"},
           function() return m[{1, 1, 1}] end)
-    fails({"tycho.index: index[1] must be an integer or a range table, got string"},
+    fails({"tycho.index: index[1] must be an integer, a range table or tycho.newaxis, got string"},
           function() return m[{"a"}] end)
     fails({"tycho.index: index[1]: step must be a non-zero integer, got 0"},
           function() return m[{{1, 2, 0}}] end)

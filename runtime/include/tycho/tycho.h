@@ -417,6 +417,32 @@ typedef enum ty_op {
   TY_OP_FLOOR,
   TY_OP_CEIL,
   TY_OP_NOT, /* logical not, -> bool */
+  /* numpy's ufuncs of issue 18. Floats keep their dtype, integers and bool
+   * compute in f64 (SLEEF's 1-ULP functions; tan like sin/cos): */
+  TY_OP_TAN,
+  TY_OP_ARCSIN,
+  TY_OP_ARCCOS,
+  TY_OP_ARCTAN,
+  TY_OP_SINH,
+  TY_OP_COSH,
+  TY_OP_ARCSINH,
+  TY_OP_ARCCOSH,
+  TY_OP_ARCTANH,
+  TY_OP_EXPM1,
+  TY_OP_LOG1P,
+  TY_OP_LOG2,
+  TY_OP_LOG10,
+  TY_OP_EXP2,
+  TY_OP_CBRT,
+  /* keep the dtype (no bool for sign; rint/trunc keep integers, as floor) */
+  TY_OP_SIGN,       /* -1, 0, 1; NaN stays NaN; sign(-0.0) = 0.0 */
+  TY_OP_RINT,       /* round half to even */
+  TY_OP_TRUNC,
+  TY_OP_RECIPROCAL, /* 1/x; integers: 1/x truncated (1/0 = 0); bool -> i64 */
+  TY_OP_INVERT,     /* bitwise not of integers, logical not of bool; no floats */
+  TY_OP_ISNAN,      /* -> bool, any dtype */
+  TY_OP_ISINF,
+  TY_OP_ISFINITE,
   /* binary arithmetic: dtype = promote(a, b); bool,bool -> i64. DIV: true
    * division (integers -> f64). POW: always float (like Lua's ^). MOD:
    * numpy's (sign of the divisor); integer division or modulo by 0 gives 0. */
@@ -437,6 +463,16 @@ typedef enum ty_op {
   TY_OP_NE,
   TY_OP_AND, /* logical, -> bool */
   TY_OP_OR,
+  /* issue 18 */
+  TY_OP_XOR,      /* logical, -> bool */
+  TY_OP_ARCTAN2,  /* float, as POW */
+  TY_OP_HYPOT,
+  TY_OP_FLOORDIV, /* numpy's floor_divide, dtypes as MOD; integer x // 0 == 0 */
+  TY_OP_BITAND,   /* integers and bool (bool stays bool); no floats */
+  TY_OP_BITOR,
+  TY_OP_BITXOR,
+  TY_OP_LSHIFT,   /* integers, bool -> i64; a shift by a negative or >= the */
+  TY_OP_RSHIFT,   /* width gives 0 (-1 for >> of a negative), as numpy */
   TY_NOPS
 } ty_op;
 
