@@ -5,8 +5,10 @@
  * element-wise ops and reductions, and svd for the 2-norms, so its vector
  * and Frobenius forms fuse and partition like any reduction).
  *
- * A call runs at once: it flushes the window after its launch, so that a
- * singular or not positive definite matrix raises here, naming the function
+ * A call runs at once: it flushes the window before its launch (so that
+ * the launch runs alone: a lone large matrix then uses every core) and
+ * after it, so that a singular or not positive definite matrix raises
+ * here, naming the function
  * ("tycho.linalg.solve: matrix is singular (U(2,2) is exactly zero)"), and
  * not at a later read. Arguments follow numpy's positions and keyword names
  * (as options: tycho.linalg.svd(a, {full_matrices = false})); lstsq's rank
@@ -40,6 +42,14 @@ static int fail(lua_State *L, ty_runtime *rt, const char *fn, ty_status st) {
   char name[32];
   snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), at);
   return luaL_error(L, "tycho.linalg.%s: %s", name, rest);
+}
+
+/* Before the call: run the window, so that the launch runs alone in its
+ * wave (a lone large matrix then uses every core: ops_linalg.c). */
+static void start(lua_State *L, const char *fn) {
+  ty_runtime *rt = tl_rt(L);
+  ty_status st = ty_flush(rt);
+  if (st != TY_OK) tl_fail(L, rt, fn, st);
 }
 
 /* After the call: run the window (the errors of LAPACK are raised here). */
@@ -92,6 +102,7 @@ SIG(norm, 1, 4, "ord axis keepdims",
 static int l_solve(lua_State *L) {
   const tl_sig *s = &sig_solve;
   tl_args(L, s);
+  start(L, s->fn);
   ty_store *a = tl_checkstore(L, 1, s->fn, "a"), *b = tl_checkstore(L, 2, s->fn, "b");
   ty_runtime *rt = tl_rt(L);
   ty_store **slot = tl_newslot(L);
@@ -104,6 +115,7 @@ static int l_solve(lua_State *L) {
 /* inv, det, cholesky: one store in, one out */
 static int one(lua_State *L, const tl_sig *s, ty_status (*f)(ty_runtime *, ty_store *, ty_store **)) {
   tl_args(L, s);
+  start(L, s->fn);
   ty_store *a = tl_checkstore(L, 1, s->fn, "a");
   ty_runtime *rt = tl_rt(L);
   ty_store **slot = tl_newslot(L);
@@ -119,6 +131,7 @@ static int l_cholesky(lua_State *L) { return one(L, &sig_cholesky, ty_linalg_cho
 static int l_slogdet(lua_State *L) {
   const tl_sig *s = &sig_slogdet;
   tl_args(L, s);
+  start(L, s->fn);
   ty_store *a = tl_checkstore(L, 1, s->fn, "a");
   ty_runtime *rt = tl_rt(L);
   ty_store **sign = tl_newslot(L), **logdet = tl_newslot(L);
@@ -131,6 +144,7 @@ static int l_slogdet(lua_State *L) {
 static int l_qr(lua_State *L) {
   const tl_sig *s = &sig_qr;
   tl_args(L, s);
+  start(L, s->fn);
   ty_store *a = tl_checkstore(L, 1, s->fn, "a");
   int m = pos_or_opt(L, s, 2, "mode");
   ty_qr_mode mode = TY_QR_REDUCED;
@@ -159,6 +173,7 @@ static bool bool_arg(lua_State *L, const tl_sig *s, int pos, const char *key, bo
 static int l_svd(lua_State *L) {
   const tl_sig *s = &sig_svd;
   tl_args(L, s);
+  start(L, s->fn);
   ty_store *a = tl_checkstore(L, 1, s->fn, "a");
   bool full = bool_arg(L, s, 2, "full_matrices", true), uv = bool_arg(L, s, 3, "compute_uv", true);
   ty_runtime *rt = tl_rt(L);
@@ -180,6 +195,7 @@ static bool uplo_arg(lua_State *L, const tl_sig *s) {
 static int l_eigh(lua_State *L) {
   const tl_sig *s = &sig_eigh;
   tl_args(L, s);
+  start(L, s->fn);
   ty_store *a = tl_checkstore(L, 1, s->fn, "a");
   bool lower = uplo_arg(L, s);
   ty_runtime *rt = tl_rt(L);
@@ -193,6 +209,7 @@ static int l_eigh(lua_State *L) {
 static int l_eigvalsh(lua_State *L) {
   const tl_sig *s = &sig_eigvalsh;
   tl_args(L, s);
+  start(L, s->fn);
   ty_store *a = tl_checkstore(L, 1, s->fn, "a");
   bool lower = uplo_arg(L, s);
   ty_runtime *rt = tl_rt(L);
@@ -215,6 +232,7 @@ static double num_arg(lua_State *L, const tl_sig *s, int pos, const char *key, d
 static int l_lstsq(lua_State *L) {
   const tl_sig *s = &sig_lstsq;
   tl_args(L, s);
+  start(L, s->fn);
   ty_store *a = tl_checkstore(L, 1, s->fn, "a"), *b = tl_checkstore(L, 2, s->fn, "b");
   double rcond = num_arg(L, s, 3, "rcond", NAN);
   ty_runtime *rt = tl_rt(L);
@@ -243,6 +261,7 @@ static int l_lstsq(lua_State *L) {
 static int l_pinv(lua_State *L) {
   const tl_sig *s = &sig_pinv;
   tl_args(L, s);
+  start(L, s->fn);
   ty_store *a = tl_checkstore(L, 1, s->fn, "a");
   double rcond = num_arg(L, s, 2, "rcond", 1e-15);
   ty_runtime *rt = tl_rt(L);
@@ -257,6 +276,7 @@ static int l_pinv(lua_State *L) {
 static int l_matrix_rank(lua_State *L) {
   const tl_sig *s = &sig_matrix_rank;
   tl_args(L, s);
+  start(L, s->fn);
   ty_store *a = tl_checkstore(L, 1, s->fn, "A");
   double tol = num_arg(L, s, 2, "tol", NAN);
   ty_runtime *rt = tl_rt(L);

@@ -12,9 +12,10 @@
  * broadcast). After the launch each output is a copy of its columns of the
  * pack under its own shape (no copy when the pack holds one output).
  *
- * A matrix is one single-threaded LAPACK call (OpenBLAS runs on one thread,
- * kernels_linalg.c), in column-major scratch: the same bits for a matrix
- * whatever the pieces or --cpus. The parallelism is the batch's.
+ * A matrix is one LAPACK call in column-major scratch: single-threaded
+ * (OpenBLAS runs on one thread, kernels_linalg.c), so the same bits for a
+ * matrix whatever the pieces or --cpus, and the parallelism is the batch's;
+ * except a lone large matrix, factored on --cpus threads (la_threaded).
  *
  * Routines are numpy's: gesv (solve, inv), getrf (det, slogdet), potrf
  * (cholesky), geqrf + orgqr (qr), gesdd (svd, pinv, matrix_rank), syevd
@@ -30,6 +31,7 @@
 #include <float.h>
 #include <lapacke.h>
 #include <math.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,10 +161,38 @@ static int la_layout(const la_args *g, int64_t *off, int64_t *len) {
 #undef EPST
 #undef GEMM
 
+/* Also declared by OpenBLAS's cblas.h (kernels_linalg.c). */
+void openblas_set_num_threads(int num_threads);
+
+/* A lone matrix (a stack of one, so one piece) with at least LA_THREADED
+ * multiply-adds (m n min(m, n): 256^3, 2.5 ms on one core) is factored by
+ * OpenBLAS on --cpus threads when its piece runs alone (not inside a
+ * parallel region of the executor: the Lua binding flushes before and after
+ * each call, so it always does). OpenBLAS's threaded LAPACK gives other bits
+ * than its single-threaded one (measured with 0.3.21: gesv and potrf of
+ * 1500^2 differ between 1, 2, 3 and 4 threads), so such a result is the same
+ * bits for a given --cpus, not across --cpus. Every other matrix is one
+ * single-threaded call: the same bits under any --cpus, mode or piece count. */
+#define LA_THREADED ((int64_t)1 << 24)
+
+static bool la_threaded(const ty_task_ctx *ctx, const la_args *g) {
+  const int64_t mn = g->m < g->n ? g->m : g->n;
+  return ctx->args[0].gshape[0] == 1 && ctx->rt->cfg.cpus > 1 && !omp_in_parallel() &&
+         g->m * g->n * mn >= LA_THREADED;
+}
+
 /* args: pack (b, W) OUT aligned, a (b|1, m, n) WHOLE [, b (b|1, m, k) WHOLE] */
 static int linalg_variant(ty_task_ctx *ctx) {
   const la_args *g = ctx->scalars;
   const ty_tile *P = &ctx->args[0], *A = &ctx->args[1], *B = ctx->nargs > 2 ? &ctx->args[2] : NULL;
+  if (la_threaded(ctx, g)) {
+    openblas_set_num_threads(ctx->rt->cfg.cpus);
+    la_item it = {.ctx = ctx, .a = g, .i = P->lo[0]};
+    int st = P->dtype == TY_F64 ? item_f64(&it, A, B, (double *)P->data)
+                                : item_f32(&it, A, B, (float *)P->data);
+    openblas_set_num_threads(1);
+    return st;
+  }
   for (int64_t r = 0; r < P->shape[0]; r++) {
     la_item it = {.ctx = ctx, .a = g, .i = P->lo[0] + r};
     int st;
