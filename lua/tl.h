@@ -19,6 +19,7 @@
  *   lsort.c      sort, argsort, unique, searchsorted, isin
  *   lsets.c      set functions, partition, histogram, choose (built on the above)
  *   llinalg.c    tycho.linalg (LAPACK: tycho/linalg.h) and linalg.norm
+ *   lstats.c     statistics (std, var, median, quantile, nan*, cov, ...)
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -364,6 +365,8 @@ void tl_sort_open(lua_State *L, int module_index);
 void tl_sets_open(lua_State *L, int module_index);
 /* llinalg.c: the tycho.linalg table. */
 void tl_linalg_open(lua_State *L, int module_index);
+/* lstats.c: std, var, median, quantile, average, ptp, the nan forms, cov, corrcoef. */
+void tl_stats_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */

@@ -802,6 +802,7 @@ static int bind(lua_State *L) {
   tl_sort_open(L, mod);
   tl_sets_open(L, mod);
   tl_linalg_open(L, mod);
+  tl_stats_open(L, mod);
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, mod, "version");
   tl_tasks_open(L, mod, box);
