@@ -9,7 +9,11 @@
  *
  * The work is one launch of the task "linalg" over the batch: each piece
  * factors whole matrices with one single-threaded LAPACK call each, so the
- * result of a matrix does not depend on the pieces or on --cpus.
+ * result of a matrix does not depend on the pieces or on --cpus. A lone
+ * large matrix (a stack of one, m n min(m, n) >= 2^24) whose launch runs
+ * alone in its wave (flush before the call, as the Lua binding does) is
+ * factored on all --cpus OpenBLAS threads instead: the same bits for a given
+ * --cpus, not across --cpus (OpenBLAS's threaded LAPACK rounds differently).
  *
  * A singular matrix (solve, inv) or one that is not positive definite
  * (cholesky) fails the launch with TY_ETASK and a message that names the
