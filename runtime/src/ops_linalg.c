@@ -459,8 +459,9 @@ static ty_status two(ty_runtime *rt, const char *fn, ty_store *a, ty_store *b, b
   const int64_t m = last(a, 2);
   const int bm = vec ? b->ndim - 1 : b->ndim - 2; /* b's batch dims */
   if (bm < 0)
-    return ty__fail(rt, TY_ESHAPE, "%s: b must have at least %d dimension%s, got 0", fn,
-                    vec ? 1 : 2, vec ? "" : "s");
+    return ty__fail(rt, TY_ESHAPE,
+                    "%s: b must have %d dimensions (a stack of vectors, numpy's rule) or at least 2 "
+                    "(matrices), got %d", fn, a->ndim - 1, b->ndim);
   const int64_t bm_rows = b->shape[bm];
   *k = vec ? 1 : b->shape[b->ndim - 1];
   if (bm_rows != m) {
