@@ -68,7 +68,7 @@ static int l_stat(lua_State *L) {
 /* The arithmetic (called with the positional arguments and the options
  * table or nil, all counted and keyed already). */
 static const char stats_src[] =
-    "local tycho = ...\n"
+    "local tycho, store_mt = ...\n"
     "local M = {}\n"
     "local inf, nan = math.huge, 0 / 0\n"
     "\n"
@@ -97,7 +97,7 @@ static const char stats_src[] =
     "  return v\n"
     "end\n"
     "local function checkstore(fn, x, what)\n"
-    "  if getmetatable(x) ~= getmetatable(tycho.zeros(0)) then\n"
+    "  if getmetatable(x) ~= store_mt then\n"
     "    err(fn, \"%s must be a store, got %s\", what, type(x))\n"
     "  end\n"
     "  return x\n"
@@ -204,7 +204,7 @@ static const char stats_src[] =
     "  local scalar, list = false, q\n"
     "  if type(q) == \"number\" then scalar, list = true, { q }\n"
     "  elseif type(q) == \"table\" then list = q\n"
-    "  elseif getmetatable(q) == getmetatable(tycho.zeros(0)) then\n"
+    "  elseif getmetatable(q) == store_mt then\n"
     "    if q.ndim == 0 then scalar, list = true, { q:item() } else list = q:totable() end\n"
     "  else err(fn, \"q must be a number, a list of numbers or a store, got %s\", type(q)) end\n"
     "  local out = {}\n"
@@ -359,7 +359,8 @@ void tl_stats_open(lua_State *L, int module_index) {
   module_index = lua_absindex(L, module_index);
   if (luaL_loadbuffer(L, stats_src, sizeof stats_src - 1, "=tycho.stats") != LUA_OK) lua_error(L);
   lua_pushvalue(L, module_index);
-  lua_call(L, 1, 1);
+  luaL_getmetatable(L, TL_STORE);
+  lua_call(L, 2, 1);
   const int impl = lua_gettop(L);
   luaL_getmetatable(L, TL_STORE);
   lua_getfield(L, -1, "__methods");

@@ -110,10 +110,10 @@ static int FN(potrf)(la_item *it, const ty_tile *A, T *o) {
 static int FN(geqrf)(la_item *it, const ty_tile *A, T *o) {
   const int64_t m = it->a->m, n = it->a->n, k = m < n ? m : n;
   const int mode = it->a->flag;
-  const int64_t qc = mode == TY_QR_COMPLETE ? m : k, rr = qc, wide = n > m ? n : m;
-  T *a = FN(scratch)(m * wide + k + m * m);
+  const int64_t qc = mode == TY_QR_COMPLETE ? m : k, rr = qc;
+  T *a = FN(scratch)(m * n + k + m * m);
   if (!a) return la_nomem(it);
-  T *tau = a + m * wide, *q = tau + k;
+  T *tau = a + m * n, *q = tau + k;
   FN(load)(a, m, A, it->i);
   lapack_int info = k ? LA(geqrf)(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, a, LD(m), tau) : 0;
   int st = 0;
