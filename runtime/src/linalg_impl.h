@@ -27,6 +27,14 @@ static void FN(save)(T *o, const T *src, int64_t ld, int64_t rows, int64_t cols)
 
 static T *FN(scratch)(int64_t n) { return ty__malloc(sizeof(T) * (size_t)(n > 0 ? n : 1)); }
 
+/* LAPACK 3.10+'s gesdd refuses a matrix holding NaN as an argument error;
+ * numpy says "SVD did not converge": so is it said here, before the call. */
+static bool FN(finite)(const T *a, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (!isfinite(a[i])) return false;
+  return true;
+}
+
 #define LD(x) ((lapack_int)((x) > 1 ? (x) : 1))
 
 /* solve (B given) and inv (B the identity) through gesv */
@@ -149,6 +157,11 @@ static int FN(gesdd)(la_item *it, const ty_tile *A, T *o) {
   FN(load)(a, m, A, it->i);
   int st = 0;
   lapack_int info = 0;
+  if (!FN(finite)(a, m * n)) {
+    st = la_fail(it, "holds NaN or infinity: the SVD did not converge");
+    free(a);
+    return st;
+  }
   if (k > 0)
     info = LA(gesdd)(LAPACK_COL_MAJOR, uv ? (full ? 'A' : 'S') : 'N', (lapack_int)m, (lapack_int)n, a,
                      LD(m), s, u, LD(m), vt, LD(vr));
@@ -222,6 +235,10 @@ static int FN(gelsd)(la_item *it, const ty_tile *A, const ty_tile *B, T *o) {
   for (int64_t j = 0; j < ldb * nrhs; j++) b[j] = 0;
   FN(load)(a, m, A, it->i);
   FN(load)(b, ldb, B, it->i);
+  if (!FN(finite)(a, m * n) || !FN(finite)(b, ldb * nrhs)) {
+    free(a);
+    return la_fail(it, "or b holds NaN or infinity: the SVD in least squares did not converge");
+  }
   const T rcond = it->a->tol == it->a->tol ? (T)it->a->tol : EPST * (T)ldb;
   lapack_int rank = 0, info = 0;
   if (k > 0)
