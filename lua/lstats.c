@@ -108,6 +108,7 @@ static const char stats_src[] =
     "local function axes_of(fn, x, axis)\n"
     "  if axis == nil then return nil, x.size end\n"
     "  local list = type(axis) == \"table\" and axis or { axis }\n"
+    "  if #list == 0 then err(fn, \"the list of axes is empty\") end\n"
     "  local out, seen, n, nd = {}, {}, 1, x.ndim\n"
     "  for _, a in ipairs(list) do\n"
     "    if math.type(a) ~= \"integer\" then err(fn, \"axis must be an integer or a list of them, got %s\", tostring(a)) end\n"
