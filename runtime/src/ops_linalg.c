@@ -359,7 +359,8 @@ static ty_status la_one(ty_runtime *rt, const char *fn, la_args *g, ty_store *a,
 #define OUT1(p, x) {.ndim = 1, .shape = {(x)}, .dtype = TY_NDTYPES, .dst = (p)}
 #define OUT2(p, x, y) {.ndim = 2, .shape = {(x), (y)}, .dtype = TY_NDTYPES, .dst = (p)}
 
-static int64_t last(const ty_store *a, int k) { return a ? a->shape[a->ndim - k] : 0; }
+/* dim -k of a (0 when a is NULL or has fewer dims: check_a says why later) */
+static int64_t last(const ty_store *a, int k) { return a && a->ndim >= k ? a->shape[a->ndim - k] : 0; }
 
 ty_status ty_linalg_inv(ty_runtime *rt, ty_store *a, ty_store **out) {
   la_args g = {.op = LA_INV};
