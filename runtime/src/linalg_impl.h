@@ -10,19 +10,37 @@
  * or a ty_ctx_fail status naming the condition.
  */
 
+/* The copies between C order and LAPACK's column-major order are
+ * transposes, done in LA_BLOCK^2 tiles (64^2 f64 = 32 KiB: both sides of a
+ * tile stay in L1/L2; a plain loop reads a 4096^2 matrix with a 32 KiB
+ * stride). */
+#ifndef LA_BLOCK
+#define LA_BLOCK 64
+#endif
+
 /* dst[r + c * ld] = matrix (r, c) of the 3-D tile at batch i (or 0 when the
  * tile's batch is 1: broadcast). */
 static void FN(load)(T *dst, int64_t ld, const ty_tile *t, int64_t i) {
-  const int64_t rows = t->shape[1], cols = t->shape[2];
+  const int64_t rows = t->shape[1], cols = t->shape[2], s1 = t->strides[1], s2 = t->strides[2];
   const T *src = (const T *)t->data + (t->shape[0] == 1 ? 0 : i) * t->strides[0];
-  for (int64_t c = 0; c < cols; c++)
-    for (int64_t r = 0; r < rows; r++) dst[r + c * ld] = src[r * t->strides[1] + c * t->strides[2]];
+  for (int64_t c0 = 0; c0 < cols; c0 += LA_BLOCK)
+    for (int64_t r0 = 0; r0 < rows; r0 += LA_BLOCK) {
+      const int64_t c1 = c0 + LA_BLOCK < cols ? c0 + LA_BLOCK : cols;
+      const int64_t r1 = r0 + LA_BLOCK < rows ? r0 + LA_BLOCK : rows;
+      for (int64_t c = c0; c < c1; c++)
+        for (int64_t r = r0; r < r1; r++) dst[r + c * ld] = src[r * s1 + c * s2];
+    }
 }
 
 /* C-order rows x cols at o from column-major src (leading dimension ld). */
 static void FN(save)(T *o, const T *src, int64_t ld, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; r++)
-    for (int64_t c = 0; c < cols; c++) o[r * cols + c] = src[r + c * ld];
+  for (int64_t r0 = 0; r0 < rows; r0 += LA_BLOCK)
+    for (int64_t c0 = 0; c0 < cols; c0 += LA_BLOCK) {
+      const int64_t c1 = c0 + LA_BLOCK < cols ? c0 + LA_BLOCK : cols;
+      const int64_t r1 = r0 + LA_BLOCK < rows ? r0 + LA_BLOCK : rows;
+      for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = c0; c < c1; c++) o[r * cols + c] = src[r + c * ld];
+    }
 }
 
 static T *FN(scratch)(int64_t n) { return ty__malloc(sizeof(T) * (size_t)(n > 0 ? n : 1)); }
