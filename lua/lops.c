@@ -168,6 +168,8 @@ static int reduce_axes(lua_State *L, const tl_sig *s, ty_reduce_op op, int ndim,
                        : op == TY_RED_MAX ? " (tycho.maximum is the element-wise maximum)"
                                           : "");
   lua_Unsigned n = lua_rawlen(L, 2);
+  if (n == 0) /* no reduction would run: the result slot stayed empty (a crash with keepdims) */
+    return tl_argerror(L, s, "the list of axes is empty (numpy's axis=() reduces nothing: use x:copy())");
   int count = 0;
   for (lua_Unsigned k = 1; k <= n; k++) {
     char what[32];

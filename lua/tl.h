@@ -19,6 +19,8 @@
  *   lsort.c      sort, argsort, unique, searchsorted, isin
  *   lsets.c      set functions, partition, histogram, choose (built on the above)
  *   lufunc.c     numpy's other ufuncs, the operators // & | ~ << >>, constants
+ *   llinalg.c    tycho.linalg (LAPACK: tycho/linalg.h) and linalg.norm
+ *   lstats.c     statistics (std, var, median, quantile, nan*, cov, ...)
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -376,6 +378,10 @@ int tl_where_nonzero(lua_State *L);
 void tl_sort_open(lua_State *L, int module_index);
 /* lsets.c: intersect1d, union1d, setdiff1d, partition, argpartition, histogram, choose. */
 void tl_sets_open(lua_State *L, int module_index);
+/* llinalg.c: the tycho.linalg table. */
+void tl_linalg_open(lua_State *L, int module_index);
+/* lstats.c: std, var, median, quantile, average, ptp, the nan forms, cov, corrcoef. */
+void tl_stats_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */

@@ -806,6 +806,8 @@ static int bind(lua_State *L) {
   tl_sort_open(L, mod);
   tl_sets_open(L, mod);
   tl_ufunc_open(L, mod);
+  tl_linalg_open(L, mod);
+  tl_stats_open(L, mod);
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, mod, "version");
   tl_tasks_open(L, mod, box);

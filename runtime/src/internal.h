@@ -339,6 +339,7 @@ ty_status ty__register_index_ops(ty_runtime *rt); /* ops_index.c: bincount, ... 
 ty_status ty__register_shape_ops(ty_runtime *rt); /* ops_shape.c: scan */
 ty_status ty__register_mask_ops(ty_runtime *rt);  /* ops_mask.c: masks, take, put */
 ty_status ty__register_sort_ops(ty_runtime *rt);  /* ops_sort.c: sort, searchsorted */
+ty_status ty__register_linalg_ops(ty_runtime *rt); /* ops_linalg.c: LAPACK */
 void ty__free_builtins(ty_runtime *rt);
 
 /* Policy (policy.c): resolve every axis of a launch being appended. */
