@@ -499,6 +499,11 @@ ty_status ty__gpu_generate(ty__gpu *g, int d, int stream, int kind, const ty_til
   if (kind == TY__KFN_RANDOM) {
     const ty__random_args *a = args;
     p.key = mix64(mix64(a->seed) + a->stream * 0xd1b54a32d192ed03ULL);
+    p.rkind = a->kind;
+    p.ra = a->a;
+    p.rb = a->b;
+    p.rlo = a->lo;
+    p.rrange = a->range;
     fn = TY__KFN_RANDOM;
   } else if (kind == TY__KFN_ARANGE) {
     const ty__arange_args *a = args;
