@@ -368,6 +368,7 @@ ty_status ty_loadtxt(ty_runtime *rt, const char *path, const ty_loadtxt_opts *o,
 typedef struct conv {
   size_t lit, litlen; /* the literal text before it, in the row format */
   char spec[48];      /* the C conversion ("%-12.4lld"), for a long long or a double */
+  char orig[48];      /* as fmt wrote it ("%-12.4d"), for messages */
   char kind;          /* 'i': integer, 'f': double; 'x': o/x/X (sign printed apart) */
 } conv;
 
@@ -440,6 +441,7 @@ static int compile_format(const char *f, conv *cv, int maxconv, int *n, size_t *
     if (prec >= 0) snprintf(p, sizeof p, ".%ld", prec);
     snprintf(v->spec, sizeof v->spec, "%%%s%s%s%s%c", flags, w, p, v->kind == 'f' ? "" : "ll",
              c == 'i' || c == 'u' ? 'd' : c);
+    snprintf(v->orig, sizeof v->orig, "%.*s", (int)(i + 1 - start), f + start);
     lit = ++i;
   }
   *tail = lit;
@@ -511,7 +513,8 @@ static int put_value(int fd, writer *w, const conv *v, int64_t flat) {
   }
   if (isf) {
     if (!(d > -0x1p63 && d < 0x1p63)) {
-      snprintf(w->bad, sizeof w->bad, "cannot format %g with the integer conversion '%s'", d, v->spec);
+      snprintf(w->bad, sizeof w->bad, "cannot format %g with the integer conversion '%s'",
+               isnan(d) ? fabs(d) : d, v->orig); /* "nan", not "-nan" */
       return EINVAL;
     }
     i = (long long)d; /* Python's %d truncates a float */
