@@ -403,6 +403,15 @@ static int m_state(lua_State *L) {
   return 2;
 }
 
+/* g.name: a method, or an error that lists them (a misspelt g:nromal). */
+static int gen_index(lua_State *L) {
+  if (lua_type(L, 2) == LUA_TSTRING && lua_getfield(L, lua_upvalueindex(1), lua_tostring(L, 2)) != LUA_TNIL)
+    return 1;
+  return tl_error(L, "random.generator", "a generator has no method '%s' (methods: random, uniform, "
+                  "normal, standard_normal, exponential, integers, permutation, shuffle, choice, "
+                  "state)", lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : luaL_typename(L, 2));
+}
+
 static int m_tostring(lua_State *L) {
   ty_random_gen *g = luaL_checkudata(L, 1, TL_GEN);
   lua_pushfstring(L, "tycho.random.generator(%I) after %I draws", (lua_Integer)g->seed,
@@ -432,6 +441,7 @@ void tl_random_open(lua_State *L, int module_index) {
   lua_newtable(L);
   lua_pushvalue(L, box);
   luaL_setfuncs(L, gen_methods, 1);
+  lua_pushcclosure(L, gen_index, 1);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, m_tostring);
   lua_setfield(L, -2, "__tostring");

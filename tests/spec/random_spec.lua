@@ -271,6 +271,8 @@ describe("tycho.random", function()
     fails({ "tycho.random.permutation: x must be at least 1-D" }, function() return g:permutation(tycho.array(1)) end)
     fails({ "tycho.random.shuffle: x must be a store, got number" }, R.shuffle, 3)
     fails({ "tycho.random.normal: argument 5 is not accepted" }, R.normal, 3, 0, 1, "f64", 9)
+    fails({ "tycho.random.generator: a generator has no method 'nromal' (methods: random," },
+      function() return g:nromal(3) end)
     -- a failed draw uses no stream: the next one is what it would have been
     local h1, h2 = R.generator(9), R.generator(9)
     pcall(h1.normal, h1, 3, 0, -1)
