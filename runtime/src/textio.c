@@ -367,7 +367,7 @@ ty_status ty_loadtxt(ty_runtime *rt, const char *path, const ty_loadtxt_opts *o,
 
 typedef struct conv {
   size_t lit, litlen; /* the literal text before it, in the row format */
-  char spec[48];      /* the C conversion ("%-12.4lld"), for a long long or a double */
+  char spec[80];      /* the C conversion ("%-12.4lld"), for a long long or a double */
   char orig[48];      /* as fmt wrote it ("%-12.4d"), for messages */
   char kind;          /* 'i': integer, 'f': double; 'x': o/x/X (sign printed apart) */
 } conv;
