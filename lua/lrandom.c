@@ -34,10 +34,11 @@
 typedef struct rsig {
   tl_sig mod, meth;
 } rsig;
-#define RSIG(name, min, max, args, what)                                                 \
+#define RSIGO(name, min, max, opts, args, what)                                          \
   static const rsig sig_##name = {                                                       \
-      {"random." #name, min, max, "", false, "tycho.random." #name args ": " what},      \
-      {"random." #name, min + 1, max + 1, "", false, "g:" #name args ": " what}}
+      {"random." #name, min, max, opts, false, "tycho.random." #name args ": " what},    \
+      {"random." #name, min + 1, max + 1, opts, false, "g:" #name args ": " what}}
+#define RSIG(name, min, max, args, what) RSIGO(name, min, max, "", args, what)
 
 RSIG(random, 0, 2, "([shape] [, dtype])", "uniform on [0, 1), f64 or f32");
 RSIG(uniform, 0, 4, "([shape] [, low = 0] [, high = 1] [, dtype])", "uniform on [low, high)");
@@ -48,7 +49,7 @@ RSIG(integers, 1, 4, "(low [, high] [, shape] [, dtype = \"i64\"])",
      "integers on [low, high) (high absent: [0, low))");
 RSIG(permutation, 1, 1, "(n | x)", "the positions 1..n shuffled, or x's rows in a random order");
 RSIG(shuffle, 1, 1, "(x)", "shuffles x's rows (axis 1) in place");
-RSIG(choice, 1, 4, "(a | n [, size] [, replace = true] [, p])",
+RSIGO(choice, 1, 4, "replace p", "(a | n [, size] [, replace = true] [, p] [, {replace = bool, p = p}])",
      "a sample of a's rows (or of the positions 1..n), weighted by p");
 
 /* The generator of a method, NULL (the runtime's) for a module function. */
@@ -94,17 +95,14 @@ static int float_dist(lua_State *L, const rsig *rs, int self, ty_random_dist dis
   const tl_sig *s = sig_of(rs, self);
   tl_args(L, s);
   ty_random_gen *g = self_gen(L, self);
-  ty_random_spec spec = {.dist = dist, .b = 1.0}; /* standard_normal: mean 0, std 1 */
-  if (nparams == 0) {
-  } else if (dist == TY_RANDOM_UNIFORM) {
-    spec.a = opt_number(L, self + 2, s->fn, "low", 0.0);
-    spec.b = opt_number(L, self + 3, s->fn, "high", 1.0);
-  } else if (dist == TY_RANDOM_NORMAL) {
-    spec.a = opt_number(L, self + 2, s->fn, "mean", 0.0);
-    spec.b = opt_number(L, self + 3, s->fn, "std", 1.0);
-  } else if (dist == TY_RANDOM_EXPONENTIAL) {
-    spec.a = opt_number(L, self + 2, s->fn, "scale", 1.0);
-  }
+  /* the parameters' names, and their defaults: standard_normal is normal(0, 1) */
+  static const char *const names[TY_RANDOM_NDIST][2] = {
+      [TY_RANDOM_UNIFORM] = {"low", "high"},
+      [TY_RANDOM_NORMAL] = {"mean", "std"},
+      [TY_RANDOM_EXPONENTIAL] = {"scale", NULL}};
+  ty_random_spec spec = {.dist = dist, .a = dist == TY_RANDOM_EXPONENTIAL ? 1.0 : 0.0, .b = 1.0};
+  if (nparams > 0) spec.a = opt_number(L, self + 2, s->fn, names[dist][0], spec.a);
+  if (nparams > 1) spec.b = opt_number(L, self + 3, s->fn, names[dist][1], spec.b);
   ty_dtype t = float_dtype(L, self + 2 + nparams, s->fn);
   int64_t shape[TY_MAX_RANK];
   int ndim = opt_shape(L, self + 1, s->fn, shape, t);
@@ -298,6 +296,20 @@ static int do_choice(lua_State *L, int self) {
     if (lua_type(L, irep) != LUA_TBOOLEAN)
       return tl_error(L, fn, "replace must be a boolean, got %s", tl_typename(L, irep));
     replace = lua_toboolean(L, irep);
+  }
+  /* numpy's keywords as options: {replace = false, p = {...}} */
+  if (lua_istable(L, TL_OPTS(s))) {
+    lua_getfield(L, TL_OPTS(s), "replace");
+    bool given = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (given && !lua_isnil(L, irep)) return tl_argerror(L, s, "replace is given twice");
+    replace = tl_optbool(L, s, "replace", replace);
+    if (lua_getfield(L, TL_OPTS(s), "p") != LUA_TNIL) {
+      if (!lua_isnil(L, ip)) return tl_argerror(L, s, "p is given twice");
+      lua_replace(L, ip);
+    } else {
+      lua_pop(L, 1);
+    }
   }
   if (n == 0 && k > 0) return tl_error(L, fn, "a is empty, and %lld samples were asked for", (long long)k);
   if (!replace && k > n)

@@ -226,6 +226,9 @@ describe("tycho.random", function()
     end
     near(hits / 2000, 0.5 + 0.3 * 0.5 / 0.7 + 0.2 * 0.5 / 0.8, 0.041, "P(1 chosen)") -- se 0.0082
     same(g:choice(3, 2, false, { 0, 0.5, 0.5 }):sort():totable(), { 2, 3 })
+    -- numpy's keywords as options
+    same(g:choice(3, 2, { replace = false, p = { 0, 0.5, 0.5 } }):sort():totable(), { 2, 3 })
+    same(tycho.sort(R.choice(5, 5, { replace = false })):totable(), { 1, 2, 3, 4, 5 })
     -- from a store: its rows
     local a = tycho.array({ { 1, 2 }, { 3, 4 }, { 5, 6 } })
     local t = g:choice(a, 5)
@@ -268,6 +271,8 @@ describe("tycho.random", function()
     fails({ "tycho.random.choice: p has 1 non-zero entries, fewer than the 2 samples" },
       function() return g:choice(3, 2, false, { 1, 0, 0 }) end)
     fails({ "tycho.random.choice: a is empty" }, function() return g:choice(0, 2) end)
+    fails({ "tycho.random.choice: replace is given twice" }, function() return g:choice(3, 2, true, nil, { replace = false }) end)
+    fails({ "tycho.random.choice: unknown option 'replac'" }, function() return g:choice(3, 2, { replac = false }) end)
     fails({ "tycho.random.permutation: x must be at least 1-D" }, function() return g:permutation(tycho.array(1)) end)
     fails({ "tycho.random.shuffle: x must be a store, got number" }, R.shuffle, 3)
     fails({ "tycho.random.normal: argument 5 is not accepted" }, R.normal, 3, 0, 1, "f64", 9)
