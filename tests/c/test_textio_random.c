@@ -123,6 +123,54 @@ TEST(savetxt_writes_numpys_bytes_and_loads_back) {
   ty_runtime_destroy(rt);
 }
 
+/* The parser's fast path (plain decimals) must give strtod's doubles: 60000
+ * numbers of every magnitude written with 1..19 digits in %g, %e and %f
+ * forms, plus edge spellings, loaded and compared bit for bit. */
+TEST(loadtxt_numbers_are_strtods_bits) {
+  ty_runtime *rt = new_rt(1);
+  enum { N = 60000 };
+  size_t cap = (size_t)N * 64 + 4096, len = 0;
+  char *text = malloc(cap);
+  double *want = malloc((N + 16) * sizeof(double));
+  uint64_t r = 0x1234567;
+  int n = 0;
+  for (; n < N; n++) {
+    r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+    double mag = ldexp((double)(r >> 11) * 0x1.0p-53, (int)((r >> 3) % 160) - 80);
+    double v = (r & 4) ? -mag : mag;
+    int digits = 1 + (int)((r >> 40) % 19);
+    const char *form = (r >> 60) % 3 == 0 ? "%.*g\n" : (r >> 60) % 3 == 1 ? "%.*e\n" : "%.*f\n";
+    int w = snprintf(text + len, cap - len, form, digits, v);
+    want[n] = strtod(text + len, NULL);
+    len += (size_t)w;
+  }
+  static const char *const edge[] = {"-0", "0.", ".5", "+7", "9007199254740993", "9007199254740992",
+                                     "1e22", "1e23", "123456789012345678", "1234567890123456789012",
+                                     "4.9e-324", "1e-400", "1.7976931348623157e308", "00012.50",
+                                     "2.2250738585072011e-308", "0.000000000000000000000000000001"};
+  for (size_t k = 0; k < sizeof edge / sizeof *edge; k++, n++) {
+    len += (size_t)snprintf(text + len, cap - len, "%s\n", edge[k]);
+    want[n] = strtod(edge[k], NULL);
+  }
+  ty_loadtxt_opts o;
+  ty_loadtxt_defaults(&o);
+  ty_store *s = NULL;
+  CHECK_EQ_INT(ty_loadtxt_buffer(rt, text, len, "nums", &o, &s), TY_OK);
+  CHECK_EQ_INT(ty_store_size(s), n);
+  double *got = malloc((size_t)n * sizeof(double));
+  CHECK_EQ_INT(ty_store_read(rt, s, got, (size_t)n * sizeof(double)), TY_OK);
+  int bad = 0;
+  for (int i = 0; i < n; i++)
+    if (memcmp(&got[i], &want[i], sizeof(double)) && bad++ < 5)
+      fprintf(stderr, "number %d: got %a, strtod %a\n", i, got[i], want[i]);
+  CHECK_EQ_INT(bad, 0);
+  ty_store_release(s);
+  free(got);
+  free(want);
+  free(text);
+  ty_runtime_destroy(rt);
+}
+
 /* 10^5 draws of each distribution under a generator, read back. */
 static void draw_all(ty_runtime *rt, ty_random_gen *g, double *out, int64_t n) {
   const ty_random_spec specs[4] = {{.dist = TY_RANDOM_NORMAL, .a = 1, .b = 2},
@@ -198,6 +246,7 @@ TEST(random_draw_same_bits_under_any_cpus_and_generator_state) {
 static const check_case cases[] = {
     CASE(loadtxt_buffer_csv_with_header_and_comments),
     CASE(loadtxt_errors_name_the_place),
+    CASE(loadtxt_numbers_are_strtods_bits),
     CASE(savetxt_writes_numpys_bytes_and_loads_back),
     CASE(random_draw_same_bits_under_any_cpus_and_generator_state),
 };

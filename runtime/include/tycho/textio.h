@@ -4,10 +4,10 @@
  * ty_load_npy / ty_save_npy.
  *
  * Loading streams the file (1 MiB reads) and converts each field in place
- * with the C locale's strtod, so a 10^6-row file needs no per-field memory;
- * the store is made at the end. Errors name the place: "data.csv:3:5: could
- * not convert 'abc' to f64", "data.csv:4: line 4 has 2 columns, expected 3
- * (as line 1)".
+ * (an exact fast path for plain decimals, else the C locale's strtod: the
+ * same doubles), so a 10^6-row file needs no per-field memory; the store is
+ * made at the end. Errors name the place: "data.csv:3:5: could not convert
+ * 'abc' to f64", "data.csv:4: line 4 has 2 columns, expected 3 (as line 1)".
  */
 #ifndef TYCHO_TEXTIO_H
 #define TYCHO_TEXTIO_H
