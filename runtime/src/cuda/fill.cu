@@ -104,9 +104,6 @@ template <> struct rnd<ty_bool_tag> {
 
 /* ---- distributions: kernels_fill.c's, step for step (see there) ---- */
 
-/* the kinds of tycho/random.h's ty_random_dist */
-enum { TY_K_RAND_BITS = 0, TY_K_RAND_UNIFORM, TY_K_RAND_NORMAL, TY_K_RAND_EXPONENTIAL, TY_K_RAND_INTEGERS };
-
 __device__ __forceinline__ unsigned long long rbits(unsigned long long key, unsigned long long i) {
   return mix64(key + (i + 1) * GOLDEN);
 }

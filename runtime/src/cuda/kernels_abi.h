@@ -66,6 +66,8 @@ typedef struct ty_kgen {
 } ty_kgen;
 
 enum { TY_K_GEN_RANDOM = 0, TY_K_GEN_ARANGE, TY_K_GEN_LINSPACE };
+/* rkind: tycho/random.h's ty_random_dist (gpu_kernels.c asserts they agree) */
+enum { TY_K_RAND_BITS = 0, TY_K_RAND_UNIFORM, TY_K_RAND_NORMAL, TY_K_RAND_EXPONENTIAL, TY_K_RAND_INTEGERS };
 
 /* Reductions. The input's index space is split into an outer space (one
  * output element each) and a reduced space; both are walked in C order.
