@@ -80,7 +80,9 @@ static int l_empty(lua_State *L) {
 /* random(shape [, dtype] [, dist]): "uniform" in [0, 1) (the core's), or
  * "normal" (mean 0, variance 1) by Box-Muller from two uniform draws:
  * sqrt(-2 log(1 - u1)) cos(2 pi u2), 1 - u1 in (0, 1] so the log is finite.
- * Both are launches like any other: fused, the same bits under any --cpus. */
+ * Both are launches like any other: fused, the same bits under any --cpus.
+ * tycho.random is also a table of numpy's Generator functions (lrandom.c),
+ * whose __call reaches this function. */
 static const tl_sig sig_random = {"random", 1, 3, "", false,
                                   "tycho.random(shape [, dtype] [, \"uniform\" | \"normal\"])"};
 static int l_random(lua_State *L) {

@@ -382,6 +382,11 @@ void tl_sets_open(lua_State *L, int module_index);
 void tl_linalg_open(lua_State *L, int module_index);
 /* lstats.c: std, var, median, quantile, average, ptp, the nan forms, cov, corrcoef. */
 void tl_stats_open(lua_State *L, int module_index);
+/* lrandom.c: tycho.random becomes a table (still callable) of numpy's
+ * Generator functions, and tycho.random.generator(seed). */
+void tl_random_open(lua_State *L, int module_index);
+/* ltextio.c: tycho.loadtxt, tycho.savetxt and x:savetxt. */
+void tl_textio_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */

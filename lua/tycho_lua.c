@@ -808,6 +808,8 @@ static int bind(lua_State *L) {
   tl_ufunc_open(L, mod);
   tl_linalg_open(L, mod);
   tl_stats_open(L, mod);
+  tl_random_open(L, mod);
+  tl_textio_open(L, mod);
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, mod, "version");
   tl_tasks_open(L, mod, box);

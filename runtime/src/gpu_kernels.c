@@ -19,6 +19,7 @@
  */
 #include "alloc.h"
 #include "gpu_kernels.h"
+#include "tycho/random.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -524,6 +525,17 @@ ty_status ty__gpu_generate(ty__gpu *g, int d, int stream, int kind, const ty_til
   if (kind == TY__KFN_RANDOM) {
     const ty__random_args *a = args;
     p.key = mix64(mix64(a->seed) + a->stream * 0xd1b54a32d192ed03ULL);
+    _Static_assert((int)TY_K_RAND_BITS == (int)TY_RANDOM_BITS &&
+                       (int)TY_K_RAND_UNIFORM == (int)TY_RANDOM_UNIFORM &&
+                       (int)TY_K_RAND_NORMAL == (int)TY_RANDOM_NORMAL &&
+                       (int)TY_K_RAND_EXPONENTIAL == (int)TY_RANDOM_EXPONENTIAL &&
+                       (int)TY_K_RAND_INTEGERS == (int)TY_RANDOM_INTEGERS,
+                   "fill.cu's distribution kinds are tycho/random.h's");
+    p.rkind = a->kind;
+    p.ra = a->a;
+    p.rb = a->b;
+    p.rlo = a->lo;
+    p.rrange = a->range;
     fn = TY__KFN_RANDOM;
   } else if (kind == TY__KFN_ARANGE) {
     const ty__arange_args *a = args;

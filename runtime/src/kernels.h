@@ -70,8 +70,16 @@ typedef struct ty__fillval {
 extern const ty_loop1d ty__fill_loops[TY_NDTYPES];
 
 /* Packed scalars of the generator tasks. */
+/* kind: a ty_random_dist (tycho/random.h); 0, TY_RANDOM_BITS, is ty_random's
+ * (uniform [0, 1) for floats, raw bits for integers). a, b: UNIFORM [a, b),
+ * NORMAL mean a and standard deviation b, EXPONENTIAL scale a. INTEGERS:
+ * lo + [0, range), range 0 meaning 2^64. */
 typedef struct ty__random_args {
   uint64_t seed, stream;
+  int64_t kind;
+  double a, b;
+  int64_t lo;
+  uint64_t range;
 } ty__random_args;
 typedef struct ty__arange_args {
   double start, step; /* float path: start + i*step */

@@ -15,6 +15,7 @@
  * [0, 1); f32 takes the top 24 bits so that rounding can never produce 1.0.
  */
 #include "kernels.h"
+#include "tycho/random.h"
 
 #include <math.h>
 #include <string.h>
@@ -140,11 +141,94 @@ static const run_fn random_runs[TY_NDTYPES] = {
     [TY_I32] = random_i32, [TY_U8] = random_u8,   [TY_BOOL] = random_b,
 };
 
+/* ---- distributions (tycho/random.h; cuda/fill.cu computes the same) -------------- *
+ *
+ * An element may need more than one 64-bit draw (Box-Muller takes two, a
+ * rejected integer another): draw j of element i is random_bits(subkey(key,
+ * j), i), so every element still depends on (seed, stream, i) only. Sums
+ * that feed a product are written as fma() so that the GPU, which contracts
+ * a*b + c into an FMA by default, gives the same bits; log, cos and sqrt come
+ * from the platform's libm here and CUDA's there (both within 1-2 ulp, so a
+ * GPU's normal and exponential draws may differ from the CPU's in the last
+ * bits; uniform and integers are bit-identical). */
+
+static inline uint64_t subkey(uint64_t key, uint64_t j) {
+  return j ? mix64(key ^ (j * 0xd1b54a32d192ed03ULL)) : key;
+}
+
+static inline double u01(uint64_t r) { return (double)(int64_t)(r >> 11) * 0x1.0p-53; }
+
+/* Lemire's multiply-shift: r * range = hi:lo (128 bits); hi is uniform on
+ * [0, range) once draws with lo < 2^64 mod range are rejected. A rejection
+ * happens with probability < range / 2^64; after 64 in a row (never seen:
+ * 2^-64 at worst) the last is kept. range 0 means 2^64: the bits as they are. */
+static inline uint64_t bounded(uint64_t key, uint64_t i, uint64_t range) {
+  uint64_t r = random_bits(key, i);
+  if (range == 0) return r;
+  unsigned __int128 m = (unsigned __int128)r * range;
+  if ((uint64_t)m < range) {
+    const uint64_t floor = (0 - range) % range;
+    for (uint64_t j = 1; (uint64_t)m < floor && j < 64; j++)
+      m = (unsigned __int128)random_bits(subkey(key, j), i) * range;
+  }
+  return (uint64_t)(m >> 64);
+}
+
+static double draw_float(const ty__random_args *a, uint64_t key, uint64_t i) {
+  const double u = u01(random_bits(key, i));
+  switch (a->kind) {
+  case TY_RANDOM_UNIFORM: return fma(a->b - a->a, u, a->a);
+  case TY_RANDOM_NORMAL: {
+    /* 1 - u in (0, 1]: the log is finite */
+    const double u2 = u01(random_bits(subkey(key, 1), i));
+    const double z = sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * u2);
+    return fma(a->b, z, a->a);
+  }
+  default: return a->a * -log(1.0 - u); /* TY_RANDOM_EXPONENTIAL */
+  }
+}
+
+typedef struct dist_aux {
+  const ty__random_args *a;
+  uint64_t key;
+  ty_dtype t;
+} dist_aux;
+
+/* Uniform's a + (b - a) u can round up to b; numpy's interval is half-open,
+ * so such a value becomes the largest one below b (in the output dtype). */
+static void dist_run(int64_t n, char *out, int64_t stride, uint64_t first, const void *aux) {
+  const dist_aux *d = aux;
+  const ty__random_args *a = d->a;
+  for (int64_t k = 0; k < n; k++, out += stride) {
+    const uint64_t i = first + (uint64_t)k;
+    if (a->kind == TY_RANDOM_INTEGERS) {
+      const int64_t v = (int64_t)((uint64_t)a->lo + bounded(d->key, i, a->range));
+      if (d->t == TY_I64) *(int64_t *)out = v;
+      else if (d->t == TY_I32) *(int32_t *)out = (int32_t)v;
+      else *(uint8_t *)out = (uint8_t)v;
+      continue;
+    }
+    const double v = draw_float(a, d->key, i);
+    const bool clamp = a->kind == TY_RANDOM_UNIFORM && a->b > a->a;
+    if (d->t == TY_F64) {
+      *(double *)out = clamp && v >= a->b ? nextafter(a->b, -INFINITY) : v;
+    } else {
+      const float f = (float)v, fb = (float)a->b;
+      *(float *)out = clamp && f >= fb ? nextafterf(fb, -INFINITY) : f;
+    }
+  }
+}
+
 int ty__random_variant(ty_task_ctx *ctx) {
   const ty__random_args *a = ctx->scalars;
   const ty_tile *t = &ctx->args[0];
   const uint64_t key = random_key(a->seed, a->stream);
-  walk_flat(t, random_runs[t->dtype], &key);
+  if (a->kind == TY_RANDOM_BITS) {
+    walk_flat(t, random_runs[t->dtype], &key);
+  } else {
+    const dist_aux d = {a, key, t->dtype};
+    walk_flat(t, dist_run, &d);
+  }
   return 0;
 }
 

@@ -38,6 +38,7 @@
 #include "alloc.h"
 #include "builtins.h"
 #include "fused.h"
+#include "tycho/random.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -491,17 +492,76 @@ ty_status ty_linspace(ty_runtime *rt, ty_dtype t, double a, double b, int64_t n,
  * (random bits); bool: a fair coin. Each call uses the next stream of the
  * runtime's seed, so ty_seed(rt, s) followed by the same calls gives the same
  * numbers whatever the number of processors. */
+static ty_status random_draw(ty_runtime *rt, const char *fn, ty_dtype t, int ndim,
+                             const int64_t *shape, const ty_random_spec *spec, ty_random_gen *gen,
+                             ty_store **out);
 ty_status ty_random(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, ty_store **out) {
-  ty_status st = check_runtime(rt, "ty_random");
+  const ty_random_spec bits = {.dist = TY_RANDOM_BITS};
+  return random_draw(rt, "ty_random", t, ndim, shape, &bits, NULL, out);
+}
+
+/* The parameter checks of ty_random_draw (tycho/random.h); the kernels
+ * (kernels_fill.c, cuda/fill.cu) trust what passes. */
+static ty_status random_check(ty_runtime *rt, const char *fn, ty_dtype t, const ty_random_spec *sp,
+                              ty__random_args *a) {
+  switch (sp->dist) {
+  case TY_RANDOM_BITS: return TY_OK;
+  case TY_RANDOM_UNIFORM:
+  case TY_RANDOM_NORMAL:
+  case TY_RANDOM_EXPONENTIAL:
+    if (!ty_dtype_is_float(t))
+      return ty__fail(rt, TY_EDTYPE, "%s: this distribution draws f64 or f32, not %s", fn,
+                      ty_dtype_name(t));
+    if (!isfinite(sp->a) || (sp->dist != TY_RANDOM_EXPONENTIAL && !isfinite(sp->b)))
+      return ty__fail(rt, TY_EINVAL, "%s: the parameters must be finite numbers, got %g and %g", fn,
+                      sp->a, sp->b);
+    if (sp->dist == TY_RANDOM_UNIFORM && !isfinite(sp->b - sp->a))
+      return ty__fail(rt, TY_EINVAL, "%s: the range [%g, %g) is too wide (hi - lo overflows)", fn,
+                      sp->a, sp->b);
+    if (sp->dist == TY_RANDOM_NORMAL && sp->b < 0)
+      return ty__fail(rt, TY_EINVAL, "%s: the standard deviation must be >= 0, got %g", fn, sp->b);
+    if (sp->dist == TY_RANDOM_EXPONENTIAL && sp->a < 0)
+      return ty__fail(rt, TY_EINVAL, "%s: the scale must be >= 0, got %g", fn, sp->a);
+    a->a = sp->a;
+    a->b = sp->b;
+    return TY_OK;
+  case TY_RANDOM_INTEGERS: {
+    int64_t lo = 0, hi = 0;
+    if (t == TY_I64) lo = INT64_MIN, hi = INT64_MAX;
+    else if (t == TY_I32) lo = INT32_MIN, hi = INT32_MAX;
+    else if (t == TY_U8) lo = 0, hi = UINT8_MAX;
+    else
+      return ty__fail(rt, TY_EDTYPE, "%s: integers draw i64, i32 or u8, not %s", fn, ty_dtype_name(t));
+    if (sp->lo >= sp->hi)
+      return ty__fail(rt, TY_EINVAL, "%s: low (%lld) must be less than high (%lld)", fn,
+                      (long long)sp->lo, (long long)sp->hi);
+    if (sp->lo < lo || sp->hi - 1 > hi)
+      return ty__fail(rt, TY_EINVAL, "%s: [%lld, %lld) is out of range for %s (%lld..%lld)", fn,
+                      (long long)sp->lo, (long long)sp->hi, ty_dtype_name(t), (long long)lo,
+                      (long long)hi);
+    a->lo = sp->lo;
+    a->range = (uint64_t)sp->hi - (uint64_t)sp->lo;
+    return TY_OK;
+  }
+  default: return ty__fail(rt, TY_EINVAL, "%s: unknown distribution %d", fn, (int)sp->dist);
+  }
+}
+
+static ty_status random_draw(ty_runtime *rt, const char *fn, ty_dtype t, int ndim, const int64_t *shape,
+                          const ty_random_spec *spec, ty_random_gen *gen, ty_store **out) {
+  ty_status st = check_runtime(rt, fn);
   if (st) return st;
-  if (!out) return ty__fail(rt, TY_EINVAL, "ty_random: out is NULL");
+  if (!out || !spec) return ty__fail(rt, TY_EINVAL, "%s: out or spec is NULL", fn);
   *out = NULL;
-  if ((st = check_dtype(rt, "ty_random", t))) return st;
+  if ((st = check_dtype(rt, fn, t))) return st;
+  ty__random_args a = {.seed = gen ? gen->seed : rt->seed,
+                       .stream = gen ? gen->stream : rt->random_calls,
+                       .kind = (int64_t)spec->dist};
+  if ((st = random_check(rt, fn, t, spec, &a))) return st;
   ty_store *s = NULL;
   if ((st = ty__store_new(rt, t, ndim, shape, &s))) return st;
   /* the stream is used up only by a call that succeeds: a retry after an
    * error (out of memory) draws the numbers the first try would have */
-  ty__random_args a = {.seed = rt->seed, .stream = rt->random_calls};
   if (s->size > 0) {
     ty_arg arg = arg_out(s, TY_PRIV_OUT);
     st = launch(rt, tasks(rt)->random, ndim, s->shape, 1, &arg, &a, sizeof a, 0);
@@ -510,9 +570,21 @@ ty_status ty_random(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, 
       return st;
     }
   }
-  rt->random_calls++;
+  if (gen) gen->stream++;
+  else rt->random_calls++;
   *out = s;
   return TY_OK;
+}
+
+ty_status ty_random_draw(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape,
+                         const ty_random_spec *spec, ty_random_gen *gen, ty_store **out) {
+  return random_draw(rt, "ty_random_draw", t, ndim, shape, spec, gen, out);
+}
+
+ty_random_gen ty_random_state(const ty_runtime *rt) {
+  ty_random_gen g = {0, 0};
+  if (rt) g = (ty_random_gen){rt->seed, rt->random_calls};
+  return g;
 }
 
 /* ---- reductions ------------------------------------------------------------------------------ */

@@ -13,6 +13,7 @@
 #include "check.h"
 
 #include "gpu_kernels.h"
+#include "tycho/random.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
@@ -369,8 +370,28 @@ TEST(builtin_kernels_emulated_match_cpu_generators_fill_copy) {
   if (!g) SKIP("%s", why);
   char err[512];
   for (int t = 0; t < TY_NDTYPES; t++) {
-    ty__random_args ra = {2024, 3};
+    ty__random_args ra = {.seed = 2024, .stream = 3};
     emu_gen_case(g, TY__KFN_RANDOM, (ty_dtype)t, &ra);
+    /* the distributions of tycho/random.h: float ones on f64/f32, integers
+     * on i64/i32/u8 (a range that rejects often, and 2^64) */
+    if (ty_dtype_is_float((ty_dtype)t)) {
+      ty__random_args du = {.seed = 7, .stream = 1, .kind = TY_RANDOM_UNIFORM, .a = -2.0, .b = 3.0};
+      ty__random_args dn = {.seed = 7, .stream = 2, .kind = TY_RANDOM_NORMAL, .a = 1.5, .b = 0.25};
+      ty__random_args de = {.seed = 7, .stream = 3, .kind = TY_RANDOM_EXPONENTIAL, .a = 2.0};
+      ty__random_args d1 = {.seed = 7, .stream = 4, .kind = TY_RANDOM_UNIFORM, .a = 1.0, .b = 1.0 + 0x1.0p-50};
+      emu_gen_case(g, TY__KFN_RANDOM, (ty_dtype)t, &du);
+      emu_gen_case(g, TY__KFN_RANDOM, (ty_dtype)t, &dn);
+      emu_gen_case(g, TY__KFN_RANDOM, (ty_dtype)t, &de);
+      emu_gen_case(g, TY__KFN_RANDOM, (ty_dtype)t, &d1);
+    } else if (t != TY_BOOL) {
+      ty__random_args di = {.seed = 7, .stream = 5, .kind = TY_RANDOM_INTEGERS, .lo = -5, .range = 11};
+      ty__random_args dr = {.seed = 7, .stream = 6, .kind = TY_RANDOM_INTEGERS, .lo = 0,
+                            .range = (UINT64_C(1) << 63) + 12345};
+      ty__random_args dw = {.seed = 7, .stream = 7, .kind = TY_RANDOM_INTEGERS, .lo = INT64_MIN, .range = 0};
+      emu_gen_case(g, TY__KFN_RANDOM, (ty_dtype)t, &di);
+      emu_gen_case(g, TY__KFN_RANDOM, (ty_dtype)t, &dr);
+      emu_gen_case(g, TY__KFN_RANDOM, (ty_dtype)t, &dw);
+    }
     ty__arange_args ai = {0, 0, -7, 3, 1}, af = {0.1, 0.3, 0, 0, 0};
     emu_gen_case(g, TY__KFN_ARANGE, (ty_dtype)t, &ai);
     emu_gen_case(g, TY__KFN_ARANGE, (ty_dtype)t, &af);
@@ -745,7 +766,7 @@ TEST(gpu_random_is_the_cpus) {
     size_t bytes = 7 * 37 * es;
     char *want = calloc(1, bytes), *got = calloc(1, bytes);
     tile.data = want;
-    ty__random_args ra = {12345, 7};
+    ty__random_args ra = {.seed = 12345, .stream = 7};
     ty_task_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.args = &tile;

@@ -15,6 +15,8 @@
  */
 #include "common.cuh"
 
+#include <math_constants.h>
+
 /* ---- fill ---------------------------------------------------------------------- */
 
 template <typename T> __device__ void fill_loop(const ty_kfill &p) {
@@ -100,13 +102,81 @@ template <> struct rnd<ty_bool_tag> {
   static __device__ ty_u8 v(unsigned long long r) { return (ty_u8)(r >> 63); }
 };
 
+/* ---- distributions: kernels_fill.c's, step for step (see there) ---- */
+
+__device__ __forceinline__ unsigned long long rbits(unsigned long long key, unsigned long long i) {
+  return mix64(key + (i + 1) * GOLDEN);
+}
+__device__ __forceinline__ unsigned long long subkey(unsigned long long key, unsigned long long j) {
+  return j ? mix64(key ^ (j * 0xd1b54a32d192ed03ULL)) : key;
+}
+__device__ __forceinline__ double u01(unsigned long long r) { return (double)(long long)(r >> 11) * 0x1.0p-53; }
+
+/* r * range = hi:lo in 64-bit halves (the CPU uses unsigned __int128) */
+__device__ __forceinline__ unsigned long long mul128(unsigned long long a, unsigned long long b,
+                                                    unsigned long long *lo) {
+  const unsigned long long a0 = a & 0xffffffffULL, a1 = a >> 32, b0 = b & 0xffffffffULL, b1 = b >> 32;
+  const unsigned long long p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  const unsigned long long mid = (p00 >> 32) + (p01 & 0xffffffffULL) + (p10 & 0xffffffffULL);
+  *lo = (mid << 32) | (p00 & 0xffffffffULL);
+  return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
+__device__ unsigned long long bounded(unsigned long long key, unsigned long long i, unsigned long long range) {
+  const unsigned long long r = rbits(key, i);
+  if (range == 0) return r;
+  unsigned long long lo, hi = mul128(r, range, &lo);
+  if (lo < range) {
+    const unsigned long long floor = (0 - range) % range;
+    for (unsigned long long j = 1; lo < floor && j < 64; j++) hi = mul128(rbits(subkey(key, j), i), range, &lo);
+  }
+  return hi;
+}
+
+__device__ double draw_float(const ty_kgen &p, unsigned long long i) {
+  const double u = u01(rbits(p.key, i));
+  if (p.rkind == TY_K_RAND_UNIFORM) return fma(p.rb - p.ra, u, p.ra);
+  if (p.rkind == TY_K_RAND_NORMAL) {
+    const double u2 = u01(rbits(subkey(p.key, 1), i));
+    const double z = sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * u2);
+    return fma(p.rb, z, p.ra);
+  }
+  return p.ra * -log(1.0 - u);
+}
+
+/* A float draw into dtype T; uniform's value that rounded up to hi becomes the
+ * largest below it. Only f64 and f32 are drawn (ops.c checks). */
+template <typename T> struct dist_store {
+  static __device__ typename ty_store_t<T>::type v(double x, const ty_kgen &p) {
+    (void)p;
+    return (typename ty_store_t<T>::type)ty_conv<T>::from_f64(x);
+  }
+};
+template <> struct dist_store<double> {
+  static __device__ double v(double x, const ty_kgen &p) {
+    return p.rkind == TY_K_RAND_UNIFORM && p.rb > p.ra && x >= p.rb ? nextafter(p.rb, -CUDART_INF) : x;
+  }
+};
+template <> struct dist_store<float> {
+  static __device__ float v(double x, const ty_kgen &p) {
+    const float f = (float)x, fb = (float)p.rb;
+    return p.rkind == TY_K_RAND_UNIFORM && p.rb > p.ra && f >= fb ? nextafterf(fb, -CUDART_INF_F) : f;
+  }
+};
+
 template <typename T> __device__ void random_loop(const ty_kgen &p) {
   typedef typename ty_store_t<T>::type S;
   S *o = (S *)p.ptr;
   TY_GRID_LOOP(i, p.out.n) {
     long long flat, off;
     gen_index(p, i, &flat, &off);
-    o[off] = rnd<T>::v(mix64(p.key + (unsigned long long)(flat + 1) * GOLDEN));
+    const unsigned long long f = (unsigned long long)flat;
+    if (p.rkind == TY_K_RAND_BITS)
+      o[off] = rnd<T>::v(rbits(p.key, f));
+    else if (p.rkind == TY_K_RAND_INTEGERS)
+      o[off] = (S)ty_conv<T>::from_i64((long long)((unsigned long long)p.rlo + bounded(p.key, f, p.rrange)));
+    else
+      o[off] = dist_store<T>::v(draw_float(p, f), p);
   }
 }
 

@@ -143,7 +143,7 @@ static uint64_t uniform(int64_t n, ty_dtype t, double lo, double hi, uint64_t st
   tile.shape[0] = n;
   tile.strides[0] = 1;
   tile.gshape[0] = n;
-  ty__random_args ra = {42, stream};
+  ty__random_args ra = {.seed = 42, .stream = stream};
   OK(ty__gpu_generate(G, 0, 0, TY__KFN_RANDOM, &tile, p, &ra, err, sizeof err));
   bld b = chain(1, &n, t);
   ty__gref x = arg(&b, p, NULL);

@@ -59,9 +59,15 @@ typedef struct ty_kgen {
   long long exact;         /* arange: integer path */
   long long last;          /* linspace: n - 1 (its point is exactly `b`), -1: none */
   double b;                /* linspace */
+  long long rkind;         /* random: the distribution (tycho/random.h's ty_random_dist) */
+  double ra, rb;           /* random: its parameters (kernels.h's ty__random_args) */
+  long long rlo;           /* random integers: lo + [0, rrange) */
+  unsigned long long rrange;
 } ty_kgen;
 
 enum { TY_K_GEN_RANDOM = 0, TY_K_GEN_ARANGE, TY_K_GEN_LINSPACE };
+/* rkind: tycho/random.h's ty_random_dist (gpu_kernels.c asserts they agree) */
+enum { TY_K_RAND_BITS = 0, TY_K_RAND_UNIFORM, TY_K_RAND_NORMAL, TY_K_RAND_EXPONENTIAL, TY_K_RAND_INTEGERS };
 
 /* Reductions. The input's index space is split into an outer space (one
  * output element each) and a reduced space; both are walked in C order.
