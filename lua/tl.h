@@ -18,6 +18,7 @@
  *   lmask.c      masks and positions: x[mask], x[idx], nonzero, take, put, ...
  *   lsort.c      sort, argsort, unique, searchsorted, isin
  *   lsets.c      set functions, partition, histogram, choose (built on the above)
+ *   lproducts.c  tensordot, outer, inner, vdot, kron, trace, einsum, convolve
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -361,6 +362,8 @@ int tl_where_nonzero(lua_State *L);
 void tl_sort_open(lua_State *L, int module_index);
 /* lsets.c: intersect1d, union1d, setdiff1d, partition, argpartition, histogram, choose. */
 void tl_sets_open(lua_State *L, int module_index);
+/* lproducts.c: tensordot, outer, inner, vdot, kron, trace, einsum, convolve, correlate. */
+void tl_products_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */

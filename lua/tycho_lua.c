@@ -801,6 +801,7 @@ static int bind(lua_State *L) {
   tl_mask_open(L, mod);
   tl_sort_open(L, mod);
   tl_sets_open(L, mod);
+  tl_products_open(L, mod);
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, mod, "version");
   tl_tasks_open(L, mod, box);
