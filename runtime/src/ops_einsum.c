@@ -291,7 +291,7 @@ ty_status ty_einsum(ty_runtime *rt, const char *spec, int nops, ty_store *const 
         char sh[256];
         ty__shape_str(s->ndim, s->shape, sh, sizeof sh);
         return ty__fail(rt, TY_ESHAPE,
-                        "%s: label '%c' has extent %lld elsewhere but %lld in operand %d (shape %s)",
+                        "%s: label '%c' has extents %lld and %lld (the latter in operand %d, shape %s)",
                         FN, label_char(l), (long long)extent[l], (long long)e, i + 1, sh);
       }
     }
@@ -338,18 +338,18 @@ ty_status ty_einsum(ty_runtime *rt, const char *spec, int nops, ty_store *const 
   for (int i = 0; i < nops && !st; i++) {
     const ty_store *s = ops[i];
     term u = {.n = 0};
-    int64_t shape[TY_MAX_RANK], strides[TY_MAX_RANK];
+    int64_t shape[TY_MAX_RANK], strides[TY_MAX_RANK], own[TY_MAX_RANK];
     for (int d = 0; d < s->ndim; d++) {
       const int l = t[i].lab[d];
       int k = 0;
       while (k < u.n && u.lab[k] != l) k++;
       if (k < u.n) { /* a repeated label: the diagonal */
-        if (s->shape[d] != shape[k]) {
+        if (s->shape[d] != own[k]) {
           char sh[256];
           ty__shape_str(s->ndim, s->shape, sh, sizeof sh);
           st = ty__fail(rt, TY_ESHAPE,
                         "%s: label '%c' repeats in operand %d over dims of extents %lld and %lld "
-                        "(shape %s)", FN, label_char(l), i + 1, (long long)shape[k],
+                        "(shape %s)", FN, label_char(l), i + 1, (long long)own[k],
                         (long long)s->shape[d], sh);
           break;
         }
@@ -357,6 +357,7 @@ ty_status ty_einsum(ty_runtime *rt, const char *spec, int nops, ty_store *const 
         continue;
       }
       u.lab[u.n] = (uint8_t)l;
+      own[u.n] = s->shape[d];
       shape[u.n] = extent[l];
       strides[u.n++] = s->shape[d] == extent[l] ? s->strides[d] : 0;
     }
