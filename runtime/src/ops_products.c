@@ -257,9 +257,8 @@ ty_status ty_tensordot(ty_runtime *rt, ty_store *a, ty_store *b, int n, const in
     used_a[ax[i]] = used_b[bx[i]] = true;
     if (a->shape[ax[i]] != b->shape[bx[i]])
       return ty__fail(rt, TY_ESHAPE,
-                      "%s: shapes %s and %s do not align: axis %d of a has %lld, axis %d of b %lld",
-                      fn, sa, sb, ax[i], (long long)a->shape[ax[i]], bx[i],
-                      (long long)b->shape[bx[i]]);
+                      "%s: shapes %s and %s do not align (%lld != %lld)", fn, sa, sb,
+                      (long long)a->shape[ax[i]], (long long)b->shape[bx[i]]);
   }
   const int fa = a->ndim - n, fb = b->ndim - n;
   if (fa + fb > TY_MAX_RANK)
@@ -290,16 +289,22 @@ ty_status ty_tensordot(ty_runtime *rt, ty_store *a, ty_store *b, int n, const in
   return TY_OK;
 }
 
+/* A tensordot failure's message under the caller's name. */
+static ty_status renamed(ty_runtime *rt, const char *fn, ty_status st) {
+  const char *msg = ty_errmsg(rt);
+  if (!st || strncmp(msg, "ty_tensordot", 12) != 0) return st;
+  char rest[512];
+  ty__strlcpy(rest, msg + 12, sizeof rest); /* the message buffer is rewritten */
+  return ty__fail(rt, st, "%s%s", fn, rest);
+}
+
 ty_status ty_dot(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
   ty_status st = check_two(rt, "ty_dot", a, b, out);
   if (st) return st;
   if (a->ndim == 0 || b->ndim == 0) return mul(rt, a, b, out);
   if (a->ndim <= 2 && b->ndim <= 2) return ty_matmul(rt, a, b, out);
   const int ax = a->ndim - 1, bx = b->ndim >= 2 ? b->ndim - 2 : 0;
-  st = ty_tensordot(rt, a, b, 1, &ax, &bx, out);
-  if (st && strncmp(ty_errmsg(rt), "ty_tensordot", 12) == 0) /* name the caller */
-    return ty__fail(rt, st, "ty_dot%s", ty_errmsg(rt) + 12);
-  return st;
+  return renamed(rt, "ty_dot", ty_tensordot(rt, a, b, 1, &ax, &bx, out));
 }
 
 ty_status ty_inner(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
@@ -307,10 +312,7 @@ ty_status ty_inner(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
   if (st) return st;
   if (a->ndim == 0 || b->ndim == 0) return mul(rt, a, b, out);
   const int ax = a->ndim - 1, bx = b->ndim - 1;
-  st = ty_tensordot(rt, a, b, 1, &ax, &bx, out);
-  if (st && strncmp(ty_errmsg(rt), "ty_tensordot", 12) == 0)
-    return ty__fail(rt, st, "ty_inner%s", ty_errmsg(rt) + 12);
-  return st;
+  return renamed(rt, "ty_inner", ty_tensordot(rt, a, b, 1, &ax, &bx, out));
 }
 
 ty_status ty_vdot(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
