@@ -376,6 +376,9 @@ ty_status ty_kron(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
     sa[2 * d + 1] = 0;
     sb[2 * d] = 0;
     sb[2 * d + 1] = jb >= 0 ? b->strides[jb] : 0;
+    if (eb != 0 && ea > INT64_MAX / eb)
+      return ty__fail(rt, TY_ERANGE, "ty_kron: the result's dim %d (%lld x %lld) is too large", d,
+                      (long long)ea, (long long)eb);
     oshape[d] = ea * eb;
   }
   int64_t size;
@@ -421,7 +424,7 @@ ty_status ty_trace(ty_runtime *rt, ty_store *a, int64_t offset, int axis1, int a
     len = offset >= n2 ? 0 : (n1 < n2 - offset ? n1 : n2 - offset);
     if (len > 0) off += offset * a->strides[d2];
   } else {
-    len = -offset >= n1 ? 0 : (n1 + offset < n2 ? n1 + offset : n2);
+    len = offset <= -n1 ? 0 : (n1 + offset < n2 ? n1 + offset : n2); /* no -INT64_MIN */
     if (len > 0) off -= offset * a->strides[d1];
   }
   shape[nd] = len;
