@@ -176,6 +176,10 @@ describe("einsum", function()
     spec_fails({"tycho.einsum", "a '.' that is not one \"...\""}, tycho.einsum, "i.j", a)
     spec_fails({"tycho.einsum", "spec must be a string"}, tycho.einsum, a, b)
     spec_fails({"tycho.einsum", "accepted"}, tycho.einsum, "i,i,i,i", a, a, a, a)
+    local sixteen = tycho.ones({1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2})
+    spec_same(tycho.einsum("abcdefghijklmnop->p", sixteen):totable(), {1.0, 1.0})
+    spec_fails({"tycho.einsum", "operand 1's subscripts has more than 16 labels"}, tycho.einsum,
+               "abcdefghijklmnopq", sixteen)
   end)
 
   it("gives the same bits under any --cpus and --parallel mode", function()

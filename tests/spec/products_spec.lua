@@ -189,6 +189,13 @@ describe("products", function()
   end)
 
 
+  it("kron takes operands of up to 8 dims", function()
+    local r = tycho.kron(tycho.ones({1, 1, 1, 1, 1, 1, 1, 2}), tycho.ones({2}))
+    spec_same(r.shape, {1, 1, 1, 1, 1, 1, 1, 4})
+    spec_fails({"tycho.kron", "operands of 9 dims (at most 8)"}, tycho.kron,
+               tycho.ones({1, 1, 1, 1, 1, 1, 1, 1, 2}), tycho.ones({2}))
+  end)
+
   it("matmul of a batch equals the 2-D product of each matrix, to the bit", function()
     tycho.seed(7)
     local a, b = tycho.random({3, 300, 40}), tycho.random({40, 70})
