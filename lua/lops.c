@@ -25,6 +25,8 @@
  */
 #include "tl.h"
 
+#include "tycho/products.h"
+
 #include <string.h>
 
 /* numpy's casting = "same_kind" for out: bool < integers < floats, any size
@@ -265,7 +267,7 @@ static int matmul(lua_State *L, const tl_sig *s) {
   ty_runtime *rt = tl_rt(L);
   ty_store **slot = tl_newslot(L);
   ty_status st;
-  TL_TRY(L, rt, st, ty_matmul(rt, a, b, slot));
+  TL_TRY(L, rt, st, s == &sig_dot ? ty_dot(rt, a, b, slot) : ty_matmul(rt, a, b, slot));
   return finish_out(L, rt, slot, st, s, out, from);
 }
 

@@ -21,6 +21,7 @@
  *   lufunc.c     numpy's other ufuncs, the operators // & | ~ << >>, constants
  *   llinalg.c    tycho.linalg (LAPACK: tycho/linalg.h) and linalg.norm
  *   lstats.c     statistics (std, var, median, quantile, nan*, cov, ...)
+ *   lproducts.c  tensordot, outer, inner, vdot, kron, trace, einsum, convolve
  *
  * Invariants every file keeps:
  *  - Every C function the binding registers (module functions, methods and
@@ -387,6 +388,8 @@ void tl_stats_open(lua_State *L, int module_index);
 void tl_random_open(lua_State *L, int module_index);
 /* ltextio.c: tycho.loadtxt, tycho.savetxt and x:savetxt. */
 void tl_textio_open(lua_State *L, int module_index);
+/* lproducts.c: tensordot, outer, inner, vdot, kron, trace, einsum, convolve, correlate. */
+void tl_products_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */

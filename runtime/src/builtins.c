@@ -313,7 +313,7 @@ int ty__ordered_launch(const ty_pending *l) {
            ty__reduce_ordered((ty__redkind)ra.kind, l->args[0].store->dtype);
   }
   if (t->cpu == ty__fused_variant) return fused_ordered(l);
-  if (t->cpu == ty__matmul_variant && l->nargs == 3 && l->ndim == 2)
+  if (t->cpu == ty__matmul_variant && l->nargs == 3 && l->ndim >= 2)
     return ty_dtype_is_float(l->args[0].store->dtype) ? 2 : 0;
   return 0;
 }

@@ -340,6 +340,12 @@ ty_status ty__register_shape_ops(ty_runtime *rt); /* ops_shape.c: scan */
 ty_status ty__register_mask_ops(ty_runtime *rt);  /* ops_mask.c: masks, take, put */
 ty_status ty__register_sort_ops(ty_runtime *rt);  /* ops_sort.c: sort, searchsorted */
 ty_status ty__register_linalg_ops(ty_runtime *rt); /* ops_linalg.c: LAPACK */
+ty_status ty__register_convolve_ops(ty_runtime *rt); /* ops_convolve.c: convolve, correlate */
+/* ty_matmul with an operand of 3 or more dims (ops_products.c). */
+ty_status ty__matmul_batched(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out);
+/* x (nb batch dims, nr row dims, then column dims) as (batch..., rows, cols):
+ * a view when the strides allow, else a view of a copy (ops_products.c). */
+ty_status ty__as_batched_matrix(ty_runtime *rt, ty_store *x, int nb, int nr, ty_store **out);
 void ty__free_builtins(ty_runtime *rt);
 
 /* Policy (policy.c): resolve every axis of a launch being appended. */

@@ -211,7 +211,9 @@ int ty__argreduce_variant(ty_task_ctx *ctx);
 bool ty__blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, bool *trans,
                      int64_t *ld);
 /* Variant of "matmul": args = {C (m, n) OUT aligned, A (m, k) whole, B (k, n)
- * whole}, all of the same dtype; the piece computes its box of C. Floats go
+ * whole}, all of the same dtype, or the same with leading batch dims on all
+ * three (C (..., m, n); A and B broadcast to C's batch shape); the piece
+ * computes its box of C. Floats go
  * to BLAS one row block at a time (ty__matmul_blocks): an element's bits then
  * depend on its block only, never on the piece count. */
 int ty__matmul_variant(ty_task_ctx *ctx);

@@ -5,6 +5,10 @@
  * product over a 2-D launch domain (m, n): C is ALIGNED, A (m, k) and B (k, n)
  * are WHOLE, so a piece with box [r0, r1) x [c0, c1) computes
  * C[r0:r1, c0:c1] = A[r0:r1, :] B[:, c0:c1] and pieces never share outputs.
+ * A batched product (ops_products.c) has leading batch dims on all three,
+ * C (..., m, n), A (..., m, k), B (..., k, n), A and B broadcast to C's batch
+ * shape (stride 0): a piece runs the 2-D kernel on each matrix of its box, so
+ * each matrix's bits are those of the same 2-D product.
  *
  * f64/f32 go to OpenBLAS (cblas_dgemm/sgemm; cblas_dgemv/sgemv when C's
  * block is one column or one row, a matrix-vector product, which gemm would
@@ -164,11 +168,9 @@ static void blas_rows(ty_dtype t, int64_t r0, int64_t mm, int64_t n, int64_t k, 
                 (const float *)B->data, (int)ldb, 0.0f, (float *)c, (int)ldc);
 }
 
-int ty__matmul_variant(ty_task_ctx *ctx) {
-  const ty_tile *C = &ctx->args[0], *A = &ctx->args[1], *B = &ctx->args[2];
+/* C's box of one matrix product; all three tiles 2-D. */
+static int matmul_2d(ty_task_ctx *ctx, const ty_tile *C, const ty_tile *A, const ty_tile *B) {
   const ty_dtype t = C->dtype;
-  if (C->ndim != 2 || A->ndim != 2 || B->ndim != 2 || A->dtype != t || B->dtype != t)
-    return ty_ctx_fail(ctx, "matmul: operands must be 2-D of one dtype");
   const int64_t es = (int64_t)ty_dtype_size(t);
   const int64_t m = C->shape[0], n = C->shape[1], k = A->shape[1];
   if (m == 0 || n == 0) return 0;
@@ -219,4 +221,50 @@ int ty__matmul_variant(ty_task_ctx *ctx) {
   naive[t](m, n, k, a, A->strides[0], A->strides[1], b, B->strides[0], B->strides[1], C->data,
            C->strides[0], C->strides[1]);
   return 0;
+}
+
+/* The matrix at batch index idx (global, nb dims) of a tile whose last two
+ * dims are the matrix, as a 2-D tile. */
+static ty_tile matrix_of(const ty_tile *x, int nb, const int64_t *idx) {
+  ty_tile m = *x;
+  const int64_t es = (int64_t)ty_dtype_size(x->dtype);
+  int64_t off = 0;
+  for (int d = 0; d < nb; d++) off += (idx[d] - x->lo[d]) * x->strides[d];
+  m.data = x->data ? x->data + off * es : NULL;
+  m.ndim = 2;
+  for (int d = 0; d < 2; d++) {
+    m.shape[d] = x->shape[nb + d];
+    m.strides[d] = x->strides[nb + d];
+    m.lo[d] = x->lo[nb + d];
+    m.gshape[d] = x->gshape[nb + d];
+  }
+  return m;
+}
+
+int ty__matmul_variant(ty_task_ctx *ctx) {
+  const ty_tile *C = &ctx->args[0], *A = &ctx->args[1], *B = &ctx->args[2];
+  const ty_dtype t = C->dtype;
+  const int nd = C->ndim;
+  if (ctx->nargs != 3 || nd < 2 || A->ndim != nd || B->ndim != nd || A->dtype != t ||
+      B->dtype != t || (unsigned)t >= TY_NDTYPES || !naive[t])
+    return ty_ctx_fail(ctx, "matmul: operands must be of one supported dtype and rank >= 2");
+  if (nd == 2) return matmul_2d(ctx, C, A, B);
+  /* every matrix of the box, batch indices in C order */
+  const int nb = nd - 2;
+  int64_t idx[TY_MAX_RANK];
+  for (int d = 0; d < nb; d++) {
+    if (C->shape[d] == 0) return 0;
+    idx[d] = C->lo[d];
+  }
+  for (;;) {
+    const ty_tile c = matrix_of(C, nb, idx), a = matrix_of(A, nb, idx), b = matrix_of(B, nb, idx);
+    const int rc = matmul_2d(ctx, &c, &a, &b);
+    if (rc) return rc;
+    int d = nb - 1;
+    for (; d >= 0; d--) {
+      if (++idx[d] < C->lo[d] + C->shape[d]) break;
+      idx[d] = C->lo[d];
+    }
+    if (d < 0) return 0;
+  }
 }

@@ -784,9 +784,10 @@ ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
   *out = NULL;
   if ((st = check_store(rt, "ty_matmul", "a", a))) return st;
   if ((st = check_store(rt, "ty_matmul", "b", b))) return st;
-  if (a->ndim < 1 || a->ndim > 2 || b->ndim < 1 || b->ndim > 2)
-    return ty__fail(rt, TY_ESHAPE, "ty_matmul: operands must be 1-D or 2-D, got %d-D and %d-D",
+  if (a->ndim < 1 || b->ndim < 1)
+    return ty__fail(rt, TY_ESHAPE, "ty_matmul: operands must be at least 1-D, got %d-D and %d-D",
                     a->ndim, b->ndim);
+  if (a->ndim > 2 || b->ndim > 2) return ty__matmul_batched(rt, a, b, out); /* ops_products.c */
   const int64_t m = a->ndim == 2 ? a->shape[0] : 1, k = a->shape[a->ndim - 1];
   const int64_t k2 = b->shape[0], n = b->ndim == 2 ? b->shape[1] : 1;
   if (k != k2) {

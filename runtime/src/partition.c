@@ -19,7 +19,8 @@
  *  - Ordered launches (ty__ordered_launch: float sums and products that
  *    combine pieces, float matmul) get a tiling fixed by their shape, so that
  *    their bits do not depend on the processors: a reduction the tiles of
- *    ty__ordered_tiles, a matmul the row blocks of ty__matmul_blocks. When
+ *    ty__ordered_tiles, a matmul the row blocks of ty__matmul_blocks (and
+ *    whole matrices of a batched one). When
  *    the mode asks for one piece (single, task, one processor, a small
  *    launch) they run as one piece, whose kernel walks the same tiles in the
  *    same order. So `all`, `overdecompose` and min_chunk only decide between
@@ -83,16 +84,35 @@ void ty__ordered_tiles(int ndim, const int64_t *shape, ty_tiling *out) {
   }
 }
 
+/* A float matmul's fixed tiling: C's rows in the blocks of
+ * ty__matmul_blocks and, for a batched product (C (..., m, n)), the batch dims
+ * cut into at most TY__ORDER_MAX / blocks tiles, outer dims first. A batch
+ * tile holds whole matrices, so the kernel's calls (and bits) are those of
+ * one piece. */
+static void matmul_tiling(const ty_pending *l, ty_tiling *t) {
+  const int nd = l->ndim;
+  const ty_store *a = l->args[1].store;
+  const int64_t kk = a->ndim >= 2 ? a->shape[a->ndim - 1] : 1;
+  const int64_t b = ty__matmul_blocks(l->domain[nd - 2], l->domain[nd - 1], kk);
+  t->tiles[nd - 2] = (int)b;
+  t->pieces = (int)b;
+  int64_t room = TY__ORDER_MAX / b;
+  for (int d = 0; d < nd - 2 && room > 1; d++) {
+    const int64_t n = l->domain[d] < room ? l->domain[d] : room;
+    if (n < 1) continue;
+    t->tiles[d] = (int)n;
+    t->pieces *= (int)n;
+    room /= n;
+  }
+}
+
 /* The fixed tiling of an ordered launch, or one piece when its dims cannot
  * all be split as the tiling needs (the kernel then walks the tiles). */
 static void ordered_partition(const ty_pending *l, int kind, uint32_t allowed, ty_tiling *out) {
   ty_tiling t = {.ndim = l->ndim, .pieces = 1};
   for (int k = 0; k < l->ndim; k++) t.tiles[k] = 1;
-  if (kind == 2) { /* matmul: C (m, n) = A (m, k) B; A is argument 1 */
-    const int64_t kk = l->args[1].store->ndim == 2 ? l->args[1].store->shape[1] : 1;
-    const int64_t b = ty__matmul_blocks(l->domain[0], l->domain[1], kk);
-    t.tiles[0] = (int)b;
-    t.pieces = (int)b;
+  if (kind == 2) { /* matmul: C (..., m, n) = A (..., m, k) B; A is argument 1 */
+    matmul_tiling(l, &t);
   } else {
     ty__ordered_tiles(l->ndim, l->domain, &t);
   }
@@ -168,8 +188,7 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
     ty_tiling t = {.ndim = l->ndim, .pieces = 1};
     for (int k = 0; k < l->ndim; k++) t.tiles[k] = 1;
     if (ordered == 2) {
-      const int64_t kk = l->args[1].store->ndim == 2 ? l->args[1].store->shape[1] : 1;
-      t.pieces = (int)ty__matmul_blocks(l->domain[0], l->domain[1], kk);
+      matmul_tiling(l, &t);
     } else {
       ty__ordered_tiles(l->ndim, l->domain, &t);
     }

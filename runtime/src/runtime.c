@@ -177,6 +177,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   if (st == TY_OK) st = ty__register_mask_ops(rt);
   if (st == TY_OK) st = ty__register_sort_ops(rt);
   if (st == TY_OK) st = ty__register_linalg_ops(rt);
+  if (st == TY_OK) st = ty__register_convolve_ops(rt);
   if (st != TY_OK) {
     ty__free_builtins(rt);
     for (int i = 0; i < rt->ntasks; i++) ty__task_free(rt->tasks[i]);

@@ -289,7 +289,7 @@ TEST(fill_copy_and_generators_match_cpu) {
   if (!g) return;
   char err[512];
   for (int t = 0; t < TY_NDTYPES; t++) {
-    ty__random_args ra = {2024, 3};
+    ty__random_args ra = {.seed = 2024, .stream = 3};
     gen_case(g, TY__KFN_RANDOM, (ty_dtype)t, &ra);
     ty__arange_args ai = {0, 0, -7, 3, 1}, af = {0.1, 0.3, 0, 0, 0};
     gen_case(g, TY__KFN_ARANGE, (ty_dtype)t, &ai);

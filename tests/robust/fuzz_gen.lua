@@ -443,7 +443,9 @@ function G.matmul(S, o)
     i = pick(cand)
     local k = S.slots[i].shape[#S.slots[i].shape]
     local fits = live(S, function(v) return (#v.shape == 1 or #v.shape == 2) and v.shape[1] == k end)
-    if #fits > 0 and not chance(0.1) then j = pick(fits) else j = any_slot(S) end
+    -- a mismatched partner of rank <= 2 (the model computes no batched product)
+    if #fits > 0 and not chance(0.1) then j = pick(fits)
+    else j = any_slot(S, function(v) return #v.shape <= 2 end) end
   end
   if not i or not j then return G.binary(S, o) end
   local fn = pick({ "dot", "matmul" })
@@ -456,7 +458,7 @@ function G.matmul(S, o)
     local a = need(S2, i)
     if not j then M.fail("number operand") end
     local b = need(S2, j)
-    S2.slots[dst] = M.matmul(a, b)
+    S2.slots[dst] = M.matmul(a, b, fn)
   end)
 end
 

@@ -806,11 +806,17 @@ function M.concatenate(list, axis)
   return res
 end
 
--- numpy's matmul for 1-D and 2-D operands.
-function M.matmul(a, b)
+-- numpy's matmul (fn "matmul") and dot (fn "dot") for operands of rank <= 2
+-- (the generator makes no others): dot multiplies a 0-d operand (bool with
+-- bool: logical and), matmul refuses it.
+function M.matmul(a, b, fn)
   M.check_open(a)
   M.check_open(b)
   local na, nb = #a.shape, #b.shape
+  if fn == "dot" and (na == 0 or nb == 0) then
+    local both_bool = a.dtype == "bool" and b.dtype == "bool"
+    return M.binary(both_bool and "logical_and" or "mul", a, b)
+  end
   if na < 1 or na > 2 or nb < 1 or nb > 2 then M.fail("matmul rank") end
   local m = na == 2 and a.shape[1] or 1
   local k = a.shape[na]

@@ -109,7 +109,8 @@ describe("shape mismatches", function()
     fails({"tycho.where: ", "broadcast"}, tycho.where, a:gt(1), a, b)
     fails({"tycho.assign: ", "(2,)", "(3,)"}, function() a[{}] = b end)
     fails({"tycho.matmul: ", "(2, 3)", "(2, 3)"}, tycho.matmul, tycho.zeros({2, 3}), tycho.zeros({2, 3}))
-    fails({"tycho.dot: ", "1-D or 2-D"}, tycho.dot, tycho.zeros({2, 2, 2}), tycho.zeros({2, 2}))
+    fails({"tycho.dot: ", "(2, 2, 3)", "(2, 2)", "do not align"}, tycho.dot, tycho.zeros({2, 2, 3}),
+          tycho.zeros({2, 2}))
     fails({"tycho.reshape: ", "(2, 3)", "(4,)"}, function() return tycho.zeros({2, 3}):reshape(4) end)
     fails({"tycho.reshape: shape may contain -1 only once"},
           function() return tycho.zeros({2, 3}):reshape(-1, -1) end)

@@ -502,8 +502,9 @@ const char *ty_reduce_name(ty_reduce_op op);
  * min/max/argmin/argmax TY_EINVAL. */
 ty_status ty_reduce(ty_runtime *rt, ty_reduce_op op, ty_store *a, int axis, ty_store **out);
 
-/* Matrix product with numpy's matmul rules for 1-D and 2-D operands (1-D x 1-D
- * is the dot product, a 0-d store). Floats through BLAS. */
+/* Matrix product with numpy's matmul rules (1-D x 1-D is the dot product, a
+ * 0-d store; operands of rank > 2 are stacks of matrices whose batch dims
+ * broadcast, ops_products.c). Floats through BLAS. */
 ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out);
 
 /* Histogram of an integer 1-D store x: out[j] = the number of i with
