@@ -12,7 +12,8 @@
 #   5. Black-Scholes with CuPy (unfused) and JAX (jit) on the same device,
 #      when they are installed, and the ratios (targets: faster than CuPy,
 #      within 1.2x of JAX);
-#   6. the Lua workloads with --gpus 1, once the shell has the option.
+#   6. every Lua workload with --gpus 1 and with --gpus none: times and
+#      checksums (they must agree).
 #
 # Usage: bench/gpu_check.sh [build-dir]     (default: build-gpu-check)
 # Exit status: 0 all ran, 1 a step failed, 2 no usable GPU or no nvcc.
@@ -139,16 +140,36 @@ for dt in f32 f64; do
   done
 done
 
-step "Lua workloads with --gpus 1"
+step "Lua workloads: --gpus 1 against the CPU (--gpus none), checksums must agree"
 TYCHO=$BUILD/repl/tycho
-if [ -x "$TYCHO" ] && "$TYCHO" --gpus 1 -e '' >/dev/null 2>&1; then
-  W=$ROOT/bench/workloads
-  timeout 60 "$TYCHO" --gpus 1 "$W/stream.lua" n=160000000 reps=5 | sed 's/^/  stream: /'
-  timeout 60 "$TYCHO" --gpus 1 "$W/black_scholes.lua" n=100000000 dtype=f32 reps=3 | sed 's/^/  black_scholes f32: /'
-  timeout 60 "$TYCHO" --gpus 1 "$W/black_scholes.lua" n=100000000 dtype=f64 reps=3 | sed 's/^/  black_scholes f64: /'
-  timeout 60 "$TYCHO" --gpus 1 "$W/stencil.lua" n=16384 iters=10 reps=3 | sed 's/^/  stencil: /'
-else
-  echo "  skipped: the tycho shell has no --gpus yet (the window's GPU path is not integrated)"
-fi
+W=$ROOT/bench/workloads
+# name, then arguments (sizes where the GPU should win); each run has a minute
+while read -r name args; do
+  [ -n "$name" ] || continue
+  file=${name%%:*}
+  for where in none 1; do
+    # shellcheck disable=SC2086
+    out=$(timeout 60 "$TYCHO" --gpus "$where" "$W/$file.lua" $args reps=3 2>&1)
+    rc=$?
+    best=$(printf '%s\n' "$out" | sed -n 's/^time: //p' | sort -g | head -1)
+    sum=$(printf '%s\n' "$out" | sed -n 's/^checksum: //p')
+    printf '  %-16s --gpus %-4s best %-10s checksum %s%s\n' "$name" "$where" "${best:--}" "${sum:--}" \
+      "$([ $rc -ne 0 ] && echo " (exit $rc: $(printf '%s' "$out" | tail -1))")"
+  done
+done <<'LIST'
+stream n=160000000
+black_scholes:f32 n=100000000 dtype=f32
+black_scholes:f64 n=100000000 dtype=f64
+stencil n=16384 iters=10
+jacobi n=8192 iters=20
+cg n=2048 max_iters=100
+logreg n=10000000 f=32 iters=5
+kmeans n=10000000 k=10 iters=5
+nearest n=16384 m=16384
+overhead n=1000 loops=2000
+select:mask op=mask n=10000000
+shape n=10000000
+LIST
+echo "  (cuPyNumeric: run bench/run's Python peers under 'legate --gpus 1' where it is installed)"
 
 printf '\ngpu_check: done in %ds (results in %s)\n' $((SECONDS - T0)) "$OUT"

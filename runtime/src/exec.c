@@ -283,7 +283,8 @@ static ty_status host_copies(ty_runtime *rt, const ty_pending *l) {
   return TY_OK;
 }
 
-static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, bool allow_gpu) {
+/* lane: the launch's index in its wave (its stream on GPUs); -1: no GPU */
+static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) {
   memset(pr, 0, offsetof(prepared, one));
   pr->l = l;
   pr->one.failed = 0;
@@ -299,10 +300,10 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, bool allow
   }
   ty_record *e = NULL;
   char place[192] = "";
-  if (allow_gpu && ty__gpu_place(rt, l, place, sizeof place)) {
+  if (lane >= 0 && ty__gpu_place(rt, l, place, sizeof place)) {
     e = pr->explain = new_record(rt, l);
     bool fallback;
-    ty_status st = ty__gpu_run(rt, l, e, &fallback, place, sizeof place);
+    ty_status st = ty__gpu_run(rt, l, lane, e, &fallback, place, sizeof place);
     ty__strlcpy(e->place, place, sizeof e->place);
     if (!fallback) {
       pr->gpu = true;
@@ -476,7 +477,7 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
 
 static ty_status exec_launch(ty_runtime *rt, ty_pending *l) {
   prepared pr;
-  ty_status st = prepare(rt, l, &pr, true);
+  ty_status st = prepare(rt, l, &pr, 0);
   if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
   return finish(rt, &pr, st);
 }
@@ -488,7 +489,7 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
   if (boxed) l->domain[dim] = hi - lo; /* partition the box, run it in global coordinates */
   uint64_t before = rt->nexplained;
   prepared pr;
-  ty_status st = prepare(rt, l, &pr, false); /* streamed pieces are host slices */
+  ty_status st = prepare(rt, l, &pr, -1); /* streamed pieces are host slices */
   pr.boxed = boxed;
   if (boxed) pr.origin[dim] = lo;
   if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
@@ -535,8 +536,10 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   }
   int total = 0;
   bool any_omp = false;
+  /* on GPUs, what earlier waves queued on any stream comes before this wave */
+  if (rt->gstores) note_error(rt, ty__gpu_join(rt), first, firstmsg, msglen);
   for (int m = 0; m < count; m++) {
-    sts[m] = prepare(rt, w[members[m]], &prs[m], true);
+    sts[m] = prepare(rt, w[members[m]], &prs[m], m);
     if (sts[m] == TY_OK && !prs[m].skip) {
       total += prs[m].tiling.pieces;
       any_omp |= prs[m].omp;

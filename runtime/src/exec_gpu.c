@@ -204,6 +204,7 @@ void ty__storage_gpu_free(ty_runtime *rt, ty_storage *stg) {
   if (!gs) return;
   if (stg->external && stg->data && !stg->cancelled)
     (void)ty__storage_host(rt, stg, 0, stg->nbytes, TY__HOST_READ);
+  (void)ty__gpu_join(rt); /* the spine then follows every use of the blocks */
   for (int d = 0; d < TY_MAX_GPUS; d++)
     if (gs->blk[d]) ty__gpu_free(rt->gpu, d, gs->blk[d], 0);
   ty__coh_free(&gs->coh);
@@ -216,6 +217,57 @@ void ty__storage_gpu_free(ty_runtime *rt, ty_storage *stg) {
 
 static void dev_bases(const ty__gstore *gs, uint64_t *base) {
   for (int d = 0; d < TY_MAX_GPUS; d++) base[d] = gs->blk[d] ? gs->blk[d]->ptr : 0;
+}
+
+/* ---- streams: the lanes of a wave ----------------------------------------------------------
+ *
+ * Launch m of a wave runs on stream m % TY__GPU_STREAMS of its GPUs (its
+ * lane), so independent launches overlap. Stream 0 is the device's spine:
+ * at every join (the start of a wave, a host access, a free, the end of a
+ * flush) it waits for the other streams that got work since the last join,
+ * and a stream other than 0 waits for the spine before its first work after
+ * a join. Everything an earlier wave did is then ordered before everything a
+ * later wave does, with events only: no stream and no host waits for a
+ * whole device. */
+static const uint8_t ALL_LANES = (uint8_t)(((1u << TY__GPU_STREAMS) - 1) & ~1u);
+
+/* Before queuing work on stream `lane` of device d. */
+static ty_status lane_use(ty_runtime *rt, int d, int lane, char *err, size_t errlen) {
+  ty__gpu *g = rt->gpu;
+  uint8_t bit = (uint8_t)(1u << lane);
+  if (lane == 0) {
+    rt->gpu_behind[d] = ALL_LANES; /* the others must wait for this work */
+    return TY_OK;
+  }
+  if (rt->gpu_behind[d] & bit) {
+    ty_status st = ty__gpu_stream_wait(g, d, lane, d, 0, err, errlen);
+    if (st) return st;
+    rt->gpu_behind[d] &= (uint8_t)~bit;
+  }
+  rt->gpu_used[d] |= bit;
+  return TY_OK;
+}
+
+/* The spine of device d waits for every lane used since the last join. */
+static ty_status lane_join(ty_runtime *rt, int d, char *err, size_t errlen) {
+  for (int s = 1; s < TY__GPU_STREAMS && rt->gpu_used[d]; s++) {
+    if (!(rt->gpu_used[d] & (1u << s))) continue;
+    ty_status st = ty__gpu_stream_wait(rt->gpu, d, 0, d, s, err, errlen);
+    if (st) return st;
+    rt->gpu_used[d] &= (uint8_t)~(1u << s);
+    rt->gpu_behind[d] = ALL_LANES;
+  }
+  return TY_OK;
+}
+
+ty_status ty__gpu_join(ty_runtime *rt) {
+  if (!rt->gpu || !rt->gpu->active) return TY_OK;
+  char err[512] = "";
+  for (int d = 0; d < rt->gpu->ndev; d++) {
+    ty_status st = lane_join(rt, d, err, sizeof err);
+    if (st) return ty__fail(rt, st, "ordering GPU %d's streams: %s", d, err);
+  }
+  return TY_OK;
 }
 
 static void count_copy(ty_runtime *rt, ty_record *e, const ty__coh_copy *c) {
@@ -236,8 +288,8 @@ static void count_copy(ty_runtime *rt, ty_record *e, const ty__coh_copy *c) {
 /* Queue copies for place `place` of storage gs on device streams. Copies
  * between devices order both streams around them: the destination waits
  * for the source's writes, the source's later writes wait for the copy. */
-static ty_status run_copies(ty_runtime *rt, ty__gstore *gs, const ty__coh_copies *cp, ty_record *e,
-                            bool *to_host, char *err, size_t errlen) {
+static ty_status run_copies(ty_runtime *rt, ty__gstore *gs, const ty__coh_copies *cp, int lane,
+                            ty_record *e, bool *to_host, char *err, size_t errlen) {
   ty__gpu *g = rt->gpu;
   uint64_t base[TY_MAX_GPUS];
   dev_bases(gs, base);
@@ -250,9 +302,18 @@ static ty_status run_copies(ty_runtime *rt, ty__gstore *gs, const ty__coh_copies
       snprintf(err, errlen, "internal: a store's bytes on the host have no host buffer");
       return TY_EINVAL;
     }
-    if (c->src >= 1 && c->dst >= 1 && (st = ty__gpu_stream_wait(g, d, 0, s, 0, err, errlen))) return st;
-    if ((st = ty__gpu_copy_run(g, c, gs->stg->data, base, 0, err, errlen))) return st;
-    if (c->src >= 1 && c->dst >= 1 && (st = ty__gpu_stream_wait(g, s, 0, d, 0, err, errlen))) return st;
+    /* the source's bytes were written by an earlier wave (on its spine since
+     * the join) or by another piece of this launch (on the same lane there);
+     * its later writes wait for this copy on the spine */
+    if (c->src >= 1 && c->dst >= 1 && (st = ty__gpu_stream_wait(g, d, lane, s, 0, err, errlen))) return st;
+    if (c->src >= 1 && c->dst >= 1 && lane != 0 && (rt->gpu_used[s] & (1u << lane)) &&
+        (st = ty__gpu_stream_wait(g, d, lane, s, lane, err, errlen)))
+      return st;
+    if ((st = ty__gpu_copy_run(g, c, gs->stg->data, base, c->dst >= 1 ? lane : 0, err, errlen))) return st;
+    if (c->src >= 1 && c->dst >= 1) {
+      if ((st = ty__gpu_stream_wait(g, s, 0, d, lane, err, errlen))) return st;
+      rt->gpu_behind[s] = ALL_LANES;
+    }
     if (c->dst == TY__COH_HOST && c->src >= 1) to_host[s] = true;
     count_copy(rt, e, c);
   }
@@ -273,7 +334,8 @@ ty_status ty__storage_host(ty_runtime *rt, ty_storage *stg, uint64_t lo, uint64_
   }
   bool waited[TY_MAX_GPUS] = {false};
   char err[512] = "";
-  st = run_copies(rt, gs, &cp, NULL, waited, err, sizeof err);
+  st = ty__gpu_join(rt); /* what the lanes wrote is on the spines */
+  if (st == TY_OK) st = run_copies(rt, gs, &cp, 0, NULL, waited, err, sizeof err);
   for (int d = 0; st == TY_OK && d < TY_MAX_GPUS; d++)
     if (waited[d]) st = ty__gpu_sync(rt->gpu, d, 0, err, sizeof err);
   ty__coh_copies_free(&cp);
@@ -290,6 +352,8 @@ void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense)
 }
 
 ty_status ty__gpu_flush_end(ty_runtime *rt) {
+  ty_status jst = ty__gpu_join(rt);
+  if (jst) return jst;
   for (ty__gstore *gs = rt->gstores; gs; gs = gs->next) {
     ty_storage *stg = gs->stg;
     if (!stg->external || !stg->data || stg->cancelled) continue;
@@ -372,7 +436,7 @@ static ty_status ir_of_builtin(const gk_plan *k, const ty_pending *l, int ndim, 
 }
 
 /* The kernel of one piece on device d, its arguments at device addresses ptr. */
-static ty_status run_kernel(ty_runtime *rt, const gk_plan *k, ty_pending *l, int d, int ndim,
+static ty_status run_kernel(ty_runtime *rt, const gk_plan *k, ty_pending *l, int d, int lane, int ndim,
                             const int64_t *lo, const int64_t *hi, const ty_tile *tiles,
                             const uint64_t *ptr, ty__gir *ir, char *err, size_t errlen) {
   ty__gpu *g = rt->gpu;
@@ -384,14 +448,14 @@ static ty_status run_kernel(ty_runtime *rt, const gk_plan *k, ty_pending *l, int
     st = k->fused ? ty__gk_from_fused(l->scalars, l->scalar_bytes, ndim, shape, l->nargs, tiles, ptr, ir,
                                       err, errlen)
                   : ir_of_builtin(k, l, ndim, shape, tiles, ptr, ir);
-    return st ? st : ty__gpu_fused(g, d, 0, ir, err, errlen);
-  case GK_GEN: return ty__gpu_generate(g, d, 0, k->gen, &tiles[0], ptr[0], l->scalars, err, errlen);
+    return st ? st : ty__gpu_fused(g, d, lane, ir, err, errlen);
+  case GK_GEN: return ty__gpu_generate(g, d, lane, k->gen, &tiles[0], ptr[0], l->scalars, err, errlen);
   case GK_RED:
-    return ty__gpu_reduce(g, d, 0, k->red, tiles[1].dtype, ndim, shape, ptr[1], tiles[1].strides, ptr[0],
+    return ty__gpu_reduce(g, d, lane, k->red, tiles[1].dtype, ndim, shape, ptr[1], tiles[1].strides, ptr[0],
                           tiles[0].strides, k->accumulate, err, errlen);
   case GK_MATMUL: {
     const ty_tile *C = &tiles[0], *A = &tiles[1], *B = &tiles[2];
-    return ty__gpu_matmul(g, d, 0, C->dtype, C->shape[0], C->shape[1], A->shape[1], ptr[1], A->strides[0],
+    return ty__gpu_matmul(g, d, lane, C->dtype, C->shape[0], C->shape[1], A->shape[1], ptr[1], A->strides[0],
                           A->strides[1], ptr[2], B->strides[0], B->strides[1], ptr[0],
                           C->shape[0] > 1 ? C->strides[0] : C->shape[1], err, errlen);
   }
@@ -402,7 +466,7 @@ static ty_status run_kernel(ty_runtime *rt, const gk_plan *k, ty_pending *l, int
                        .task_data = l->task->data, .piece = 0, .pieces = 1, .threads = 1,
                        .ndim = ndim, .nargs = l->nargs, .args = dt, .scalars = l->scalars,
                        .scalar_bytes = l->scalar_bytes, .errbuf = msg, .errcap = sizeof msg,
-                       .device = d, .stream = g->dev[d].stream[0]};
+                       .device = d, .stream = g->dev[d].stream[lane]};
     for (int i = 0; i < ndim; i++) {
       ctx.lo[i] = lo[i];
       ctx.hi[i] = hi[i];
@@ -446,8 +510,9 @@ static int one_piece_device(ty_runtime *rt, const ty_pending *l, int ndev) {
   return best;
 }
 
-ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallback, char *why,
-                      size_t whylen) {
+ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, bool *fallback,
+                      char *why, size_t whylen) {
+  lane %= TY__GPU_STREAMS;
   *fallback = false;
   ty__gpu *g = rt->gpu;
   char err[1024] = "";
@@ -521,6 +586,10 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallbac
     ty__piece_box(l->ndim, l->domain, &tiling, p, lo, hi);
     ty_tile tiles[TY_MAX_ARGS];
     uint64_t ptr[TY_MAX_ARGS];
+    if ((st = lane_use(rt, d, lane, err, sizeof err))) {
+      st = ty__fail(rt, st, "%s: ordering GPU %d's streams: %s", l->task->name, d, err);
+      break;
+    }
     /* reads first, then writes: a store both read and written is read as it was */
     for (int pass = 0; pass < 2 && st == TY_OK; pass++)
       for (int i = 0; i < l->nargs && st == TY_OK; i++) {
@@ -544,10 +613,10 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallbac
           break;
         }
         bool unused[TY_MAX_GPUS];
-        if ((st = run_copies(rt, gs, &cp, e, unused, err, sizeof err)))
+        if ((st = run_copies(rt, gs, &cp, lane, e, unused, err, sizeof err)))
           st = ty__fail(rt, st, "%s: copying to GPU %d: %s", l->task->name, d, err);
       }
-    if (st == TY_OK && (st = run_kernel(rt, &k, l, d, l->ndim, lo, hi, tiles, ptr, ir, err, sizeof err)))
+    if (st == TY_OK && (st = run_kernel(rt, &k, l, d, lane, l->ndim, lo, hi, tiles, ptr, ir, err, sizeof err)))
       st = ty__fail(rt, st, "task '%s' failed on GPU %d: %s%s%s%s", l->task->name, d, err,
                     l->origin[0] ? " (launched at " : "", l->origin, l->origin[0] ? ")" : "");
   }

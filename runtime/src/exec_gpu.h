@@ -14,10 +14,11 @@
  * pieces (exec.c), host reads (store.c, npy.c). A storage no GPU has
  * touched has none, and every check is one pointer test.
  *
- * Ordering: each device runs its work on one stream, in program order, so
- * a wave needs no device-wide synchronisation; a copy between devices makes
- * each device's stream wait for the other's (events, no host wait); a copy
- * to the host is waited for before the host reads. Host-to-device copies
+ * Ordering: the launches of one wave run on different streams of a device
+ * (their lanes); at the start of the next wave the streams are joined with
+ * events (no host wait, no device-wide synchronisation); a copy between
+ * devices makes each side wait for the other with events; a copy to the host
+ * is waited for before the host reads. Host-to-device copies
  * read pageable memory, which the driver stages before it returns, so the
  * host may write the source right after.
  */
@@ -40,8 +41,13 @@ bool ty__gpu_place(ty_runtime *rt, const ty_pending *l, char *why, size_t whylen
  * memory full, a fused run the generated kernel does not do): nothing was
  * changed, run it on the CPU, with the reason in why. Errors are failures of
  * the launch. */
-ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, ty_record *e, bool *fallback, char *why,
-                      size_t whylen);
+ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, bool *fallback,
+                      char *why, size_t whylen);
+/* Launch l of a wave runs on stream `lane` (its index in the wave, mod the
+ * streams) of its GPUs; ty__gpu_join, at the start of each wave (and before
+ * host accesses and frees), orders every stream after what earlier waves
+ * queued, with events only. */
+ty_status ty__gpu_join(ty_runtime *rt);
 
 /* Before host code reads (TY__HOST_READ), updates (TY__HOST_WRITE) or
  * overwrites every byte of (TY__HOST_DISCARD) bytes [lo, hi) of stg's host

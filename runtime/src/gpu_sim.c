@@ -200,6 +200,27 @@ static void wait_mark(sim_mark *m) { /* under the lock */
   }
 }
 
+/* Run op (waits and records under the lock, work outside it), count it in
+ * *done (a stream's; NULL for the default stream), tell the waiters, and
+ * free it. Under the lock. */
+static void retire_locked(sim_op *op, uint64_t *done) {
+  if (op->kind == OP_WAIT) {
+    wait_mark(op->mark);
+  } else if (op->kind == OP_RECORD) {
+    op->mark->t = now();
+    op->mark->done = true;
+  } else {
+    pthread_mutex_unlock(&S.lock);
+    run_op(op);
+    pthread_mutex_lock(&S.lock);
+  }
+  mark_release(op->mark);
+  if (done) (*done)++;
+  pthread_cond_broadcast(&S.progress);
+  free(op->params);
+  free(op);
+}
+
 static void *worker(void *arg) {
   struct ty__CUstream_st *s = arg;
   pthread_mutex_lock(&S.lock);
@@ -209,21 +230,7 @@ static void *worker(void *arg) {
     if (!op) break; /* stopped, and nothing left */
     s->head = op->next;
     if (!s->head) s->tail = NULL;
-    if (op->kind == OP_WAIT) {
-      wait_mark(op->mark);
-    } else if (op->kind == OP_RECORD) {
-      op->mark->t = now();
-      op->mark->done = true;
-    } else {
-      pthread_mutex_unlock(&S.lock);
-      run_op(op);
-      pthread_mutex_lock(&S.lock);
-    }
-    mark_release(op->mark);
-    s->done++;
-    pthread_cond_broadcast(&S.progress);
-    free(op->params);
-    free(op);
+    retire_locked(op, &s->done);
   }
   pthread_mutex_unlock(&S.lock);
   return NULL;
@@ -243,20 +250,7 @@ static void wait_dev_idle(struct ty__CUctx_st *d) { /* under the lock */
 static void enqueue_locked(struct ty__CUstream_st *s, sim_op *op) {
   if (!s) {
     if (cur) wait_dev_idle(cur);
-    if (op->kind == OP_WAIT) {
-      wait_mark(op->mark);
-    } else if (op->kind == OP_RECORD) {
-      op->mark->t = now();
-      op->mark->done = true;
-    } else {
-      pthread_mutex_unlock(&S.lock);
-      run_op(op);
-      pthread_mutex_lock(&S.lock);
-    }
-    mark_release(op->mark);
-    pthread_cond_broadcast(&S.progress);
-    free(op->params);
-    free(op);
+    retire_locked(op, NULL);
     return;
   }
   op->next = NULL;
