@@ -50,7 +50,9 @@ static int64_t store_bytes(const ty_store *s) {
 
 typedef struct gk_plan {
   int kind;
-  ty__fsub sub;      /* GK_IR from a built-in: what it computes */
+  struct {           /* GK_IR from a built-in: what it computes (ty__fsub's fields) */
+    uint8_t kind, op, dt, dt2, flags;
+  } sub;
   ty__fillval fill;
   bool fused;        /* GK_IR: the task "fused" (its description is the IR) */
   int gen;           /* GK_GEN: TY__KFN_RANDOM / ARANGE / LINSPACE */
@@ -120,7 +122,13 @@ static int classify(const ty_runtime *rt, const ty_pending *l, gk_plan *k, char 
     }
     return k->kind = GK_MATMUL;
   }
-  if (ty__fuse_builtin(rt, l, &k->sub, &k->fill)) {
+  ty__fsub fs;
+  if (ty__fuse_builtin(rt, l, &fs, &k->fill)) {
+    k->sub.kind = fs.kind;
+    k->sub.op = fs.op;
+    k->sub.dt = fs.dt;
+    k->sub.dt2 = fs.dt2;
+    k->sub.flags = fs.flags;
     switch (k->sub.kind) {
     case TY__FK_UNARY:
     case TY__FK_BINARY:
