@@ -19,6 +19,7 @@
 #include "builtins.h"
 #include "fused.h"
 #include "gpu_kernels.h"
+#include "trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -594,6 +595,7 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
     ty__piece_box(l->ndim, l->domain, &tiling, p, lo, hi);
     ty_tile tiles[TY_MAX_ARGS];
     uint64_t ptr[TY_MAX_ARGS];
+    const double t0 = ty__tracing(rt) ? ty__trace_time(rt) : 0;
     if ((st = lane_use(rt, d, lane, err, sizeof err))) {
       st = ty__fail(rt, st, "%s: ordering GPU %d's streams: %s", l->task->name, d, err);
       break;
@@ -627,6 +629,8 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
     if (st == TY_OK && (st = run_kernel(rt, &k, l, d, lane, l->ndim, lo, hi, tiles, ptr, ir, err, sizeof err)))
       st = ty__fail(rt, st, "task '%s' failed on GPU %d: %s%s%s%s", l->task->name, d, err,
                     l->origin[0] ? " (launched at " : "", l->origin, l->origin[0] ? ")" : "");
+    if (ty__tracing(rt))
+      ty__trace_gpu_piece(rt, d, lane, t0, ty__trace_time(rt), p, pieces, l->seq, l->task);
   }
   ty__coh_copies_free(&cp);
   free(ir);

@@ -6,7 +6,9 @@
  * Events are appended on the driving thread only (window.c collects a wave's
  * piece timings in per-piece slots and hands them over after the wave), so
  * the trace needs no lock. One track (tid) per worker; flushes and waves on
- * track "runtime"; transient bytes as a counter track.
+ * track "runtime"; transient bytes as a counter track; the pieces queued on
+ * each GPU on a track of their own ("GPU d", host time), and the bytes
+ * copied between host and GPUs as a counter track.
  */
 #include "alloc.h"
 #include "trace.h"
@@ -18,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-typedef enum { EV_PIECE, EV_SPAN, EV_COUNTER } ev_kind;
+typedef enum { EV_PIECE, EV_SPAN, EV_COUNTER, EV_GPU, EV_GPU_BYTES } ev_kind;
 
 typedef struct ev {
   ev_kind kind;
@@ -26,8 +28,11 @@ typedef struct ev {
   int worker, piece, pieces, wave, fused;
   uint64_t seq;
   int64_t value;
+  uint64_t h2d, d2h, d2d; /* EV_GPU_BYTES */
   char name[TY_MAX_NAME];
 } ev;
+
+#define GPU_TID0 1000 /* GPU d's track is tid GPU_TID0 + d */
 
 struct ty_trace {
   char *json_path, *svg_path;
@@ -102,6 +107,27 @@ void ty__trace_counter(ty_runtime *rt, double t, int64_t bytes) {
   e->value = bytes;
 }
 
+void ty__trace_gpu_piece(ty_runtime *rt, int device, int lane, double t0, double t1, int piece,
+                         int pieces, uint64_t seq, const ty_task *task) {
+  ev *e = push(rt);
+  if (!e) return;
+  e->kind = EV_GPU;
+  e->t0 = t0;
+  e->t1 = t1;
+  e->worker = device;
+  e->wave = lane;
+  e->piece = piece;
+  e->pieces = pieces;
+  e->seq = seq;
+  snprintf(e->name, sizeof e->name, "%s", ty_task_name(task));
+  if (!(e = push(rt))) return;
+  e->kind = EV_GPU_BYTES;
+  e->t0 = t1;
+  e->h2d = rt->stats.gpu_h2d_bytes;
+  e->d2h = rt->stats.gpu_d2h_bytes;
+  e->d2d = rt->stats.gpu_d2d_bytes;
+}
+
 /* Write to path.tmp.XXXXXX, fsync, rename. */
 static ty_status write_atomic(ty_runtime *rt, const char *path, const char *data, size_t len) {
   size_t n = strlen(path) + 16;
@@ -153,6 +179,13 @@ static void write_json(const struct ty_trace *t, ty_sbuf *b) {
   for (int w = 0; w <= maxw; w++)
     ty__sb_printf(b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"processor %d\"}}",
             w + 1, w);
+  unsigned gpus = 0; /* bit d: GPU d has events */
+  for (size_t i = 0; i < t->n; i++)
+    if (t->evs[i].kind == EV_GPU && t->evs[i].worker < 32) gpus |= 1u << t->evs[i].worker;
+  for (int d = 0; d < 32; d++)
+    if (gpus & (1u << d))
+      ty__sb_printf(b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"GPU %d (queued)\"}}",
+                    GPU_TID0 + d, d);
   for (size_t i = 0; i < t->n; i++) {
     const ev *e = &t->evs[i];
     switch (e->kind) {
@@ -174,6 +207,20 @@ static void write_json(const struct ty_trace *t, ty_sbuf *b) {
       ty__sb_printf(b, ",\n{\"name\":\"transient bytes\",\"ph\":\"C\",\"pid\":1,\"ts\":%.3f,\"args\":{\"bytes\":%lld}}",
               e->t0 * 1e6, (long long)e->value);
       break;
+    case EV_GPU:
+      ty__sb_printf(b, ",\n{\"name\":");
+      json_str(b, e->name);
+      ty__sb_printf(b, ",\"cat\":\"gpu\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+                       "\"args\":{\"launch\":%llu,\"piece\":%d,\"pieces\":%d,\"gpu\":%d,\"stream\":%d}}",
+                    GPU_TID0 + e->worker, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq,
+                    e->piece, e->pieces, e->worker, e->wave);
+      break;
+    case EV_GPU_BYTES:
+      ty__sb_printf(b, ",\n{\"name\":\"gpu bytes copied\",\"ph\":\"C\",\"pid\":1,\"ts\":%.3f,"
+                       "\"args\":{\"host to gpu\":%llu,\"gpu to host\":%llu,\"between gpus\":%llu}}",
+                    e->t0 * 1e6, (unsigned long long)e->h2d, (unsigned long long)e->d2h,
+                    (unsigned long long)e->d2d);
+      break;
     }
   }
   ty__sb_printf(b, "\n]}\n");
@@ -191,7 +238,7 @@ static void write_svg(const struct ty_trace *t, ty_sbuf *b) {
   for (size_t i = 0; i < t->n; i++) {
     const ev *e = &t->evs[i];
     if (e->kind == EV_PIECE && e->worker > maxw) maxw = e->worker;
-    if (e->kind != EV_COUNTER && e->t1 > end) end = e->t1;
+    if ((e->kind == EV_PIECE || e->kind == EV_SPAN) && e->t1 > end) end = e->t1;
   }
   const int left = 110, width = 1000, lane = 28, top = 40;
   int height = top + (maxw + 2) * lane + 40;
@@ -205,7 +252,7 @@ static void write_svg(const struct ty_trace *t, ty_sbuf *b) {
     ty__sb_printf(b, "<text x=\"10\" y=\"%d\">processor %d</text>\n", top + (w + 1) * lane + lane / 2 + 4, w);
   for (size_t i = 0; i < t->n; i++) {
     const ev *e = &t->evs[i];
-    if (e->kind == EV_COUNTER) continue;
+    if (e->kind != EV_PIECE && e->kind != EV_SPAN) continue; /* the JSON has GPU tracks */
     double x = left + e->t0 * sx, w = (e->t1 - e->t0) * sx;
     if (w < 0.5) w = 0.5;
     if (e->kind == EV_SPAN) {

@@ -23,6 +23,11 @@ double ty__trace_time(const ty_runtime *rt); /* seconds since the trace started 
 void ty__trace_pieces(ty_runtime *rt, const ty_trace_piece *p, int n);
 void ty__trace_span(ty_runtime *rt, const char *name, double t0, double t1, int wave);
 void ty__trace_counter(ty_runtime *rt, double t, int64_t transient_bytes);
+/* A piece queued on GPU `device`, stream `lane` (exec_gpu.c): the host time
+ * its copies and kernel took to queue (the device runs them later), then the
+ * bytes copied so far (rt->stats) as a counter. */
+void ty__trace_gpu_piece(ty_runtime *rt, int device, int lane, double t0, double t1, int piece,
+                         int pieces, uint64_t seq, const ty_task *task);
 void ty__trace_free(ty_runtime *rt); /* writes pending files, frees */
 
 #endif

@@ -167,6 +167,33 @@ TEST(target_cpu_keeps_everything_on_the_host) {
   ty_runtime_destroy(rt);
 }
 
+/* ---- interrupts ----------------------------------------------------------------------------- */
+
+TEST(an_interrupted_flush_cancels_gpu_outputs_and_the_runtime_goes_on) {
+  ty_runtime *rt = sim_rt(2, TY_TARGET_GPU);
+  const int64_t n = 1 << 18;
+  ty_store *x = NULL, *y = NULL;
+  CHECK(ty_arange(rt, TY_F64, 0.0, 1.0, n, &x) == TY_OK);
+  CHECK(ty_flush(rt) == TY_OK); /* x lives on the GPUs */
+  CHECK(ty_unary(rt, TY_OP_NEG, x, &y) == TY_OK);
+  ty_interrupt(rt);
+  CHECK_EQ_INT(ty_flush(rt), TY_EINTR);
+  ty_value v;
+  int64_t at = 5;
+  CHECK(ty_store_get(rt, y, &at, &v) != TY_OK); /* its launch was cancelled */
+  CHECK_STR_CONTAINS(ty_errmsg(rt), "unavailable");
+  ty_store *z = NULL, *s = NULL;
+  CHECK(ty_unary(rt, TY_OP_NEG, x, &z) == TY_OK);
+  CHECK(ty_reduce(rt, TY_RED_SUM, z, -1, &s) == TY_OK);
+  CHECK(ty_item(rt, s, &v) == TY_OK);
+  CHECK(v.f == -(double)n * (double)(n - 1) / 2);
+  ty_store_release(s);
+  ty_store_release(z);
+  ty_store_release(y);
+  ty_store_release(x);
+  ty_runtime_destroy(rt);
+}
+
 /* ---- lazy streams: a missing wait would read poison ----------------------------------------- */
 
 TEST(cpu_and_gpu_launches_alternate_under_lazy_streams) {
@@ -213,6 +240,7 @@ static const check_case cases[] = {
       CASE(attached_buffers_hold_gpu_results_when_a_flush_returns),
       CASE(a_host_read_copies_back_only_the_view_it_reads),
       CASE(target_cpu_keeps_everything_on_the_host),
+      CASE(an_interrupted_flush_cancels_gpu_outputs_and_the_runtime_goes_on),
       CASE(cpu_and_gpu_launches_alternate_under_lazy_streams),
 };
 CHECK_MAIN(cases)
