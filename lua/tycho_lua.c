@@ -559,6 +559,7 @@ static int l_stats(lua_State *L) {
   setint(L, "gpu_h2d_bytes", s.gpu_h2d_bytes);
   setint(L, "gpu_d2h_bytes", s.gpu_d2h_bytes);
   setint(L, "gpu_d2d_bytes", s.gpu_d2d_bytes);
+  setint(L, "gpu_evictions", s.gpu_evictions);
   /* the last flush: how it was cut into waves */
   ty_flush_stats f;
   ty_last_flush_stats(tl_rt(L), &f);

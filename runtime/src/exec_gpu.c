@@ -31,6 +31,7 @@ typedef struct ty__gstore {
   ty__coh_obj coh;
   ty__gpu_block *blk[TY_MAX_GPUS];
   ty_storage *stg;
+  uint64_t used;  /* rt->gpu_clock when a launch last touched it: the least recent goes first */
   struct ty__gstore *prev, *next; /* the runtime's list (flush end: attached buffers) */
 } ty__gstore;
 
@@ -519,6 +520,40 @@ static int one_piece_device(ty_runtime *rt, const ty_pending *l, int ndev) {
   return best;
 }
 
+static bool touched_by(const ty_pending *l, const ty_storage *stg) {
+  for (int i = 0; i < l->nargs; i++)
+    if (l->args[i].store->storage == stg) return true;
+  return false;
+}
+
+/* Make room on device d: the block of the storage least recently used by a
+ * launch (and not by l) goes, its bytes valid only there copied to the host
+ * first. False when no block can go (none left, or the host buffer cannot
+ * be had). */
+static bool evict_one(ty_runtime *rt, const ty_pending *l, int d, ty_record *e) {
+  ty__gstore *victim = NULL;
+  for (ty__gstore *gs = rt->gstores; gs; gs = gs->next)
+    if (gs->blk[d] && !touched_by(l, gs->stg) && (!victim || gs->used < victim->used)) victim = gs;
+  if (!victim) return false;
+  ty_storage *stg = victim->stg;
+  ty__coh_copies cp = {0};
+  char err[512] = "";
+  bool waited[TY_MAX_GPUS] = {false};
+  /* zeros where never written, as a host buffer is */
+  ty_status st = stg->data || stg->cancelled ? TY_OK : ty__storage_ensure(rt, stg, true);
+  if (st == TY_OK) st = ty__gpu_join(rt);
+  if (st == TY_OK && !stg->cancelled) st = ty__coh_evict(&victim->coh, TY__COH_DEV(d), &cp);
+  if (st == TY_OK) st = run_copies(rt, victim, &cp, 0, e, waited, err, sizeof err);
+  if (st == TY_OK && waited[d]) st = ty__gpu_sync(rt->gpu, d, 0, err, sizeof err);
+  if (st == TY_OK) {
+    rt->stats.gpu_evictions++;
+    ty__gpu_free(rt->gpu, d, victim->blk[d], 0);
+    victim->blk[d] = NULL;
+  }
+  ty__coh_copies_free(&cp);
+  return st == TY_OK;
+}
+
 ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, bool *fallback,
                       char *why, size_t whylen) {
   lane %= TY__GPU_STREAMS;
@@ -555,13 +590,17 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
       ty_storage *stg = l->args[i].store->storage;
       ty__gstore *gs = gstore_of(rt, stg);
       if (!gs) return ty__fail(rt, TY_ENOMEM, "%s: out of memory", l->task->name);
+      gs->used = ++rt->gpu_clock;
       if (gs->blk[d] || stg->nbytes == 0) continue;
       char what[200];
       store_name(l->args[i].store, what, sizeof what);
-      if (ty__gpu_alloc(g, d, stg->nbytes, 0, what, &gs->blk[d], err, sizeof err) != TY_OK) {
-        snprintf(why, whylen, "ran on the CPU: %s", err);
-        *fallback = true;
-        return TY_OK;
+      /* a full pool gives up the least recently used stores first */
+      while (ty__gpu_alloc(g, d, stg->nbytes, 0, what, &gs->blk[d], err, sizeof err) != TY_OK) {
+        if (!evict_one(rt, l, d, e)) {
+          snprintf(why, whylen, "ran on the CPU: %s", err);
+          *fallback = true;
+          return TY_OK;
+        }
       }
     }
   }

@@ -264,6 +264,7 @@ struct ty_runtime {
   struct ty__gpu *gpu; /* gpu_kernels.c: devices, pools, streams (NULL: none probed) */
   struct ty__gstore *gstores; /* exec_gpu.c: the storages a GPU touched */
   uint64_t gpu_turn;          /* exec_gpu.c: the next GPU of a task-mode launch */
+  uint64_t gpu_clock;         /* exec_gpu.c: launches' touches of stores, for eviction */
   uint8_t gpu_used[TY_MAX_GPUS];   /* exec_gpu.c: streams but 0 with work since the last join */
   uint8_t gpu_behind[TY_MAX_GPUS]; /* exec_gpu.c: streams not yet ordered after stream 0 */
 

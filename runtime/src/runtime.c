@@ -272,13 +272,13 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       "critical_path", "widest_wave", "concurrent_launches", "bytes_allocated", "bytes_freed",
       "bytes_live", "bytes_peak", "bytes_reserved", "bytes_elided", "peak_transient",
       "stores_live", "stream_groups", "stream_pieces", "stream_peak", "gpu_launches",
-      "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes"};
+      "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_evictions"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
                      s.bytes_allocated, s.bytes_freed, s.bytes_live, s.bytes_peak,
                      s.bytes_reserved, s.bytes_elided, s.peak_transient, s.stores_live,
                      s.stream_groups, s.stream_pieces, s.stream_peak, s.gpu_launches,
-                     s.gpu_h2d_bytes, s.gpu_d2h_bytes, s.gpu_d2d_bytes};
+                     s.gpu_h2d_bytes, s.gpu_d2h_bytes, s.gpu_d2d_bytes, s.gpu_evictions};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
   char *b = ty__malloc(cap);
@@ -332,8 +332,9 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       ty_format_bytes((double)s.gpu_h2d_bytes, h2d, sizeof h2d);
       ty_format_bytes((double)s.gpu_d2h_bytes, d2h, sizeof d2h);
       ty_format_bytes((double)s.gpu_d2d_bytes, d2d, sizeof d2d);
-      PUT("  gpu             %llu launches; copied %s to GPUs, %s to the host, %s between GPUs\n",
-          (unsigned long long)s.gpu_launches, h2d, d2h, d2d);
+      PUT("  gpu             %llu launches; copied %s to GPUs, %s to the host, %s between GPUs; "
+          "%llu evictions\n",
+          (unsigned long long)s.gpu_launches, h2d, d2h, d2d, (unsigned long long)s.gpu_evictions);
     }
   } else {
     free(b);

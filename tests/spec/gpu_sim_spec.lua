@@ -193,6 +193,30 @@ describe("the GPU path on simulated devices", function()
 end)
 
 describe("the GPU path with a small device budget", function()
+  it("gives up the least recently used stores' device copies to make room", function()
+    local out, code = spec_lua([[
+      local s = {}
+      tycho.parallel({target = "gpu"}, function()
+        for i = 1, 8 do                             -- 4 MiB each; 8 do not fit in 20 MB
+          s[i] = tycho.arange(1 << 19) * 1.0 + i
+          tycho.flush()
+        end
+      end)
+      local st = tycho.stats()
+      print("evictions", st.gpu_evictions)
+      for i = 1, 8 do print(string.format("sum %d %.17g", i, s[i]:sum():item())) end
+      print(tostring(tycho.explain(3)))
+    ]], {TYCHO_GPUS = "sim:1", TYCHO_FBMEM = "20MB"})
+    assert.equal(0, code, out)
+    local ev = tonumber(out:match("evictions%s+(%d+)"))
+    assert.is_true(ev and ev > 0, out)
+    local n = 1 << 19
+    for i = 1, 8 do
+      assert.truthy(out:find(string.format("sum %d %.17g", i, n * (n - 1) / 2 + i * n), 1, true), out)
+    end
+    assert.falsy(out:find("ran on the CPU", 1, true), out)
+  end)
+
   it("runs what does not fit on the CPU, with the same results", function()
     local out, code = spec_lua([[
       local t = tycho.parallel({target = "gpu"}, function()

@@ -279,6 +279,8 @@ typedef struct ty_stats {
   uint64_t gpu_h2d_bytes;   /* bytes copied host to device */
   uint64_t gpu_d2h_bytes;   /* bytes copied device to host */
   uint64_t gpu_d2d_bytes;   /* bytes copied between devices */
+  uint64_t gpu_evictions;   /* stores' device copies given up to make room (their bytes
+                               valid only there copied to the host first) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 
