@@ -10,7 +10,7 @@
  * it and every parallel mode gives the same bits: views (slices, selects,
  * transposes, broadcasts, the negative-stride flip of tycho/shape.h), copies
  * into views of a new store (`dst[{...}] = src`) and element-wise ops; the
- * one new task is the scan (runtime/src/ops_shape.c).
+ * one new task is the scan (runtime/src/ops/ops_shape.c).
  *
  * Conventions (DESIGN.md §6): numpy's names and values; axes are 1-based,
  * negative from the end; positions are 1-based (split points, indices()).

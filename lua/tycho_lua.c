@@ -709,7 +709,7 @@ static const luaL_Reg runtime_funcs[] = {
 
 /* ---- Lua states under fault injection ------------------------------------------------- */
 
-/* Defined by the core (runtime/src/alloc.c): counts one allocation and says
+/* Defined by the core (runtime/src/core/alloc.c): counts one allocation and says
  * whether the injector wants it to fail. The one internal symbol the binding
  * uses, so that Lua's allocations and the core's share one count. */
 bool ty__alloc_should_fail(void);

@@ -1,5 +1,5 @@
 /*
- * fuzz_npy.c — libFuzzer target for the .npy reader (runtime/src/npy.c).
+ * fuzz_npy.c — libFuzzer target for the .npy reader (runtime/src/io/npy.c).
  *
  * Each input is a whole file. It goes through the pure parser and decoder
  * (ty__npy_parse, ty__npy_decode) and through the whole loader

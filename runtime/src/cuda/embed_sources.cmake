@@ -1,5 +1,5 @@
 # embed_sources.cmake — the built-in kernels as CUDA C text for the simulated
-# GPUs (runtime/src/gpu_sim.c compiles them for the host), run at build time:
+# GPUs (runtime/src/gpu/gpu_sim.c compiles them for the host), run at build time:
 #   cmake -DSRC=<this directory> -DOUT=<file.c> -P embed_sources.cmake
 # Each of fill.cu and reduce.cu becomes one self-contained text (its
 # #include "..." lines replaced by the files, once each; <math_constants.h>

@@ -181,7 +181,7 @@ typedef ty_sbuf sbuf;
 /* Types and helpers of every generated file. vd: CG_W doubles; vm: lane
  * masks (-1 true, 0 false), what GCC's vector comparisons give. */
 static void preamble(sbuf *b) {
-  put(b, "/* tycho: a fused run compiled by runtime/src/fused_codegen.c */\n");
+  put(b, "/* tycho: a fused run compiled by runtime/src/exec/fused_codegen.c */\n");
   put(b, "#ifndef %s\n#error \"tycho: this kernel needs the runtime's vector ISA (%s)\"\n#endif\n", CG_ISA, CG_ISA);
   /* the flags are part of the text, so of the cache key (fk-<hash>.so) */
   put(b, "/* compiled with: %s */\n", ty__isa_cflags());

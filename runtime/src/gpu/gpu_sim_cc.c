@@ -40,7 +40,7 @@ extern char **environ;
 /* Maps CUDA C onto C++ for the host. TY_SIM_SCAN (the preprocessing pass
  * that finds the kernels) marks each __global__. */
 static const char SHIM[] =
-    "/* tycho simulated GPU: CUDA C compiled for the host (runtime/src/gpu_sim.c) */\n"
+    "/* tycho simulated GPU: CUDA C compiled for the host (runtime/src/gpu/gpu_sim.c) */\n"
     "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
     "#ifdef TY_SIM_SCAN\n#define __global__ TY_SIM_KERNEL\n#else\n#define __global__\n#endif\n"
     "#define __device__\n#define __host__\n#define __forceinline__ inline\n"
