@@ -9,6 +9,7 @@
  */
 #include "internal.h"
 #include "trace.h"
+#include "exec_gpu.h"
 #include "gpu_kernels.h"
 
 #include <errno.h>
@@ -171,6 +172,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
     free(rt);
     return st;
   }
+  rt->devices = &ty__gpu_devices; /* the executor's GPU processors (gpu/exec_gpu.c) */
   st = ty__register_builtins(rt);
   if (st == TY_OK) st = ty__register_index_ops(rt);
   if (st == TY_OK) st = ty__register_shape_ops(rt);

@@ -262,6 +262,7 @@ struct ty_runtime {
   ty_flush_stats last_flush;
   struct ty_trace *trace;
   struct ty__gpu *gpu; /* gpu_kernels.c: devices, pools, streams (NULL: none probed) */
+  const struct ty__devices *devices; /* the GPU executor's entry points (NULL: none) */
   struct ty__gstore *gstores; /* exec_gpu.c: the storages a GPU touched */
   uint64_t gpu_turn;          /* exec_gpu.c: the next GPU of a task-mode launch */
   uint64_t gpu_clock;         /* exec_gpu.c: launches' touches of stores, for eviction */
@@ -275,6 +276,33 @@ struct ty_runtime {
   /* built-in tasks, filled by ty__register_builtins (builtins.c, builtins.h) */
   const struct ty__builtins *builtins;
 };
+
+/* Processors with memory of their own (GPUs: gpu/exec_gpu.c), as the
+ * executor and host code reach them: runtime.c installs the table
+ * (rt->devices) when it probes the GPUs, so that the layers below name no
+ * GPU function. place: whether launch l runs there (why: for explain); run:
+ * run it there on stream `lane` (*fallback: it could not, nothing changed);
+ * join: order every stream after what was queued so far; host: before host
+ * code reads (TY__HOST_READ), updates (TY__HOST_WRITE) or overwrites every
+ * byte of (TY__HOST_DISCARD) bytes [lo, hi) of a storage's host memory;
+ * forget: a storage is being freed. */
+enum { TY__HOST_READ = 0, TY__HOST_WRITE, TY__HOST_DISCARD };
+typedef struct ty__devices {
+  bool (*place)(ty_runtime *rt, const struct ty_pending *l, char *why, size_t whylen);
+  ty_status (*run)(ty_runtime *rt, struct ty_pending *l, int lane, struct ty_record *e, bool *fallback,
+                   char *why, size_t whylen);
+  ty_status (*join)(ty_runtime *rt);
+  ty_status (*host)(ty_runtime *rt, ty_storage *stg, uint64_t lo, uint64_t hi, int access);
+  void (*forget)(ty_runtime *rt, ty_storage *stg);
+} ty__devices;
+
+/* The byte range a strided box touches (elements offset + sum i[d] *
+ * strides[d], es bytes each): [lo, hi); *dense when it touches every byte
+ * of it (store.c). */
+void ty__tile_range(int ndim, const int64_t *shape, const int64_t *strides, int64_t offset, size_t es,
+                    uint64_t *lo, uint64_t *hi, bool *dense);
+/* The byte range of a store's view in its storage. */
+void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense);
 
 /* Runtime references held by stores (runtime.c). */
 void ty__runtime_ref(ty_runtime *rt);
@@ -370,7 +398,8 @@ const char *ty__intern(ty_runtime *rt, const char *text);
 void ty__origins_free(ty_runtime *rt);
 void ty__origin_text(const ty_origin *o, int axis, const struct ty_task *task, char *buf, size_t len);
 
-/* Explain (explain.c): the next record of the ring (zeroed). */
+/* Explain records (core/record.c): the next record of the ring (zeroed);
+ * plan/explain.c renders them. */
 ty_record *ty__explain_next(ty_runtime *rt);
 /* Print the entries recorded since `since` (a value of rt->nexplained). */
 void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out);

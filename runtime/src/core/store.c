@@ -15,7 +15,6 @@
  * (__builtin_*_overflow), and report "<fn>: ... overflows int64".
  */
 #include "internal.h"
-#include "exec_gpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -405,7 +404,7 @@ ty_status ty__unavailable(ty_runtime *rt, const char *fn, const ty_storage *stg)
 static void storage_release(ty_storage *st) {
   if (--st->refs > 0) return;
   ty_runtime *rt = st->rt;
-  if (st->gpu) ty__storage_gpu_free(rt, st); /* an attached buffer gets its values first */
+  if (st->gpu && rt->devices) rt->devices->forget(rt, st); /* an attached buffer gets its values first */
   if (st->external) {
     if (st->release) st->release(st->release_ud);
     storage_free(rt, st);
@@ -720,7 +719,7 @@ static ty_status prepare_read(ty_runtime *rt, ty_store *s) {
   uint64_t lo, hi;
   bool dense;
   ty__store_range(s, &lo, &hi, &dense);
-  return ty__storage_host(rt, s->storage, lo, hi, TY__HOST_READ);
+  return rt->devices ? rt->devices->host(rt, s->storage, lo, hi, TY__HOST_READ) : TY_OK;
 }
 
 ty_status ty_store_read(ty_runtime *rt, ty_store *s, void *dst, size_t dstlen) {
@@ -790,4 +789,51 @@ ty_status ty_store_get(ty_runtime *rt, ty_store *s, const int64_t *index, ty_val
   if (st) return st;
   value_at(s, ty__store_base(s) + off * (int64_t)ty_dtype_size(s->dtype), out);
   return TY_OK;
+}
+
+void ty__tile_range(int ndim, const int64_t *shape, const int64_t *strides, int64_t offset, size_t es,
+                     uint64_t *lo, uint64_t *hi, bool *dense) {
+  int64_t mn = offset, mx = offset;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] == 0) {
+      *lo = *hi = (uint64_t)offset * es;
+      *dense = true;
+      return;
+    }
+    int64_t reach = strides[d] * (shape[d] - 1);
+    if (reach < 0) mn += reach;
+    else mx += reach;
+  }
+  *lo = (uint64_t)mn * es;
+  *hi = (uint64_t)(mx + 1) * es;
+  /* dense: the distinct elements touched fill [mn, mx]. Sort the dims that
+   * move (extent > 1, stride != 0) by |stride|; they tile the range without
+   * gaps when each stride equals the product of the extents below it. */
+  int64_t st[TY_MAX_RANK], ex[TY_MAX_RANK];
+  int m = 0;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] == 1 || strides[d] == 0) continue;
+    st[m] = strides[d] < 0 ? -strides[d] : strides[d];
+    ex[m++] = shape[d];
+  }
+  for (int i = 1; i < m; i++) /* insertion sort: m <= 16 */
+    for (int j = i; j > 0 && st[j] < st[j - 1]; j--) {
+      int64_t t = st[j];
+      st[j] = st[j - 1];
+      st[j - 1] = t;
+      t = ex[j];
+      ex[j] = ex[j - 1];
+      ex[j - 1] = t;
+    }
+  int64_t expect = 1;
+  bool ok = true;
+  for (int i = 0; i < m && ok; i++) {
+    ok = st[i] == expect;
+    expect *= ex[i];
+  }
+  *dense = ok;
+}
+
+void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense) {
+  ty__tile_range(s->ndim, s->shape, s->strides, s->offset, ty_dtype_size(s->dtype), lo, hi, dense);
 }

@@ -19,7 +19,6 @@
  */
 #include "internal.h"
 #include "exec.h"
-#include "exec_gpu.h"
 #include "trace.h"
 
 #include <math.h>
@@ -270,14 +269,14 @@ static ty_status host_copies(ty_runtime *rt, const ty_pending *l) {
   for (int n = 0; n < 2 * l->nargs; n++) {
     const ty_arg *a = &l->args[n % l->nargs];
     ty_storage *stg = a->store->storage;
-    if (!stg->gpu || (n < l->nargs) != (a->priv == TY_PRIV_IN)) continue;
+    if (!stg->gpu || !rt->devices || (n < l->nargs) != (a->priv == TY_PRIV_IN)) continue;
     uint64_t lo, hi;
     bool dense;
     ty__store_range(a->store, &lo, &hi, &dense);
     int access = a->priv == TY_PRIV_IN ? TY__HOST_READ
                  : a->priv == TY_PRIV_OUT && dense && a->proj == TY_PROJ_ALIGNED ? TY__HOST_DISCARD
                                                                                  : TY__HOST_WRITE;
-    ty_status st = ty__storage_host(rt, stg, lo, hi, access);
+    ty_status st = rt->devices->host(rt, stg, lo, hi, access);
     if (st) return st;
   }
   return TY_OK;
@@ -300,10 +299,10 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
   }
   ty_record *e = NULL;
   char place[192] = "";
-  if (lane >= 0 && ty__gpu_place(rt, l, place, sizeof place)) {
+  if (lane >= 0 && rt->devices && rt->devices->place(rt, l, place, sizeof place)) {
     e = pr->explain = new_record(rt, l);
     bool fallback;
-    ty_status st = ty__gpu_run(rt, l, lane, e, &fallback, place, sizeof place);
+    ty_status st = rt->devices->run(rt, l, lane, e, &fallback, place, sizeof place);
     ty__strlcpy(e->place, place, sizeof e->place);
     if (!fallback) {
       pr->gpu = true;
@@ -537,7 +536,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   int total = 0;
   bool any_omp = false;
   /* on GPUs, what earlier waves queued on any stream comes before this wave */
-  if (rt->gstores) note_error(rt, ty__gpu_join(rt), first, firstmsg, msglen);
+  if (rt->gstores && rt->devices) note_error(rt, rt->devices->join(rt), first, firstmsg, msglen);
   for (int m = 0; m < count; m++) {
     sts[m] = prepare(rt, w[members[m]], &prs[m], m);
     if (sts[m] == TY_OK && !prs[m].skip) {

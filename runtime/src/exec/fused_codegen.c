@@ -998,3 +998,19 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   if (!fn) *contig = 0, *kind = TY__FK_FLAT;
   return fn;
 }
+
+/* Fusion's state in a runtime (fused.h): the task "fused"'s data, made with
+ * the built-ins (builtins.c) and used by the fusion pass (plan/fuse.c). */
+ty__fusion *ty__fusion_new(void) {
+  ty__fusion *s = ty__calloc(1, sizeof *s);
+  if (s) s->cg = ty__codegen_new();
+  return s;
+}
+
+void ty__fusion_free(void *state) {
+  ty__fusion *s = state;
+  if (!s) return;
+  ty__codegen_free(s->cg);
+  free(s->scratch);
+  free(s);
+}

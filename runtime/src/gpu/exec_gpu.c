@@ -357,10 +357,6 @@ bool ty__storage_host_valid(const ty_storage *stg, uint64_t lo, uint64_t hi) {
   return !stg->gpu || hi <= lo || ty__coh_valid(&stg->gpu->coh, lo, hi, TY__COH_HOST);
 }
 
-void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense) {
-  ty__coh_tile_range(s->ndim, s->shape, s->strides, s->offset, ty_dtype_size(s->dtype), lo, hi, dense);
-}
-
 ty_status ty__gpu_flush_end(ty_runtime *rt) {
   ty_status jst = ty__gpu_join(rt);
   if (jst) return jst;
@@ -683,3 +679,6 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
   rt->stats.pieces += (uint64_t)pieces;
   return st;
 }
+
+const ty__devices ty__gpu_devices = {ty__gpu_place, ty__gpu_run, ty__gpu_join, ty__storage_host,
+                                     ty__storage_gpu_free};

@@ -49,16 +49,11 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
  * queued, with events only. */
 ty_status ty__gpu_join(ty_runtime *rt);
 
-/* Before host code reads (TY__HOST_READ), updates (TY__HOST_WRITE) or
- * overwrites every byte of (TY__HOST_DISCARD) bytes [lo, hi) of stg's host
- * memory: copies what is valid only on a GPU back and waits for it; a write
- * makes the device copies stale. The host buffer must be allocated. No-op
- * for a storage no GPU touched. */
-enum { TY__HOST_READ = 0, TY__HOST_WRITE, TY__HOST_DISCARD };
+/* Before host code reads, updates or overwrites bytes [lo, hi) of stg's host
+ * memory (TY__HOST_*, internal.h): copies what is valid only on a GPU back
+ * and waits for it; a write makes the device copies stale. The host buffer
+ * must be allocated. No-op for a storage no GPU touched. */
 ty_status ty__storage_host(ty_runtime *rt, ty_storage *stg, uint64_t lo, uint64_t hi, int access);
-/* The byte range of a store's view in its storage (for ty__storage_host);
- * *dense: the view covers every byte of it. */
-void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense);
 /* Whether bytes [lo, hi) of stg are valid in host memory now. */
 bool ty__storage_host_valid(const ty_storage *stg, uint64_t lo, uint64_t hi);
 /* The storage is being freed: give its device blocks back (after the work
@@ -67,5 +62,9 @@ void ty__storage_gpu_free(ty_runtime *rt, ty_storage *stg);
 /* End of a flush: attached host buffers (ty_store_attach) hold their
  * values again, since the application may read them directly. */
 ty_status ty__gpu_flush_end(ty_runtime *rt);
+
+/* The entry points above as the executor and the core reach them
+ * (rt->devices, installed by runtime.c). */
+extern const ty__devices ty__gpu_devices;
 
 #endif

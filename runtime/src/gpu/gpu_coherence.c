@@ -10,6 +10,7 @@
  */
 #include "alloc.h"
 #include "gpu_coherence.h"
+#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -180,43 +181,5 @@ void ty__coh_copies_free(ty__coh_copies *c) {
 
 void ty__coh_tile_range(int ndim, const int64_t *shape, const int64_t *strides, int64_t offset,
                         size_t es, uint64_t *lo, uint64_t *hi, bool *dense) {
-  int64_t mn = offset, mx = offset;
-  for (int d = 0; d < ndim; d++) {
-    if (shape[d] == 0) {
-      *lo = *hi = (uint64_t)offset * es;
-      *dense = true;
-      return;
-    }
-    int64_t reach = strides[d] * (shape[d] - 1);
-    if (reach < 0) mn += reach;
-    else mx += reach;
-  }
-  *lo = (uint64_t)mn * es;
-  *hi = (uint64_t)(mx + 1) * es;
-  /* dense: the distinct elements touched fill [mn, mx]. Sort the dims that
-   * move (extent > 1, stride != 0) by |stride|; they tile the range without
-   * gaps when each stride equals the product of the extents below it. */
-  int64_t st[TY_MAX_RANK], ex[TY_MAX_RANK];
-  int m = 0;
-  for (int d = 0; d < ndim; d++) {
-    if (shape[d] == 1 || strides[d] == 0) continue;
-    st[m] = strides[d] < 0 ? -strides[d] : strides[d];
-    ex[m++] = shape[d];
-  }
-  for (int i = 1; i < m; i++) /* insertion sort: m <= 16 */
-    for (int j = i; j > 0 && st[j] < st[j - 1]; j--) {
-      int64_t t = st[j];
-      st[j] = st[j - 1];
-      st[j - 1] = t;
-      t = ex[j];
-      ex[j] = ex[j - 1];
-      ex[j - 1] = t;
-    }
-  int64_t expect = 1;
-  bool ok = true;
-  for (int i = 0; i < m && ok; i++) {
-    ok = st[i] == expect;
-    expect *= ex[i];
-  }
-  *dense = ok;
+  ty__tile_range(ndim, shape, strides, offset, es, lo, hi, dense);
 }

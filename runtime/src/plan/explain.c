@@ -12,18 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-ty_record *ty__explain_next(ty_runtime *rt) {
-  ty_record *r = &rt->explain[rt->nexplained++ % TY_EXPLAIN_KEEP];
-  r->processor = -1;
-  r->wave = r->waves = 0;
-  r->fused = 0;
-  r->fused_ops[0] = 0;
-  r->fuse_end[0] = 0;
-  r->stream[0] = 0;
-  memset(&r->flush, 0, sizeof r->flush); /* stamped when its flush ends (window.c) */
-  return r;
-}
-
 static void fmt_bytes(int64_t b, char *buf, size_t len) { ty_format_bytes((double)b, buf, len); }
 
 /* The reader's view of a record: every text composed here, not on the
