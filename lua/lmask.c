@@ -27,14 +27,10 @@
 
 static bool is_int(ty_dtype t) { return t == TY_I64 || t == TY_I32 || t == TY_U8; }
 
-/* Raise naming the first position of idx outside a dim of size n; entry k > 0:
- * idx is index[k] of a table. */
-static void check_entry(lua_State *L, ty_runtime *rt, ty_store *idx, int64_t n, int dim, int k,
-                        const char *fn) {
-  int64_t at = -1, v = 0;
-  ty_status st = ty_index_check(rt, idx, n, 1, &at, &v);
-  if (st != TY_OK) tl_fail(L, rt, fn, st);
-  if (at < 0) return;
+/* Raise for the bad position v, entry `at` (C order) of idx, over a dim of
+ * size n; entry k > 0: idx is index[k] of a table. */
+static void bad_position(lua_State *L, ty_store *idx, int64_t at, int64_t v, int64_t n, int dim,
+                         int k, const char *fn) {
   const char *hint = v == 0 ? " (positions start at 1; -1 is the last)" : "";
   char entry[32] = "";
   if (k > 0) snprintf(entry, sizeof entry, "index[%d]: ", k);
@@ -44,6 +40,16 @@ static void check_entry(lua_State *L, ty_runtime *rt, ty_store *idx, int64_t n, 
   tl_error(L, fn, "%sindex %lld (entry %lld of the index store, in C order) is out of range for "
            "dimension %d of size %lld%s", entry, (long long)v, (long long)at + 1, dim + 1,
            (long long)n, hint);
+}
+
+/* Raise naming the first position of idx outside a dim of size n (one
+ * parallel pass over idx, then a read: it runs the window). */
+static void check_entry(lua_State *L, ty_runtime *rt, ty_store *idx, int64_t n, int dim, int k,
+                        const char *fn) {
+  int64_t at = -1, v = 0;
+  ty_status st = ty_index_check(rt, idx, n, 1, &at, &v);
+  if (st != TY_OK) tl_fail(L, rt, fn, st);
+  if (at >= 0) bad_position(L, idx, at, v, n, dim, k, fn);
 }
 
 static void check_positions(lua_State *L, ty_runtime *rt, ty_store *idx, int64_t n, int dim,
@@ -117,6 +123,9 @@ typedef struct adv_index {
   int ns;                     /* index stores, in table order */
   ty_store *idx[TY_MAX_RANK]; /* their positions (a 1-D mask: its nonzero) */
   int vdim[TY_MAX_RANK];      /* the dim of `view` each one indexes */
+  int xdim[TY_MAX_RANK];      /* ... and of x, and its entry in the table (messages) */
+  int entry[TY_MAX_RANK];
+  bool checked[TY_MAX_RANK];  /* known good (a mask's positions) */
   int at;                     /* where the broadcast dims go: vdim[0], or 0 */
   ty_store *view;             /* x with the other entries applied (pushed) */
 } adv_index;
@@ -160,8 +169,8 @@ static ty_store *mask_positions(lua_State *L, ty_runtime *rt, ty_store *m, int64
 }
 
 /* Parse the table at tidx (holding at least one store) into *a; pushes the
- * view, the stores made from masks and a few temporaries. Every position is
- * checked here (the first bad one of each store is named). */
+ * view, the stores made from masks and a few temporaries. The positions are
+ * checked by check_adv (or by the put itself). */
 static void parse_adv(lua_State *L, ty_runtime *rt, int tidx, ty_store *x, const char *fn,
                       adv_index *a) {
   lua_Unsigned n = lua_rawlen(L, tidx);
@@ -202,8 +211,8 @@ static void parse_adv(lua_State *L, ty_runtime *rt, int tidx, ty_store *x, const
     }
     if (s) {
       const int64_t size = xshape[xdim];
-      if (ty_store_dtype(s) == TY_BOOL) s = mask_positions(L, rt, s, size, xdim, k, fn);
-      else check_entry(L, rt, s, size, xdim, k, fn);
+      a->checked[a->ns] = ty_store_dtype(s) == TY_BOOL;
+      if (a->checked[a->ns]) s = mask_positions(L, rt, s, size, xdim, k, fn);
       int nb;
       int64_t b[TY_MAX_RANK];
       if (ty_broadcast_shapes(bnd, bsh, ty_store_ndim(s), ty_store_shape(s), &nb, b) != TY_OK) {
@@ -216,12 +225,22 @@ static void parse_adv(lua_State *L, ty_runtime *rt, int tidx, ty_store *x, const
       bnd = nb;
       memcpy(bsh, b, sizeof(int64_t) * (size_t)nb);
       a->idx[a->ns] = s;
+      a->xdim[a->ns] = xdim;
+      a->entry[a->ns] = k;
       a->vdim[a->ns++] = vdim;
     }
     if (tp != LUA_TNUMBER) vdim++;
     xdim++;
   }
   a->at = last - first + 1 == nadv ? a->vdim[0] : 0;
+}
+
+/* Raise naming the first bad position of the first store that has one. */
+static void check_adv(lua_State *L, ty_runtime *rt, const adv_index *a, ty_store *x,
+                      const char *fn) {
+  for (int i = 0; i < a->ns; i++)
+    if (!a->checked[i])
+      check_entry(L, rt, a->idx[i], ty_store_shape(x)[a->xdim[i]], a->xdim[i], a->entry[i], fn);
 }
 
 /* The view with the stores' dims moved to at .. at + ns - 1, in table order
@@ -295,6 +314,7 @@ int tl_mask_index(lua_State *L) {
     if (!key) {
       adv_index a;
       parse_adv(L, rt, 2, x, fn, &a);
+      check_adv(L, rt, &a, x, fn);
       ty_store *v = arrange(L, rt, &a, fn), *pos = a.idx[0], *vd = NULL;
       int64_t base = 1;
       if (a.ns > 1) {
@@ -327,14 +347,17 @@ static ty_store *value_of(lua_State *L, ty_runtime *rt, ty_store *x, int vidx, c
   return tl_scalar(L, rt, vidx, fn, ty_store_dtype(x));
 }
 
-/* x[i] = v along axis through ty_put (x dense or not: the core copies). */
+/* x[i] = v along axis through ty_put_checked (x dense or not: the core
+ * copies); a bad position writes nothing and is named (as dim `dim` of
+ * index[k] when k > 0). */
 static void put_axis(lua_State *L, ty_runtime *rt, ty_store *x, ty_store *idx, int axis,
-                     ty_store *v, const char *fn) {
+                     ty_store *v, int dim, int k, const char *fn) {
   if (ty_store_ndim(x) == 0) tl_error(L, fn, "cannot index a 0-d store with positions");
-  check_positions(L, rt, idx, ty_store_shape(x)[axis], axis, fn);
+  int64_t at = -1, bad = 0;
   ty_status st;
-  TL_TRY(L, rt, st, ty_put(rt, x, idx, axis, 1, v));
+  TL_TRY(L, rt, st, ty_put_checked(rt, x, idx, axis, 1, v, &at, &bad));
   if (st != TY_OK) tl_fail(L, rt, fn, st);
+  if (at >= 0) bad_position(L, idx, at, bad, ty_store_shape(x)[axis], dim, k, fn);
 }
 
 int tl_mask_newindex(lua_State *L) {
@@ -351,9 +374,11 @@ int tl_mask_newindex(lua_State *L) {
       parse_adv(L, rt, 2, x, fn, &a);
       ty_store *val = value_of(L, rt, x, 3, fn);
       ty_store *v = arrange(L, rt, &a, fn); /* a view of x */
-      if (a.ns == 1) {
-        TL_TRY(L, rt, st, ty_put(rt, v, a.idx[0], a.at, 1, val));
+      if (a.ns == 1) { /* checked by the put */
+        put_axis(L, rt, v, a.idx[0], a.at, val, a.xdim[0], a.entry[0], fn);
+        return 0;
       } else {
+        check_adv(L, rt, &a, x, fn);
         ty_store *vm = NULL, *vd = NULL;
         ty_store *flat = flat_positions(L, rt, &a, v, &vm, &vd, fn);
         TL_TRY(L, rt, st, ty_put(rt, vm, flat, a.at, 0, val));
@@ -372,7 +397,7 @@ int tl_mask_newindex(lua_State *L) {
     if (st != TY_OK) return tl_fail(L, rt, fn, st);
     return 0;
   }
-  put_axis(L, rt, x, key, 0, val, fn);
+  put_axis(L, rt, x, key, 0, val, 0, 0, fn);
   return 0;
 }
 
@@ -547,7 +572,7 @@ static int l_put(lua_State *L) {
   v = cyclic_values(L, rt, v, idx, s->fn);
   ty_store *xd = NULL;
   ty_store *f = flat_of(L, rt, x, &xd, s->fn);
-  put_axis(L, rt, f, idx, 0, v, s->fn);
+  put_axis(L, rt, f, idx, 0, v, 0, 0, s->fn);
   if (xd != x) { /* x was not dense: put went into a copy */
     ty_status st = ty_copy(rt, x, xd);
     if (st != TY_OK) return tl_fail(L, rt, s->fn, st);
