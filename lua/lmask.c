@@ -1,7 +1,9 @@
 /*
  * lmask.c — selecting by masks and positions from Lua (numpy's boolean and
  * integer-array indexing): x[mask], x[mask] = v, x[idx], x[idx] = v,
- * x[{{}, idx}], x[{i1, i2}] (paired positions) and the functions nonzero,
+ * index tables mixing stores with integers, ranges and tycho.newaxis
+ * (x[{{}, idx}], x[{idx, 2}], x[{i1, 2, i3}]: numpy's advanced indexing,
+ * see adv_index) and their assignments, and the functions nonzero,
  * argwhere, where(cond), count_nonzero, any, all, take, put. The work is the
  * core's (tycho/mask.h: ops_mask.c); this file checks arguments, turns Lua's
  * 1-based positions into the core's `base` and names bad ones.
@@ -9,7 +11,8 @@
  * Rules (DESIGN.md §6): names and values are numpy's, positions are 1-based
  * (negative from the end), so nonzero/argwhere return 1-based positions and
  * x[idx] takes them. An out-of-range position is an error that names the
- * first one in C order (ty_index_check: one reduction, it runs the window).
+ * first one in C order (ty_index_check: one parallel pass, it runs the
+ * window; an assignment uses ty_put_checked, which writes nothing then).
  * A mask (a bool store) selects; an integer store gathers; a float store is
  * refused (numpy's IndexError).
  *

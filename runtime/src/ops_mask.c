@@ -1,7 +1,7 @@
 /*
  * ops_mask.c — boolean-mask selection and integer-position gathers and
  * scatters (tycho/mask.h): the tasks mask_count, mask_compress, mask_expand,
- * take and put, and the calls that launch them.
+ * take, put and index_check, and the calls that launch them.
  *
  * Every task here is an ordinary launch (it shows in explain) whose pieces
  * write disjoint elements, so results are the same bits under any piece
@@ -21,7 +21,13 @@
  *   - put          domain (o, m, r) over x (in/out): each piece walks all of
  *                  idx in order and writes the positions inside its range,
  *                  so the last of repeated positions wins (numpy's rule)
- *                  without any ordering between pieces.
+ *                  without any ordering between pieces (bucketing idx by
+ *                  piece would need pieces that write scattered outputs,
+ *                  which the launch model has no projection for);
+ *   - index_check  domain (C, CHUNK) over the positions: each chunk's first
+ *                  bad one (or -1); a checked put reads these (whole) and
+ *                  writes nothing when one is set, so the check and the put
+ *                  run in one flush and a bad position changes nothing.
  * Inputs that are not dense are copied to dense stores first (a copy
  * launch), so the kernels see at most 3-D strided tiles.
  */
