@@ -824,6 +824,36 @@ static ty_status along_dense(ty_runtime *rt, ty_store *s, int axis, const int64_
   return st;
 }
 
+/* Merge dims [a, b) of s into one (size *n, stride *stride), or false when
+ * their elements are not evenly spaced (each dim's stride is the next one's
+ * times its size; dims of size 1 fit anywhere). */
+static bool merge_dims(const ty_store *s, int a, int b, int64_t *n, int64_t *stride) {
+  *n = 1;
+  *stride = 0;
+  int64_t next = -1; /* the stride the next dim to the left must have */
+  for (int d = b - 1; d >= a; d--) {
+    if (s->shape[d] == 1) continue;
+    if (next >= 0 && s->strides[d] != next) return false;
+    if (next < 0) *stride = s->strides[d];
+    *n *= s->shape[d];
+    next = s->strides[d] * s->shape[d];
+  }
+  return true;
+}
+
+/* s as an (o, m, r) view around axis without a copy (*out; NULL when its
+ * dims do not merge, or for writing when a dim is broadcast). A column of a
+ * matrix, x[{{}, 2}], is one: x[{i, 2}] gathers and scatters in place. */
+static ty_status view3(ty_runtime *rt, ty_store *s, int axis, bool writing, ty_store **out) {
+  *out = NULL;
+  int64_t o, so, r, sr;
+  if (!merge_dims(s, 0, axis, &o, &so) || !merge_dims(s, axis + 1, s->ndim, &r, &sr)) return TY_OK;
+  for (int d = 0; writing && d < s->ndim; d++)
+    if (s->strides[d] == 0 && s->shape[d] > 1) return TY_OK;
+  return ty__store_view(rt, s, 3, (const int64_t[3]){o, s->shape[axis], r},
+                        (const int64_t[3]){so, s->strides[axis], sr}, s->offset, out);
+}
+
 /* The (o, k, r) domain of a take or put over the indexed shape sh (rank nd):
  * o and r are x's dims around axis, k the positions' (all of idx's dims for
  * take, one for along). */
@@ -871,7 +901,8 @@ static ty_status take_impl(ty_runtime *rt, const char *fn, ty_store *x, ty_store
   if (!st && dom[0] * dom[1] * dom[2] > 0) {
     st = ty_store_reshape(rt, res, 3, dom, &ov);
     if (!st && along) st = along_dense(rt, x, axis, sh, &xv);
-    if (!st && !along) st = dense(rt, x, 3, (const int64_t[3]){dom[0], m, dom[2]}, -1, &xv);
+    if (!st && !along) st = view3(rt, x, axis, false, &xv);
+    if (!st && !along && !xv) st = dense(rt, x, 3, (const int64_t[3]){dom[0], m, dom[2]}, -1, &xv);
     if (!st) st = positions_of(rt, idx, axis, along, sh, dom, true, &iv, &i3);
     if (!st) {
       take_args ta = {.m = m, .base = base, .k = dom[1], .along = along};
@@ -954,22 +985,19 @@ static ty_status put_impl(ty_runtime *rt, const char *fn, ty_store *x, ty_store 
   const int64_t m = x->shape[axis], o = dom[0], k = dom[1], r = dom[2];
   if (k == 0) return TY_OK;
   ty_store *v3 = NULL, *iv = NULL, *i3 = NULL, *work = NULL, *xv = NULL, *bad = NULL;
-  const bool direct = ty_store_is_contiguous(x);
   st = positions_of(rt, idx, axis, along, sh, dom, false, &iv, &i3);
   if (!st && bad_at) st = launch_check(rt, fn, iv, k, m, base, &bad);
+  bool direct = true; /* x written in place (a view of it), else a copy written back */
   if (!st && o * r > 0 && m > 0) {
     st = put_values(rt, x, v, nd, sh, dom, &v3);
-    if (!st) {
-      if (direct) {
-        work = x;
-        ty_store_retain(x);
-      } else {
-        st = ty_store_create(rt, x->dtype, x->ndim, x->shape, &work);
-        if (!st) st = ty_copy(rt, work, x);
-      }
+    if (!st) st = view3(rt, x, axis, true, &xv);
+    if (!st && !xv) {
+      direct = false;
+      st = ty_store_create(rt, x->dtype, x->ndim, x->shape, &work);
+      if (!st) st = ty_copy(rt, work, x);
+      if (!st) st = ty_store_reshape(rt, work, 3, (const int64_t[3]){o, m, r}, &xv);
     }
     const int64_t xdom[3] = {o, m, r};
-    if (!st) st = ty_store_reshape(rt, work, 3, xdom, &xv);
     if (!st) {
       take_args ta = {.m = m, .base = base, .k = k, .along = along, .gate = bad ? bad->shape[0] : 0};
       ty_arg args[4] = {ty__arg(xv, TY_PRIV_INOUT, TY_PROJ_ALIGNED), ty__arg(iv, TY_PRIV_IN, TY_PROJ_WHOLE),

@@ -109,6 +109,21 @@ describe("x[{...}] = v with index stores", function()
     x[{ tycho.array({ true, false, true }), 3, tycho.array({ 2, 3 }) }] = 0
     same(x[{ {}, 3 }]:totable(), { { 10, 0, 12, 13, 14 }, { 30, 31, 32, 33, 34 }, { 50, 51, 0, 53, 54 } })
   end)
+  it("writes views whose dims do not merge (a copy written back) and columns (in place)", function()
+    local x = X()
+    local y = x[{ {}, {}, { 1, 3 } }] -- numpy y = x[:, :, 0:3], (3, 4, 3)
+    check(y[{ tycho.array({ 3, 1 }), { 2, 3 } }], { 2, 2, 3 },
+      { { { 45, 46, 47 }, { 50, 51, 52 } }, { { 5, 6, 7 }, { 10, 11, 12 } } })
+    y[{ tycho.array({ 3, 1, 3 }), { 2, 3 } }] = tycho.arange(18):reshape(3, 2, 3) + 100
+    same(x[{ {}, { 2, 3 } }]:totable(),
+      { { { 106, 107, 108, 8, 9 }, { 109, 110, 111, 13, 14 } },
+        { { 25, 26, 27, 28, 29 }, { 30, 31, 32, 33, 34 } },
+        { { 112, 113, 114, 48, 49 }, { 115, 116, 117, 53, 54 } } })
+    x = X()
+    local c = x[{ {}, {}, 2 }] -- numpy c = x[:, :, 1]
+    c[{ tycho.array({ 2, 2 }), -1 }] = tycho.array({ 7, 8 })
+    same(x[{ {}, {}, 2 }]:totable(), { { 1, 6, 11, 16 }, { 21, 26, 31, 8 }, { 41, 46, 51, 56 } })
+  end)
   it("gives the same values with single, all and fusion off", function()
     local function run()
       local a = tycho.arange(200000):reshape(400, 500)
