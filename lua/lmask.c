@@ -1,7 +1,9 @@
 /*
  * lmask.c — selecting by masks and positions from Lua (numpy's boolean and
  * integer-array indexing): x[mask], x[mask] = v, x[idx], x[idx] = v,
- * x[{{}, idx}], x[{i1, i2}] (paired positions) and the functions nonzero,
+ * index tables mixing stores with integers, ranges and tycho.newaxis
+ * (x[{{}, idx}], x[{idx, 2}], x[{i1, 2, i3}]: numpy's advanced indexing,
+ * see adv_index) and their assignments, and the functions nonzero,
  * argwhere, where(cond), count_nonzero, any, all, take, put. The work is the
  * core's (tycho/mask.h: ops_mask.c); this file checks arguments, turns Lua's
  * 1-based positions into the core's `base` and names bad ones.
@@ -9,7 +11,8 @@
  * Rules (DESIGN.md §6): names and values are numpy's, positions are 1-based
  * (negative from the end), so nonzero/argwhere return 1-based positions and
  * x[idx] takes them. An out-of-range position is an error that names the
- * first one in C order (ty_index_check: one reduction, it runs the window).
+ * first one in C order (ty_index_check: one parallel pass, it runs the
+ * window; an assignment uses ty_put_checked, which writes nothing then).
  * A mask (a bool store) selects; an integer store gathers; a float store is
  * refused (numpy's IndexError).
  *
@@ -27,20 +30,34 @@
 
 static bool is_int(ty_dtype t) { return t == TY_I64 || t == TY_I32 || t == TY_U8; }
 
-/* Raise naming the first position of idx outside a dim of size n. */
-static void check_positions(lua_State *L, ty_runtime *rt, ty_store *idx, int64_t n, int dim,
-                            const char *fn) {
+/* Raise for the bad position v, entry `at` (C order) of idx, over a dim of
+ * size n; entry k > 0: idx is index[k] of a table. */
+static void bad_position(lua_State *L, ty_store *idx, int64_t at, int64_t v, int64_t n, int dim,
+                         int k, const char *fn) {
+  const char *hint = v == 0 ? " (positions start at 1; -1 is the last)" : "";
+  char entry[32] = "";
+  if (k > 0) snprintf(entry, sizeof entry, "index[%d]: ", k);
+  if (ty_store_size(idx) == 1)
+    tl_error(L, fn, "%sindex %lld is out of range for dimension %d of size %lld%s", entry,
+             (long long)v, dim + 1, (long long)n, hint);
+  tl_error(L, fn, "%sindex %lld (entry %lld of the index store, in C order) is out of range for "
+           "dimension %d of size %lld%s", entry, (long long)v, (long long)at + 1, dim + 1,
+           (long long)n, hint);
+}
+
+/* Raise naming the first position of idx outside a dim of size n (one
+ * parallel pass over idx, then a read: it runs the window). */
+static void check_entry(lua_State *L, ty_runtime *rt, ty_store *idx, int64_t n, int dim, int k,
+                        const char *fn) {
   int64_t at = -1, v = 0;
   ty_status st = ty_index_check(rt, idx, n, 1, &at, &v);
   if (st != TY_OK) tl_fail(L, rt, fn, st);
-  if (at < 0) return;
-  const char *hint = v == 0 ? " (positions start at 1; -1 is the last)" : "";
-  if (ty_store_size(idx) == 1)
-    tl_error(L, fn, "index %lld is out of range for dimension %d of size %lld%s", (long long)v,
-             dim + 1, (long long)n, hint);
-  tl_error(L, fn, "index %lld (entry %lld of the index store, in C order) is out of range for "
-           "dimension %d of size %lld%s", (long long)v, (long long)at + 1, dim + 1, (long long)n,
-           hint);
+  if (at >= 0) bad_position(L, idx, at, v, n, dim, k, fn);
+}
+
+static void check_positions(lua_State *L, ty_runtime *rt, ty_store *idx, int64_t n, int dim,
+                            const char *fn) {
+  check_entry(L, rt, idx, n, dim, 0, fn);
 }
 
 /* A dense copy of s (pushed), or s itself when it is dense. */
@@ -85,52 +102,6 @@ static void check_key(lua_State *L, ty_store *k, const char *fn) {
              ty_dtype_name(t));
 }
 
-/* Paired positions x[{i1, ..., ij}] (stores for the first j dims): the
- * 0-based flat position over those dims, pushed; *xr: x with those dims
- * merged into one (pushed; dense). */
-static ty_store *paired_flat(lua_State *L, ty_runtime *rt, ty_store *x, int j, ty_store **idx,
-                             ty_store **xr, ty_store **xdense, const char *fn) {
-  const int64_t *shape = ty_store_shape(x);
-  int nd = ty_store_ndim(x);
-  ty_store *flat = NULL;
-  int64_t stride = 1;
-  for (int d = j - 1; d >= 0; d--) {
-    check_positions(L, rt, idx[d], shape[d], d, fn);
-    ty_store *ii = idx[d];
-    /* 0-based: i < 0 ? i + n : i - 1, then * stride */
-    ty_store *zero = (lua_pushinteger(L, 0), tl_scalar(L, rt, lua_gettop(L), fn, TY_I64));
-    ty_store *n = (lua_pushinteger(L, shape[d]), tl_scalar(L, rt, lua_gettop(L), fn, TY_I64));
-    ty_store *one = (lua_pushinteger(L, 1), tl_scalar(L, rt, lua_gettop(L), fn, TY_I64));
-    ty_store *sd = (lua_pushinteger(L, stride), tl_scalar(L, rt, lua_gettop(L), fn, TY_I64));
-    ty_store **c = tl_newslot(L), **a = tl_newslot(L), **b = tl_newslot(L), **w = tl_newslot(L),
-             **ws = tl_newslot(L);
-    ty_status st = ty_binary(rt, TY_OP_LT, ii, zero, c);
-    if (st == TY_OK) st = ty_binary(rt, TY_OP_ADD, ii, n, a);
-    if (st == TY_OK) st = ty_binary(rt, TY_OP_SUB, ii, one, b);
-    if (st == TY_OK) st = ty_where(rt, *c, *a, *b, w);
-    if (st == TY_OK) st = ty_binary(rt, TY_OP_MUL, *w, sd, ws);
-    if (st == TY_OK && flat) {
-      ty_store **f = tl_newslot(L);
-      st = ty_binary(rt, TY_OP_ADD, flat, *ws, f);
-      flat = *f;
-    } else {
-      flat = *ws;
-    }
-    if (st != TY_OK) tl_fail(L, rt, fn, st);
-    stride *= shape[d];
-  }
-  ty_store *xd = dense(L, rt, x, fn);
-  if (xdense) *xdense = xd;
-  int64_t sh[TY_MAX_RANK];
-  sh[0] = stride;
-  for (int d = j; d < nd; d++) sh[1 + d - j] = shape[d];
-  ty_store **r = tl_newslot(L);
-  ty_status st = ty_store_reshape(rt, xd, 1 + nd - j, sh, r);
-  if (st != TY_OK) tl_fail(L, rt, fn, st);
-  *xr = *r;
-  return flat;
-}
-
 bool tl_index_has_store(lua_State *L, int tidx) {
   lua_Unsigned n = lua_rawlen(L, tidx);
   bool found = false;
@@ -141,62 +112,231 @@ bool tl_index_has_store(lua_State *L, int tidx) {
   return found;
 }
 
-/* What x[{...}] with stores asks: one store at position `axis` (the others
- * {}), or stores at positions 1..j (paired). Leaves the entries on the
- * stack; returns the count of stores and fills idx[]. */
-static int parse_adv(lua_State *L, int tidx, ty_store *x, const char *fn, ty_store **idx,
-                     int *axis) {
+/* ---- index tables with stores: numpy's advanced indexing ------------------------ */
+
+/* x[{...}] with index stores. Stores and integers are numpy's "advanced"
+ * entries: the stores' shapes broadcast together (an integer as a 0-d
+ * store), and the broadcast dims stand where the advanced entries stand when
+ * these are neighbours in the table, else first (numpy's rule: x[{{}, i, 2}]
+ * is (3, n), x[{i, {}, 2}] and x[{{}, i, {}, 2}] put n first). The integers,
+ * ranges and tycho.newaxis are applied first as a view (an integer drops its
+ * dim, as broadcasting a 0-d index does); what remains is one dim of that
+ * view per store. */
+typedef struct adv_index {
+  int ns;                     /* index stores, in table order */
+  ty_store *idx[TY_MAX_RANK]; /* their positions (a 1-D mask: its nonzero) */
+  int vdim[TY_MAX_RANK];      /* the dim of `view` each one indexes */
+  int xdim[TY_MAX_RANK];      /* ... and of x, and its entry in the table (messages) */
+  int entry[TY_MAX_RANK];
+  bool checked[TY_MAX_RANK];  /* known good (a mask's positions) */
+  int at;                     /* where the broadcast dims go: vdim[0], or 0 */
+  ty_store *view;             /* x with the other entries applied (pushed) */
+} adv_index;
+
+/* x[{mask, {}, ...}]: the mask when it is the table's only store, at
+ * index[1], and every other entry is {} (ty_compress takes it whole). */
+static ty_store *mask_only(lua_State *L, int tidx, const char *fn) {
   lua_Unsigned n = lua_rawlen(L, tidx);
-  int nd = ty_store_ndim(x), ns = 0, last = -1;
-  if (n > (lua_Unsigned)nd)
-    tl_error(L, fn, "too many indices (%llu) for a store of rank %d", (unsigned long long)n, nd);
-  luaL_checkstack(L, (int)n + 8, "tycho: too many indices");
-  for (int k = 0; k < (int)n; k++) {
-    int tp = lua_rawgeti(L, tidx, k + 1);
+  ty_store *m = NULL;
+  for (lua_Unsigned k = 1; k <= n; k++) {
+    int tp = lua_rawgeti(L, tidx, (lua_Integer)k);
+    ty_store *s = tp == LUA_TUSERDATA ? tl_teststore(L, -1, fn) : NULL;
+    bool whole = tp == LUA_TTABLE && lua_rawlen(L, -1) == 0;
+    lua_pop(L, 1);
+    if (k == 1 && s && ty_store_dtype(s) == TY_BOOL) m = s;
+    else if (!whole) return NULL;
+  }
+  return m;
+}
+
+/* The 1-based positions (pushed) of a 1-D mask used as entry k over a dim of
+ * size n (numpy: x[{m, 2}] is x[{nonzero(m)[1], 2}]). */
+static ty_store *mask_positions(lua_State *L, ty_runtime *rt, ty_store *m, int64_t n, int xdim,
+                                int k, const char *fn) {
+  if (ty_store_ndim(m) != 1)
+    tl_error(L, fn, "index[%d] is a mask of rank %d: with other entries a mask must be 1-D "
+             "(or the only entry, x[{mask}]; tycho.nonzero(mask) gives its positions)", k,
+             ty_store_ndim(m));
+  if (ty_store_shape(m)[0] != n)
+    tl_error(L, fn, "index[%d] is a mask of length %lld, but dimension %d has size %lld", k,
+             (long long)ty_store_shape(m)[0], xdim + 1, (long long)n);
+  ty_store **aw = tl_newslot(L);
+  ty_status st;
+  TL_TRY(L, rt, st, ty_argwhere(rt, m, 1, aw));
+  if (st != TY_OK) tl_fail(L, rt, fn, st);
+  tl_created(L, *aw);
+  ty_store **col = tl_newslot(L);
+  st = ty_store_select(rt, *aw, 1, 0, col);
+  if (st != TY_OK) tl_fail(L, rt, fn, st);
+  return *col;
+}
+
+/* Parse the table at tidx (holding at least one store) into *a; pushes the
+ * view, the stores made from masks and a few temporaries. The positions are
+ * checked by check_adv (or by the put itself). */
+static void parse_adv(lua_State *L, ty_runtime *rt, int tidx, ty_store *x, const char *fn,
+                      adv_index *a) {
+  lua_Unsigned n = lua_rawlen(L, tidx);
+  if (n > 2 * TY_MAX_RANK)
+    tl_error(L, fn, "too many indices (%llu) for a store of rank %d", (unsigned long long)n,
+             ty_store_ndim(x));
+  luaL_checkstack(L, 4 * (int)n + 16, "tycho: too many indices");
+  /* the table for the view: each store replaced by {} (a whole dim) */
+  lua_createtable(L, (int)n, 0);
+  int first = -1, last = -1, nadv = 0;
+  for (int k = 1; k <= (int)n; k++) {
+    int tp = lua_rawgeti(L, tidx, k);
     ty_store *s = tp == LUA_TUSERDATA ? tl_teststore(L, -1, fn) : NULL;
     if (s) {
       check_key(L, s, fn);
-      if (ns && last != k - 1)
-        tl_error(L, fn, "index stores must be at neighbouring positions (index[%d] and index[%d])",
-                 last + 1, k + 1);
-      idx[ns++] = s;
-      *axis = ns == 1 ? k : *axis;
-      last = k;
-    } else if (!(tp == LUA_TTABLE && lua_rawlen(L, -1) == 0)) {
-      tl_error(L, fn, "with an index store, the other entries must be {} (a whole dimension); "
-               "index[%d] is %s (take a view first: x[{...}][{...}])", k + 1, tl_typename(L, -1));
+      lua_pop(L, 1);
+      lua_createtable(L, 0, 0);
     }
+    if (s || tp == LUA_TNUMBER) {
+      first = first < 0 ? k : first;
+      last = k;
+      nadv++;
+    }
+    lua_rawseti(L, -2, k);
   }
-  if (ns > 1 && *axis != 0)
-    tl_error(L, fn, "paired index stores must start at index[1] (got index[%d])", *axis + 1);
-  for (int i = 0; i < ns; i++)
-    if (ty_store_dtype(idx[i]) == TY_BOOL && (ns > 1 || *axis != 0))
-      tl_error(L, fn, "a mask in an index table must be its only entry, at index[1] (x[{mask}])");
-  return ns;
+  a->view = tl_index_view(L, x, -1, fn); /* checks the count, the integers and the ranges */
+  const int64_t *xshape = ty_store_shape(x);
+  int vdim = 0, xdim = 0, bnd = 0;
+  int64_t bsh[TY_MAX_RANK];
+  a->ns = 0;
+  for (int k = 1; k <= (int)n; k++) {
+    int tp = lua_rawgeti(L, tidx, k);
+    ty_store *s = tp == LUA_TUSERDATA ? tl_teststore(L, -1, fn) : NULL;
+    lua_pop(L, 1); /* the table holds s */
+    if (tp == LUA_TLIGHTUSERDATA) { /* tycho.newaxis: a dim of the view only */
+      vdim++;
+      continue;
+    }
+    if (s) {
+      const int64_t size = xshape[xdim];
+      a->checked[a->ns] = ty_store_dtype(s) == TY_BOOL;
+      if (a->checked[a->ns]) s = mask_positions(L, rt, s, size, xdim, k, fn);
+      int nb;
+      int64_t b[TY_MAX_RANK];
+      if (ty_broadcast_shapes(bnd, bsh, ty_store_ndim(s), ty_store_shape(s), &nb, b) != TY_OK) {
+        char s1[256], s2[256];
+        tl_shape_str(bnd, bsh, s1, sizeof s1);
+        tl_shape_str(ty_store_ndim(s), ty_store_shape(s), s2, sizeof s2);
+        tl_error(L, fn, "index[%d] of shape %s does not broadcast with the index stores before "
+                 "it (shape %s)", k, s2, s1);
+      }
+      bnd = nb;
+      memcpy(bsh, b, sizeof(int64_t) * (size_t)nb);
+      a->idx[a->ns] = s;
+      a->xdim[a->ns] = xdim;
+      a->entry[a->ns] = k;
+      a->vdim[a->ns++] = vdim;
+    }
+    if (tp != LUA_TNUMBER) vdim++;
+    xdim++;
+  }
+  a->at = last - first + 1 == nadv ? a->vdim[0] : 0;
+}
+
+/* Raise naming the first bad position of the first store that has one. */
+static void check_adv(lua_State *L, ty_runtime *rt, const adv_index *a, ty_store *x,
+                      const char *fn) {
+  for (int i = 0; i < a->ns; i++)
+    if (!a->checked[i])
+      check_entry(L, rt, a->idx[i], ty_store_shape(x)[a->xdim[i]], a->xdim[i], a->entry[i], fn);
+}
+
+/* The view with the stores' dims moved to at .. at + ns - 1, in table order
+ * (transposed views, pushed; nothing moves when the entries are neighbours). */
+static ty_store *arrange(lua_State *L, ty_runtime *rt, const adv_index *a, const char *fn) {
+  ty_store *v = a->view;
+  for (int i = 0; i < a->ns; i++)
+    for (int d = a->vdim[i]; d > a->at + i; d--) {
+      ty_store **s = tl_newslot(L);
+      ty_status st = ty_store_transpose(rt, v, d, d - 1, s);
+      if (st != TY_OK) tl_fail(L, rt, fn, st);
+      v = *s;
+    }
+  return v;
+}
+
+/* Several stores: their 0-based flat positions over v's dims at .. at+ns-1
+ * (C order, broadcast; pushed), and v with those dims merged into one (*vm,
+ * pushed), a view of v or of its dense copy *vd (pushed). */
+static ty_store *flat_positions(lua_State *L, ty_runtime *rt, const adv_index *a, ty_store *v,
+                                ty_store **vm, ty_store **vd, const char *fn) {
+  const int64_t *shape = ty_store_shape(v);
+  const int nd = ty_store_ndim(v), at = a->at;
+  ty_store *flat = NULL;
+  int64_t stride = 1;
+  for (int i = a->ns - 1; i >= 0; i--) {
+    ty_store *ii = a->idx[i];
+    const int64_t n = shape[at + i];
+    /* 0-based: i < 0 ? i + n : i - 1, then * stride */
+    ty_store *zero = (lua_pushinteger(L, 0), tl_scalar(L, rt, lua_gettop(L), fn, TY_I64));
+    ty_store *sn = (lua_pushinteger(L, n), tl_scalar(L, rt, lua_gettop(L), fn, TY_I64));
+    ty_store *one = (lua_pushinteger(L, 1), tl_scalar(L, rt, lua_gettop(L), fn, TY_I64));
+    ty_store *sd = (lua_pushinteger(L, stride), tl_scalar(L, rt, lua_gettop(L), fn, TY_I64));
+    ty_store **c = tl_newslot(L), **p = tl_newslot(L), **m = tl_newslot(L), **w = tl_newslot(L),
+             **ws = tl_newslot(L);
+    ty_status st = ty_binary(rt, TY_OP_LT, ii, zero, c);
+    if (st == TY_OK) st = ty_binary(rt, TY_OP_ADD, ii, sn, p);
+    if (st == TY_OK) st = ty_binary(rt, TY_OP_SUB, ii, one, m);
+    if (st == TY_OK) st = ty_where(rt, *c, *p, *m, w);
+    if (st == TY_OK) st = ty_binary(rt, TY_OP_MUL, *w, sd, ws);
+    if (st == TY_OK && flat) {
+      ty_store **f = tl_newslot(L);
+      st = ty_binary(rt, TY_OP_ADD, flat, *ws, f);
+      flat = *f;
+    } else {
+      flat = *ws;
+    }
+    if (st != TY_OK) tl_fail(L, rt, fn, st);
+    stride *= n;
+  }
+  *vd = dense(L, rt, v, fn);
+  int64_t sh[TY_MAX_RANK];
+  int k = 0;
+  for (int d = 0; d < at; d++) sh[k++] = shape[d];
+  sh[k++] = stride;
+  for (int d = at + a->ns; d < nd; d++) sh[k++] = shape[d];
+  ty_store **r = tl_newslot(L);
+  ty_status st = ty_store_reshape(rt, *vd, k, sh, r);
+  if (st != TY_OK) tl_fail(L, rt, fn, st);
+  *vm = *r;
+  return flat;
 }
 
 int tl_mask_index(lua_State *L) {
   const char *fn = FN_INDEX;
   ty_store *x = tl_checkstore(L, 1, fn, "argument 1");
   ty_runtime *rt = tl_rt(L);
-  ty_store *idx[TY_MAX_RANK];
-  int axis = 0, ns = 1;
+  ty_store *key = NULL;
   if (lua_type(L, 2) == LUA_TTABLE) {
-    ns = parse_adv(L, 2, x, fn, idx, &axis);
+    key = mask_only(L, 2, fn);
+    if (!key) {
+      adv_index a;
+      parse_adv(L, rt, 2, x, fn, &a);
+      check_adv(L, rt, &a, x, fn);
+      ty_store *v = arrange(L, rt, &a, fn), *pos = a.idx[0], *vd = NULL;
+      int64_t base = 1;
+      if (a.ns > 1) {
+        pos = flat_positions(L, rt, &a, v, &v, &vd, fn);
+        base = 0;
+      }
+      ty_store **slot = tl_newslot(L);
+      ty_status st;
+      TL_TRY(L, rt, st, ty_take(rt, v, pos, a.at, base, slot));
+      if (st != TY_OK) return tl_fail(L, rt, fn, st);
+      tl_created(L, *slot);
+      return 1;
+    }
   } else {
-    idx[0] = tl_checkstore(L, 2, fn, "index");
-    check_key(L, idx[0], fn);
+    key = tl_checkstore(L, 2, fn, "index");
+    check_key(L, key, fn);
   }
-  if (ty_store_dtype(idx[0]) == TY_BOOL) return push_compress(L, rt, x, idx[0], fn);
-  if (ns == 1) return push_take(L, rt, x, idx[0], axis, fn);
-  ty_store *xr = NULL;
-  ty_store *flat = paired_flat(L, rt, x, ns, idx, &xr, NULL, fn);
-  ty_store **slot = tl_newslot(L);
-  ty_status st;
-  TL_TRY(L, rt, st, ty_take(rt, xr, flat, 0, 0, slot));
-  if (st != TY_OK) return tl_fail(L, rt, fn, st);
-  tl_created(L, *slot);
-  return 1;
+  if (ty_store_dtype(key) == TY_BOOL) return push_compress(L, rt, x, key, fn);
+  return push_take(L, rt, x, key, 0, fn);
 }
 
 /* The value of x[...] = v as a store (a number becomes a 0-d store of x's
@@ -210,14 +350,17 @@ static ty_store *value_of(lua_State *L, ty_runtime *rt, ty_store *x, int vidx, c
   return tl_scalar(L, rt, vidx, fn, ty_store_dtype(x));
 }
 
-/* x[i] = v along axis through ty_put (x dense or not: the core copies). */
+/* x[i] = v along axis through ty_put_checked (x dense or not: the core
+ * copies); a bad position writes nothing and is named (as dim `dim` of
+ * index[k] when k > 0). */
 static void put_axis(lua_State *L, ty_runtime *rt, ty_store *x, ty_store *idx, int axis,
-                     ty_store *v, const char *fn) {
+                     ty_store *v, int dim, int k, const char *fn) {
   if (ty_store_ndim(x) == 0) tl_error(L, fn, "cannot index a 0-d store with positions");
-  check_positions(L, rt, idx, ty_store_shape(x)[axis], axis, fn);
+  int64_t at = -1, bad = 0;
   ty_status st;
-  TL_TRY(L, rt, st, ty_put(rt, x, idx, axis, 1, v));
+  TL_TRY(L, rt, st, ty_put_checked(rt, x, idx, axis, 1, v, &at, &bad));
   if (st != TY_OK) tl_fail(L, rt, fn, st);
+  if (at >= 0) bad_position(L, idx, at, bad, ty_store_shape(x)[axis], dim, k, fn);
 }
 
 int tl_mask_newindex(lua_State *L) {
@@ -225,30 +368,39 @@ int tl_mask_newindex(lua_State *L) {
   lua_settop(L, 3);
   ty_store *x = tl_checkstore(L, 1, fn, "argument 1");
   ty_runtime *rt = tl_rt(L);
-  ty_store *idx[TY_MAX_RANK];
-  int axis = 0, ns = 1;
-  if (lua_type(L, 2) == LUA_TTABLE) {
-    ns = parse_adv(L, 2, x, fn, idx, &axis);
-  } else {
-    idx[0] = tl_checkstore(L, 2, fn, "index");
-    check_key(L, idx[0], fn);
-  }
-  ty_store *v = value_of(L, rt, x, 3, fn);
+  ty_store *key = NULL;
   ty_status st;
-  if (ty_store_dtype(idx[0]) == TY_BOOL) {
-    TL_TRY(L, rt, st, ty_mask_assign(rt, x, idx[0], v));
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    key = mask_only(L, 2, fn);
+    if (!key) {
+      adv_index a;
+      parse_adv(L, rt, 2, x, fn, &a);
+      ty_store *val = value_of(L, rt, x, 3, fn);
+      ty_store *v = arrange(L, rt, &a, fn); /* a view of x */
+      if (a.ns == 1) { /* checked by the put */
+        put_axis(L, rt, v, a.idx[0], a.at, val, a.xdim[0], a.entry[0], fn);
+        return 0;
+      } else {
+        check_adv(L, rt, &a, x, fn);
+        ty_store *vm = NULL, *vd = NULL;
+        ty_store *flat = flat_positions(L, rt, &a, v, &vm, &vd, fn);
+        TL_TRY(L, rt, st, ty_put(rt, vm, flat, a.at, 0, val));
+        if (st == TY_OK && vd != v) st = ty_copy(rt, v, vd); /* v was not dense: back from the copy */
+      }
+      if (st != TY_OK) return tl_fail(L, rt, fn, st);
+      return 0;
+    }
+  } else {
+    key = tl_checkstore(L, 2, fn, "index");
+    check_key(L, key, fn);
+  }
+  ty_store *val = value_of(L, rt, x, 3, fn);
+  if (ty_store_dtype(key) == TY_BOOL) {
+    TL_TRY(L, rt, st, ty_mask_assign(rt, x, key, val));
     if (st != TY_OK) return tl_fail(L, rt, fn, st);
     return 0;
   }
-  if (ns == 1) {
-    put_axis(L, rt, x, idx[0], axis, v, fn);
-    return 0;
-  }
-  ty_store *xr = NULL, *xd = NULL;
-  ty_store *flat = paired_flat(L, rt, x, ns, idx, &xr, &xd, fn);
-  TL_TRY(L, rt, st, ty_put(rt, xr, flat, 0, 0, v));
-  if (st == TY_OK && xd != x) st = ty_copy(rt, x, xd); /* x was not dense: back from the copy */
-  if (st != TY_OK) return tl_fail(L, rt, fn, st);
+  put_axis(L, rt, x, key, 0, val, 0, 0, fn);
   return 0;
 }
 
@@ -423,7 +575,7 @@ static int l_put(lua_State *L) {
   v = cyclic_values(L, rt, v, idx, s->fn);
   ty_store *xd = NULL;
   ty_store *f = flat_of(L, rt, x, &xd, s->fn);
-  put_axis(L, rt, f, idx, 0, v, s->fn);
+  put_axis(L, rt, f, idx, 0, v, 0, 0, s->fn);
   if (xd != x) { /* x was not dense: put went into a copy */
     ty_status st = ty_copy(rt, x, xd);
     if (st != TY_OK) return tl_fail(L, rt, s->fn, st);

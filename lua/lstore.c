@@ -295,6 +295,10 @@ static ty_store *push_view(lua_State *L, ty_runtime *rt, ty_store *s, int tidx,
   return *slot;
 }
 
+ty_store *tl_index_view(lua_State *L, ty_store *s, int tidx, const char *fn) {
+  return push_view(L, tl_rt(L), s, lua_absindex(L, tidx), fn);
+}
+
 /* Push x[i]'s row view (rank > 1) of the store s (number at kidx). */
 static ty_store *push_row(lua_State *L, ty_runtime *rt, ty_store *s, int kidx,
                           const char *fn) {

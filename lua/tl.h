@@ -374,6 +374,9 @@ void tl_mask_open(lua_State *L, int module_index);
 bool tl_index_has_store(lua_State *L, int tidx);
 int tl_mask_index(lua_State *L);
 int tl_mask_newindex(lua_State *L);
+/* lstore.c: push the view x[{...}] of s (integers, ranges, tycho.newaxis;
+ * the table at tidx holds no store) and return it; raises on a bad entry. */
+ty_store *tl_index_view(lua_State *L, ty_store *s, int tidx, const char *fn);
 int tl_where_nonzero(lua_State *L);
 /* lsort.c: sort, argsort, unique, searchsorted, isin. */
 void tl_sort_open(lua_State *L, int module_index);

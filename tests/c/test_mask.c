@@ -159,6 +159,48 @@ TEST(index_check_names_the_first_bad_position) {
   ty_runtime_destroy(rt);
 }
 
+/* Positions over several chunks of the check, the first bad one in a later
+ * chunk: it is named, in C order, and nothing at all is written (every piece
+ * of the put sees the check's result), under any processor count. */
+TEST(put_checked_writes_nothing_when_a_position_is_bad) {
+  const int64_t n = 3 * TY_MASK_CHUNK + 5, m = 1000;
+  double *idx = malloc(sizeof(double) * (size_t)n), *vals = malloc(sizeof(double) * (size_t)n);
+  for (int64_t k = 0; k < n; k++) idx[k] = (double)((k * 7919) % m), vals[k] = (double)k;
+  idx[2 * TY_MASK_CHUNK + 3] = (double)m;    /* the first bad one (0-based) */
+  idx[2 * TY_MASK_CHUNK + 9] = -(double)m - 1; /* a later one */
+  for (int c = 0; c < NCPUS; c++) {
+    ty_runtime *rt = make_rt(cpu_counts[c]);
+    ty_store *x = NULL, *i = mk1(rt, TY_I64, n, idx), *v = mk1(rt, TY_F64, n, vals);
+    REQ(rt, ty_full(rt, TY_F64, 1, &m, -1, &x));
+    int64_t at = 0, bad = 0;
+    REQ(rt, ty_put_checked(rt, x, i, 0, 0, v, &at, &bad));
+    CHECK_EQ_INT(at, 2 * TY_MASK_CHUNK + 3);
+    CHECK_EQ_INT(bad, m);
+    double *r = values(rt, x);
+    int64_t written = 0;
+    for (int64_t k = 0; k < m; k++) written += r[k] != -1;
+    CHECK_EQ_INT(written, 0);
+    free(r);
+    /* the same positions made good: the last write of each wins */
+    idx[2 * TY_MASK_CHUNK + 3] = 7, idx[2 * TY_MASK_CHUNK + 9] = -1;
+    ty_store *i2 = mk1(rt, TY_I64, n, idx);
+    REQ(rt, ty_put_checked(rt, x, i2, 0, 0, v, &at, &bad));
+    CHECK_EQ_INT(at, -1);
+    double *want = malloc(sizeof(double) * (size_t)m);
+    for (int64_t k = 0; k < m; k++) want[k] = -1;
+    for (int64_t k = 0; k < n; k++) want[idx[k] < 0 ? (int64_t)idx[k] + m : (int64_t)idx[k]] = vals[k];
+    r = values(rt, x);
+    int64_t diff = 0;
+    for (int64_t k = 0; k < m; k++) diff += r[k] != want[k];
+    CHECK_EQ_INT(diff, 0);
+    free(r), free(want);
+    idx[2 * TY_MASK_CHUNK + 3] = (double)m, idx[2 * TY_MASK_CHUNK + 9] = -(double)m - 1;
+    ty_store_release(i2), ty_store_release(v), ty_store_release(i), ty_store_release(x);
+    ty_runtime_destroy(rt);
+  }
+  free(idx), free(vals);
+}
+
 static int cmp_pos(const void *a, const void *b) {
   const double *x = a, *y = b; /* (key, position) pairs: by key, then position */
   if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
@@ -211,6 +253,7 @@ static const check_case cases[] = {
     CASE(mask_assign_writes_one_value_per_true_element_in_order),
     CASE(put_keeps_the_last_of_repeated_positions_and_take_gathers),
     CASE(index_check_names_the_first_bad_position),
+    CASE(put_checked_writes_nothing_when_a_position_is_bad),
     CASE(long_sorts_are_stable_and_the_same_under_any_processor_count),
     CASE(unique_counts_and_inverse_round_trip),
 };

@@ -66,6 +66,14 @@ ty_status ty_take(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t 
 ty_status ty_put(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t base,
                  ty_store *v);
 
+/* ty_put with its positions checked in the same pass of the window: when
+ * one is bad nothing is written, *bad_at is the C-order (0-based, flat)
+ * position of the first bad entry and *bad_value its value (else -1 and 0).
+ * The check is one parallel launch ("index_check") whose result gates the
+ * put's pieces; the call runs the window (it reads that result). */
+ty_status ty_put_checked(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t base,
+                         ty_store *v, int64_t *bad_at, int64_t *bad_value);
+
 /* numpy's take_along_axis / put_along_axis: idx has x's rank; along
  * `axis` it holds positions (k of them), its other dims broadcast against
  * x's. take: out[..., i, ...] = x[..., idx[..., i, ...], ...], of the
