@@ -45,7 +45,7 @@ static void hint_help(void) {
 
 void shell_print_version(FILE *f) {
   fprintf(f, SHELL_PROGNAME " %s (%s)\n", TY_VERSION, LUA_RELEASE);
-  /* the kernels' instruction set (runtime/src/exec/isa.h) */
+  /* the kernels' instruction set (runtime/src/core/isa.h) */
   fprintf(f, "kernels: %s (this CPU's best: %s; built for: %s)\n", ty_isa(), ty_isa_best(),
           ty_isa_levels());
 }

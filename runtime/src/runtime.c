@@ -126,6 +126,8 @@ static size_t physical_memory(void) {
   return (size_t)pages * (size_t)page;
 }
 
+static void runtime_free(ty_runtime *rt);
+
 ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   *out = NULL;
   ty_config c = {0};
@@ -148,6 +150,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   ty_runtime *rt = ty__calloc(1, sizeof *rt);
   if (!rt) return TY_ENOMEM;
   rt->refs = 1;
+  rt->finalize = runtime_free; /* the last store reference frees it (core/store.c) */
   rt->cfg = c;
   ty_print_options_default(&rt->print);
   rt->next_store_id = 1;
@@ -221,12 +224,6 @@ static void runtime_free(ty_runtime *rt) {
 }
 
 /* Called by store.c when a store (holding a runtime reference) goes away. */
-void ty__runtime_unref(ty_runtime *rt) {
-  if (--rt->refs == 0) runtime_free(rt);
-}
-
-void ty__runtime_ref(ty_runtime *rt) { rt->refs++; }
-
 void ty_runtime_destroy(ty_runtime *rt) {
   if (!rt || rt->destroyed) return;
   rt->destroyed = true;

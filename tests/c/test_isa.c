@@ -1,5 +1,5 @@
 /*
- * test_isa.c — the kernels' instruction-set level (runtime/src/exec/isa.h,
+ * test_isa.c — the kernels' instruction-set level (runtime/src/core/isa.h,
  * isa.c): the first runtime fixes it for the process, a ceiling lowers it
  * (never above the CPU's best), a later runtime asking for another level is
  * refused, and each level's table is the one the hot entry points reach.

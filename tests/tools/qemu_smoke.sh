@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/tools/qemu_smoke.sh TYCHO SCRIPT CACHE — run SCRIPT in the shell TYCHO
 # under an emulated Nehalem (x86-64-v2: SSE4.2, no AVX), the oldest CPU a
-# default build supports (runtime/src/exec/isa.h). Exit 77 (skipped) without
+# default build supports (runtime/src/core/isa.h). Exit 77 (skipped) without
 # qemu-x86_64 (Debian: qemu-user). Compiled fused kernels are asked for
 # (TYCHO_CODEGEN=always) and must not be made: the baseline level has none,
 # since the child compiler would run natively, outside the emulator.

@@ -190,6 +190,7 @@ typedef struct ty_scope {
 
 struct ty_runtime {
   int refs;       /* 1 for the owner + 1 per live store */
+  void (*finalize)(ty_runtime *rt); /* runtime.c's teardown, when refs reach 0 */
   bool destroyed; /* ty_runtime_destroy was called */
   ty_config cfg;
   ty_print_options print; /* ty_store_format's layout (format.c) */
@@ -304,7 +305,8 @@ void ty__tile_range(int ndim, const int64_t *shape, const int64_t *strides, int6
 /* The byte range of a store's view in its storage. */
 void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense);
 
-/* Runtime references held by stores (runtime.c). */
+/* Runtime references held by stores (core/store.c; the last one calls
+ * rt->finalize). */
 void ty__runtime_ref(ty_runtime *rt);
 void ty__runtime_unref(ty_runtime *rt);
 /* Free every block kept for reuse (store.c). */

@@ -709,30 +709,6 @@ ty_status ty_store_from_buffer(ty_runtime *rt, ty_dtype t, int ndim, const int64
   return TY_OK;
 }
 
-/* Flush, then make sure the store's storage can be read on the host. */
-static ty_status prepare_read(ty_runtime *rt, ty_store *s) {
-  ty_status st = ty_flush(rt);
-  if (st) return st;
-  if (s->storage->cancelled) return ty__unavailable(rt, NULL, s->storage);
-  st = ty__storage_ensure(rt, s->storage, true);
-  if (st || !s->storage->gpu) return st;
-  uint64_t lo, hi;
-  bool dense;
-  ty__store_range(s, &lo, &hi, &dense);
-  return rt->devices ? rt->devices->host(rt, s->storage, lo, hi, TY__HOST_READ) : TY_OK;
-}
-
-ty_status ty_store_read(ty_runtime *rt, ty_store *s, void *dst, size_t dstlen) {
-  size_t need = (size_t)s->size * ty_dtype_size(s->dtype);
-  if (dstlen < need)
-    return ty__fail(rt, TY_EINVAL, "ty_store_read: buffer of %zu bytes is smaller than the %zu needed",
-                    dstlen, need);
-  ty_status st = prepare_read(rt, s);
-  if (st) return st;
-  ty__gather(s, dst);
-  return TY_OK;
-}
-
 static ty_status scalar_new(ty_runtime *rt, ty_dtype t, ty_store **out) {
   ty_store *s;
   ty_status st = ty__store_new(rt, t, 0, NULL, &s);
@@ -758,38 +734,6 @@ ty_status ty_scalar_i64(ty_runtime *rt, ty_dtype t, int64_t v, ty_store **out) {
   return st;
 }
 
-static void value_at(const ty_store *s, const char *p, ty_value *out) {
-  out->dtype = s->dtype;
-  out->f = ty__load_f64(p, s->dtype);
-  out->i = ty__load_i64(p, s->dtype);
-}
-
-ty_status ty_item(ty_runtime *rt, ty_store *s, ty_value *out) {
-  if (s->size != 1) {
-    char sh[256];
-    ty__shape_str(s->ndim, s->shape, sh, sizeof sh);
-    return ty__fail(rt, TY_ESHAPE, "item: the store has shape %s (%lld elements), not one element",
-                    sh, (long long)s->size);
-  }
-  ty_status st = prepare_read(rt, s);
-  if (st) return st;
-  value_at(s, ty__store_base(s), out);
-  return TY_OK;
-}
-
-ty_status ty_store_get(ty_runtime *rt, ty_store *s, const int64_t *index, ty_value *out) {
-  int64_t off = 0;
-  for (int d = 0; d < s->ndim; d++) {
-    if (index[d] < 0 || index[d] >= s->shape[d])
-      return ty__fail(rt, TY_ERANGE, "get: index %lld is out of bounds for dim %d of size %lld",
-                      (long long)index[d], d, (long long)s->shape[d]);
-    off += index[d] * s->strides[d];
-  }
-  ty_status st = prepare_read(rt, s);
-  if (st) return st;
-  value_at(s, ty__store_base(s) + off * (int64_t)ty_dtype_size(s->dtype), out);
-  return TY_OK;
-}
 
 void ty__tile_range(int ndim, const int64_t *shape, const int64_t *strides, int64_t offset, size_t es,
                      uint64_t *lo, uint64_t *hi, bool *dense) {
@@ -836,4 +780,12 @@ void ty__tile_range(int ndim, const int64_t *shape, const int64_t *strides, int6
 
 void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense) {
   ty__tile_range(s->ndim, s->shape, s->strides, s->offset, ty_dtype_size(s->dtype), lo, hi, dense);
+}
+
+/* A store keeps its runtime alive; the last reference frees it through the
+ * finalizer runtime.c installed (the layers below name nothing above). */
+void ty__runtime_ref(ty_runtime *rt) { rt->refs++; }
+
+void ty__runtime_unref(ty_runtime *rt) {
+  if (--rt->refs == 0) rt->finalize(rt);
 }

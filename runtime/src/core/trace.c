@@ -309,20 +309,13 @@ ty_status ty_trace_start(ty_runtime *rt, const char *json_path, const char *svg_
   return TY_OK;
 }
 
-ty_status ty_trace_stop(ty_runtime *rt) {
-  if (!rt || !rt->trace) return rt ? ty__fail(rt, TY_EINVAL, "trace: no trace is being recorded") : TY_EINVAL;
-  ty_status st = ty_flush(rt);
+ty_status ty__trace_finish(ty_runtime *rt) {
+  if (!rt->trace) return TY_OK;
   struct ty_trace *t = rt->trace;
   rt->trace = NULL;
   ty_status w = trace_write(rt, t);
   trace_destroy(t);
-  return st ? st : w;
+  return w;
 }
 
-void ty__trace_free(ty_runtime *rt) {
-  if (!rt->trace) return;
-  struct ty_trace *t = rt->trace;
-  rt->trace = NULL;
-  (void)trace_write(rt, t);
-  trace_destroy(t);
-}
+void ty__trace_free(ty_runtime *rt) { (void)ty__trace_finish(rt); }

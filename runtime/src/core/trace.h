@@ -29,5 +29,8 @@ void ty__trace_counter(ty_runtime *rt, double t, int64_t transient_bytes);
 void ty__trace_gpu_piece(ty_runtime *rt, int device, int lane, double t0, double t1, int piece,
                          int pieces, uint64_t seq, const ty_task *task);
 void ty__trace_free(ty_runtime *rt); /* writes pending files, frees */
+/* The same, with the write's status (ty_trace_stop, plan/explain.c, flushes
+ * first so that the trace holds the window's launches). */
+ty_status ty__trace_finish(ty_runtime *rt);
 
 #endif

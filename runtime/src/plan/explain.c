@@ -7,6 +7,7 @@
  * last launch.
  */
 #include "internal.h"
+#include "trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,4 +204,11 @@ void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out) {
   format_flush(&b, &rt->last_flush); /* called as a flush ends: these were its launches */
   if (!b.failed && b.p) fputs(b.p, out);
   free(b.p);
+}
+
+ty_status ty_trace_stop(ty_runtime *rt) {
+  if (!rt || !rt->trace) return rt ? ty__fail(rt, TY_EINVAL, "trace: no trace is being recorded") : TY_EINVAL;
+  ty_status st = ty_flush(rt); /* the trace holds the window's launches */
+  ty_status w = ty__trace_finish(rt);
+  return st ? st : w;
 }
