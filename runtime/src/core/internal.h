@@ -438,6 +438,9 @@ ty_status ty__unavailable(ty_runtime *rt, const char *fn, const ty_storage *stg)
 ty_status ty__launch_named(ty_runtime *rt, const char *fn, const char *task, int ndim,
                            const int64_t *dom, int nargs, const ty_arg *args, const void *sc,
                            size_t scb, uint32_t nosplit);
+/* A product computed in integer counts for bool operands becomes bool
+ * (ops.c); on an error res is released. Returns st or the cast's status. */
+ty_status ty__logical_result(ty_runtime *rt, ty_status st, bool logical, ty_store *res, ty_store **out);
 static inline ty_arg ty__arg(ty_store *s, ty_privilege p, ty_projection pr) {
   return (ty_arg){.store = s, .priv = p, .redop = TY_REDOP_NONE, .proj = pr};
 }

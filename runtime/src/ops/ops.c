@@ -777,6 +777,24 @@ static ty_status matrix_view(ty_runtime *rt, ty_store *x, ty_dtype t, bool as_ro
   return TY_OK;
 }
 
+/* The end of a product computed in integers for bool operands (matmul,
+ * convolve): the counts become bool, as numpy's logical product; on an
+ * error res is released and the error returned. */
+ty_status ty__logical_result(ty_runtime *rt, ty_status st, bool logical, ty_store *res, ty_store **out) {
+  if (!st && logical) {
+    ty_store *counts = res;
+    res = NULL;
+    st = ty_cast(rt, counts, TY_BOOL, &res);
+    ty_store_release(counts);
+  }
+  if (st) {
+    ty_store_release(res);
+    return st;
+  }
+  *out = res;
+  return TY_OK;
+}
+
 ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
   ty_status st = check_runtime(rt, "ty_matmul");
   if (st) return st;
@@ -836,16 +854,5 @@ ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
   ty_store_release(A);
   ty_store_release(Bm);
   ty_store_release(C);
-  if (!st && logical) {
-    ty_store *counts = res;
-    res = NULL;
-    st = ty_cast(rt, counts, TY_BOOL, &res);
-    ty_store_release(counts);
-  }
-  if (st) {
-    ty_store_release(res);
-    return st;
-  }
-  *out = res;
-  return TY_OK;
+  return ty__logical_result(rt, st, logical, res, out);
 }

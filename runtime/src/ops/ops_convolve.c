@@ -250,18 +250,7 @@ static ty_status conv(ty_runtime *rt, const char *fn, ty_store *a, ty_store *v, 
   ty_store_release(w);
   ty_store_release(cx);
   ty_store_release(ck);
-  if (!st && logical) {
-    ty_store *counts = res;
-    res = NULL;
-    st = ty_cast(rt, counts, TY_BOOL, &res);
-    ty_store_release(counts);
-  }
-  if (st) {
-    ty_store_release(res);
-    return st;
-  }
-  *out = res;
-  return TY_OK;
+  return ty__logical_result(rt, st, logical, res, out);
 }
 
 ty_status ty_convolve(ty_runtime *rt, ty_store *a, ty_store *v, ty_conv_mode mode,
