@@ -146,8 +146,9 @@ static void print_help(FILE *f) {
           "TYCHO_CACHE_DIR (default ~/.cache/tycho), TYCHO_CC (default cc).\n"
           "Also read: LUA_INIT_5_4 or LUA_INIT (code or @file run first), LUA_PATH,\n"
           "LUA_CPATH; the shell keeps its history in $HOME/.tycho_history.\n"
-          "On a machine shared with other work, OMP_WAIT_POLICY=passive keeps idle\n"
-          "workers from spinning (README, Global settings).\n");
+          "Idle workers stay awake TYCHO_SPIN_US microseconds (default 200), giving\n"
+          "their core to other processes meanwhile, then sleep (README, Global\n"
+          "settings); 0: sleep at once.\n");
 }
 
 /* A decimal integer in [lo, hi], the whole string. */

@@ -8,6 +8,7 @@
  * runtime before its last stores: their memory stays valid until released.
  */
 #include "internal.h"
+#include "team.h"
 #include "trace.h"
 #include "exec_gpu.h"
 #include "gpu_kernels.h"
@@ -210,6 +211,7 @@ const char *ty_gpu_status(const ty_runtime *rt) {
 }
 
 static void runtime_free(ty_runtime *rt) {
+  ty__team_free(rt->team);
   if (rt->gpu) ty__gpu_close(rt->gpu);
   ty__cache_drop(rt);
   ty__pending_cache_free(rt);

@@ -19,10 +19,10 @@
  */
 #include "internal.h"
 #include "exec.h"
+#include "team.h"
 #include "trace.h"
 
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -406,18 +406,44 @@ static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
   }
 }
 
+/* The runtime's worker team, started on the first launch with several
+ * pieces (NULL when out of memory: pieces then run one after another). */
+static ty_team *team(ty_runtime *rt) {
+  if (!rt->team) {
+    int cap = rt->cfg.cpus > rt->cfg.omps ? rt->cfg.cpus : rt->cfg.omps;
+    rt->team = ty__team_new(cap, -1);
+  }
+  return rt->team;
+}
+
+/* The worker running this code: the team's number inside a team job, else
+ * 0 (the thread that flushes). */
+static int this_worker(void) {
+  int w = ty__team_worker();
+  return w < 0 ? 0 : w;
+}
+
+typedef struct launch_job {
+  ty_runtime *rt;
+  prepared *pr;
+} launch_job;
+
+static void run_one(void *arg, int64_t piece, int worker) {
+  launch_job *j = arg;
+  run_piece(j->rt, j->pr, (int)piece, worker);
+}
+
 /* Run every piece of one prepared launch, in parallel when it has several. */
 static void run_pieces(ty_runtime *rt, prepared *pr) {
   int pieces = pr->tiling.pieces;
   if (pieces == 0) return; /* it ran on GPUs */
   if (pieces == 1) {
-    run_piece(rt, pr, 0, omp_in_parallel() ? omp_get_thread_num() : 0);
+    run_piece(rt, pr, 0, this_worker());
     return;
   }
   int procs = pr->omp ? rt->cfg.omps : rt->cfg.cpus;
-  int threads = pieces < procs ? pieces : procs;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (int i = 0; i < pieces; i++) run_piece(rt, pr, i, omp_get_thread_num());
+  launch_job job = {rt, pr};
+  ty__team_for(team(rt), procs, pieces, false, run_one, &job);
 }
 
 static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
@@ -512,6 +538,22 @@ typedef struct slot {
   int piece;
 } slot;
 
+/* A wave's pieces as one team job: slot k is item k. */
+typedef struct wave_job {
+  ty_runtime *rt;
+  slot *slots;
+  ty_trace_piece *tp; /* per-slot times, when tracing */
+} wave_job;
+
+static void run_slot(void *arg, int64_t item, int worker) {
+  wave_job *j = arg;
+  slot *sl = &j->slots[item];
+  if (j->tp) j->tp[item].t0 = ty__trace_time(j->rt);
+  run_piece(j->rt, sl->pr, sl->piece, worker);
+  if (j->tp) j->tp[item].t1 = ty__trace_time(j->rt), j->tp[item].worker = worker;
+  if (sl->pr->explain && sl->pr->tiling.pieces == 1) sl->pr->explain->processor = worker;
+}
+
 static void note_error(ty_runtime *rt, ty_status st, ty_status *first, char *msg, size_t len) {
   if (st && *first == TY_OK) {
     *first = st;
@@ -551,7 +593,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   if (total == 1 && tp) { /* one point task: run it here, timed */
     for (int m = 0; m < count; m++)
       if (sts[m] == TY_OK && !prs[m].skip && !prs[m].gpu) {
-        int worker = omp_in_parallel() ? omp_get_thread_num() : 0;
+        int worker = this_worker();
         tp[0].t0 = ty__trace_time(rt);
         run_piece(rt, &prs[m], 0, worker);
         tp[0].t1 = ty__trace_time(rt);
@@ -569,30 +611,13 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
       if (sts[m] == TY_OK && !prs[m].skip)
         for (int p = 0; p < prs[m].tiling.pieces; p++) slots[t++] = (slot){&prs[m], p};
     int threads = total < rt->cfg.cpus ? total : rt->cfg.cpus;
-    bool rec = tp != NULL;
-    /* as many slots as threads: slot k runs on worker k (deterministic, task
-     * mode's round-robin); more slots: whoever is free takes the next */
-    if (total <= threads) {
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-      for (int k = 0; k < total; k++) {
-        int worker = omp_get_thread_num();
-        if (rec) tp[k].t0 = ty__trace_time(rt);
-        run_piece(rt, slots[k].pr, slots[k].piece, worker);
-        if (rec) tp[k].t1 = ty__trace_time(rt), tp[k].worker = worker;
-        if (slots[k].pr->explain && slots[k].pr->tiling.pieces == 1)
-          slots[k].pr->explain->processor = worker;
-      }
-    } else {
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-      for (int k = 0; k < total; k++) {
-        int worker = omp_get_thread_num();
-        if (rec) tp[k].t0 = ty__trace_time(rt);
-        run_piece(rt, slots[k].pr, slots[k].piece, worker);
-        if (rec) tp[k].t1 = ty__trace_time(rt), tp[k].worker = worker;
-        if (slots[k].pr->explain && slots[k].pr->tiling.pieces == 1)
-          slots[k].pr->explain->processor = worker;
-      }
-    }
+    /* point tasks, as many as threads: slot k runs on worker k (task mode's
+     * round-robin, deterministic); otherwise whoever is free takes the next
+     * slot, so a worker the OS keeps waiting does not hold the wave up */
+    bool points = true;
+    for (int k = 0; k < total; k++) points &= slots[k].pr->tiling.pieces == 1;
+    wave_job job = {rt, slots, tp};
+    ty__team_for(team(rt), threads, total, points && total <= threads, run_slot, &job);
     if (tp)
       for (int k = 0; k < total; k++) {
         tp[k].piece = slots[k].piece;

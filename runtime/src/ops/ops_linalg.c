@@ -24,6 +24,7 @@
  */
 #include "alloc.h"
 #include "internal.h"
+#include "team.h"
 
 #include "tycho/linalg.h"
 
@@ -177,7 +178,7 @@ void openblas_set_num_threads(int num_threads);
 
 static bool la_threaded(const ty_task_ctx *ctx, const la_args *g) {
   const int64_t mn = g->m < g->n ? g->m : g->n;
-  return ctx->args[0].gshape[0] == 1 && ctx->rt->cfg.cpus > 1 && !omp_in_parallel() &&
+  return ctx->args[0].gshape[0] == 1 && ctx->rt->cfg.cpus > 1 && ty__team_worker() < 0 && !omp_in_parallel() &&
          g->m * g->n * mn >= LA_THREADED;
 }
 

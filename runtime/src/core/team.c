@@ -1,0 +1,260 @@
+/* team.c — the executor's worker threads (see team.h).
+ *
+ * One job at a time. The caller publishes the job while the team is
+ * closed, opens it, bumps `gen` and wakes sleepers. A worker joins a job by
+ * adding itself to `state` while its OPEN bit is set, and reads the job only
+ * after it joined; the caller, when its own share is done, clears OPEN and
+ * waits until every joined worker has left. So a worker that wakes late
+ * either joins in time or stays out, and never reads a job being rewritten.
+ *
+ * Waiting (a worker for the next job, the caller for the last worker):
+ * check, pause, and every few turns sched_yield(), for at most spin_us
+ * microseconds; then sleep on a futex. sched_yield() is what keeps a shared
+ * machine usable: on an idle core it returns at once, so a spinning worker
+ * still catches the next wave within a microsecond or two; on a core other
+ * processes want, it hands the core over. libgomp's default spin (no yield,
+ * ~300,000 turns) made CG on 65K unknowns 25x slower beside other work
+ * (README, "On a machine shared with other work"). */
+#define _GNU_SOURCE
+#include "team.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+enum { OPEN = 1u << 31 };
+
+/* How long a waiting thread stays awake (microseconds): long enough to
+ * span the gap between the waves of one flush and between the flushes of a
+ * small-launch loop, short enough not to matter beside other work (the
+ * measurements are in bench/README.md, "The worker team"). */
+enum { DEFAULT_SPIN_US = 200 };
+
+typedef struct job {
+  ty_team_fn fn;
+  void *arg;
+  int64_t n;
+  int threads; /* workers 0..threads-1 take part */
+  bool fixed;
+  uint32_t gen;
+} job;
+
+typedef struct worker_start {
+  struct ty_team *team;
+  int index;
+  uint32_t gen0; /* the gen before the job it was started for */
+} worker_start;
+
+struct ty_team {
+  int cap;     /* workers the team may have, the caller included */
+  int started; /* threads running: workers 1..started */
+  int spin_us;
+  pthread_t *threads;
+  worker_start *starts;
+  _Atomic uint32_t gen;      /* bumped once per job; workers sleep on it */
+  _Atomic uint32_t sleepers; /* workers asleep on gen */
+  _Atomic uint32_t state;    /* OPEN | the number of workers inside the job */
+  _Atomic uint32_t done;     /* fixed jobs: items the workers finished */
+  _Atomic int64_t next;      /* the next item to take */
+  _Atomic bool quit;
+  job job; /* written while the team is closed and empty */
+};
+
+static _Thread_local int tl_worker = -1;
+
+int ty__team_worker(void) { return tl_worker; }
+
+int ty__team_default_spin(void) {
+  const char *s = getenv("TYCHO_SPIN_US");
+  if (s && *s) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end == 0 && v >= 0 && v <= 1000000) return (int)v;
+  }
+  return DEFAULT_SPIN_US;
+}
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t seen) {
+#ifdef __linux__
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+#else
+  (void)word, (void)seen;
+  sched_yield();
+#endif
+}
+
+static void futex_wake(_Atomic uint32_t *word, int count) {
+#ifdef __linux__
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+#else
+  (void)word, (void)count;
+#endif
+}
+
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* Spins (yielding) until *word != old or (when want_eq) *word == want,
+ * for at most spin_us. True when the condition holds. */
+static bool spin(const ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want_eq) {
+  double deadline = -1;
+  for (;;) {
+    for (int i = 0; i < 32; i++) {
+      uint32_t cur = atomic_load_explicit(word, memory_order_acquire);
+      if (want_eq ? cur == v : cur != v) return true;
+      relax();
+    }
+    double t_now = now_us();
+    if (deadline < 0) deadline = t_now + t->spin_us;
+    if (t_now >= deadline) return false;
+    sched_yield();
+  }
+}
+
+/* The caller's wait: until *word == want. The last worker to make it so
+ * wakes the caller. */
+static void wait_equal(const ty_team *t, _Atomic uint32_t *word, uint32_t want) {
+  if (spin(t, word, want, true)) return;
+  for (;;) {
+    uint32_t v = atomic_load(word);
+    if (v == want) return;
+    futex_wait(word, v);
+  }
+}
+
+/* A worker's wait for a job after gen `seen`; returns the new gen. */
+static uint32_t wait_job(ty_team *t, uint32_t seen) {
+  if (!spin(t, &t->gen, seen, false)) {
+    atomic_fetch_add(&t->sleepers, 1);
+    while (atomic_load(&t->gen) == seen) futex_wait(&t->gen, seen);
+    atomic_fetch_sub(&t->sleepers, 1);
+  }
+  return atomic_load(&t->gen);
+}
+
+static void take_items(ty_team *t, const job *j, int me) {
+  for (;;) {
+    int64_t i = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed);
+    if (i >= j->n) return;
+    j->fn(j->arg, i, me);
+  }
+}
+
+static void *worker_main(void *p) {
+  const worker_start *ws = p;
+  ty_team *t = ws->team;
+  const int me = ws->index;
+  uint32_t seen = ws->gen0; /* the job it was started for may be out already */
+  for (;;) {
+    seen = wait_job(t, seen);
+    if (atomic_load(&t->quit)) return NULL;
+    uint32_t s = atomic_load(&t->state);
+    bool joined = false;
+    while ((s & OPEN) && !joined)
+      joined = atomic_compare_exchange_weak(&t->state, &s, s + 1);
+    if (!joined) continue;
+    job j = t->job;
+    seen = j.gen; /* this job is done for this worker, whichever gen woke it */
+    if (me < j.threads) {
+      tl_worker = me;
+      if (!j.fixed) {
+        take_items(t, &j, me);
+      } else if (me < j.n) {
+        j.fn(j.arg, me, me);
+        if (atomic_fetch_add(&t->done, 1) + 1 == (uint32_t)(j.n - 1)) futex_wake(&t->done, 1);
+      }
+      tl_worker = -1;
+    }
+    if (atomic_fetch_sub(&t->state, 1) - 1 == 0) futex_wake(&t->state, 1);
+  }
+}
+
+ty_team *ty__team_new(int threads, int spin_us) {
+  if (threads < 1) threads = 1;
+  ty_team *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->cap = threads;
+  t->spin_us = spin_us < 0 ? ty__team_default_spin() : spin_us;
+  t->threads = calloc((size_t)threads, sizeof *t->threads);
+  t->starts = calloc((size_t)threads, sizeof *t->starts);
+  if (!t->threads || !t->starts) {
+    ty__team_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+void ty__team_free(ty_team *t) {
+  if (!t) return;
+  atomic_store(&t->quit, true);
+  atomic_fetch_add(&t->gen, 1);
+  futex_wake(&t->gen, INT_MAX);
+  for (int i = 1; i <= t->started; i++) pthread_join(t->threads[i], NULL);
+  free(t->threads);
+  free(t->starts);
+  free(t);
+}
+
+/* Starts workers up to `want` (the caller counts as one); returns how many
+ * of them a job can have (fewer than `want` when a thread did not start). */
+static int start_workers(ty_team *t, int want) {
+  if (want > t->cap) want = t->cap;
+  while (t->started + 1 < want) {
+    int k = t->started + 1;
+    t->starts[k] = (worker_start){t, k, atomic_load(&t->gen)};
+    if (pthread_create(&t->threads[k], NULL, worker_main, &t->starts[k]) != 0) break;
+    t->started = k;
+  }
+  return want < t->started + 1 ? want : t->started + 1;
+}
+
+void ty__team_for(ty_team *t, int threads, int64_t n, bool fixed, ty_team_fn fn, void *arg) {
+  if (n <= 0) return;
+  int w = threads < n ? threads : (int)n;
+  if (t && w > 1 && tl_worker < 0) w = start_workers(t, w);
+  if (!t || w <= 1 || tl_worker >= 0 || (fixed && n > w)) {
+    int me = tl_worker >= 0 ? tl_worker : 0;
+    int outer = tl_worker;
+    tl_worker = me;
+    for (int64_t i = 0; i < n; i++) fn(arg, i, me);
+    tl_worker = outer;
+    return;
+  }
+  uint32_t gen = atomic_load(&t->gen) + 1;
+  t->job = (job){fn, arg, n, w, fixed, gen};
+  atomic_store(&t->done, 0);
+  atomic_store(&t->next, fixed ? n : 0);
+  atomic_store_explicit(&t->state, OPEN, memory_order_release);
+  atomic_store(&t->gen, gen);
+  if (atomic_load(&t->sleepers)) futex_wake(&t->gen, INT_MAX);
+  tl_worker = 0;
+  if (fixed) {
+    fn(arg, 0, 0);
+    wait_equal(t, &t->done, (uint32_t)(n - 1));
+  } else {
+    job j = t->job;
+    take_items(t, &j, 0);
+  }
+  atomic_fetch_and(&t->state, ~(uint32_t)OPEN);
+  wait_equal(t, &t->state, 0);
+  tl_worker = -1;
+}

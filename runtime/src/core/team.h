@@ -1,0 +1,40 @@
+/* team.h — tycho's own team of worker threads (core/team.c).
+ *
+ * The executor runs the pieces of a wave on a team: the calling thread is
+ * worker 0, and threads 1..n-1 persist between waves. A waiting worker
+ * spins for a short, bounded time, giving its core away (sched_yield) at
+ * every turn, then sleeps on a futex. On an idle machine the next wave
+ * finds it awake; on a machine shared with other work it never holds a
+ * core it does not use (docs/internals.md, "The worker team"). */
+#ifndef TY_TEAM_H
+#define TY_TEAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct ty_team ty_team;
+
+/* One item of a team job: item `item` of the job, run by `worker`. */
+typedef void (*ty_team_fn)(void *arg, int64_t item, int worker);
+
+/* A team of up to `threads` workers (the caller included); threads start
+ * on first use. NULL when out of memory. spin_us: how long a waiting worker
+ * stays awake before it sleeps. */
+ty_team *ty__team_new(int threads, int spin_us);
+void ty__team_free(ty_team *t);
+
+/* Runs fn(arg, i, worker) for every i in [0, n) on min(threads, n) workers
+ * and returns when all have run. fixed (n <= threads): item i runs on worker
+ * i. Otherwise a worker takes the next item whenever it is free, and a
+ * worker that wakes after the last item was taken stays out. Inside a team
+ * job (a piece that starts a job of its own) the items run in the caller. */
+void ty__team_for(ty_team *t, int threads, int64_t n, bool fixed, ty_team_fn fn, void *arg);
+
+/* The calling thread's worker number inside a team job; -1 outside one. */
+int ty__team_worker(void);
+
+/* The spin time a team uses when the caller passes spin_us < 0:
+ * TYCHO_SPIN_US from the environment, else the default (team.c). */
+int ty__team_default_spin(void);
+
+#endif
