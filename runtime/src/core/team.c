@@ -12,7 +12,8 @@
  * microseconds; then sleep on a futex. sched_yield() is what keeps a shared
  * machine usable: on an idle core it returns at once, so a spinning worker
  * still catches the next wave within a microsecond or two; on a core other
- * processes want, it hands the core over. libgomp's default spin (no yield,
+ * processes want, it hands the core over, and a yield that comes back late
+ * (another process ran) ends the spin: the thread sleeps. libgomp's default spin (no yield,
  * ~300,000 turns) made CG on 65K unknowns 25x slower beside other work
  * (README, "On a machine shared with other work"). */
 #define _GNU_SOURCE
@@ -37,6 +38,11 @@ enum { OPEN = 1u << 31 };
  * small-launch loop, short enough not to matter beside other work (the
  * measurements are in bench/README.md, "The worker team"). */
 enum { DEFAULT_SPIN_US = 200 };
+
+/* A sched_yield() that took longer than this ran another process: the core
+ * is wanted, and the waiting thread goes to sleep at once. An idle core
+ * returns from it in a microsecond or two. */
+enum { BUSY_YIELD_US = 50 };
 
 typedef struct job {
   ty_team_fn fn;
@@ -127,6 +133,8 @@ static bool spin(const ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want
     if (deadline < 0) deadline = t_now + t->spin_us;
     if (t_now >= deadline) return false;
     sched_yield();
+    /* another process ran meanwhile: the core is wanted, stop spinning */
+    if (now_us() - t_now > BUSY_YIELD_US) return false;
   }
 }
 
