@@ -40,6 +40,10 @@ typedef struct ty_storage {
   bool external;  /* attached host buffer (ty_store_attach): not ours to free */
   bool uncharged; /* made inside a streamed scope: charged when allocated, if ever */
   bool sliced;    /* data is a streamed piece's slice (stream.c), not a block of ours */
+  /* rt->window_gen of the flush in which regions.c cut its whole-store writer
+   * into regions: every element gets written, so a region's OUT view needs no
+   * zeroing (0: never) */
+  uint64_t covered_gen;
   void (*release)(void *ud);
   void *release_ud;
   struct ty__gstore *gpu; /* exec_gpu.c: its copies on GPUs (NULL: no GPU touched it) */

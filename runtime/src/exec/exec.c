@@ -317,7 +317,9 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
     const ty_arg *a = &l->args[i];
     /* an OUT view that does not cover its storage leaves the rest unwritten:
      * zero it, so never-written elements read as 0 */
-    bool whole = (size_t)a->store->size * ty_dtype_size(a->store->dtype) == a->store->storage->nbytes;
+    bool whole = (size_t)a->store->size * ty_dtype_size(a->store->dtype) == a->store->storage->nbytes ||
+                 (a->store->storage->covered_gen != 0 &&
+                  a->store->storage->covered_gen == rt->window_gen);
     ty_status st = ty__storage_ensure(rt, a->store->storage, a->priv != TY_PRIV_OUT || !whole);
     if (st) return st;
   }
@@ -611,11 +613,13 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
       if (sts[m] == TY_OK && !prs[m].skip)
         for (int p = 0; p < prs[m].tiling.pieces; p++) slots[t++] = (slot){&prs[m], p};
     int threads = total < rt->cfg.cpus ? total : rt->cfg.cpus;
-    /* point tasks, as many as threads: slot k runs on worker k (task mode's
-     * round-robin, deterministic); otherwise whoever is free takes the next
-     * slot, so a worker the OS keeps waiting does not hold the wave up */
+    /* task mode's point tasks, as many as threads: slot k runs on worker k
+     * (its round-robin, which explain reports); otherwise whoever is free
+     * takes the next slot, so a worker the OS keeps waiting does not hold
+     * the wave up */
     bool points = true;
-    for (int k = 0; k < total; k++) points &= slots[k].pr->tiling.pieces == 1;
+    for (int k = 0; k < total; k++)
+      points &= slots[k].pr->tiling.pieces == 1 && slots[k].pr->l->pol.p.mode == TY_MODE_TASK;
     wave_job job = {rt, slots, tp};
     ty__team_for(team(rt), threads, total, points && total <= threads, run_slot, &job);
     if (tp)

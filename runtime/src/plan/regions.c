@@ -1,0 +1,457 @@
+/*
+ * regions.c — shifted in-place updates of one store, cut into regions so
+ * that they fuse (ty__fuse calls it before it cuts runs).
+ *
+ * A matrix-free Laplacian writes one store S and then updates it through
+ * shifted views of itself:
+ *
+ *   Av = v * 4.0
+ *   Av[{{2, -1}, {}}] = Av[{{2, -1}, {}}] - v[{{1, -2}, {}}]
+ *   Av[{{1, -2}, {}}] = Av[{{1, -2}, {}}] - v[{{2, -1}, {}}]
+ *   ...
+ *
+ * Each launch is element-wise over its own box of S, and the boxes differ,
+ * so fusion (which needs one domain and one view per store) makes a pass
+ * over S per update. Cut S's index space at every box's edges: in each
+ * region every launch whose box covers it is element-wise over the same
+ * sub-box, and the region's launches fuse into one pass. For the Laplacian
+ * above, 9 regions (the inside and eight thin edges) replace 5 passes.
+ *
+ * A group is a run of consecutive launches of the window such that:
+ *  - each is a built-in element-wise operation (unary, binary, where, cast,
+ *    copy, constant fill) that may fuse (fuse axis on, not task mode, not
+ *    streamed), every argument aligned with its domain;
+ *  - each touches S through exactly one view; all those views have the same
+ *    strides, and each is a box in S's index space (its offset splits into
+ *    per-dim positions, rows that never wrap);
+ *  - any other storage the group writes is accessed in the group through one
+ *    view, by launches of one box (a temporary passed from one launch to the
+ *    next); storages the group only reads may be read through any views.
+ * Then every flow of data in the group stays at one position of S (a launch
+ * at position p of S touches S and every written storage only at p), so
+ * launches of different regions are independent and may run region after
+ * region; inside a region, program order is kept. Each element sees the
+ * same operations in the same order: the same bits as without the cut.
+ *
+ * A temporary that dies with the group (only the group's launches hold it)
+ * becomes one fresh store per region, which fusion then never allocates.
+ * Cut only when at least two launches write S through different boxes, S
+ * has REG_MIN_ELEMS elements or more, and the regions are few.
+ */
+#include "alloc.h"
+#include "fused.h"
+#include "internal.h"
+#include "regions.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+  REG_MIN_ELEMS = 16384, /* smaller: the edges' extra launches cost more than a pass */
+  REG_MAX_GROUP = 64,    /* launches in a group */
+  REG_MAX_CUTS = 9,      /* cut points per dim (8 intervals) */
+  REG_MAX_REGIONS = 64,
+};
+
+typedef struct box {
+  int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+} box;
+
+/* A storage other than S the group touches. */
+typedef struct other {
+  ty_storage *stg;
+  ty_store *view; /* its first view */
+  int member;     /* the member it was first seen in (its box) */
+  bool written;   /* some member writes it */
+  bool spread;    /* read through another view or box: never written then */
+  bool first_out; /* its first access writes it whole (OUT) */
+} other;
+
+typedef struct group {
+  ty_storage *S;
+  int nd;
+  int64_t strides[TY_MAX_RANK];
+  int n;
+  ty_pending *m[REG_MAX_GROUP];
+  box b[REG_MAX_GROUP];
+  int no, cap;
+  other *o;
+} group;
+
+static bool writes(ty_privilege p) { return p != TY_PRIV_IN; }
+
+static bool same_view(const ty_store *a, const ty_store *b) {
+  if (a == b) return true;
+  if (a->storage != b->storage || a->dtype != b->dtype || a->offset != b->offset || a->ndim != b->ndim)
+    return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d] || a->strides[d] != b->strides[d]) return false;
+  return true;
+}
+
+static bool same_box(const box *a, const box *b, int nd) {
+  for (int d = 0; d < nd; d++)
+    if (a->lo[d] != b->lo[d] || a->hi[d] != b->hi[d]) return false;
+  return true;
+}
+
+/* A built-in element-wise launch that may fuse, every argument aligned with
+ * its domain (shapes equal), at least one dim. */
+static bool eligible(const ty_runtime *rt, const ty_pending *l) {
+  if (!l->pol.p.fuse || l->pol.p.mode == TY_MODE_TASK || l->pol.p.memory > 0 || l->ndim < 1)
+    return false;
+  if (l->task->omp && rt->cfg.omps > 0) return false;
+  ty__fsub sub;
+  ty__fillval fill;
+  if (!ty__fuse_builtin(rt, l, &sub, &fill)) return false;
+  if (sub.kind != TY__FK_UNARY && sub.kind != TY__FK_BINARY && sub.kind != TY__FK_WHERE &&
+      sub.kind != TY__FK_CAST && sub.kind != TY__FK_FILL)
+    return false;
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    if (a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_REDUCE || a->store->ndim != l->ndim)
+      return false;
+    if (a->priv != TY_PRIV_OUT && a->store->storage->cancelled) return false;
+    for (int d = 0; d < l->ndim; d++)
+      if (a->store->shape[d] != l->domain[d]) return false;
+  }
+  return true;
+}
+
+/* The box of view v in S's index space: its offset split into per-dim
+ * positions by the group's strides (largest first). */
+static bool view_box(const group *g, const ty_store *v, box *b) {
+  if (v->ndim != g->nd) return false;
+  int64_t rest = v->offset;
+  for (int d = 0; d < g->nd; d++) {
+    if (v->strides[d] != g->strides[d]) return false;
+    b->lo[d] = rest / g->strides[d];
+    rest -= b->lo[d] * g->strides[d];
+    b->hi[d] = b->lo[d] + v->shape[d];
+  }
+  return rest == 0;
+}
+
+static other *find_other(group *g, const ty_storage *stg) {
+  for (int i = 0; i < g->no; i++)
+    if (g->o[i].stg == stg) return &g->o[i];
+  return NULL;
+}
+
+/* Adds launch l to the group; false (the group unchanged) when it does not
+ * belong. */
+static bool add(const ty_runtime *rt, group *g, ty_pending *l) {
+  if (g->n == REG_MAX_GROUP || !eligible(rt, l)) return false;
+  const ty_store *sv = NULL;
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_store *s = l->args[i].store;
+    if (s->storage != g->S) continue;
+    if (sv && !same_view(sv, s)) return false; /* S through two views: a stencil on S */
+    sv = s;
+  }
+  if (!sv) return false;
+  if (g->n == 0) {
+    g->nd = sv->ndim;
+    for (int d = 0; d < g->nd; d++) {
+      g->strides[d] = sv->strides[d];
+      if (g->strides[d] <= 0 || (d > 0 && g->strides[d] >= g->strides[d - 1])) return false;
+    }
+  }
+  box b;
+  if (!view_box(g, sv, &b)) return false;
+  if (g->no + l->nargs > g->cap) {
+    int cap = g->cap ? g->cap * 2 : 32;
+    while (cap < g->no + l->nargs) cap *= 2;
+    other *o = ty__realloc(g->o, (size_t)cap * sizeof *o);
+    if (!o) return false;
+    g->o = o;
+    g->cap = cap;
+  }
+  /* check every argument before changing anything: a launch may name one
+   * storage twice */
+  const int no0 = g->no;
+  other saved[TY_MAX_ARGS];
+  int nsaved = 0;
+  bool ok = true;
+  for (int i = 0; i < l->nargs && ok; i++) {
+    const ty_arg *a = &l->args[i];
+    if (a->store->storage == g->S) continue;
+    other *o = find_other(g, a->store->storage);
+    if (!o) {
+      o = &g->o[g->no++];
+      *o = (other){a->store->storage, a->store, g->n, writes(a->priv), false, a->priv == TY_PRIV_OUT};
+      continue;
+    }
+    if (o - g->o < no0 && nsaved < TY_MAX_ARGS) saved[nsaved++] = *o;
+    const bool same = same_view(o->view, a->store) && same_box(&g->b[o->member], &b, g->nd);
+    if (!same) {
+      if (o->written || writes(a->priv)) ok = false; /* data would cross positions */
+      o->spread = true;
+    } else if (writes(a->priv)) {
+      if (o->spread) ok = false;
+      o->written = true;
+    }
+  }
+  if (!ok || nsaved == TY_MAX_ARGS) { /* undo */
+    for (int k = nsaved - 1; k >= 0; k--) *find_other(g, saved[k].stg) = saved[k];
+    g->no = no0;
+    return false;
+  }
+  g->m[g->n] = l;
+  g->b[g->n] = b;
+  g->n++;
+  return true;
+}
+
+/* Ends the group at its last launch that writes S: a launch after it only
+ * reads S, and cut, its output (which outlives the group) would be written
+ * region by region instead of fusing with what reads it next. */
+static void trim(const ty_runtime *rt, group *g, ty_pending **w) {
+  int last = -1;
+  for (int k = 0; k < g->n; k++)
+    for (int i = 0; i < g->m[k]->nargs; i++)
+      if (g->m[k]->args[i].store->storage == g->S && writes(g->m[k]->args[i].priv)) last = k;
+  if (last == g->n - 1) return;
+  g->n = g->no = 0; /* the others table again, for the launches kept */
+  for (int k = 0; k <= last; k++) add(rt, g, w[k]);
+}
+
+/* Worth cutting: two boxes at least among S's writers, rows that never
+ * wrap, enough elements, few cuts. Fills the cut points. */
+static bool worth_cutting(const group *g, int64_t cuts[][REG_MAX_CUTS], int *ncuts) {
+  if (g->n < 2) return false;
+  int writers = 0, first_writer = -1;
+  bool shifted = false;
+  for (int k = 0; k < g->n; k++) {
+    const ty_pending *l = g->m[k];
+    bool w = false;
+    for (int i = 0; i < l->nargs; i++) w |= l->args[i].store->storage == g->S && writes(l->args[i].priv);
+    if (!w) continue;
+    writers++;
+    if (first_writer < 0) first_writer = k;
+    else if (!same_box(&g->b[first_writer], &g->b[k], g->nd)) shifted = true;
+  }
+  if (writers < 2 || !shifted) return false;
+  int64_t ext[TY_MAX_RANK] = {0}, elems = 1;
+  for (int k = 0; k < g->n; k++)
+    for (int d = 0; d < g->nd; d++)
+      if (g->b[k].hi[d] > ext[d]) ext[d] = g->b[k].hi[d];
+  for (int d = 0; d < g->nd; d++) {
+    elems *= ext[d];
+    if (d > 0 && g->strides[d - 1] < g->strides[d] * ext[d]) return false; /* rows would wrap */
+  }
+  if (elems < REG_MIN_ELEMS) return false;
+  int64_t regions = 1;
+  for (int d = 0; d < g->nd; d++) {
+    int nc = 0;
+    for (int k = 0; k < g->n; k++) {
+      const int64_t v2[2] = {g->b[k].lo[d], g->b[k].hi[d]};
+      for (int e = 0; e < 2; e++) {
+        int at = 0;
+        while (at < nc && cuts[d][at] < v2[e]) at++;
+        if (at < nc && cuts[d][at] == v2[e]) continue;
+        if (nc == REG_MAX_CUTS) return false;
+        memmove(&cuts[d][at + 1], &cuts[d][at], (size_t)(nc - at) * sizeof cuts[d][0]);
+        cuts[d][at] = v2[e];
+        nc++;
+      }
+    }
+    ncuts[d] = nc;
+    regions *= nc - 1;
+  }
+  return regions <= REG_MAX_REGIONS;
+}
+
+/* A written storage whose only holders are the group's launches, first
+ * written whole: one fresh store per region replaces it. */
+static bool dies_in_group(const group *g, const other *o) {
+  if (!o->written || !o->first_out || o->spread || o->stg->external || o->stg->refs != 1) return false;
+  const ty_store *s = o->view;
+  if (s->offset != 0 || (size_t)s->size * ty_dtype_size(s->dtype) != o->stg->nbytes) return false;
+  int held = 0;
+  for (int k = 0; k < g->n; k++)
+    for (int i = 0; i < g->m[k]->nargs; i++) held += g->m[k]->args[i].store == s;
+  return held == s->refs;
+}
+
+/* A member writing its whole storage (OUT) is cut into views that together
+ * cover it: the storage is marked for this flush, so that a region's view
+ * is not zeroed first (exec.c zeroes a storage an OUT view leaves partly
+ * unwritten). */
+static void covered_marks(const ty_runtime *rt, const group *g, bool on) {
+  for (int k = 0; k < g->n; k++) {
+    const ty_arg *a = &g->m[k]->args[0];
+    const ty_store *s = a->store;
+    if (a->priv == TY_PRIV_OUT && s->offset == 0 && !s->storage->data &&
+        (size_t)s->size * ty_dtype_size(s->dtype) == s->storage->nbytes)
+      s->storage->covered_gen = on ? rt->window_gen : 0;
+  }
+}
+
+typedef struct emitted {
+  ty_pending **l;
+  int n, cap;
+} emitted;
+
+static bool push(emitted *e, ty_pending *l) {
+  if (e->n == e->cap) {
+    int cap = e->cap ? e->cap * 2 : 64;
+    ty_pending **nl = ty__realloc(e->l, (size_t)cap * sizeof *nl);
+    if (!nl) return false;
+    e->l = nl;
+    e->cap = cap;
+  }
+  e->l[e->n++] = l;
+  return true;
+}
+
+/* Member k's launch over region r (inside its box); fresh[] holds the
+ * region's stores for the temporaries. NULL when out of memory. */
+static ty_pending *cut(ty_runtime *rt, const group *g, int k, const box *r, ty_store **fresh,
+                       const bool *dies) {
+  const ty_pending *l = g->m[k];
+  const box *b = &g->b[k];
+  ty_pending *p = ty__pending_take(rt);
+  if (!p) return NULL;
+  memcpy(p, l, sizeof *p);
+  int64_t shape[TY_MAX_RANK];
+  for (int d = 0; d < g->nd; d++) p->domain[d] = shape[d] = r->hi[d] - r->lo[d];
+  for (int i = 0; i < l->nargs; i++) {
+    ty_store *s = l->args[i].store, *ns = NULL;
+    other *o = s->storage == g->S ? NULL : find_other((group *)g, s->storage);
+    const int oi = o ? (int)(o - g->o) : -1;
+    if (oi >= 0 && dies[oi]) {
+      if (!fresh[oi] && ty__store_new(rt, s->dtype, g->nd, shape, &fresh[oi]) != TY_OK) fresh[oi] = NULL;
+      ns = fresh[oi];
+      if (ns) ty_store_retain(ns);
+    } else {
+      int64_t off = s->offset;
+      for (int d = 0; d < g->nd; d++) off += (r->lo[d] - b->lo[d]) * s->strides[d];
+      if (ty__store_view(rt, s, g->nd, shape, s->strides, off, &ns) != TY_OK) ns = NULL;
+    }
+    if (!ns) { /* give back what this launch holds so far */
+      for (int j = 0; j < i; j++) ty_store_release(p->args[j].store);
+      p->nargs = 0;
+      ty__pending_drop(rt, p);
+      return NULL;
+    }
+    p->args[i].store = ns;
+  }
+  return p;
+}
+
+/* Appends the group's launches cut into regions to e (and to made, the
+ * launches this pass created); false (nothing appended, the group
+ * untouched) when memory runs out. */
+static bool emit(ty_runtime *rt, const group *g, int64_t cuts[][REG_MAX_CUTS], const int *ncuts,
+                 emitted *e, emitted *made) {
+  const int n0 = e->n, m0 = made->n;
+  ty_store **fresh = ty__calloc((size_t)g->no + 1, sizeof *fresh);
+  bool *dies = ty__calloc((size_t)g->no + 1, sizeof *dies);
+  bool ok = fresh && dies;
+  for (int i = 0; ok && i < g->no; i++) dies[i] = dies_in_group(g, &g->o[i]);
+  int idx[TY_MAX_RANK] = {0};
+  covered_marks(rt, g, true);
+  while (ok) {
+    box r;
+    for (int d = 0; d < g->nd; d++) {
+      r.lo[d] = cuts[d][idx[d]];
+      r.hi[d] = cuts[d][idx[d] + 1];
+    }
+    for (int k = 0; ok && k < g->n; k++) {
+      bool inside = true;
+      for (int d = 0; d < g->nd && inside; d++)
+        inside = r.lo[d] >= g->b[k].lo[d] && r.hi[d] <= g->b[k].hi[d];
+      if (!inside) continue;
+      ty_pending *p = cut(rt, g, k, &r, fresh, dies);
+      ok = p != NULL;
+      if (ok && !push(made, p)) {
+        ty__pending_drop(rt, p);
+        ok = false;
+      } else if (ok && !push(e, p)) {
+        made->n--;
+        ty__pending_drop(rt, p);
+        ok = false;
+      }
+    }
+    for (int i = 0; fresh && i < g->no; i++) { /* the region's launches hold them */
+      ty_store_release(fresh[i]);
+      fresh[i] = NULL;
+    }
+    int d = g->nd - 1;
+    while (d >= 0 && ++idx[d] == ncuts[d] - 1) idx[d--] = 0;
+    if (d < 0) break;
+  }
+  free(fresh);
+  free(dies);
+  if (!ok) covered_marks(rt, g, false);
+  if (!ok) {
+    while (made->n > m0) ty__pending_drop(rt, made->l[--made->n]);
+    e->n = n0;
+    return false;
+  }
+  return true;
+}
+
+/* Undoes a cut that could not finish: the launches made are dropped, the
+ * window stays as it was. */
+static void rollback(ty_runtime *rt, emitted *made) {
+  for (int k = 0; k < made->n; k++) ty__pending_drop(rt, made->l[k]);
+}
+
+void ty__regions_cut(ty_runtime *rt) {
+  const int n = rt->nwindow;
+  ty_pending **w = rt->window;
+  emitted out = {0}, made = {0}, gone = {0};
+  group g = {0};
+  bool ok = true;
+  for (int i = 0; i < n && ok;) {
+    /* a group starts with a launch writing a large enough store */
+    const ty_pending *l = w[i];
+    int len = 0;
+    if (l->nargs > 0 && writes(l->args[0].priv) && l->args[0].store->size >= REG_MIN_ELEMS / 4) {
+      g.S = l->args[0].store->storage;
+      g.n = g.no = 0;
+      while (i + g.n < n && add(rt, &g, w[i + g.n])) {
+      }
+      trim(rt, &g, w + i);
+      int64_t cuts[TY_MAX_RANK][REG_MAX_CUTS];
+      int ncuts[TY_MAX_RANK];
+      if (worth_cutting(&g, cuts, ncuts)) {
+        if (!made.n) /* the launches before the first group: unchanged */
+          for (int k = 0; k < i && ok; k++) ok = push(&out, w[k]);
+        const int n0 = out.n;
+        if (ok && emit(rt, &g, cuts, ncuts, &out, &made)) {
+          for (int k = 0; k < g.n && ok; k++) ok = push(&gone, g.m[k]);
+          len = g.n;
+        } else {
+          out.n = n0;
+        }
+      }
+    }
+    if (len == 0) {
+      if (made.n && ok) ok = push(&out, w[i]);
+      len = 1;
+    }
+    i += len;
+  }
+  free(g.o);
+  if (ok && made.n && out.n > rt->window_cap) {
+    ty_pending **nw = out.n <= TY_MAX_STREAM_WINDOW ? ty__realloc(rt->window, (size_t)out.n * sizeof *nw) : NULL;
+    if (nw) {
+      rt->window = nw;
+      rt->window_cap = out.n;
+    } else {
+      ok = false;
+    }
+  }
+  if (!ok) rollback(rt, &made);
+  if (ok && made.n) {
+    memcpy(rt->window, out.l, (size_t)out.n * sizeof *out.l);
+    rt->nwindow = out.n;
+    for (int k = 0; k < gone.n; k++) ty__pending_drop(rt, gone.l[k]);
+  }
+  free(out.l);
+  free(made.l);
+  free(gone.l);
+}
