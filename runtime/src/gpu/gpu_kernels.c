@@ -375,8 +375,10 @@ ty_status ty__gpu_fused(ty__gpu *g, int d, int stream, const ty__gir *ir, char *
   }
   ty__ptx_entry *e = NULL;
   st = ty__gk_plan(ir, plan, err, errlen);
-  if (st == TY_OK && plan->n > 0) st = ty__gk_kernel(&g->ptx, ir, plan, g->dev[d].arch, &e, err, errlen);
-  if (st == TY_OK && plan->n > 0 && !e->function[d]) {
+  /* a reduction writes its accumulator even over no elements (the identity) */
+  const bool run = st == TY_OK && (plan->n > 0 || ir->red.on);
+  if (run) st = ty__gk_kernel(&g->ptx, ir, plan, g->dev[d].arch, &e, err, errlen);
+  if (st == TY_OK && run && !e->function[d]) {
     ty__CUmodule m = NULL;
     ty__CUfunction f = NULL;
     ty__CUresult r = g->api.ModuleLoadData(&m, e->ptx);
@@ -389,13 +391,41 @@ ty_status ty__gpu_fused(ty__gpu *g, int d, int stream, const ty__gir *ir, char *
       e->function[d] = f;
     }
   }
-  if (st == TY_OK && plan->n > 0) {
+  unsigned grid = ty__gk_grid(plan, g->dev[d].info.sms);
+  ty__gpu_block *scratch = NULL;
+  if (st == TY_OK && run) {
     ty__gk_params(ir, plan, words);
+    if (ir->red.on) {
+      /* reduce.cu's plan for this element count (a full reduction), so the
+       * fused run adds in the order the reduction alone would: `chunks`
+       * blocks of `per` elements each, or one thread walking all of them */
+      int64_t n = plan->n, one = 1, zero = 0;
+      ty_kred kp;
+      int variant;
+      unsigned gx, gy;
+      ty__kred_plan(1, &n, &one, &zero, g->dev[d].info.sms, &kp, &variant, &gx, &gy);
+      const bool seq = variant == TY__KRED_THREADS;
+      grid = seq ? 1 : gx;
+      words[plan->nwords - 4] = seq ? n : (n + grid - 1) / grid;
+      words[plan->nwords - 3] = seq;
+    }
+    if (ir->red.on && grid > 1) { /* partials, one 8-byte word per block, then the counter at zero */
+      st = ty__gpu_alloc(g, d, (size_t)grid * 8 + 8, stream, "reduction partials", &scratch, err, errlen);
+      if (st == TY_OK) {
+        words[plan->nwords - 2] = (int64_t)scratch->ptr;
+        words[plan->nwords - 1] = (int64_t)(scratch->ptr + (uint64_t)grid * 8);
+        ty__CUresult r = g->api.MemsetD8Async(scratch->ptr + (uint64_t)grid * 8, 0, 8, stream_of(g, d, stream));
+        if (r != TY__CUDA_SUCCESS) st = cu_fail(g, r, "zeroing a reduction's counter", err, errlen);
+      }
+    }
+  }
+  if (st == TY_OK && run) {
     void *args[1] = {words};
-    ty__CUresult r = g->api.LaunchKernel((ty__CUfunction)e->function[d], ty__gk_grid(plan, g->dev[d].info.sms),
-                                         1, 1, TY__GK_BLOCK, 1, 1, 0, stream_of(g, d, stream), args, NULL);
+    ty__CUresult r = g->api.LaunchKernel((ty__CUfunction)e->function[d], grid, 1, 1, TY__GK_BLOCK, 1, 1, 0,
+                                         stream_of(g, d, stream), args, NULL);
     if (r != TY__CUDA_SUCCESS) st = cu_fail(g, r, "launching a fused kernel", err, errlen);
   }
+  if (scratch) ty__gpu_free(g, d, scratch, stream);
   free(plan);
   free(words);
   return st;
