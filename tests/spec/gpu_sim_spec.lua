@@ -211,6 +211,15 @@ describe("the GPU path on simulated devices", function()
     assert.truthy(text:find('"GPU 1 (queued)"', 1, true))
     assert.truthy(text:find('"cat":"gpu"', 1, true))
     assert.truthy(text:find('"gpu bytes copied"', 1, true))
+    -- device time: events around each piece on its stream, a track per GPU
+    assert.truthy(text:find('"GPU 0 (device)"', 1, true))
+    assert.truthy(text:find('"GPU 1 (device)"', 1, true))
+    local n = 0
+    for ts, dur in text:gmatch('"cat":"gpu%-device","ph":"X","pid":1,"tid":%d+,"ts":([%d.]+),"dur":([%d.]+)') do
+      assert.is_true(tonumber(ts) >= 0 and tonumber(dur) >= 0, ts .. " " .. dur)
+      n = n + 1
+    end
+    assert.is_true(n >= 3, text)
   end)
 
   it("runs streamed scopes on the CPU, with the CPU's values, and explain says why", function()

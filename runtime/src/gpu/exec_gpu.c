@@ -398,9 +398,44 @@ bool ty__storage_host_valid(const ty_storage *stg, uint64_t lo, uint64_t hi) {
   return !stg->gpu || hi <= lo || ty__coh_valid(&stg->gpu->coh, lo, hi, TY__COH_HOST);
 }
 
+/* --trace: the device times of the pieces timed since the last flush end,
+ * as trace events (this waits for their last events). */
+static void trace_device_times(ty_runtime *rt) {
+  ty__gpu *g = rt->gpu;
+  const double origin = ty__tracing(rt) ? ty__now() - ty__trace_time(rt) : 0;
+  for (int k = 0; k < g->ntimings; k++) {
+    const ty__gpu_timing *t = &g->timings[k];
+    double t0, t1;
+    if (ty__gpu_mark_times(g, t->device, t->a, t->b, &t0, &t1) && ty__tracing(rt))
+      ty__trace_gpu_device(rt, t->device, t->lane, t0 - origin, t1 - origin, t->piece, t->pieces, t->seq,
+                           t->name);
+  }
+  g->ntimings = 0;
+}
+
+/* Remember piece p's events a, b (NULL: not timed). */
+static void add_timing(ty_runtime *rt, const ty_pending *l, int d, int lane, int p, int pieces, ty__CUevent a,
+                       ty__CUevent b) {
+  ty__gpu *g = rt->gpu;
+  if (a && b && g->ntimings == g->captimings) {
+    int cap = g->captimings ? 2 * g->captimings : 64;
+    ty__gpu_timing *v = ty__realloc(g->timings, (size_t)cap * sizeof *v);
+    if (v) g->timings = v, g->captimings = cap;
+  }
+  if (!a || !b || g->ntimings == g->captimings) { /* not timed: the trace goes without */
+    double t0, t1;
+    if (a || b) (void)ty__gpu_mark_times(g, d, a ? a : b, b ? b : a, &t0, &t1);
+    return;
+  }
+  ty__gpu_timing *t = &g->timings[g->ntimings++];
+  *t = (ty__gpu_timing){a, b, d, lane, p, pieces, l->seq, ""};
+  snprintf(t->name, sizeof t->name, "%s", ty_task_name(l->task));
+}
+
 ty_status ty__gpu_flush_end(ty_runtime *rt) {
   ty_status jst = ty__gpu_join(rt);
   if (jst) return jst;
+  if (rt->gpu && rt->gpu->ntimings) trace_device_times(rt);
   for (ty__gstore *gs = rt->gstores; gs; gs = gs->next) {
     ty_storage *stg = gs->stg;
     if (!stg->external || !stg->data || stg->cancelled) continue;
@@ -704,6 +739,7 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
       st = ty__fail(rt, st, "%s: ordering GPU %d's streams: %s", l->task->name, d, err);
       break;
     }
+    ty__CUevent mark0 = ty__tracing(rt) ? ty__gpu_mark(g, d, lane) : NULL; /* device time */
     /* reads first, then writes: a store both read and written is read as it was */
     for (int pass = 0; pass < 2 && st == TY_OK; pass++)
       for (int i = 0; i < l->nargs && st == TY_OK; i++) {
@@ -734,8 +770,10 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
     if (st == TY_OK && (st = run_kernel(rt, &k, l, d, lane, l->ndim, lo, hi, tiles, ptr, ir, err, sizeof err)))
       st = ty__fail(rt, st, "task '%s' failed on GPU %d: %s%s%s%s", l->task->name, d, err,
                     l->origin[0] ? " (launched at " : "", l->origin, l->origin[0] ? ")" : "");
-    if (ty__tracing(rt))
+    if (ty__tracing(rt)) {
       ty__trace_gpu_piece(rt, d, lane, t0, ty__trace_time(rt), p, pieces, l->seq, l->task);
+      add_timing(rt, l, d, lane, p, pieces, mark0, mark0 ? ty__gpu_mark(g, d, lane) : NULL);
+    }
   }
   ty__coh_copies_free(&cp);
   free(ir);

@@ -19,6 +19,8 @@
  */
 #include "alloc.h"
 #include "gpu_kernels.h"
+
+#include "trace.h"
 #include "tycho/random.h"
 
 #include <stdio.h>
@@ -227,10 +229,18 @@ ty_status ty__gpu_activate(ty__gpu *g, char *err, size_t errlen) {
 
 void ty__gpu_close(ty__gpu *g) {
   if (!g) return;
+  for (int k = 0; k < g->ntimings; k++) { /* a trace stopped before they were read */
+    const ty__gpu_timing *t = &g->timings[k];
+    if (g->api.CtxSetCurrent(g->dev[t->device].ctx) != TY__CUDA_SUCCESS) continue;
+    g->api.EventDestroy(t->a);
+    g->api.EventDestroy(t->b);
+  }
+  free(g->timings);
   for (int i = 0; i < g->ndev; i++) {
     ty__gpu_dev *dv = &g->dev[i];
     if (g->api.CtxSetCurrent(dv->ctx) != TY__CUDA_SUCCESS) continue;
     g->api.CtxSynchronize();
+    if (dv->anchor) g->api.EventDestroy(dv->anchor);
     if (dv->blas && g->blas_ok) g->blas.Destroy(dv->blas);
     int leaked = dv->pool.ops.alloc ? ty__gpu_pool_destroy(&dv->pool) : 0;
     if (leaked) fprintf(stderr, "tycho: %d GPU blocks were not freed on device %d\n", leaked, i);
@@ -333,6 +343,46 @@ ty_status ty__gpu_sync(ty__gpu *g, int d, int s, char *err, size_t errlen) {
       CU(g->api.StreamSynchronize(g->dev[i].stream[k]), "waiting for the GPU");
   }
   return TY_OK;
+}
+
+/* ---- device time (--trace) ------------------------------------------------------------------- */
+
+ty__CUevent ty__gpu_mark(ty__gpu *g, int d, int s) {
+  if (use_dev(g, d, NULL, 0) != TY_OK) return NULL;
+  ty__gpu_dev *dv = &g->dev[d];
+  ty__CUstream st = stream_of(g, d, s);
+  if (!dv->anchor) { /* once per device: an event the host dates by waiting for it */
+    ty__CUevent an = NULL;
+    if (g->api.EventCreate(&an, 0) != TY__CUDA_SUCCESS) return NULL;
+    if (g->api.EventRecord(an, st) != TY__CUDA_SUCCESS || g->api.EventSynchronize(an) != TY__CUDA_SUCCESS) {
+      g->api.EventDestroy(an);
+      return NULL;
+    }
+    dv->anchor_t = ty__now();
+    dv->anchor = an;
+  }
+  ty__CUevent ev = NULL;
+  if (g->api.EventCreate(&ev, 0) != TY__CUDA_SUCCESS) return NULL;
+  if (g->api.EventRecord(ev, st) != TY__CUDA_SUCCESS) {
+    g->api.EventDestroy(ev);
+    return NULL;
+  }
+  return ev;
+}
+
+bool ty__gpu_mark_times(ty__gpu *g, int d, ty__CUevent a, ty__CUevent b, double *t0, double *t1) {
+  if (use_dev(g, d, NULL, 0) != TY_OK) return false;
+  const ty__gpu_dev *dv = &g->dev[d];
+  float ma = 0, mb = 0;
+  bool ok = dv->anchor && g->api.EventSynchronize(b) == TY__CUDA_SUCCESS &&
+            g->api.EventElapsedTime(&ma, dv->anchor, a) == TY__CUDA_SUCCESS &&
+            g->api.EventElapsedTime(&mb, dv->anchor, b) == TY__CUDA_SUCCESS;
+  g->api.EventDestroy(a);
+  if (b != a) g->api.EventDestroy(b);
+  if (!ok) return false;
+  *t0 = dv->anchor_t + ma * 1e-3;
+  *t1 = dv->anchor_t + (mb > ma ? mb : ma) * 1e-3;
+  return true;
 }
 
 /* ---- launches -------------------------------------------------------------------------------- */
