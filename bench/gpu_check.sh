@@ -260,6 +260,25 @@ do
         string.format("%.17g vs %.17g", g, c))
 end
 
+-- device time in the trace: a "GPU 0 (device)" track with the pieces' durations
+do
+  local path = os.tmpname()
+  tycho.trace_start(path)
+  local v = on("gpu", function() local a, b = mk() return (a * b + 1):sum():item() end)
+  tycho.trace_stop()
+  local f = io.open(path)
+  local text = f and f:read("a") or ""
+  if f then f:close() end
+  os.remove(path)
+  local n, total = 0, 0
+  for dur in text:gmatch('"cat":"gpu%-device","ph":"X","pid":1,"tid":%d+,"ts":[%d.]+,"dur":([%d.]+)') do
+    n = n + 1
+    total = total + tonumber(dur)
+  end
+  check("trace: device time per piece on \"GPU 0 (device)\"", v == v and n >= 1 and text:find('"GPU 0 (device)"', 1, true) ~= nil,
+        string.format("%d pieces, %.1f us on the device", n, total))
+end
+
 print(bad == 0 and "  all GPU results agree with the CPU" or string.format("  %d WRONG", bad))
 os.exit(bad == 0 and 0 or 1)
 LUA
