@@ -1021,7 +1021,7 @@ static void red_input(char *x, int64_t i, ty_dtype t, ty__redkind kind) {
  * exercises the block tree, __syncthreads and the last-block counter. */
 TEST(gpu_fused_reduction_is_one_kernel_and_matches_cpu) {
   if (!gpu()) SKIP("no GPU: %s", gpu_why);
-  const int64_t n = 300007;
+  const int64_t n = 50021;
   const ty_dtype dts[] = {TY_F64, TY_F32, TY_I64, TY_I32, TY_U8, TY_BOOL};
   char err[4096];
   for (int kind = 0; kind < TY__NREDKIND; kind++)
