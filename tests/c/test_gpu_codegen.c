@@ -855,7 +855,60 @@ TEST(ir_from_fused_description) {
   free(ir);
 }
 
+/* A chain ending in a full reduction (ty__gred): every kind x dtype, adding
+ * into the accumulator or not, compiles to sm_90 PTX (shared memory, the
+ * block tree, atomicAdd on the last-block counter); an accumulator the
+ * chain also uses, or of the wrong dtype, is refused. */
+TEST(nvrtc_compiles_fused_reductions) {
+  ty__gplan *p = malloc(sizeof *p);
+  char err[4096];
+  const ty_dtype dts[] = {TY_F64, TY_F32, TY_I64, TY_I32, TY_U8, TY_BOOL};
+  int64_t n = 1000, zero[1] = {0};
+  { /* refusals, on any machine */
+    ty__gir *ir = ir_new(1, &n);
+    int ax = add_arg(ir, TY_F64, NULL), aa = add_arg_strided(ir, TY_F64, NULL, zero);
+    ir->red = (ty__gred){true, TY__RSUM, TY_F64, false, (uint16_t)ax, ARG(ax)};
+    CHECK_EQ_INT(ty__gk_plan(ir, p, err, sizeof err), TY_EINVAL);
+    CHECK_STR_CONTAINS(err, "accumulator");
+    ir->red = (ty__gred){true, TY__RSUM, TY_I64, false, (uint16_t)aa, ARG(ax)};
+    CHECK_EQ_INT(ty__gk_plan(ir, p, err, sizeof err), TY_EDTYPE);
+    CHECK_STR_CONTAINS(err, "reduction of f64 into f64");
+    free(ir);
+  }
+  if (!nvrtc()) {
+    free(p);
+    SKIP("%s", nv_why);
+  }
+  for (int kind = 0; kind < TY__NREDKIND; kind++)
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
+      for (int accumulate = 0; accumulate < 2; accumulate++) {
+        const ty_dtype t = dts[di];
+        const ty_dtype at = (kind == TY__RSUM || kind == TY__RPROD) && !ty_dtype_is_float(t) ? TY_I64 : t;
+        ty__gir *ir = ir_new(1, &n);
+        int ax = add_arg(ir, t, NULL), aa = add_arg_strided(ir, at, NULL, zero);
+        ir->nsubs = 0;
+        ir->red = (ty__gred){true, (uint8_t)kind, (uint8_t)at, accumulate == 1, (uint16_t)aa, ARG(ax)};
+        ty_status st = ty__gk_plan(ir, p, err, sizeof err);
+        if (st) fprintf(stderr, "%s\n", err);
+        CHECK_EQ_INT(st, TY_OK);
+        char *src = ty__gk_source(ir, p), *ptx = NULL;
+        size_t len = 0;
+        st = ty__nvrtc_compile(&nv, src, p->name, 90, false, &ptx, &len, err, sizeof err);
+        if (st) fprintf(stderr, "%s\n%s\n", err, src);
+        CHECK_EQ_INT(st, TY_OK);
+        if (ptx) {
+          CHECK_STR_CONTAINS(ptx, "atom.global");
+          CHECK_STR_CONTAINS(ptx, "bar.sync");
+        }
+        free(ptx);
+        free(src);
+        free(ir);
+      }
+  free(p);
+}
+
 static const check_case cases[] = {
+    CASE(nvrtc_compiles_fused_reductions),
     CASE(plan_collapses_and_classifies),
     CASE(key_is_structural),
     CASE(plan_rejects_what_it_cannot_generate),

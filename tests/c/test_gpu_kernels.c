@@ -11,6 +11,7 @@
  * skipped (exit code 77 when run alone: CTest's SKIP_RETURN_CODE).
  */
 #include "check.h"
+#include "gpu_test_setup.h"
 
 #include "gpu_kernels.h"
 #include "tycho/random.h"
@@ -19,15 +20,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int skipped;
-#define SKIP(...)                                                                        \
-  do {                                                                                   \
-    printf("skip: " __VA_ARGS__);                                                        \
-    printf("\n");                                                                        \
-    skipped++;                                                                           \
-    return;                                                                              \
-  } while (0)
 
 /* ---- plans, on any machine ------------------------------------------------------------ */
 
@@ -552,10 +544,7 @@ static ty_status open_gpu(size_t fbmem, ty__gpu **g, char *why, size_t len) {
     *g = NULL;
   }
   if (*g) return TY_OK;
-  const char *cxx = getenv("TYCHO_CXX");
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", cxx && *cxx ? cxx : "c++");
-  if (system(cmd) != 0) return TY_ENOTFOUND; /* no simulator either: why says so */
+  if (!have_cxx()) return TY_ENOTFOUND; /* no simulator either: why says so */
   if (ty__gpu_open(TY_GPUS_SIM | 1, fbmem, g, why, len) != TY_OK) *g = NULL;
   else printf("note: no GPU, running on a simulated one (sim:1)\n");
   return *g ? TY_OK : TY_ENOTFOUND;
@@ -1015,6 +1004,192 @@ TEST(gpu_small_fbmem_runs_out_with_a_message) {
   ty__gpu_close(g);
 }
 
+/* Element i of the fused-reduction test's input in dtype t (kind: what it
+ * feeds; products stay near 1 so they neither overflow nor vanish). */
+static void red_input(char *x, int64_t i, ty_dtype t, ty__redkind kind) {
+  if (t == TY_BOOL) x[0] = (char)(i % 3 == 0);
+  else if (ty_dtype_is_float(t))
+    ty__store_f64(x, t, kind == TY__RPROD ? 1.0 + (double)(i % 7 - 3) / 4096.0 : (double)((i * 7919) % 1000) / 8.0 - 60.0);
+  else ty__store_i64(x, t, t == TY_U8 ? (i * 7919) % 256 : (i * 7919) % 201 - 100);
+}
+
+/* A fused chain ending in a full reduction (ty__gred) is one kernel: every
+ * kind x dtype against a host loop over x + x (f: x * 0.5 first; bool: x):
+ * exact kinds bit for bit, float sums and products within a relative 1e-12
+ * (f64) / 1e-6 (f32); an accumulating run adds into the old value; a NaN
+ * sticks in min and max; two runs give the same bits. On a real GPU this
+ * exercises the block tree, __syncthreads and the last-block counter. */
+TEST(gpu_fused_reduction_is_one_kernel_and_matches_cpu) {
+  if (!gpu()) SKIP("no GPU: %s", gpu_why);
+  const int64_t n = 50021;
+  const ty_dtype dts[] = {TY_F64, TY_F32, TY_I64, TY_I32, TY_U8, TY_BOOL};
+  char err[4096];
+  for (int kind = 0; kind < TY__NREDKIND; kind++)
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
+      for (int acc_mode = 0; acc_mode < 2; acc_mode++) {
+        const ty_dtype t = dts[di];
+        const bool fl = ty_dtype_is_float(t), arith = kind == TY__RSUM || kind == TY__RPROD;
+        const ty_dtype at = arith && !fl ? TY_I64 : t;
+        const size_t es = ty_dtype_size(t), as = ty_dtype_size(at);
+        char *x = malloc((size_t)n * es);
+        for (int64_t i = 0; i < n; i++) red_input(x + i * es, i, t, (ty__redkind)kind);
+        if (fl && kind >= TY__RMIN && acc_mode) ty__store_f64(x + 777 * es, t, NAN);
+        /* the chain: v = x + x (floats: x * 0.5 first; bool: v = x); reduce v */
+        ty__gir *ir = calloc(1, sizeof *ir);
+        ty__gpu_block *bx, *ba;
+        ir->ndim = 1;
+        ir->shape[0] = n;
+        ir->nargs = 2;
+        ir->args[0] = (ty__garg){t, {1}, upload(x, (size_t)n * es, &bx)};
+        char init[8] = {0};
+        if (fl) ty__store_f64(init, at, 5.0);
+        else ty__store_i64(init, at, t == TY_BOOL && !arith ? 1 : 5);
+        ir->args[1] = (ty__garg){at, {0}, upload(init, as, &ba)};
+        ir->ntmps = 2;
+        ir->tmps[0] = ir->tmps[1] = t;
+        if (t == TY_BOOL) {
+          ir->subs[ir->nsubs++] = (ty__gsub){TY__G_CAST, 0, (uint8_t)t, (uint8_t)t, 1, {TY__GREF_TMP, 1},
+                                             {{TY__GREF_ARG, 0}}};
+        } else {
+          ty__gref src = {TY__GREF_ARG, 0};
+          if (fl) {
+            ir->nconsts = 1;
+            ir->consts[0] = (ty__gconst){t, 0.5, 0};
+            ir->subs[ir->nsubs++] = (ty__gsub){TY__G_BINARY, TY_OP_MUL, (uint8_t)t, (uint8_t)t, 2,
+                                               {TY__GREF_TMP, 0}, {{TY__GREF_ARG, 0}, {TY__GREF_CONST, 0}}};
+            src = (ty__gref){TY__GREF_TMP, 0};
+          }
+          ir->subs[ir->nsubs++] = (ty__gsub){TY__G_BINARY, TY_OP_ADD, (uint8_t)t, (uint8_t)t, 2,
+                                             {TY__GREF_TMP, 1}, {src, src}};
+        }
+        ir->red = (ty__gred){true, (uint8_t)kind, (uint8_t)at, acc_mode == 1, 1, {TY__GREF_TMP, 1}};
+        /* the host's answer, from the same values */
+        long double fs = kind == TY__RPROD ? 1 : 0;
+        uint64_t is = kind == TY__RPROD ? 1 : 0;
+        double ext = NAN;
+        int64_t iext = 0;
+        bool nan = false;
+        for (int64_t i = 0; i < n; i++) {
+          double v = 0;
+          int64_t iv = 0;
+          if (fl) {
+            double h = ty__load_f64(x + i * es, t);
+            if (t == TY_F32) v = (double)((float)((float)h * 0.5f) + (float)((float)h * 0.5f));
+            else v = h * 0.5 + h * 0.5;
+          } else if (t == TY_BOOL) {
+            iv = x[i] != 0;
+          } else {
+            iv = ty__load_i64(x + i * es, t);
+            iv = t == TY_U8 ? (uint8_t)(iv + iv) : t == TY_I32 ? (int32_t)(uint32_t)(2 * (uint32_t)iv) : 2 * iv;
+          }
+          if (fl) {
+            nan |= v != v;
+            fs = kind == TY__RPROD ? fs * v : fs + v;
+            if (i == 0 || (kind == TY__RMIN ? v < ext : v > ext)) ext = v;
+          } else {
+            is = kind == TY__RPROD ? is * (uint64_t)iv : is + (uint64_t)iv;
+            if (i == 0 || (kind == TY__RMIN ? iv < iext : iv > iext)) iext = iv;
+          }
+        }
+        char got[8] = {0};
+        for (int rep = 0; rep < 2; rep++) {
+          if (rep) { /* the same start again */
+            ty__gpu_free(G, 0, ba, 0);
+            ir->args[1].ptr = upload(init, as, &ba);
+          }
+          ty_status st = ty__gpu_fused(G, 0, 0, ir, err, sizeof err);
+          if (st) fprintf(stderr, "%s\n", err);
+          CHECK_EQ_INT(st, TY_OK);
+          char now[8] = {0};
+          download(now, ir->args[1].ptr, as);
+          if (rep) CHECK(memcmp(now, got, as) == 0); /* deterministic */
+          memcpy(got, now, as);
+        }
+        const char *what = kind == TY__RSUM ? "sum" : kind == TY__RPROD ? "prod" : kind == TY__RMIN ? "min" : "max";
+        if (fl) {
+          double g = ty__load_f64(got, at), w;
+          if (arith) {
+            w = (double)fs;
+            if (acc_mode) w = kind == TY__RPROD ? w * 5 : w + 5;
+            if (t == TY_F32) w = (float)w;
+            double tol = (t == TY_F32 ? 1e-6 : 1e-12) * fabs(w);
+            if (!(fabs(g - w) <= tol)) fprintf(stderr, "  %s %s acc=%d: gpu %.17g, host %.17g\n", what,
+                                              ty_dtype_name(t), acc_mode, g, w);
+            CHECK(fabs(g - w) <= tol);
+          } else {
+            w = nan ? NAN : ext;
+            if (acc_mode && !nan) w = kind == TY__RMIN ? (5 < w ? 5 : w) : (5 > w ? 5 : w);
+            if (!((isnan(g) && isnan(w)) || g == w))
+              fprintf(stderr, "  %s %s acc=%d: gpu %.17g, host %.17g\n", what, ty_dtype_name(t), acc_mode, g, w);
+            CHECK((isnan(g) && isnan(w)) || g == w);
+          }
+        } else {
+          int64_t g = t == TY_BOOL && !arith ? (unsigned char)got[0] : ty__load_i64(got, at);
+          int64_t w = arith ? (int64_t)is : iext, start = t == TY_BOOL && !arith ? 1 : 5;
+          if (acc_mode)
+            w = kind == TY__RSUM ? (int64_t)((uint64_t)w + 5) : kind == TY__RPROD ? (int64_t)((uint64_t)w * 5)
+              : kind == TY__RMIN ? (start < w ? start : w) : (start > w ? start : w);
+          if (g != w) fprintf(stderr, "  %s %s acc=%d: gpu %lld, host %lld\n", what, ty_dtype_name(t), acc_mode,
+                              (long long)g, (long long)w);
+          CHECK_EQ_INT(g, w);
+        }
+        ty__gpu_free(G, 0, bx, 0);
+        ty__gpu_free(G, 0, ba, 0);
+        free(ir);
+        free(x);
+      }
+}
+
+/* The fused kernel adds in reduce.cu's order for the same element count:
+ * a fused float sum or product gives the bits of ty__gpu_reduce on the same
+ * device (few elements: one thread walks them; many: chunks of blocks). */
+TEST(gpu_fused_reduction_has_the_bits_of_the_reduction_alone) {
+  if (!gpu()) SKIP("no GPU: %s", gpu_why);
+  char err[4096];
+  const int64_t sizes[] = {5, 31, 1000, 300007, 2000003};
+  const ty_dtype dts[] = {TY_F64, TY_F32};
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+    for (int di = 0; di < 2; di++)
+      for (int kind = TY__RSUM; kind <= TY__RPROD; kind++) {
+        const int64_t n = sizes[si];
+        const ty_dtype t = dts[di];
+        const size_t es = ty_dtype_size(t);
+        char *x = malloc((size_t)n * es);
+        for (int64_t i = 0; i < n; i++)
+          ty__store_f64(x + i * es, t, kind == TY__RPROD ? 1.0 + (double)(i % 11 - 5) / 8192.0 : sin((double)i) * 100);
+        ty__gpu_block *bx, *b1, *b2;
+        const char zero8[8] = {0};
+        uint64_t px = upload(x, (size_t)n * es, &bx), p1 = upload(zero8, es, &b1), p2 = upload(zero8, es, &b2);
+        ty__gir *ir = calloc(1, sizeof *ir);
+        ir->ndim = 1;
+        ir->shape[0] = n;
+        ir->nargs = 2;
+        ir->args[0] = (ty__garg){t, {1}, px};
+        ir->args[1] = (ty__garg){t, {0}, p1};
+        ir->red = (ty__gred){true, (uint8_t)kind, (uint8_t)t, false, 1, {TY__GREF_ARG, 0}};
+        ty_status st = ty__gpu_fused(G, 0, 0, ir, err, sizeof err);
+        if (st) fprintf(stderr, "%s\n", err);
+        CHECK_EQ_INT(st, TY_OK);
+        int64_t one = 1, zs = 0;
+        st = ty__gpu_reduce(G, 0, 0, kind == TY__RSUM ? TY_RED_SUM : TY_RED_PROD, t, 1, &n, px, &one, p2, &zs, false,
+                            err, sizeof err);
+        if (st) fprintf(stderr, "%s\n", err);
+        CHECK_EQ_INT(st, TY_OK);
+        char g1[8] = {0}, g2[8] = {0};
+        download(g1, p1, es);
+        download(g2, p2, es);
+        if (memcmp(g1, g2, es))
+          fprintf(stderr, "  %s %s n=%lld: fused %.17g, alone %.17g\n", kind == TY__RSUM ? "sum" : "prod",
+                  ty_dtype_name(t), (long long)n, ty__load_f64(g1, t), ty__load_f64(g2, t));
+        CHECK(memcmp(g1, g2, es) == 0);
+        ty__gpu_free(G, 0, bx, 0);
+        ty__gpu_free(G, 0, b1, 0);
+        ty__gpu_free(G, 0, b2, 0);
+        free(ir);
+        free(x);
+      }
+}
+
 static const check_case cases[] = {
     CASE(collapse_merges_what_every_operand_walks_contiguously),
     CASE(reduction_plans),
@@ -1025,6 +1200,8 @@ static const check_case cases[] = {
     CASE(builtin_kernels_emulated_match_cpu_reductions),
     CASE(gpu_fused_ops_match_cpu),
     CASE(gpu_fused_kernel_compiles_once_per_structure),
+    CASE(gpu_fused_reduction_is_one_kernel_and_matches_cpu),
+    CASE(gpu_fused_reduction_has_the_bits_of_the_reduction_alone),
     CASE(gpu_random_is_the_cpus),
     CASE(gpu_fill_copy_arange_linspace),
     CASE(gpu_reductions_match_cpu),

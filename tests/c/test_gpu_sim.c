@@ -14,6 +14,7 @@
  * run compiles reduce.cu (~4 s).
  */
 #include "check.h"
+#include "gpu_test_setup.h"
 
 #include "gpu_kernels.h"
 
@@ -21,26 +22,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int skipped;
-#define SKIP(...)                                                                        \
-  do {                                                                                   \
-    printf("skip: " __VA_ARGS__);                                                        \
-    printf("\n");                                                                        \
-    skipped++;                                                                           \
-    return;                                                                              \
-  } while (0)
-
-static bool have_cxx(void) {
-  static int have = -1;
-  if (have < 0) {
-    const char *c = getenv("TYCHO_CXX");
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", c && *c ? c : "c++");
-    have = system(cmd) == 0;
-  }
-  return have == 1;
-}
 
 /* Open n simulated GPUs (fbmem 0: the default pool). */
 static ty__gpu *open_sim(int n, size_t fbmem) {

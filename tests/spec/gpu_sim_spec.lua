@@ -137,6 +137,33 @@ describe("the GPU path on simulated devices", function()
     assert_close(g, c, 1e-12, "matmul", 1e-12)
   end)
 
+  it("multiplies batched matrices on the GPU, one device gemm per matrix", function()
+    local c, g = both(function()
+      local a = tycho.linspace(-1, 1, 3 * 40 * 30):reshape({3, 40, 30})
+      local b = tycho.linspace(2, -2, 30 * 20):reshape({30, 20}) -- broadcast over the batch
+      return tycho.matmul(a, b)
+    end)
+    assert_close(g, c, 1e-12, "batched matmul", 1e-12)
+    local e = last_entry()
+    assert.equal("matmul", e.task)
+    assert.equal("gpu", e.target)
+    c, g = both(function()
+      local a = tycho.linspace(-1, 1, 2 * 3 * 8 * 5):reshape({2, 3, 8, 5})
+      local b = tycho.linspace(1, 3, 3 * 5 * 4):reshape({3, 5, 4})
+      return tycho.matmul(a, b)
+    end)
+    assert_close(g, c, 1e-12, "4-d batched matmul", 1e-12)
+  end)
+
+  it("keeps integer matmul on the CPU and explain says why", function()
+    local c, g = both(function()
+      local a = tycho.arange(40 * 30):reshape({40, 30}) % 13
+      return tycho.matmul(a, a:transpose())
+    end)
+    spec_same(g, c)
+    assert.truthy(tostring(tycho.explain(1)):find("cuBLAS multiplies f64 and f32 only", 1, true))
+  end)
+
   it("spreads a large launch over both devices and says so", function()
     local x = on("gpu", function()
       return tycho.parallel({mode = "all"}, function()
@@ -154,8 +181,11 @@ describe("the GPU path on simulated devices", function()
 
   it("counts the bytes it copies, and explain names the placement", function()
     local before = tycho.stats()
-    local h = tycho.arange(100000) * 1.0                -- 800 KB: made on the host (auto)
-    tycho.flush()
+    local h = on("cpu", function()                      -- 800 KB: made on the host
+      local x = tycho.arange(100000) * 1.0
+      tycho.flush()
+      return x
+    end)
     local y = on("gpu", function() return (h + 1):sum():item() end)
     assert.equal(100000 * 99999 / 2 + 100000, y)
     local after = tycho.stats()
@@ -181,6 +211,30 @@ describe("the GPU path on simulated devices", function()
     assert.truthy(text:find('"GPU 1 (queued)"', 1, true))
     assert.truthy(text:find('"cat":"gpu"', 1, true))
     assert.truthy(text:find('"gpu bytes copied"', 1, true))
+    -- device time: events around each piece on its stream, a track per GPU
+    assert.truthy(text:find('"GPU 0 (device)"', 1, true))
+    assert.truthy(text:find('"GPU 1 (device)"', 1, true))
+    local n = 0
+    for ts, dur in text:gmatch('"cat":"gpu%-device","ph":"X","pid":1,"tid":%d+,"ts":([%d.]+),"dur":([%d.]+)') do
+      assert.is_true(tonumber(ts) >= 0 and tonumber(dur) >= 0, ts .. " " .. dur)
+      n = n + 1
+    end
+    assert.is_true(n >= 3, text)
+  end)
+
+  it("runs streamed scopes on the CPU, with the CPU's values, and explain says why", function()
+    local v = on("gpu", function()
+      return tycho.parallel({memory = "2MB"}, function()
+        local a = tycho.arange(1 << 20) * 2.0
+        return ((a + 1) * 3):sum():item()
+      end)
+    end)
+    local n = 1 << 20
+    assert.equal(3.0 * (n * (n - 1) + n), v)
+    local text = tostring(tycho.explain(4))
+    assert.truthy(text:find("streaming: ", 1, true), text)
+    assert.truthy(text:find("placement: ran on the CPU: a streamed scope (memory budget) runs its chunks on the CPUs",
+                            1, true), text)
   end)
 
   it("leaves small launches on the CPU under target=auto", function()
@@ -231,5 +285,98 @@ describe("the GPU path with a small device budget", function()
     local n = 1 << 20
     assert.truthy(out:find(string.format("sum %.17g", 5.0 * n * (n - 1) / 2), 1, true), out)
     assert.truthy(out:find("ran on the CPU", 1, true), out)
+  end)
+end)
+
+-- A fused run that ends in a full reduction runs as one generated kernel
+-- (gpu_codegen.h: ty__gred): the element-wise body inside the reduction's
+-- grid-stride loop, no temporary. Float sums add in another order than the
+-- CPU's (docs/gpu.md): within a relative 1e-12 for f64 and 1e-6 for f32;
+-- integer sums and products, min and max are exact.
+describe("a fused run that ends in a reduction, on a GPU", function()
+  local n = 300007
+  local function inputs()
+    local a = tycho.arange(n) * 0.5 - 1000
+    local b = tycho.arange(n) % 7 + 0.25
+    local i = (tycho.arange(n) % 1000):astype("i32")
+    return a, b, i
+  end
+
+  local function both_scalar(f)
+    local c = on("cpu", function() return f():item() end)
+    local g = on("gpu", function() return f():item() end)
+    return c, g
+  end
+
+  it("gives the CPU's values for sum, prod, min and max of chains", function()
+    local c, g = both_scalar(function() local a, b = inputs() return (a * b + 1):sum() end)
+    assert_close({g}, {c}, 1e-12, "f64 sum")
+    c, g = both_scalar(function() local a, b = inputs() return (a * b):max() end)
+    assert.equal(c, g)
+    c, g = both_scalar(function() local a, b = inputs() return (a - b * 3):min() end)
+    assert.equal(c, g)
+    c, g = both_scalar(function() local _, _, i = inputs() return (i * 7 - 3):sum() end)
+    assert.equal(c, g)
+    c, g = both_scalar(function() local _, _, i = inputs() return ((i % 3) + 1):prod() end)
+    assert.equal(c, g) -- wraps modulo 2^64 on both
+    -- strided operands (a transposed view, an inner box): the index decomposition in the loop
+    c, g = both_scalar(function()
+      local m = (tycho.arange(400 * 300) * 0.25):reshape({400, 300})
+      return (m:transpose() * 2 + 1):sum()
+    end)
+    assert_close({g}, {c}, 1e-12, "strided f64 sum")
+    c, g = both_scalar(function()
+      local m = (tycho.arange(402 * 302) % 1000):reshape({402, 302})
+      local inner = m[{{2, -2}, {2, -2}}]
+      return (inner * 3 - m[{{1, -3}, {2, -2}}]):sum()
+    end)
+    assert.equal(c, g)
+    c, g = both_scalar(function() local a, b = inputs() return (a * b):astype("f32"):sum() end)
+    assert_close({g}, {c}, 1e-6, "f32 sum")
+    c, g = both_scalar(function() local a, b = inputs() return (tycho.sqrt(a) + b):max() end) -- NaN sticks
+    assert.is_true(c ~= c and g ~= g, string.format("cpu %s, gpu %s", c, g))
+    c, g = both_scalar(function() local a, b = inputs() return (tycho.sqrt(a) * b):min() end)
+    assert.is_true(c ~= c and g ~= g, string.format("cpu %s, gpu %s", c, g))
+  end)
+
+  it("is one launch on the GPU, fewer than unfused, and explain says it ran there", function()
+    local a, b = inputs()
+    tycho.flush()
+    local function launches(fuse)
+      local s0 = tycho.stats().gpu_launches
+      local v = tycho.parallel({target = "gpu", fuse = fuse}, function() return (a * b - a):sum():item() end)
+      return tycho.stats().gpu_launches - s0, v
+    end
+    local unfused, v0 = launches(false)
+    local fused, v1 = launches(true)
+    assert.is_true(fused < unfused, string.format("fused %d, unfused %d launches", fused, unfused))
+    assert_close({v1}, {v0}, 1e-12, "sum")
+    local e = tycho.explain(1)
+    local found
+    for _, en in ipairs(e) do
+      if en.task == "fused" then found = en end
+    end
+    assert.truthy(found, tostring(e))
+    assert.equal("gpu", found.target)
+    assert.equal(1, found.pieces)
+    assert.truthy(tostring(e):find("fused 3 launches: mul sub sum", 1, true), tostring(e))
+  end)
+
+  it("gives the same bits every run on the same devices", function()
+    local first
+    for _ = 1, 3 do
+      local v = on("gpu", function() local a, b = inputs() return (a * b + a):sum():item() end)
+      first = first or v
+      assert.equal(first, v)
+    end
+  end)
+
+  it("keeps a reduction along an axis out of the run (its own kernel), with the CPU's values", function()
+    local c, g = both(function()
+      local a = (tycho.arange(600 * 50) * 0.25):reshape({600, 50})
+      return (a * 2 + 1):sum(1)
+    end)
+    assert_close(g, c, 1e-12, "sum along axis 1")
+    assert.truthy(tostring(tycho.explain(1)):find("may run on a GPU, as its own kernel", 1, true))
   end)
 end)

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-typedef enum { EV_PIECE, EV_SPAN, EV_COUNTER, EV_GPU, EV_GPU_BYTES } ev_kind;
+typedef enum { EV_PIECE, EV_SPAN, EV_COUNTER, EV_GPU, EV_GPU_BYTES, EV_GPU_DEV } ev_kind;
 
 typedef struct ev {
   ev_kind kind;
@@ -32,7 +32,8 @@ typedef struct ev {
   char name[TY_MAX_NAME];
 } ev;
 
-#define GPU_TID0 1000 /* GPU d's track is tid GPU_TID0 + d */
+#define GPU_TID0 1000     /* GPU d's track is tid GPU_TID0 + d */
+#define GPU_DEV_TID0 2000 /* and its device-time track GPU_DEV_TID0 + d */
 
 struct ty_trace {
   char *json_path, *svg_path;
@@ -128,6 +129,21 @@ void ty__trace_gpu_piece(ty_runtime *rt, int device, int lane, double t0, double
   e->d2d = rt->stats.gpu_d2d_bytes;
 }
 
+void ty__trace_gpu_device(ty_runtime *rt, int device, int lane, double t0, double t1, int piece, int pieces,
+                          uint64_t seq, const char *name) {
+  ev *e = push(rt);
+  if (!e) return;
+  e->kind = EV_GPU_DEV;
+  e->t0 = t0;
+  e->t1 = t1;
+  e->worker = device;
+  e->wave = lane;
+  e->piece = piece;
+  e->pieces = pieces;
+  e->seq = seq;
+  snprintf(e->name, sizeof e->name, "%s", name);
+}
+
 /* Write to path.tmp.XXXXXX, fsync, rename. */
 static ty_status write_atomic(ty_runtime *rt, const char *path, const char *data, size_t len) {
   size_t n = strlen(path) + 16;
@@ -179,13 +195,19 @@ static void write_json(const struct ty_trace *t, ty_sbuf *b) {
   for (int w = 0; w <= maxw; w++)
     ty__sb_printf(b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"processor %d\"}}",
             w + 1, w);
-  unsigned gpus = 0; /* bit d: GPU d has events */
-  for (size_t i = 0; i < t->n; i++)
+  unsigned gpus = 0, devs = 0; /* bit d: GPU d has events (queued; device time) */
+  for (size_t i = 0; i < t->n; i++) {
     if (t->evs[i].kind == EV_GPU && t->evs[i].worker < 32) gpus |= 1u << t->evs[i].worker;
-  for (int d = 0; d < 32; d++)
+    if (t->evs[i].kind == EV_GPU_DEV && t->evs[i].worker < 32) devs |= 1u << t->evs[i].worker;
+  }
+  for (int d = 0; d < 32; d++) {
     if (gpus & (1u << d))
       ty__sb_printf(b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"GPU %d (queued)\"}}",
                     GPU_TID0 + d, d);
+    if (devs & (1u << d))
+      ty__sb_printf(b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":\"GPU %d (device)\"}}",
+                    GPU_DEV_TID0 + d, d);
+  }
   for (size_t i = 0; i < t->n; i++) {
     const ev *e = &t->evs[i];
     switch (e->kind) {
@@ -213,6 +235,14 @@ static void write_json(const struct ty_trace *t, ty_sbuf *b) {
       ty__sb_printf(b, ",\"cat\":\"gpu\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                        "\"args\":{\"launch\":%llu,\"piece\":%d,\"pieces\":%d,\"gpu\":%d,\"stream\":%d}}",
                     GPU_TID0 + e->worker, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq,
+                    e->piece, e->pieces, e->worker, e->wave);
+      break;
+    case EV_GPU_DEV:
+      ty__sb_printf(b, ",\n{\"name\":");
+      json_str(b, e->name);
+      ty__sb_printf(b, ",\"cat\":\"gpu-device\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+                       "\"args\":{\"launch\":%llu,\"piece\":%d,\"pieces\":%d,\"gpu\":%d,\"stream\":%d}}",
+                    GPU_DEV_TID0 + e->worker, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq,
                     e->piece, e->pieces, e->worker, e->wave);
       break;
     case EV_GPU_BYTES:

@@ -28,6 +28,11 @@ void ty__trace_counter(ty_runtime *rt, double t, int64_t transient_bytes);
  * bytes copied so far (rt->stats) as a counter. */
 void ty__trace_gpu_piece(ty_runtime *rt, int device, int lane, double t0, double t1, int piece,
                          int pieces, uint64_t seq, const ty_task *task);
+/* A piece's time on GPU `device` (exec_gpu.c, from events recorded on its
+ * stream around its copies and kernel), in trace seconds: track "GPU d
+ * (device)". */
+void ty__trace_gpu_device(ty_runtime *rt, int device, int lane, double t0, double t1, int piece, int pieces,
+                          uint64_t seq, const char *name);
 void ty__trace_free(ty_runtime *rt); /* writes pending files, frees */
 /* The same, with the write's status (ty_trace_stop, plan/explain.c, flushes
  * first so that the trace holds the window's launches). */

@@ -309,6 +309,11 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
       pr->tiling.pieces = 0; /* nothing left for CPU workers */
       return st;
     }
+  } else if (lane < 0 && rt->devices && rt->devices->place(rt, l, place, sizeof place)) {
+    /* a streamed chunk (stream.c) is a host slice: the GPUs do not run them */
+    e = pr->explain = new_record(rt, l);
+    snprintf(e->place, sizeof e->place, "ran on the CPU: a streamed scope (memory budget) runs its chunks on "
+                                        "the CPUs; GPUs do not run streamed chunks yet (docs/gpu.md)");
   } else if (place[0]) {
     e = pr->explain = new_record(rt, l);
     ty__strlcpy(e->place, place, sizeof e->place);

@@ -57,6 +57,7 @@ typedef struct gk_plan {
   } sub;
   ty__fillval fill;
   bool fused;        /* GK_IR: the task "fused" (its description is the IR) */
+  bool fused_red;    /* GK_IR, fused: it ends in a full reduction (one piece) */
   int gen;           /* GK_GEN: TY__KFN_RANDOM / ARANGE / LINSPACE */
   ty_reduce_op red;  /* GK_RED */
   bool accumulate;
@@ -72,6 +73,35 @@ static ty_dtype red_out_dtype(ty_reduce_op op, ty_dtype in) {
   }
 }
 
+/* A fused run whose last sub-operation is a reduction: k->fused_red, and
+ * whether it adds into its accumulator (a REDUCE argument). Which
+ * reductions the kernel does is gpu_codegen.c's to say (ty__gk_from_fused). */
+static void fused_reduction(const ty_pending *l, gk_plan *k) {
+  const ty__fhead *h = (const ty__fhead *)l->scalars;
+  if (l->scalar_bytes < sizeof *h || h->magic != TY__FUSE_MAGIC || h->bytes > l->scalar_bytes) return;
+  const ty__fsub *s = ty__fsub_first(h), *last = NULL;
+  for (int i = 0; i < h->nsub; i++, s = ty__fsub_next(s)) last = s;
+  if (!last || last->kind != TY__FK_REDUCE || last->nops != 2) return;
+  k->fused_red = true;
+  k->accumulate = TY__FOPND_PRIV(&last->opnd[0]) == TY_PRIV_REDUCE && !(last->flags & TY__FS_INIT_OUT);
+}
+
+bool ty__gpu_fuses_reduce(const ty_runtime *rt, const ty_pending *l) {
+  const ty__builtins *b = rt->builtins;
+  ty__reduce_args ra;
+  if (l->nargs != 2 || l->scalar_bytes != sizeof ra) return false;
+  memcpy(&ra, l->scalars, sizeof ra);
+  if (ra.kind < TY_RED_SUM || ra.kind > TY_RED_MAX || l->task != b->reduce[ra.kind]) return false;
+  const ty_arg *out = &l->args[0], *in = &l->args[1];
+  if (out->proj != TY_PROJ_ALIGNED || in->proj != TY_PROJ_ALIGNED ||
+      out->store->dtype != red_out_dtype((ty_reduce_op)ra.kind, in->store->dtype) ||
+      strcmp(ty__gk_ctype(in->store->dtype), "?") == 0)
+    return false;
+  for (int d = 0; d < l->ndim; d++) /* one output element: stride 0 along every dim */
+    if (l->domain[d] > 1 && out->store->strides[d] != 0) return false;
+  return true;
+}
+
 /* What kernel launch l needs; GK_NONE with the reason when there is none. */
 static int classify(const ty_runtime *rt, const ty_pending *l, gk_plan *k, char *why, size_t len) {
   const ty__builtins *b = rt->builtins;
@@ -80,6 +110,7 @@ static int classify(const ty_runtime *rt, const ty_pending *l, gk_plan *k, char 
   if (t->gpu) return k->kind = GK_TASK; /* a host's C task with its own GPU variant */
   if (t == b->fused) {
     k->fused = true;
+    fused_reduction(l, k);
     return k->kind = GK_IR;
   }
   if (t == b->random || t == b->arange || t == b->linspace) {
@@ -109,17 +140,27 @@ static int classify(const ty_runtime *rt, const ty_pending *l, gk_plan *k, char 
     return k->kind = GK_RED;
   }
   if (t == b->matmul) {
-    if (l->nargs != 3 || l->ndim != 2) goto none;
+    /* 2-D, or batched: (batch..., m, n) = (batch..., m, k) (batch..., k, n),
+     * one cuBLAS call per matrix (ops_products.c) */
+    const int nd = l->ndim;
+    if (l->nargs != 3 || nd < 2) goto none;
     const ty_store *C = l->args[0].store, *A = l->args[1].store, *B = l->args[2].store;
     ty_dtype dt = C->dtype;
     bool trans;
     int64_t ld;
-    if ((dt != TY_F64 && dt != TY_F32) || A->dtype != dt || B->dtype != dt || A->ndim != 2 ||
-        B->ndim != 2 || l->args[0].proj != TY_PROJ_ALIGNED || C->strides[1] != 1 ||
-        (C->shape[0] > 1 && C->strides[0] < C->shape[1]) ||
-        !ty__blas_layout(A->shape[0], A->shape[1], A->strides[0], A->strides[1], &trans, &ld) ||
-        !ty__blas_layout(B->shape[0], B->shape[1], B->strides[0], B->strides[1], &trans, &ld)) {
-      snprintf(why, len, "matmul: only f64/f32 with BLAS layouts run on a GPU");
+    if (dt != TY_F64 && dt != TY_F32) {
+      snprintf(why, len, "matmul of %s: cuBLAS multiplies f64 and f32 only (integer and bool products run on "
+                         "the CPU)", ty_dtype_name(dt));
+      return GK_NONE;
+    }
+    if (A->dtype != dt || B->dtype != dt || A->ndim != nd || B->ndim != nd || C->ndim != nd ||
+        l->args[0].proj != TY_PROJ_ALIGNED || C->strides[nd - 1] != 1 ||
+        (C->shape[nd - 2] > 1 && C->strides[nd - 2] < C->shape[nd - 1]) ||
+        !ty__blas_layout(A->shape[nd - 2], A->shape[nd - 1], A->strides[nd - 2], A->strides[nd - 1], &trans,
+                         &ld) ||
+        !ty__blas_layout(B->shape[nd - 2], B->shape[nd - 1], B->strides[nd - 2], B->strides[nd - 1], &trans,
+                         &ld)) {
+      snprintf(why, len, "matmul: only operands in BLAS layouts run on a GPU");
       return GK_NONE;
     }
     return k->kind = GK_MATMUL;
@@ -357,9 +398,44 @@ bool ty__storage_host_valid(const ty_storage *stg, uint64_t lo, uint64_t hi) {
   return !stg->gpu || hi <= lo || ty__coh_valid(&stg->gpu->coh, lo, hi, TY__COH_HOST);
 }
 
+/* --trace: the device times of the pieces timed since the last flush end,
+ * as trace events (this waits for their last events). */
+static void trace_device_times(ty_runtime *rt) {
+  ty__gpu *g = rt->gpu;
+  const double origin = ty__tracing(rt) ? ty__now() - ty__trace_time(rt) : 0;
+  for (int k = 0; k < g->ntimings; k++) {
+    const ty__gpu_timing *t = &g->timings[k];
+    double t0, t1;
+    if (ty__gpu_mark_times(g, t->device, t->a, t->b, &t0, &t1) && ty__tracing(rt))
+      ty__trace_gpu_device(rt, t->device, t->lane, t0 - origin, t1 - origin, t->piece, t->pieces, t->seq,
+                           t->name);
+  }
+  g->ntimings = 0;
+}
+
+/* Remember piece p's events a, b (NULL: not timed). */
+static void add_timing(ty_runtime *rt, const ty_pending *l, int d, int lane, int p, int pieces, ty__CUevent a,
+                       ty__CUevent b) {
+  ty__gpu *g = rt->gpu;
+  if (a && b && g->ntimings == g->captimings) {
+    int cap = g->captimings ? 2 * g->captimings : 64;
+    ty__gpu_timing *v = ty__realloc(g->timings, (size_t)cap * sizeof *v);
+    if (v) g->timings = v, g->captimings = cap;
+  }
+  if (!a || !b || g->ntimings == g->captimings) { /* not timed: the trace goes without */
+    double t0, t1;
+    if (a || b) (void)ty__gpu_mark_times(g, d, a ? a : b, b ? b : a, &t0, &t1);
+    return;
+  }
+  ty__gpu_timing *t = &g->timings[g->ntimings++];
+  *t = (ty__gpu_timing){a, b, d, lane, p, pieces, l->seq, ""};
+  snprintf(t->name, sizeof t->name, "%s", ty_task_name(l->task));
+}
+
 ty_status ty__gpu_flush_end(ty_runtime *rt) {
   ty_status jst = ty__gpu_join(rt);
   if (jst) return jst;
+  if (rt->gpu && rt->gpu->ntimings) trace_device_times(rt);
   for (ty__gstore *gs = rt->gstores; gs; gs = gs->next) {
     ty_storage *stg = gs->stg;
     if (!stg->external || !stg->data || stg->cancelled) continue;
@@ -441,6 +517,38 @@ static ty_status ir_of_builtin(const gk_plan *k, const ty_pending *l, int ndim, 
   return TY_OK;
 }
 
+/* C = A B on device d: one cuBLAS gemm per matrix of C's leading (batch)
+ * dims, in C order (A and B broadcast along them with stride 0). */
+static ty_status run_matmul(ty__gpu *g, int d, int lane, int ndim, const ty_tile *tiles, const uint64_t *ptr,
+                            char *err, size_t errlen) {
+  const ty_tile *C = &tiles[0], *A = &tiles[1], *B = &tiles[2];
+  const int nb = ndim - 2, r = nb, c = nb + 1;
+  const uint64_t es = ty_dtype_size(C->dtype);
+  int64_t idx[TY_MAX_RANK] = {0};
+  for (int k = 0; k < nb; k++)
+    if (C->shape[k] == 0) return TY_OK;
+  for (;;) {
+    int64_t oc = 0, oa = 0, ob = 0;
+    for (int k = 0; k < nb; k++) {
+      oc += idx[k] * C->strides[k];
+      oa += idx[k] * A->strides[k];
+      ob += idx[k] * B->strides[k];
+    }
+    ty_status st = ty__gpu_matmul(g, d, lane, C->dtype, C->shape[r], C->shape[c], A->shape[c],
+                                  ptr[1] + (uint64_t)oa * es, A->strides[r], A->strides[c],
+                                  ptr[2] + (uint64_t)ob * es, B->strides[r], B->strides[c],
+                                  ptr[0] + (uint64_t)oc * es, C->shape[r] > 1 ? C->strides[r] : C->shape[c],
+                                  err, errlen);
+    if (st) return st;
+    int k = nb - 1;
+    for (; k >= 0; k--) {
+      if (++idx[k] < C->shape[k]) break;
+      idx[k] = 0;
+    }
+    if (k < 0) return TY_OK;
+  }
+}
+
 /* The kernel of one piece on device d, its arguments at device addresses ptr. */
 static ty_status run_kernel(ty_runtime *rt, const gk_plan *k, ty_pending *l, int d, int lane, int ndim,
                             const int64_t *lo, const int64_t *hi, const ty_tile *tiles,
@@ -459,12 +567,7 @@ static ty_status run_kernel(ty_runtime *rt, const gk_plan *k, ty_pending *l, int
   case GK_RED:
     return ty__gpu_reduce(g, d, lane, k->red, tiles[1].dtype, ndim, shape, ptr[1], tiles[1].strides, ptr[0],
                           tiles[0].strides, k->accumulate, err, errlen);
-  case GK_MATMUL: {
-    const ty_tile *C = &tiles[0], *A = &tiles[1], *B = &tiles[2];
-    return ty__gpu_matmul(g, d, lane, C->dtype, C->shape[0], C->shape[1], A->shape[1], ptr[1], A->strides[0],
-                          A->strides[1], ptr[2], B->strides[0], B->strides[1], ptr[0],
-                          C->shape[0] > 1 ? C->strides[0] : C->shape[1], err, errlen);
-  }
+  case GK_MATMUL: return run_matmul(g, d, lane, ndim, tiles, ptr, err, errlen);
   case GK_TASK: {
     ty_tile dt[TY_MAX_ARGS];
     char msg[512] = "";
@@ -576,7 +679,8 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
   for (int i = 0; i < l->ndim; i++) tiling.tiles[i] = 1;
   bool reduces = false;
   for (int i = 0; i < l->nargs; i++) reduces |= l->args[i].priv == TY_PRIV_REDUCE;
-  if ((k.kind == GK_IR || k.kind == GK_GEN || (k.kind == GK_TASK && !reduces)) && g->ndev > 1)
+  if (((k.kind == GK_IR && !k.fused_red) || k.kind == GK_GEN || (k.kind == GK_TASK && !reduces)) &&
+      g->ndev > 1)
     ty__partition(l, g->ndev, &tiling, e);
   int pieces = tiling.pieces;
   const int first = pieces == 1 ? one_piece_device(rt, l, g->ndev) : 0;
@@ -635,6 +739,7 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
       st = ty__fail(rt, st, "%s: ordering GPU %d's streams: %s", l->task->name, d, err);
       break;
     }
+    ty__CUevent mark0 = ty__tracing(rt) ? ty__gpu_mark(g, d, lane) : NULL; /* device time */
     /* reads first, then writes: a store both read and written is read as it was */
     for (int pass = 0; pass < 2 && st == TY_OK; pass++)
       for (int i = 0; i < l->nargs && st == TY_OK; i++) {
@@ -648,7 +753,8 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
         piece_tile(a, l->ndim, lo, hi, &tiles[i], &off, &blo, &bhi, &dense);
         ptr[i] = (gs->blk[d] ? gs->blk[d]->ptr : 0) + (uint64_t)off * ty_dtype_size(a->store->dtype);
         ty__cohaccess acc = a->priv == TY_PRIV_IN ? TY__COH_READ
-                            : (a->priv == TY_PRIV_OUT && dense && !(k.kind == GK_RED && k.accumulate))
+                            : (a->priv == TY_PRIV_OUT && dense && !((k.kind == GK_RED || k.fused_red) &&
+                                                                       k.accumulate))
                                 ? TY__COH_DISCARD
                                 : TY__COH_READWRITE;
         if (bhi <= blo) continue;
@@ -664,8 +770,10 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
     if (st == TY_OK && (st = run_kernel(rt, &k, l, d, lane, l->ndim, lo, hi, tiles, ptr, ir, err, sizeof err)))
       st = ty__fail(rt, st, "task '%s' failed on GPU %d: %s%s%s%s", l->task->name, d, err,
                     l->origin[0] ? " (launched at " : "", l->origin, l->origin[0] ? ")" : "");
-    if (ty__tracing(rt))
+    if (ty__tracing(rt)) {
       ty__trace_gpu_piece(rt, d, lane, t0, ty__trace_time(rt), p, pieces, l->seq, l->task);
+      add_timing(rt, l, d, lane, p, pieces, mark0, mark0 ? ty__gpu_mark(g, d, lane) : NULL);
+    }
   }
   ty__coh_copies_free(&cp);
   free(ir);

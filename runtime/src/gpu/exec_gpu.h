@@ -31,6 +31,11 @@
  * cpu (the fusion pass then keeps what a generated kernel cannot do out of
  * runs). */
 bool ty__gpu_may_run(const ty_runtime *rt, const ty_pending *l);
+/* Whether reduction launch l (a built-in sum prod min max) may end a fused
+ * run that runs on a GPU: it reduces the whole domain into one element of
+ * a dtype the generated kernel reduces (gpu_codegen.h: ty__gred). The run
+ * is then one kernel. */
+bool ty__gpu_fuses_reduce(const ty_runtime *rt, const ty_pending *l);
 /* Whether launch l runs on the GPUs, with the reason for explain. A launch
  * the GPUs cannot run (no GPU, no kernel for it, target=cpu) gets false. */
 bool ty__gpu_place(ty_runtime *rt, const ty_pending *l, char *why, size_t whylen);

@@ -143,6 +143,28 @@ static ty_status check_sub(const ty__gir *ir, const bool *tmp_set, int k, ty_dty
   return TY_OK;
 }
 
+/* The reduction at the end (ty__gred): its kind, the dtypes of its value
+ * and accumulator (reduce.cu's rules), an accumulator no sub-operation
+ * uses. Marks the value's argument read. */
+static ty_status check_red(const ty__gir *ir, const bool *tmp_set, const bool *arg_written, uint8_t *rw,
+                           char *err, size_t len) {
+  const ty__gred *r = &ir->red;
+  if (r->kind >= TY__NREDKIND) return fail(err, len, TY_EINVAL, "reduction: unknown kind %d", r->kind);
+  if (r->acc >= ir->nargs) return fail(err, len, TY_EINVAL, "reduction: accumulator %d out of range", r->acc);
+  if (rw[r->acc] || (r->in.kind == TY__GREF_ARG && r->in.idx == r->acc))
+    return fail(err, len, TY_EINVAL, "reduction: its accumulator (argument %d) is used by the chain", r->acc);
+  int in = ref_dtype(ir, tmp_set, r->in);
+  if (in < 0) return fail(err, len, TY_EINVAL, "reduction: its input refers to nothing written");
+  ty_dtype acc = ir->args[r->acc].dtype;
+  bool arith = r->kind == TY__RSUM || r->kind == TY__RPROD;
+  ty_dtype want = !arith ? (ty_dtype)in : ty_dtype_is_float((ty_dtype)in) ? (ty_dtype)in : TY_I64;
+  if (acc != want || r->acc_dt != acc || strcmp(ty__gk_ctype((ty_dtype)in), "?") == 0)
+    return fail(err, len, TY_EDTYPE, "reduction of %s into %s has no generated kernel",
+                ty_dtype_name((ty_dtype)in), ty_dtype_name(acc));
+  if (r->in.kind == TY__GREF_ARG && !arg_written[r->in.idx]) rw[r->in.idx] |= 1;
+  return TY_OK;
+}
+
 /* ---- planning ------------------------------------------------------------------------- */
 
 typedef struct keybuf {
@@ -180,7 +202,7 @@ ty_status ty__gk_plan(const ty__gir *ir, ty__gplan *plan, char *err, size_t errl
     return fail(err, errlen, TY_ELIMIT, "rank %d is out of range 0..%d", ir->ndim, TY_MAX_RANK);
   if (ir->nargs < 0 || ir->nargs > TY_MAX_ARGS || ir->nconsts < 0 ||
       ir->nconsts > TY__GK_MAX_CONSTS || ir->ntmps < 0 || ir->ntmps > TY__GK_MAX_TMPS ||
-      ir->nsubs < 1 || ir->nsubs > TY__GK_MAX_SUBS)
+      ir->nsubs < (ir->red.on ? 0 : 1) || ir->nsubs > TY__GK_MAX_SUBS)
     return fail(err, errlen, TY_ELIMIT,
                 "%d arguments, %d constants, %d temporaries, %d sub-operations (limits %d, %d, %d, 1..%d)",
                 ir->nargs, ir->nconsts, ir->ntmps, ir->nsubs, TY_MAX_ARGS, TY__GK_MAX_CONSTS,
@@ -223,6 +245,10 @@ ty_status ty__gk_plan(const ty__gir *ir, ty__gplan *plan, char *err, size_t errl
     } else {
       return fail(err, errlen, TY_EINVAL, "sub-operation %d: cannot write a constant", k);
     }
+  }
+  if (ir->red.on) {
+    ty_status st = check_red(ir, tmp_set, arg_written, plan->rw, err, errlen);
+    if (st) return st;
   }
 
   /* collapse: drop extent-1 dims, merge neighbours contiguous for every used argument */
@@ -296,6 +322,7 @@ ty_status ty__gk_plan(const ty__gir *ir, ty__gplan *plan, char *err, size_t errl
   for (int a = 0; a < ir->nargs; a++)
     if (plan->access[a]) w += 1 + (plan->access[a] == TY__GA_STRIDED ? nd : 0);
   w += ir->nconsts;
+  if (ir->red.on) w += 5; /* acc, per, seq, partials, counter */
   plan->nwords = w;
   if ((size_t)w * 8 > MAX_PARAM_BYTES)
     return fail(err, errlen, TY_ELIMIT, "%d bytes of kernel parameters (limit %d): too many strided arguments",
@@ -324,6 +351,14 @@ ty_status ty__gk_plan(const ty__gir *ir, ty__gplan *plan, char *err, size_t errl
     kput(&k, x->dt2);
     kref(&k, x->out);
     for (int j = 0; j < x->nin; j++) kref(&k, x->in[j]);
+  }
+  kput(&k, ir->red.on);
+  if (ir->red.on) {
+    kput(&k, ir->red.kind | (unsigned)ir->red.accumulate << 4);
+    kput(&k, ir->red.acc_dt);
+    kput(&k, ir->red.acc & 0xff);
+    kput(&k, ir->red.acc >> 8);
+    kref(&k, ir->red.in);
   }
   if (k.over)
     return fail(err, errlen, TY_ELIMIT, "the chain is too long for one generated kernel (%d sub-operations)",
@@ -355,6 +390,10 @@ void ty__gk_params(const ty__gir *ir, const ty__gplan *plan, int64_t *words) {
     } else {
       words[w++] = x->i;
     }
+  }
+  if (ir->red.on) {
+    words[w++] = (int64_t)ir->args[ir->red.acc].ptr;
+    for (int k = 0; k < 4; k++) words[w++] = 0; /* per, seq, partials, counter: the launcher's */
   }
 }
 
@@ -670,6 +709,86 @@ typedef struct vname {
   char s[16];
 } vname;
 
+/* ---- the reduction at the end (ty__gred) -------------------------------------------------- */
+
+/* The accumulator's C type: reduce.cu's (double for float sums and
+ * products, f32 too; unsigned 64-bit for integer ones; the value's own
+ * type for min and max). */
+static const char *red_atype(const ty__gred *r, ty_dtype in) {
+  if (r->kind == TY__RMIN || r->kind == TY__RMAX) return ty__gk_ctype(in);
+  return ty_dtype_is_float(in) ? "double" : "unsigned long long";
+}
+
+/* The identity of the reduction, as an expression of its accumulator type. */
+static void red_identity(sbuf *b, const ty__gred *r, ty_dtype in) {
+  const bool max = r->kind == TY__RMAX;
+  switch (r->kind) {
+  case TY__RSUM: emit(b, ty_dtype_is_float(in) ? "0.0" : "0ULL"); return;
+  case TY__RPROD: emit(b, ty_dtype_is_float(in) ? "1.0" : "1ULL"); return;
+  default: break;
+  }
+  switch (in) { /* min: the largest value, max: the smallest */
+  case TY_F64: emit(b, "TY_AS_F64(%s)", max ? "(long long)0xFFF0000000000000ULL" : "0x7FF0000000000000LL"); return;
+  case TY_F32: emit(b, "(float)TY_AS_F64(%s)", max ? "(long long)0xFFF0000000000000ULL" : "0x7FF0000000000000LL"); return;
+  case TY_I64: emit(b, max ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL"); return;
+  case TY_I32: emit(b, max ? "(-2147483647 - 1)" : "2147483647"); return;
+  case TY_BOOL: emit(b, max ? "(unsigned char)0" : "(unsigned char)1"); return;
+  default: emit(b, max ? "(unsigned char)0" : "(unsigned char)255"); return;
+  }
+}
+
+/* ty_rcomb(a, b) and ty_rlift(x): combining two partial results (NaN
+ * sticks in min and max, as on the CPU) and one element's value. */
+static void red_helpers(sbuf *b, const ty__gred *r, ty_dtype in) {
+  const char *A = red_atype(r, in), *T = ty__gk_ctype(in);
+  const bool fl = ty_dtype_is_float(in);
+  emit(b, "TY_DEV %s ty_rlift(%s x) { return ", A, T);
+  if (r->kind == TY__RMIN || r->kind == TY__RMAX) emit(b, "x; }\n");
+  else emit(b, fl ? "(double)x; }\n" : "(unsigned long long)(long long)x; }\n");
+  emit(b, "TY_DEV %s ty_rcomb(%s a, %s b) {\n", A, A, A);
+  switch (r->kind) {
+  case TY__RSUM: emit(b, "  return a + b;\n"); break;
+  case TY__RPROD: emit(b, "  return a * b;\n"); break;
+  default:
+    if (fl) emit(b, "  if (a != a) return a;\n  if (b != b) return b;\n");
+    emit(b, "  return b %s a ? b : a;\n", r->kind == TY__RMAX ? ">" : "<");
+  }
+  emit(b, "}\n");
+}
+
+/* After the loop: the block's tree; one block writes the result, several
+ * their partials, and the last to finish combines them in block order (as
+ * reduce.cu's finish pass does). */
+static void red_finish(sbuf *b, const ty__gred *r, ty_dtype in, ty_dtype acc) {
+  const char *A = red_atype(r, in), *O = ty__gk_ctype(acc);
+  emit(b, "  __shared__ %s ty_sh[%d];\n  __shared__ unsigned ty_last;\n", A, TY__GK_BLOCK);
+  emit(b, "  ty_sh[threadIdx.x] = ty_r;\n"
+          "  __syncthreads();\n"
+          "  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {\n"
+          "    if (threadIdx.x < s) ty_sh[threadIdx.x] = ty_rcomb(ty_sh[threadIdx.x], ty_sh[threadIdx.x + s]);\n"
+          "    __syncthreads();\n"
+          "  }\n"
+          "  if (gridDim.x > 1) {\n"
+          "    if (threadIdx.x == 0) {\n"
+          "      ty_part[blockIdx.x] = ty_sh[0];\n"
+          "      __threadfence();\n"
+          "      ty_last = atomicAdd(ty_count, 1u) == gridDim.x - 1;\n"
+          "    }\n"
+          "    __syncthreads();\n"
+          "    if (!ty_last || threadIdx.x != 0) return;\n"
+          "    __threadfence();\n"
+          "    ty_r = ");
+  red_identity(b, r, in);
+  emit(b, ";\n    for (unsigned k = 0; k < gridDim.x; k++) ty_r = ty_rcomb(ty_r, ((volatile %s *)ty_part)[k]);\n"
+          "    *ty_count = 0;\n"
+          "  } else {\n"
+          "    if (threadIdx.x != 0) return;\n"
+          "    ty_r = ty_sh[0];\n"
+          "  }\n", A);
+  if (r->accumulate) emit(b, "  ty_acc[0] = (%s)ty_rcomb((%s)ty_acc[0], ty_r);\n", O, A);
+  else emit(b, "  ty_acc[0] = (%s)ty_r;\n", O);
+}
+
 char *ty__gk_source(const ty__gir *ir, const ty__gplan *plan) {
   sbuf b = {ty__malloc(8192), 0, 8192, false};
   if (!b.p) return NULL;
@@ -682,6 +801,12 @@ char *ty__gk_source(const ty__gir *ir, const ty__gplan *plan) {
   emit(&b, "/* tycho fused kernel %s: %d sub-operations (rank %d%s) */\n", plan->name, ir->nsubs, nd,
        plan->wide ? ", 64-bit indices" : "");
   emit(&b, "%s", PRELUDE);
+  const ty__gred *red = ir->red.on ? &ir->red : NULL;
+  const ty_dtype red_in = !red                              ? TY_F64
+                         : red->in.kind == TY__GREF_ARG   ? ir->args[red->in.idx].dtype
+                         : red->in.kind == TY__GREF_CONST ? ir->consts[red->in.idx].dtype
+                                                          : ir->tmps[red->in.idx];
+  if (red) red_helpers(&b, red, red_in);
   emit(&b, "struct ty_params { long long w[%d]; };\n", plan->nwords);
   emit(&b, "TY_GLOBAL %s(const struct ty_params p) {\n", plan->name);
 
@@ -707,9 +832,28 @@ char *ty__gk_source(const ty__gir *ir, const ty__gplan *plan) {
     else
       emit(&b, "  const %s c%d = (%s)p.w[%d];\n", ty__gk_ctype(t), c, ty__gk_ctype(t), w++);
   }
+  if (red) {
+    const char *A = red_atype(red, red_in);
+    emit(&b, "  %s *ty_acc = (%s *)p.w[%d];\n", ty__gk_ctype((ty_dtype)red->acc_dt),
+         ty__gk_ctype((ty_dtype)red->acc_dt), w++);
+    emit(&b, "  const %s ty_per = (%s)p.w[%d];\n", IDX, IDX, w++);
+    emit(&b, "  const int ty_seq = (int)p.w[%d];\n", w++);
+    emit(&b, "  %s *ty_part = (%s *)p.w[%d];\n", A, A, w++);
+    emit(&b, "  unsigned *ty_count = (unsigned *)p.w[%d];\n", w++);
+    emit(&b, "  %s ty_r = ", A); /* not r: the index decomposition uses it */
+    red_identity(&b, red, red_in);
+    emit(&b, ";\n");
+  }
 
-  /* the loop */
-  if (plan->wide)
+  /* the loop; with a reduction, reduce.cu's order: block b takes elements
+   * [b per, (b+1) per), its threads stride through them (one thread walks
+   * them all when ty_seq) */
+  if (red) {
+    emit(&b, "  const %s ty_lo = (%s)blockIdx.x * ty_per;\n"
+             "  const %s ty_hi = ty_seq && threadIdx.x ? ty_lo : ty_lo + ty_per < n ? ty_lo + ty_per : n;\n"
+             "  for (%s i = ty_lo + (ty_seq ? 0 : (%s)threadIdx.x); i < ty_hi; i += ty_seq ? 1 : (%s)blockDim.x) {\n",
+         IDX, IDX, IDX, IDX, IDX, IDX);
+  } else if (plan->wide)
     emit(&b, "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
              "       i += (long long)gridDim.x * blockDim.x) {\n");
   else
@@ -777,6 +921,21 @@ char *ty__gk_source(const ty__gir *ir, const ty__gplan *plan) {
       has_arg[s->out.idx] = true;
     }
   }
+  if (red) { /* this element's value into the thread's partial result */
+    ty__gref r = red->in;
+    char val[24];
+    if (r.kind == TY__GREF_CONST) snprintf(val, sizeof val, "c%d", r.idx);
+    else if (r.kind == TY__GREF_TMP) snprintf(val, sizeof val, "%s", cur_tmp[r.idx].s);
+    else if (has_arg[r.idx]) snprintf(val, sizeof val, "%s", cur_arg[r.idx].s);
+    else { /* an argument no sub-operation read: load it */
+      char offs[16];
+      if (plan->access[r.idx] == TY__GA_STRIDED) snprintf(offs, sizeof offs, "o%d", r.idx);
+      else snprintf(offs, sizeof offs, "%s", nd == 0 ? "0" : "i");
+      snprintf(val, sizeof val, "x%d", r.idx);
+      emit(&b, "    const %s x%d = a%d[%s];\n", ty__gk_ctype(ir->args[r.idx].dtype), r.idx, r.idx, offs);
+    }
+    emit(&b, "    ty_r = ty_rcomb(ty_r, ty_rlift(%s));\n", val);
+  }
   /* store what was written, once */
   for (int a = 0; a < ir->nargs; a++) {
     if (!(plan->rw[a] & 2)) continue;
@@ -785,7 +944,9 @@ char *ty__gk_source(const ty__gir *ir, const ty__gplan *plan) {
     else snprintf(offs, sizeof offs, "%s", nd == 0 ? "0" : "i");
     emit(&b, "    a%d[%s] = %s;\n", a, offs, cur_arg[a].s);
   }
-  emit(&b, "  }\n}\n");
+  emit(&b, "  }\n");
+  if (red) red_finish(&b, red, red_in, (ty_dtype)red->acc_dt);
+  emit(&b, "}\n");
   if (b.oom) {
     free(b.p);
     return NULL;
@@ -811,6 +972,42 @@ ty_status ty__gk_kernel(struct ty__ptx_cache *cache, const ty__gir *ir, const ty
 }
 
 /* ---- from a fused launch ---------------------------------------------------------------- */
+
+#if TY__FUSE_VERSION == 1
+/* The last sub-operation s of a fused run, a reduction, as ir->red: only a
+ * full one (its accumulator one element, stride 0 along every dim of the
+ * piece) of a value the chain computed or an argument. */
+static ty_status red_from_fused(const ty__fhead *h, const ty__fsub *s, int ndim, const int64_t *shape,
+                                const ty_tile *tiles, const int *slot_tmp, ty__gir *ir, char *err,
+                                size_t errlen) {
+  (void)h;
+  if (s->nops != 2) return fail(err, errlen, TY_EINVAL, "a reduction with %d operands", s->nops);
+  const ty__fopnd *acc = &s->opnd[0], *in = &s->opnd[1];
+  if (TY__FOPND_PROJ(acc) == TY_PROJ_WHOLE || TY__FOPND_PROJ(in) == TY_PROJ_WHOLE ||
+      TY__FREF_IS_SLOT(acc->ref) || TY__FREF_IS_CONST(acc->ref) || acc->ref >= ir->nargs)
+    return fail(err, errlen, TY_EDTYPE, "a reduction into a temporary or a whole store: not generated");
+  for (int d = 0; d < ndim; d++)
+    if (shape[d] > 1 && tiles[acc->ref].strides[d] != 0)
+      return fail(err, errlen, TY_EDTYPE, "a reduction along some axes only: not generated");
+  ty__gred *r = &ir->red;
+  if (TY__FREF_IS_SLOT(in->ref)) {
+    const int slot = -1 - in->ref;
+    if (slot >= TY__GK_MAX_TMPS || slot_tmp[slot] < 0)
+      return fail(err, errlen, TY_EINVAL, "the reduction reads temporary %d before it is written", slot);
+    r->in = (ty__gref){TY__GREF_TMP, (uint16_t)slot_tmp[slot]};
+  } else if (TY__FREF_IS_CONST(in->ref)) {
+    return fail(err, errlen, TY_EDTYPE, "a reduction of a constant: not generated");
+  } else {
+    r->in = (ty__gref){TY__GREF_ARG, (uint16_t)in->ref};
+  }
+  r->on = true;
+  r->kind = s->op;
+  r->acc_dt = s->dt;
+  r->acc = (uint16_t)acc->ref;
+  r->accumulate = TY__FOPND_PRIV(acc) == TY_PRIV_REDUCE && !(s->flags & TY__FS_INIT_OUT);
+  return TY_OK;
+}
+#endif
 
 ty_status ty__gk_from_fused(const void *scalars, size_t scalar_bytes, int ndim,
                             const int64_t *shape, int nargs, const ty_tile *tiles,
@@ -842,7 +1039,14 @@ ty_status ty__gk_from_fused(const void *scalars, size_t scalar_bytes, int ndim,
   ir->nconsts = h->nconsts;
   bool const_seen[TY__GK_MAX_CONSTS] = {false};
   const ty__fsub *s = ty__fsub_first(h);
+  int nsub = h->nsub;
   for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
+    if (s->kind == TY__FK_REDUCE && k == h->nsub - 1 && k > 0) {
+      ty_status st = red_from_fused(h, s, ndim, shape, tiles, slot_tmp, ir, err, errlen);
+      if (st) return st;
+      nsub = k;
+      break;
+    }
     ty__gsub *g = &ir->subs[k];
     memset(g, 0, sizeof *g);
     g->op = s->op;
@@ -917,7 +1121,7 @@ ty_status ty__gk_from_fused(const void *scalars, size_t scalar_bytes, int ndim,
     g->nin = (uint8_t)(s->nops - 1);
     for (int j = 1; j < s->nops; j++) g->in[j - 1] = refs[j];
   }
-  ir->nsubs = h->nsub;
+  ir->nsubs = nsub;
   ir->fastmath = false;
   s = ty__fsub_first(h);
   for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s))

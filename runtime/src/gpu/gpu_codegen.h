@@ -79,6 +79,28 @@ typedef struct ty__gconst {
   int64_t i; /* integer dtypes and bool */
 } ty__gconst;
 
+/* A full reduction that ends the chain (ty__gir.red): the value `in` of
+ * every element is combined into the one element of argument `acc`, which
+ * no sub-operation reads or writes. Kinds and types are reduce.cu's: sum
+ * and prod of floats accumulate in double and give the input's dtype, of
+ * integers and bool in wrapping unsigned 64-bit giving i64; min and max
+ * keep the dtype and propagate NaN. The kernel is still ONE launch, in
+ * reduce.cu's order for the same element count (ty__kred_plan): block b
+ * takes elements [b per, (b+1) per) of the domain in C order, its threads
+ * stride through them and combine as a shared-memory tree into
+ * partials[b], and the last block to finish (an atomic counter) combines
+ * the partials in block order and writes acc; or one thread walks all the
+ * elements (few of them). So a fused run gives the bits of the unfused
+ * reduction on the same device, the same every run. */
+typedef struct ty__gred {
+  bool on;
+  uint8_t kind;     /* ty__redkind: SUM PROD MIN MAX */
+  uint8_t acc_dt;   /* the accumulator argument's dtype */
+  bool accumulate;  /* acc = acc op result (a REDUCE argument); else acc = result */
+  uint16_t acc;     /* the argument it writes */
+  ty__gref in;      /* the value reduced (argument, constant or temporary) */
+} ty__gred;
+
 typedef struct ty__gir {
   int ndim;
   int64_t shape[TY_MAX_RANK];
@@ -88,6 +110,7 @@ typedef struct ty__gir {
   ty__gconst consts[TY__GK_MAX_CONSTS];
   int ntmps;
   ty_dtype tmps[TY__GK_MAX_TMPS];
+  ty__gred red;  /* a full reduction at the end, or red.on false */
   int nsubs;
   ty__gsub subs[TY__GK_MAX_SUBS];
   bool fastmath; /* allow FMA contraction (--fmad=true): the `fastmath` policy axis */
@@ -127,8 +150,14 @@ ty_status ty__gk_plan(const ty__gir *ir, ty__gplan *plan, char *err, size_t errl
  * (const struct ty_params p)`, p.w[0 .. plan->nwords). */
 char *ty__gk_source(const ty__gir *ir, const ty__gplan *plan);
 
-/* Kernel parameters: words[0 .. plan->nwords) (room for TY__GK_MAX_WORDS). */
-#define TY__GK_MAX_WORDS (2 + TY_MAX_RANK + TY_MAX_ARGS * (1 + TY_MAX_RANK) + TY__GK_MAX_CONSTS)
+/* Kernel parameters: words[0 .. plan->nwords) (room for TY__GK_MAX_WORDS).
+ * With a reduction the last five words are the accumulator's address, then
+ * four the launcher writes: elements per block (`per`), 1 when one thread
+ * walks them all (`seq`, a one-block grid), the device addresses of the
+ * partials (one 8-byte word per block) and of a 4-byte counter that is
+ * zero before the launch (the kernel leaves it zero); the last two are
+ * unused with one block. */
+#define TY__GK_MAX_WORDS (7 + TY_MAX_RANK + TY_MAX_ARGS * (1 + TY_MAX_RANK) + TY__GK_MAX_CONSTS)
 void ty__gk_params(const ty__gir *ir, const ty__gplan *plan, int64_t *words);
 
 /* Grid size for `sms` multiprocessors: enough blocks to cover n (up to 32
@@ -138,9 +167,11 @@ unsigned ty__gk_grid(const ty__gplan *plan, int sms);
 /* The IR of one piece of a fused launch (fused.h): `scalars` its packed
  * description, `shape` the piece's extent, tiles[k] argument k's tile (its
  * strides; data ignored), devptr[k] the device address of tile k's first
- * element. TY_EDTYPE when the run holds something the generated kernel does
- * not do (a reduction, a registered task, a whole-store argument): run it
- * as separate kernels then. */
+ * element. A last sub-operation that reduces the whole domain into one
+ * element (sum prod min max) becomes ir->red. TY_EDTYPE when the run holds
+ * something the generated kernel does not do (a reduction along axes, a
+ * registered task, a whole-store argument): run it as separate kernels
+ * then. */
 ty_status ty__gk_from_fused(const void *scalars, size_t scalar_bytes, int ndim,
                             const int64_t *shape, int nargs, const ty_tile *tiles,
                             const uint64_t *devptr, ty__gir *ir, char *err, size_t errlen);

@@ -19,6 +19,8 @@
  */
 #include "alloc.h"
 #include "gpu_kernels.h"
+
+#include "trace.h"
 #include "tycho/random.h"
 
 #include <stdio.h>
@@ -227,10 +229,18 @@ ty_status ty__gpu_activate(ty__gpu *g, char *err, size_t errlen) {
 
 void ty__gpu_close(ty__gpu *g) {
   if (!g) return;
+  for (int k = 0; k < g->ntimings; k++) { /* a trace stopped before they were read */
+    const ty__gpu_timing *t = &g->timings[k];
+    if (g->api.CtxSetCurrent(g->dev[t->device].ctx) != TY__CUDA_SUCCESS) continue;
+    g->api.EventDestroy(t->a);
+    g->api.EventDestroy(t->b);
+  }
+  free(g->timings);
   for (int i = 0; i < g->ndev; i++) {
     ty__gpu_dev *dv = &g->dev[i];
     if (g->api.CtxSetCurrent(dv->ctx) != TY__CUDA_SUCCESS) continue;
     g->api.CtxSynchronize();
+    if (dv->anchor) g->api.EventDestroy(dv->anchor);
     if (dv->blas && g->blas_ok) g->blas.Destroy(dv->blas);
     int leaked = dv->pool.ops.alloc ? ty__gpu_pool_destroy(&dv->pool) : 0;
     if (leaked) fprintf(stderr, "tycho: %d GPU blocks were not freed on device %d\n", leaked, i);
@@ -335,6 +345,46 @@ ty_status ty__gpu_sync(ty__gpu *g, int d, int s, char *err, size_t errlen) {
   return TY_OK;
 }
 
+/* ---- device time (--trace) ------------------------------------------------------------------- */
+
+ty__CUevent ty__gpu_mark(ty__gpu *g, int d, int s) {
+  if (use_dev(g, d, NULL, 0) != TY_OK) return NULL;
+  ty__gpu_dev *dv = &g->dev[d];
+  ty__CUstream st = stream_of(g, d, s);
+  if (!dv->anchor) { /* once per device: an event the host dates by waiting for it */
+    ty__CUevent an = NULL;
+    if (g->api.EventCreate(&an, 0) != TY__CUDA_SUCCESS) return NULL;
+    if (g->api.EventRecord(an, st) != TY__CUDA_SUCCESS || g->api.EventSynchronize(an) != TY__CUDA_SUCCESS) {
+      g->api.EventDestroy(an);
+      return NULL;
+    }
+    dv->anchor_t = ty__now();
+    dv->anchor = an;
+  }
+  ty__CUevent ev = NULL;
+  if (g->api.EventCreate(&ev, 0) != TY__CUDA_SUCCESS) return NULL;
+  if (g->api.EventRecord(ev, st) != TY__CUDA_SUCCESS) {
+    g->api.EventDestroy(ev);
+    return NULL;
+  }
+  return ev;
+}
+
+bool ty__gpu_mark_times(ty__gpu *g, int d, ty__CUevent a, ty__CUevent b, double *t0, double *t1) {
+  if (use_dev(g, d, NULL, 0) != TY_OK) return false;
+  const ty__gpu_dev *dv = &g->dev[d];
+  float ma = 0, mb = 0;
+  bool ok = dv->anchor && g->api.EventSynchronize(b) == TY__CUDA_SUCCESS &&
+            g->api.EventElapsedTime(&ma, dv->anchor, a) == TY__CUDA_SUCCESS &&
+            g->api.EventElapsedTime(&mb, dv->anchor, b) == TY__CUDA_SUCCESS;
+  g->api.EventDestroy(a);
+  if (b != a) g->api.EventDestroy(b);
+  if (!ok) return false;
+  *t0 = dv->anchor_t + ma * 1e-3;
+  *t1 = dv->anchor_t + (mb > ma ? mb : ma) * 1e-3;
+  return true;
+}
+
 /* ---- launches -------------------------------------------------------------------------------- */
 
 static unsigned grid_for(const ty__gpu_dev *dv, long long n) {
@@ -375,8 +425,10 @@ ty_status ty__gpu_fused(ty__gpu *g, int d, int stream, const ty__gir *ir, char *
   }
   ty__ptx_entry *e = NULL;
   st = ty__gk_plan(ir, plan, err, errlen);
-  if (st == TY_OK && plan->n > 0) st = ty__gk_kernel(&g->ptx, ir, plan, g->dev[d].arch, &e, err, errlen);
-  if (st == TY_OK && plan->n > 0 && !e->function[d]) {
+  /* a reduction writes its accumulator even over no elements (the identity) */
+  const bool run = st == TY_OK && (plan->n > 0 || ir->red.on);
+  if (run) st = ty__gk_kernel(&g->ptx, ir, plan, g->dev[d].arch, &e, err, errlen);
+  if (st == TY_OK && run && !e->function[d]) {
     ty__CUmodule m = NULL;
     ty__CUfunction f = NULL;
     ty__CUresult r = g->api.ModuleLoadData(&m, e->ptx);
@@ -389,13 +441,41 @@ ty_status ty__gpu_fused(ty__gpu *g, int d, int stream, const ty__gir *ir, char *
       e->function[d] = f;
     }
   }
-  if (st == TY_OK && plan->n > 0) {
+  unsigned grid = ty__gk_grid(plan, g->dev[d].info.sms);
+  ty__gpu_block *scratch = NULL;
+  if (st == TY_OK && run) {
     ty__gk_params(ir, plan, words);
+    if (ir->red.on) {
+      /* reduce.cu's plan for this element count (a full reduction), so the
+       * fused run adds in the order the reduction alone would: `chunks`
+       * blocks of `per` elements each, or one thread walking all of them */
+      int64_t n = plan->n, one = 1, zero = 0;
+      ty_kred kp;
+      int variant;
+      unsigned gx, gy;
+      ty__kred_plan(1, &n, &one, &zero, g->dev[d].info.sms, &kp, &variant, &gx, &gy);
+      const bool seq = variant == TY__KRED_THREADS;
+      grid = seq ? 1 : gx;
+      words[plan->nwords - 4] = seq ? n : (n + grid - 1) / grid;
+      words[plan->nwords - 3] = seq;
+    }
+    if (ir->red.on && grid > 1) { /* partials, one 8-byte word per block, then the counter at zero */
+      st = ty__gpu_alloc(g, d, (size_t)grid * 8 + 8, stream, "reduction partials", &scratch, err, errlen);
+      if (st == TY_OK) {
+        words[plan->nwords - 2] = (int64_t)scratch->ptr;
+        words[plan->nwords - 1] = (int64_t)(scratch->ptr + (uint64_t)grid * 8);
+        ty__CUresult r = g->api.MemsetD8Async(scratch->ptr + (uint64_t)grid * 8, 0, 8, stream_of(g, d, stream));
+        if (r != TY__CUDA_SUCCESS) st = cu_fail(g, r, "zeroing a reduction's counter", err, errlen);
+      }
+    }
+  }
+  if (st == TY_OK && run) {
     void *args[1] = {words};
-    ty__CUresult r = g->api.LaunchKernel((ty__CUfunction)e->function[d], ty__gk_grid(plan, g->dev[d].info.sms),
-                                         1, 1, TY__GK_BLOCK, 1, 1, 0, stream_of(g, d, stream), args, NULL);
+    ty__CUresult r = g->api.LaunchKernel((ty__CUfunction)e->function[d], grid, 1, 1, TY__GK_BLOCK, 1, 1, 0,
+                                         stream_of(g, d, stream), args, NULL);
     if (r != TY__CUDA_SUCCESS) st = cu_fail(g, r, "launching a fused kernel", err, errlen);
   }
+  if (scratch) ty__gpu_free(g, d, scratch, stream);
   free(plan);
   free(words);
   return st;

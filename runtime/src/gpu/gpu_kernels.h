@@ -47,7 +47,18 @@ typedef struct ty__gpu_dev {
   ty__CUfunction red[TY__KRED_N][TY_NREDUCE][TY_NDTYPES];
   ty__gpu_pool pool;
   void *blas;           /* cuBLAS handle, made on first matmul */
+  ty__CUevent anchor;   /* --trace: an event whose completion time is known (anchor_t) */
+  double anchor_t;      /* ty__now() when it completed */
 } ty__gpu_dev;
+
+/* A piece timed on a device (--trace): events around its copies and
+ * kernel on its stream, read at the end of the flush (ty__gpu_marks_take). */
+typedef struct ty__gpu_timing {
+  ty__CUevent a, b;
+  int device, lane, piece, pieces;
+  uint64_t seq;
+  char name[TY_MAX_NAME];
+} ty__gpu_timing;
 
 typedef struct ty__gpu {
   ty__cuda api;
@@ -65,6 +76,8 @@ typedef struct ty__gpu {
                            the devices are simulated (their source is always in) */
   bool active;          /* ty__gpu_activate opened the devices */
   size_t fbmem;         /* the pool budget asked for (0: 90% of what is free when opened) */
+  ty__gpu_timing *timings; /* --trace: pieces whose device times are not read yet */
+  int ntimings, captimings;
 } ty__gpu;
 
 /* Discover the GPUs (`requested`, `fbmem` as ty__gpu_select takes them)
@@ -140,6 +153,15 @@ ty_status ty__gpu_generate(ty__gpu *g, int d, int stream, int kind, const ty_til
 void ty__kred_plan(int ndim, const int64_t *shape, const int64_t *in_strides,
                    const int64_t *out_strides, int sms, ty_kred *p, int *variant, unsigned *gx,
                    unsigned *gy);
+/* Device time (--trace). ty__gpu_mark records a timing event on stream s
+ * of device d (NULL when it cannot: the trace goes without); the first on
+ * a device also records and waits for an anchor, whose completion the
+ * host clock (ty__now) dates. ty__gpu_mark_times waits for b and gives the
+ * host-clock seconds at which a and b completed (false when unknown), and
+ * destroys both (a == b: the one). */
+ty__CUevent ty__gpu_mark(ty__gpu *g, int d, int s);
+bool ty__gpu_mark_times(ty__gpu *g, int d, ty__CUevent a, ty__CUevent b, double *t0, double *t1);
+
 /* op: SUM PROD MIN MAX ARGMIN ARGMAX (MEAN is sum then divide); t the input
  * dtype; the output has the CPU's dtype (sum/prod: i64 for integers and
  * bool; argmin/argmax: i64). accumulate: out = out op result (a REDUCE

@@ -46,6 +46,9 @@ static const char SHIM[] =
     "#define __device__\n#define __host__\n#define __forceinline__ inline\n"
     "#define __launch_bounds__(...)\n#define __restrict__\n"
     "#define __shared__ static thread_local\n#define __syncthreads() ((void)0)\n"
+    /* blocks run one after the other on the stream's thread: plain is atomic */
+    "#define __threadfence() ((void)0)\n"
+    "static inline unsigned atomicAdd(unsigned *p, unsigned v) { unsigned o = *p; *p = o + v; return o; }\n"
     "#define CUDART_INF HUGE_VAL\n#define CUDART_INF_F HUGE_VALF\n"
     "#define CUDART_NAN NAN\n#define CUDART_NAN_F NAN\n"
     "struct ty_sim_dim { unsigned x, y, z; };\n"
