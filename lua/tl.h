@@ -181,8 +181,15 @@ int tl_checkaxis(lua_State *L, int idx, const char *fn, const char *what, int nd
 const char *tl_typename(lua_State *L, int idx);
 /* "(3, 4)" into buf. */
 void tl_shape_str(int ndim, const int64_t *shape, char *buf, size_t len);
-/* Push one element: integer for integer dtypes, boolean for bool. */
+/* Push one element: integer for integer dtypes, boolean for bool; a u64
+ * above 2^63 - 1 (no Lua integer holds it) as the nearest float. */
 void tl_pushvalue(lua_State *L, const ty_value *v);
+/* The integer element at p of integer dtype t (or bool), sign- or
+ * zero-extended; u64 gives its bits. tl_pushint pushes such a value as
+ * tl_pushvalue does; tl_put_int stores v's low bits (wraps, as numpy). */
+int64_t tl_get_int(const char *p, ty_dtype t);
+void tl_pushint(lua_State *L, int64_t v, ty_dtype t);
+void tl_put_int(char *p, ty_dtype t, int64_t v);
 /* Push a Lua number or boolean as a 0-d store of dtype t; returns it. The
  * integer path keeps all 64 bits. */
 ty_store *tl_scalar(lua_State *L, ty_runtime *rt, int idx, const char *fn, ty_dtype t);
