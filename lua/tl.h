@@ -398,6 +398,8 @@ void tl_stats_open(lua_State *L, int module_index);
 void tl_random_open(lua_State *L, int module_index);
 /* ltextio.c: tycho.loadtxt, tycho.savetxt and x:savetxt. */
 void tl_textio_open(lua_State *L, int module_index);
+/* iinfo finfo promote_types result_type (ldtypes.c) */
+void tl_dtypes_open(lua_State *L, int module_index);
 /* lproducts.c: tensordot, outer, inner, vdot, kron, trace, einsum, convolve, correlate. */
 void tl_products_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that

@@ -837,6 +837,7 @@ static int bind(lua_State *L) {
   tl_stats_open(L, mod);
   tl_random_open(L, mod);
   tl_textio_open(L, mod);
+  tl_dtypes_open(L, mod);
   tl_products_open(L, mod);
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, mod, "version");
