@@ -335,6 +335,15 @@ describe("new dtypes: fused runs", function()
       return s, r, r2
     end
     local s, r, r2 = run()
+    if type(tycho.explain) == "function" then -- one fused launch, casts included
+      tycho.flush()
+      local fused
+      for _, e in ipairs(tycho.explain(8)) do
+        if e.task == "fused" then fused = e end
+      end
+      assert.is_truthy(fused)
+      assert.is_truthy(fused.fused_ops:find("floor_divide", 1, true), fused.fused_ops)
+    end
     assert.are.equal("i16", s.dtype)
     assert.are.equal("f32", r.dtype)
     assert.are.equal("i16", r2.dtype)
@@ -346,6 +355,30 @@ describe("new dtypes: fused runs", function()
         local _, ru, r2u = run()
         spec_same(ru:totable(), r:totable())
         spec_same(r2u:totable(), r2:totable())
+      end)
+    end
+  end)
+end)
+
+describe("new dtypes: large fused runs", function()
+  it("give the same bits fused and unfused over many pieces", function()
+    local function run()
+      local i = tycho.arange(200000, "i64")
+      local a = (i % 256 - 128):astype("i8")
+      local u = (i * 40503):astype("u16")
+      local w = (i * 2654435761):astype("u32")
+      return ((a * a + u) // 3):astype("u64") * w - 7, (a:astype("i16") - u:astype("i16")) % 97
+    end
+    local x, y = run()
+    local tx, ty = x:totable(), y:totable()
+    -- numpy: x[1000], x[0] (2^64 - 7, a float in Lua) and y[0:5]
+    spec_same({ tx[1001], tx[1] }, { 88313103553, 1.8446744073709552e19 })
+    spec_same({ ty[1], ty[2], ty[3], ty[4], ty[5] }, { 66, 74, 21, 29, 73 })
+    if tycho.parallel then
+      tycho.parallel({ fuse = false }, function()
+        local xu, yu = run()
+        spec_same(xu:totable(), tx)
+        spec_same(yu:totable(), ty)
       end)
     end
   end)
