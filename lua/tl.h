@@ -161,7 +161,7 @@ void tl_consts_clear(tl_box *b);
 ty_dtype tl_weak_dtype(lua_State *L, int idx, bool has_peer, ty_dtype peer);
 /* A Lua integer v going into (or next to, in arithmetic) a store of dtype t
  * must fit it, as numpy 2 requires of Python integers: raises "tycho.<fn>:
- * the integer 300 is out of range for u8 (0..255)" when t is i32 or u8 and v
+ * the integer 300 is out of range for u8 (0..255)" when t is an integer dtype narrower than i64 and v
  * does not fit. Other dtypes take any Lua integer. */
 void tl_check_int_fits(lua_State *L, const char *fn, lua_Integer v, ty_dtype t);
 
