@@ -795,15 +795,18 @@ EXT_UNSIGNED(u64, uint64_t, 64)
 #define UNARY_TABLE(EXP, LOG, SIN, COS, TANH)                                          \
   {                                                                                    \
     [TY_OP_NEG] = {[TY_F64] = neg_f64, [TY_F32] = neg_f32, [TY_I64] = neg_i64,         \
-                   [TY_I32] = neg_i32, [TY_U8] = neg_u8, EXT(neg)},                              \
+                   [TY_I32] = neg_i32, [TY_U8] = neg_u8, EXT(neg)},                    \
     [TY_OP_EXP] = EXP, [TY_OP_LOG] = LOG, [TY_OP_SQRT] = FLOATS(sqrt),                 \
     [TY_OP_ABS] = {[TY_F64] = abs_f64, [TY_F32] = abs_f32, [TY_I64] = abs_i64,         \
-                   [TY_I32] = abs_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8, EXT(abs)},      \
+                   [TY_I32] = abs_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8,       \
+                   EXT(abs)},                                                          \
     [TY_OP_SIN] = SIN, [TY_OP_COS] = COS, [TY_OP_TANH] = TANH,                         \
     [TY_OP_FLOOR] = {[TY_F64] = floor_f64, [TY_F32] = floor_f32, [TY_I64] = ident_i64, \
-                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8, EXT(ident)},  \
+                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8,   \
+                     EXT(ident)},                                                      \
     [TY_OP_CEIL] = {[TY_F64] = ceil_f64, [TY_F32] = ceil_f32, [TY_I64] = ident_i64,    \
-                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8, EXT(ident)},   \
+                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8,    \
+                    EXT(ident)},                                                       \
     [TY_OP_NOT] = ALL5(not),                                                           \
     [TY_OP_TAN] = FLOATS(tan), [TY_OP_ARCSIN] = FLOATS(asin),                          \
     [TY_OP_ARCCOS] = FLOATS(acos), [TY_OP_ARCTAN] = FLOATS(atan),                      \
@@ -814,15 +817,18 @@ EXT_UNSIGNED(u64, uint64_t, 64)
     [TY_OP_LOG10] = FLOATS(log10), [TY_OP_EXP2] = FLOATS(exp2),                        \
     [TY_OP_CBRT] = FLOATS(cbrt),                                                       \
     [TY_OP_SIGN] = {[TY_F64] = sign_f64, [TY_F32] = sign_f32, [TY_I64] = sign_i64,     \
-                    [TY_I32] = sign_i32, [TY_U8] = sign_u8, EXT(sign)},                           \
+                    [TY_I32] = sign_i32, [TY_U8] = sign_u8, EXT(sign)},                \
     [TY_OP_RINT] = {[TY_F64] = rint_f64, [TY_F32] = rint_f32, [TY_I64] = ident_i64,    \
-                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8, EXT(ident)},   \
+                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8,    \
+                    EXT(ident)},                                                       \
     [TY_OP_TRUNC] = {[TY_F64] = trunc_f64, [TY_F32] = trunc_f32, [TY_I64] = ident_i64, \
-                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8, EXT(ident)},  \
+                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8,   \
+                     EXT(ident)},                                                      \
     [TY_OP_RECIPROCAL] = {[TY_F64] = recip_f64, [TY_F32] = recip_f32,                  \
-                          [TY_I64] = recip_i64, [TY_I32] = recip_i32, [TY_U8] = recip_u8, EXT(recip)}, \
+                          [TY_I64] = recip_i64, [TY_I32] = recip_i32, [TY_U8] = recip_u8, \
+                          EXT(recip)},                                                 \
     [TY_OP_INVERT] = {[TY_I64] = invert_i64, [TY_I32] = invert_i32,                    \
-                      [TY_U8] = invert_u8, [TY_BOOL] = not_u8, EXT(invert)},                        \
+                      [TY_U8] = invert_u8, [TY_BOOL] = not_u8, EXT(invert)},           \
     [TY_OP_ISNAN] = ALL5(isnan), [TY_OP_ISINF] = ALL5(isinf),                          \
     [TY_OP_ISFINITE] = ALL5(isfinite),                                                 \
   }
@@ -836,40 +842,42 @@ const ty_loop1d ty__unary_loops_fast[TY_NOPS][TY_NDTYPES] =
 
 #define BINARY_TABLE(POW)                                                              \
   {                                                                                    \
-    [TY_OP_ADD] = {[TY_F64] = add_f64, [TY_F32] = add_f32, [TY_I64] = add_i64,       \
-                   [TY_I32] = add_i32, [TY_U8] = add_u8, EXT(add)},                            \
-    [TY_OP_SUB] = {[TY_F64] = sub_f64, [TY_F32] = sub_f32, [TY_I64] = sub_i64,       \
-                   [TY_I32] = sub_i32, [TY_U8] = sub_u8, EXT(sub)},                            \
-    [TY_OP_MUL] = {[TY_F64] = mul_f64, [TY_F32] = mul_f32, [TY_I64] = mul_i64,       \
-                   [TY_I32] = mul_i32, [TY_U8] = mul_u8, EXT(mul)},                            \
-    [TY_OP_DIV] = FLOATS(div),                                                       \
-    [TY_OP_MOD] = {[TY_F64] = mod_f64_loop, [TY_F32] = mod_f32_loop, [TY_I64] = mod_i64_loop,\
-                   [TY_I32] = mod_i32_loop, [TY_U8] = mod_u8_loop, EXT(modx)},                  \
-    [TY_OP_POW] = POW,                                                               \
-    [TY_OP_MAXIMUM] = ALL5(maximum),                                                 \
-    [TY_OP_MINIMUM] = ALL5(minimum),                                                 \
-    [TY_OP_LT] = ALL5(lt),                                                           \
-    [TY_OP_LE] = ALL5(le),                                                           \
-    [TY_OP_GT] = ALL5(gt),                                                           \
-    [TY_OP_GE] = ALL5(ge),                                                           \
-    [TY_OP_EQ] = ALL5(eq),                                                           \
-    [TY_OP_NE] = ALL5(ne),                                                           \
-    [TY_OP_AND] = ALL5(and),                                                         \
-    [TY_OP_OR] = ALL5(or),                                                           \
-    [TY_OP_XOR] = ALL5(xor),                                                         \
-    [TY_OP_ARCTAN2] = FLOATS(atan2),                                                 \
-    [TY_OP_HYPOT] = FLOATS(hypot),                                                   \
-    [TY_OP_FLOORDIV] = {[TY_F64] = floordiv_f64, [TY_F32] = floordiv_f32,            \
-                        [TY_I64] = floordiv_i64, [TY_I32] = floordiv_i32,            \
-                        [TY_U8] = floordiv_u8, EXT(floordiv)},                                      \
-    [TY_OP_BITAND] = {[TY_I64] = bitand_i64, [TY_I32] = bitand_i32,                  \
-                      [TY_U8] = bitand_u8, [TY_BOOL] = and_u8, EXT(bitand)},                      \
-    [TY_OP_BITOR] = {[TY_I64] = bitor_i64, [TY_I32] = bitor_i32, [TY_U8] = bitor_u8, \
-                     [TY_BOOL] = or_u8, EXT(bitor)},                                             \
-    [TY_OP_BITXOR] = {[TY_I64] = bitxor_i64, [TY_I32] = bitxor_i32,                  \
-                      [TY_U8] = bitxor_u8, [TY_BOOL] = xor_u8, EXT(bitxor)},                      \
-    [TY_OP_LSHIFT] = {[TY_I64] = lshift_i64, [TY_I32] = lshift_i32, [TY_U8] = lshift_u8, EXT(lshift)}, \
-    [TY_OP_RSHIFT] = {[TY_I64] = rshift_i64, [TY_I32] = rshift_i32, [TY_U8] = rshift_u8, EXT(rshift)}, \
+    [TY_OP_ADD] = {[TY_F64] = add_f64, [TY_F32] = add_f32, [TY_I64] = add_i64,         \
+                   [TY_I32] = add_i32, [TY_U8] = add_u8, EXT(add)},                    \
+    [TY_OP_SUB] = {[TY_F64] = sub_f64, [TY_F32] = sub_f32, [TY_I64] = sub_i64,         \
+                   [TY_I32] = sub_i32, [TY_U8] = sub_u8, EXT(sub)},                    \
+    [TY_OP_MUL] = {[TY_F64] = mul_f64, [TY_F32] = mul_f32, [TY_I64] = mul_i64,         \
+                   [TY_I32] = mul_i32, [TY_U8] = mul_u8, EXT(mul)},                    \
+    [TY_OP_DIV] = FLOATS(div),                                                         \
+    [TY_OP_MOD] = {[TY_F64] = mod_f64_loop, [TY_F32] = mod_f32_loop, [TY_I64] = mod_i64_loop, \
+                   [TY_I32] = mod_i32_loop, [TY_U8] = mod_u8_loop, EXT(modx)},         \
+    [TY_OP_POW] = POW,                                                                 \
+    [TY_OP_MAXIMUM] = ALL5(maximum),                                                   \
+    [TY_OP_MINIMUM] = ALL5(minimum),                                                   \
+    [TY_OP_LT] = ALL5(lt),                                                             \
+    [TY_OP_LE] = ALL5(le),                                                             \
+    [TY_OP_GT] = ALL5(gt),                                                             \
+    [TY_OP_GE] = ALL5(ge),                                                             \
+    [TY_OP_EQ] = ALL5(eq),                                                             \
+    [TY_OP_NE] = ALL5(ne),                                                             \
+    [TY_OP_AND] = ALL5(and),                                                           \
+    [TY_OP_OR] = ALL5(or),                                                             \
+    [TY_OP_XOR] = ALL5(xor),                                                           \
+    [TY_OP_ARCTAN2] = FLOATS(atan2),                                                   \
+    [TY_OP_HYPOT] = FLOATS(hypot),                                                     \
+    [TY_OP_FLOORDIV] = {[TY_F64] = floordiv_f64, [TY_F32] = floordiv_f32,              \
+                        [TY_I64] = floordiv_i64, [TY_I32] = floordiv_i32,              \
+                        [TY_U8] = floordiv_u8, EXT(floordiv)},                         \
+    [TY_OP_BITAND] = {[TY_I64] = bitand_i64, [TY_I32] = bitand_i32,                    \
+                      [TY_U8] = bitand_u8, [TY_BOOL] = and_u8, EXT(bitand)},           \
+    [TY_OP_BITOR] = {[TY_I64] = bitor_i64, [TY_I32] = bitor_i32, [TY_U8] = bitor_u8,   \
+                     [TY_BOOL] = or_u8, EXT(bitor)},                                   \
+    [TY_OP_BITXOR] = {[TY_I64] = bitxor_i64, [TY_I32] = bitxor_i32,                    \
+                      [TY_U8] = bitxor_u8, [TY_BOOL] = xor_u8, EXT(bitxor)},           \
+    [TY_OP_LSHIFT] = {[TY_I64] = lshift_i64, [TY_I32] = lshift_i32, [TY_U8] = lshift_u8, \
+    EXT(lshift)},                                                                      \
+    [TY_OP_RSHIFT] = {[TY_I64] = rshift_i64, [TY_I32] = rshift_i32, [TY_U8] = rshift_u8, \
+    EXT(rshift)},                                                                      \
   }
 
 const ty_loop1d ty__binary_loops[TY_NOPS][TY_NDTYPES] = BINARY_TABLE(FLOATS(pow));
