@@ -251,6 +251,18 @@ describe("new dtypes: other operation families", function()
     spec_same(w:totable(), { 1, 6 })
     spec_same(tycho.median(arr({ 1, 2, 3, 4 }, "i16")):item(), 2.5)
   end)
+
+  it("random integers, integer positions and masks take the new dtypes", function()
+    local r = tycho.random.integers(-5, 5, { 1000 }, "i8")
+    assert.are.equal("i8", r.dtype)
+    assert.is_true(r:min():item() >= -5 and r:max():item() <= 4)
+    spec_fails({ "[0, 300) is out of range for i8 (-128..127)" }, tycho.random.integers, 0, 300, { 3 }, "i8")
+    local x = tycho.arange(10, "i64"):astype("i16")
+    spec_same(x[arr({ 1, 3 }, "u16")]:totable(), { 0, 2 })
+    spec_same(x[arr({ 10, -1 }, "i8")]:totable(), { 9, 9 })
+    local m = arr({ 0, 0, 0, 0, 0, 0, 0, 0, 256, 0 }, "i16") -- 256: its low byte is 0
+    spec_same(tycho.nonzero(m)[1]:totable(), { 9 })
+  end)
 end)
 
 describe("new dtypes: sort", function()
