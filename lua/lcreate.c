@@ -327,7 +327,17 @@ static void put_elem(lua_State *L, char *p, ty_dtype t) {
                                    : (unsigned char)(uint64_t)i;
     break;
   case TY_BOOL: *p = is_float ? (d != 0) : (i != 0); break;
-  default: break;
+  default: { /* the integer dtypes added later: floats saturate, integers fit */
+    int64_t lo;
+    uint64_t hi;
+    ty_dtype_limits(t, &lo, &hi);
+    if (is_float && t == TY_U64) /* beyond int64: saturate in unsigned */
+      i = d != d || d <= 0 ? 0 : d >= 18446744073709551616.0 ? -1 : (int64_t)(uint64_t)d;
+    else if (is_float)
+      i = sat_range(d, (double)lo, (double)hi);
+    tl_put_int(p, t, i);
+    break;
+  }
   }
 }
 

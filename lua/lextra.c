@@ -54,7 +54,7 @@ static int l_bincount(lua_State *L) {
     return tl_error(L, fn, "minlength must be non-negative, got %lld", (long long)minlength);
   ty_dtype xt = ty_store_dtype(x);
   if (ty_dtype_is_float(xt))
-    return tl_error(L, fn, "x must hold integer values (i64, i32, u8 or bool), got %s",
+    return tl_error(L, fn, "x must hold integer values (an integer dtype or bool), got %s",
                     ty_dtype_name(xt));
   if (ty_store_ndim(x) != 1) {
     char sh[256];

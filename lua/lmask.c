@@ -28,7 +28,7 @@
 #define FN_INDEX "index"
 #define FN_ASSIGN "assign"
 
-static bool is_int(ty_dtype t) { return t == TY_I64 || t == TY_I32 || t == TY_U8; }
+static bool is_int(ty_dtype t) { return ty_dtype_is_int(t); }
 
 /* Raise for the bad position v, entry `at` (C order) of idx, over a dim of
  * size n; entry k > 0: idx is index[k] of a table. */

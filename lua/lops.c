@@ -99,7 +99,7 @@ static int unary(lua_State *L, ty_op op, const tl_sig *s) {
   return finish_out(L, rt, slot, st, s, out, from);
 }
 
-/* A Lua integer next to an i32 or u8 store in arithmetic (not a comparison,
+/* A Lua integer next to an integer store narrower than i64 in arithmetic (not a comparison,
  * which compares exactly in i64, nor and/or) must fit the store's dtype, as
  * numpy 2 requires (docs/dtypes.md). */
 static void check_weak_int(lua_State *L, ty_op op, const char *fn, int idx, const ty_store *peer) {

@@ -657,7 +657,7 @@ static void push_elem(lua_State *L, const char *p, ty_dtype t) {
   case TY_I32: { int32_t v; memcpy(&v, p, 4); lua_pushinteger(L, v); break; }
   case TY_U8: lua_pushinteger(L, (unsigned char)*p); break;
   case TY_BOOL: lua_pushboolean(L, *p != 0); break;
-  default: lua_pushnil(L); break;
+  default: tl_pushint(L, tl_get_int(p, t), t); break; /* the dtypes added later */
   }
 }
 

@@ -553,9 +553,13 @@ static ty_store *push_identity(lua_State *L, ty_runtime *rt, const char *fn, ty_
              : op == TY_REDOP_MIN ? INFINITY : -INFINITY;
     TL_TRY(L, rt, st, ty_scalar_f64(rt, t, v, slot));
   } else {
-    int64_t hi = t == TY_I64 ? INT64_MAX : t == TY_I32 ? INT32_MAX : t == TY_U8 ? 255 : 1;
-    int64_t lo = t == TY_I64 ? INT64_MIN : t == TY_I32 ? INT32_MIN : 0;
-    int64_t v = op == TY_REDOP_SUM ? 0 : op == TY_REDOP_PROD ? 1 : op == TY_REDOP_MIN ? hi : lo;
+    int64_t lo;
+    uint64_t hi;
+    ty_dtype_limits(t, &lo, &hi);
+    int64_t v = op == TY_REDOP_SUM    ? 0
+                : op == TY_REDOP_PROD ? 1
+                : op == TY_REDOP_MIN  ? (int64_t)hi /* u64: the bits */
+                                      : lo;
     TL_TRY(L, rt, st, ty_scalar_i64(rt, t, v, slot));
   }
   if (st != TY_OK) tl_fail(L, rt, fn, st);

@@ -106,7 +106,7 @@ static void push_elem(lua_State *W, const char *p, ty_dtype t) {
   case TY_I32: lua_pushinteger(W, *(const int32_t *)p); break;
   case TY_U8: lua_pushinteger(W, *(const uint8_t *)p); break;
   case TY_BOOL: lua_pushboolean(W, *(const uint8_t *)p != 0); break;
-  default: lua_pushnil(W); break;
+  default: tl_pushint(W, tl_get_int(p, t), t); break; /* the dtypes added later */
   }
 }
 
@@ -144,7 +144,7 @@ static void set_elem(lua_State *W, char *p, const tile *t, int v) {
   case TY_I64: *(int64_t *)p = i; break;
   case TY_I32: *(int32_t *)p = (int32_t)(uint32_t)i; break;
   case TY_U8: *(uint8_t *)p = (uint8_t)i; break;
-  default: break;
+  default: tl_put_int(p, dt, i); break; /* the dtypes added later: wrap */
   }
 }
 
@@ -477,7 +477,15 @@ static void combine_return(lua_State *W, tile *t, ty_redop op, int v) {
   case TY_I32: *(int32_t *)p = (int32_t)red_i(op, *(int32_t *)p, b); break;
   case TY_U8: *(uint8_t *)p = (uint8_t)red_i(op, *(uint8_t *)p, b); break;
   case TY_BOOL: *(uint8_t *)p = red_i(op, *(uint8_t *)p, b != 0) != 0; break;
-  default: break;
+  case TY_U64: /* min/max compare the bits unsigned */
+    if (op == TY_REDOP_MIN || op == TY_REDOP_MAX) {
+      const uint64_t a = (uint64_t)tl_get_int(p, dt), ub = (uint64_t)b;
+      tl_put_int(p, dt, (int64_t)((ub < a) == (op == TY_REDOP_MIN) ? ub : a));
+    } else {
+      tl_put_int(p, dt, red_i(op, tl_get_int(p, dt), b));
+    }
+    break;
+  default: tl_put_int(p, dt, red_i(op, tl_get_int(p, dt), b)); break;
   }
 }
 

@@ -161,7 +161,7 @@ void tl_consts_clear(tl_box *b);
 ty_dtype tl_weak_dtype(lua_State *L, int idx, bool has_peer, ty_dtype peer);
 /* A Lua integer v going into (or next to, in arithmetic) a store of dtype t
  * must fit it, as numpy 2 requires of Python integers: raises "tycho.<fn>:
- * the integer 300 is out of range for u8 (0..255)" when t is i32 or u8 and v
+ * the integer 300 is out of range for u8 (0..255)" when t is an integer dtype narrower than i64 and v
  * does not fit. Other dtypes take any Lua integer. */
 void tl_check_int_fits(lua_State *L, const char *fn, lua_Integer v, ty_dtype t);
 
@@ -181,8 +181,15 @@ int tl_checkaxis(lua_State *L, int idx, const char *fn, const char *what, int nd
 const char *tl_typename(lua_State *L, int idx);
 /* "(3, 4)" into buf. */
 void tl_shape_str(int ndim, const int64_t *shape, char *buf, size_t len);
-/* Push one element: integer for integer dtypes, boolean for bool. */
+/* Push one element: integer for integer dtypes, boolean for bool; a u64
+ * above 2^63 - 1 (no Lua integer holds it) as the nearest float. */
 void tl_pushvalue(lua_State *L, const ty_value *v);
+/* The integer element at p of integer dtype t (or bool), sign- or
+ * zero-extended; u64 gives its bits. tl_pushint pushes such a value as
+ * tl_pushvalue does; tl_put_int stores v's low bits (wraps, as numpy). */
+int64_t tl_get_int(const char *p, ty_dtype t);
+void tl_pushint(lua_State *L, int64_t v, ty_dtype t);
+void tl_put_int(char *p, ty_dtype t, int64_t v);
 /* Push a Lua number or boolean as a 0-d store of dtype t; returns it. The
  * integer path keeps all 64 bits. */
 ty_store *tl_scalar(lua_State *L, ty_runtime *rt, int idx, const char *fn, ty_dtype t);
@@ -391,6 +398,8 @@ void tl_stats_open(lua_State *L, int module_index);
 void tl_random_open(lua_State *L, int module_index);
 /* ltextio.c: tycho.loadtxt, tycho.savetxt and x:savetxt. */
 void tl_textio_open(lua_State *L, int module_index);
+/* iinfo finfo promote_types result_type (ldtypes.c) */
+void tl_dtypes_open(lua_State *L, int module_index);
 /* lproducts.c: tensordot, outer, inner, vdot, kron, trace, einsum, convolve, correlate. */
 void tl_products_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that

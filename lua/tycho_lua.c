@@ -348,7 +348,7 @@ ty_dtype tl_optdtype(lua_State *L, int idx, const char *fn, ty_dtype def) {
   const char *name = lua_tostring(L, idx);
   ty_dtype t;
   if (ty_dtype_parse(name, &t) != TY_OK)
-    tl_error(L, fn, "unknown dtype '%s' (expected f64, f32, i64, i32, u8 or bool)", name);
+    tl_error(L, fn, "unknown dtype '%s' (expected f64, f32, i64, i32, i16, i8, u64, u32, u16, u8 or bool)", name);
   return t;
 }
 
@@ -366,7 +366,34 @@ void tl_pushvalue(lua_State *L, const ty_value *v) {
   case TY_F64:
   case TY_F32: lua_pushnumber(L, (lua_Number)v->f); break;
   case TY_BOOL: lua_pushboolean(L, v->i != 0); break;
-  default: lua_pushinteger(L, (lua_Integer)v->i); break;
+  default: tl_pushint(L, v->i, v->dtype); break;
+  }
+}
+
+int64_t tl_get_int(const char *p, ty_dtype t) {
+  switch (t) {
+  case TY_I8: { int8_t v; memcpy(&v, p, 1); return v; }
+  case TY_I16: { int16_t v; memcpy(&v, p, 2); return v; }
+  case TY_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+  case TY_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
+  case TY_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+  case TY_U8:
+  case TY_BOOL: return (unsigned char)*p;
+  default: { int64_t v; memcpy(&v, p, 8); return v; } /* i64, u64's bits */
+  }
+}
+
+void tl_pushint(lua_State *L, int64_t v, ty_dtype t) {
+  if (t == TY_U64 && v < 0) lua_pushnumber(L, (lua_Number)(uint64_t)v);
+  else lua_pushinteger(L, (lua_Integer)v);
+}
+
+void tl_put_int(char *p, ty_dtype t, int64_t v) {
+  switch (ty_dtype_size(t)) {
+  case 1: { uint8_t w = (uint8_t)v; memcpy(p, &w, 1); break; }
+  case 2: { uint16_t w = (uint16_t)v; memcpy(p, &w, 2); break; }
+  case 4: { uint32_t w = (uint32_t)v; memcpy(p, &w, 4); break; }
+  default: memcpy(p, &v, 8); break;
   }
 }
 
@@ -377,23 +404,22 @@ ty_dtype tl_weak_dtype(lua_State *L, int idx, bool has_peer, ty_dtype peer) {
   if (ty_dtype_is_float(peer)) return peer;
   if (!isint) return TY_F64;
   lua_Integer v = lua_tointeger(L, idx);
-  switch (peer) {
-  case TY_I32: return (v >= INT32_MIN && v <= INT32_MAX) ? TY_I32 : TY_I64;
-  case TY_U8: return (v >= 0 && v <= 255) ? TY_U8 : TY_I64;
-  default: return TY_I64; /* i64, and bool + integer -> i64 */
-  }
+  if (peer == TY_BOOL || peer == TY_I64) return TY_I64;
+  int64_t lo;
+  uint64_t hi;
+  ty_dtype_limits(peer, &lo, &hi);
+  if (v >= lo && (v < 0 || (uint64_t)v <= hi)) return peer;
+  return peer == TY_U64 ? TY_F64 : TY_I64; /* numpy 1's u64 + negative: f64 */
 }
 
 void tl_check_int_fits(lua_State *L, const char *fn, lua_Integer v, ty_dtype t) {
-  lua_Integer lo, hi;
-  switch (t) {
-  case TY_I32: lo = INT32_MIN, hi = INT32_MAX; break;
-  case TY_U8: lo = 0, hi = 255; break;
-  default: return;
-  }
-  if (v < lo || v > hi)
-    tl_error(L, fn, "the integer %lld is out of range for %s (%lld..%lld)", (long long)v,
-             ty_dtype_name(t), (long long)lo, (long long)hi);
+  if (!ty_dtype_is_int(t) || t == TY_I64) return;
+  int64_t lo;
+  uint64_t hi;
+  ty_dtype_limits(t, &lo, &hi);
+  if (v < lo || (v >= 0 && (uint64_t)v > hi))
+    tl_error(L, fn, "the integer %lld is out of range for %s (%lld..%llu)", (long long)v,
+             ty_dtype_name(t), (long long)lo, (unsigned long long)hi);
 }
 
 ty_store *tl_scalar(lua_State *L, ty_runtime *rt, int idx, const char *fn, ty_dtype t) {
@@ -811,6 +837,7 @@ static int bind(lua_State *L) {
   tl_stats_open(L, mod);
   tl_random_open(L, mod);
   tl_textio_open(L, mod);
+  tl_dtypes_open(L, mod);
   tl_products_open(L, mod);
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, mod, "version");

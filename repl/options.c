@@ -93,6 +93,8 @@ static void print_help(FILE *f) {
           "  tycho.add(a, b, out) or tycho.add(a, b, {out = o})   numpy's out\n"
           "  tycho.bincount(x, w, {minlength = n}), x:diagonal(k), tycho.random(n, \"f64\",\n"
           "  \"normal\"), x.T, x.nbytes, x.itemsize.\n"
+          "  dtypes (docs/dtypes.md): f64 f32 i64 i32 i16 i8 u64 u32 u16 u8 bool;\n"
+          "  tycho.iinfo(dt), tycho.finfo(dt), tycho.promote_types(a, b), result_type.\n"
           "  Shapes (README, Shape functions): concatenate stack hstack vstack split\n"
           "  array_split cumsum cumprod nancumsum nancumprod diff flip roll squeeze\n"
           "  moveaxis permute_dims ravel flatten broadcast_to zeros_like ones_like\n"

@@ -483,7 +483,7 @@ static void ops_of_dtype(ty_dtype t) {
 
 TEST(generated_ops_match_cpu_kernels) {
   if (!have_cc()) SKIP("no C compiler (cc) to run generated kernels on the CPU");
-  for (int t = 0; t < TY_NDTYPES; t++) ops_of_dtype((ty_dtype)t);
+  for (int t = 0; t < TY__GPU_NDTYPES; t++) ops_of_dtype((ty_dtype)t);
 }
 
 TEST(generated_casts_match_cpu_kernels) {
@@ -494,7 +494,7 @@ TEST(generated_casts_match_cpu_kernels) {
   char *in[TY_NDTYPES], *got[TY_NDTYPES][TY_NDTYPES], *want[TY_NDTYPES][TY_NDTYPES];
   static const double extra[] = {1e19, -1e19, 3e9, -3e9, 255.5, 256.0, -0.5, -1.0, 2147483647.5,
                                  -2147483648.5, 9.3e18, -9.3e18, 0.999, 1e-310, 65.7, -65.7};
-  for (int f = 0; f < TY_NDTYPES; f++) {
+  for (int f = 0; f < TY__GPU_NDTYPES; f++) {
     size_t es = ty_dtype_size((ty_dtype)f);
     in[f] = calloc((size_t)n, es);
     fill_vals((ty_dtype)f, in[f], n, 1);
@@ -503,8 +503,8 @@ TEST(generated_casts_match_cpu_kernels) {
     if (f == TY_BOOL) in[f][3] = 7; /* a non-canonical true byte */
     add_arg(ir, (ty_dtype)f, in[f]);
   }
-  for (int f = 0; f < TY_NDTYPES; f++)
-    for (int t = 0; t < TY_NDTYPES; t++) {
+  for (int f = 0; f < TY__GPU_NDTYPES; f++)
+    for (int t = 0; t < TY__GPU_NDTYPES; t++) {
       size_t es = ty_dtype_size((ty_dtype)t);
       got[f][t] = calloc((size_t)n, es);
       want[f][t] = calloc((size_t)n, es);
@@ -515,8 +515,8 @@ TEST(generated_casts_match_cpu_kernels) {
       ty__cast_loops[f][t](n, ptrs, strides, NULL);
     }
   CHECK(run_emulated(ir));
-  for (int f = 0; f < TY_NDTYPES; f++)
-    for (int t = 0; t < TY_NDTYPES; t++) {
+  for (int f = 0; f < TY__GPU_NDTYPES; f++)
+    for (int t = 0; t < TY__GPU_NDTYPES; t++) {
       char what[64];
       snprintf(what, sizeof what, "cast %s -> %s", ty_dtype_name((ty_dtype)f), ty_dtype_name((ty_dtype)t));
       int bad = compare(what, (ty_dtype)t, got[f][t], want[f][t], n, 0);
@@ -525,7 +525,7 @@ TEST(generated_casts_match_cpu_kernels) {
       free(got[f][t]);
       free(want[f][t]);
     }
-  for (int f = 0; f < TY_NDTYPES; f++) free(in[f]);
+  for (int f = 0; f < TY__GPU_NDTYPES; f++) free(in[f]);
   free(ir);
 }
 
@@ -633,17 +633,17 @@ TEST(nvrtc_compiles_every_op_and_dtype_for_sm90) {
   if (!nvrtc()) SKIP("%s", nv_why);
   ty__gplan *p = malloc(sizeof *p);
   char err[4096];
-  for (int t = 0; t <= TY_NDTYPES; t++) {
+  for (int t = 0; t <= TY__GPU_NDTYPES; t++) {
     ty__gir *ir;
-    if (t < TY_NDTYPES) {
+    if (t < TY__GPU_NDTYPES) {
       ir = all_ops((ty_dtype)t);
     } else { /* every cast, and a strided 64-bit-index kernel */
       int64_t shape[2] = {INT64_C(1) << 16, INT64_C(1) << 16};
       ir = ir_new(2, shape);
       int64_t tr[2] = {1, INT64_C(1) << 16};
-      for (int f = 0; f < TY_NDTYPES; f++) add_arg_strided(ir, (ty_dtype)f, NULL, tr);
-      for (int f = 0; f < TY_NDTYPES; f++)
-        for (int to = 0; to < TY_NDTYPES; to++) {
+      for (int f = 0; f < TY__GPU_NDTYPES; f++) add_arg_strided(ir, (ty_dtype)f, NULL, tr);
+      for (int f = 0; f < TY__GPU_NDTYPES; f++)
+        for (int to = 0; to < TY__GPU_NDTYPES; to++) {
           int ao = add_arg(ir, (ty_dtype)to, NULL);
           add_sub(ir, TY__G_CAST, 0, (ty_dtype)to, (ty_dtype)f, ARG(ao), 1, ARG(f), ARG(f), ARG(f));
         }
@@ -659,7 +659,7 @@ TEST(nvrtc_compiles_every_op_and_dtype_for_sm90) {
     CHECK_STR_CONTAINS(ptx, ".target sm_90");
     CHECK_STR_CONTAINS(ptx, entry);
     CHECK(len > 1000 && len == strlen(ptx));
-    if (t == TY_NDTYPES) CHECK(p->wide);
+    if (t == TY__GPU_NDTYPES) CHECK(p->wide);
     free(ptx);
     free(src);
     free(ir);

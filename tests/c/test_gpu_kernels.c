@@ -271,7 +271,7 @@ static ty__gpu *emu_gpu(char *why, size_t len) {
   static const char *const dn[TY_NDTYPES] = {"f64", "f32", "i64", "i32", "u8", "bool"};
   for (int v = 0; v < TY__KRED_N; v++)
     for (int op = 0; op < TY_NREDUCE; op++)
-      for (int t = 0; t < TY_NDTYPES && rn[op]; t++) {
+      for (int t = 0; t < TY__GPU_NDTYPES && rn[op]; t++) {
         char name[64];
         snprintf(name, sizeof name, "ty_k_red_%s_%s_%s", vn[v], rn[op], dn[t]);
         emu_red[v][op][t] = (emu_fn){NULL, setr, EMU_RED};
@@ -361,7 +361,7 @@ TEST(builtin_kernels_emulated_match_cpu_generators_fill_copy) {
   ty__gpu *g = emu_gpu(why, sizeof why);
   if (!g) SKIP("%s", why);
   char err[512];
-  for (int t = 0; t < TY_NDTYPES; t++) {
+  for (int t = 0; t < TY__GPU_NDTYPES; t++) {
     ty__random_args ra = {.seed = 2024, .stream = 3};
     emu_gen_case(g, TY__KFN_RANDOM, (ty_dtype)t, &ra);
     /* the distributions of tycho/random.h: float ones on f64/f32, integers
@@ -413,7 +413,7 @@ TEST(builtin_kernels_emulated_match_cpu_generators_fill_copy) {
                             sizeof err), TY_OK);
   CHECK(!memcmp(a, b, R * C * 8));
   /* fill of every dtype through a 1-D strided view */
-  for (int t = 0; t < TY_NDTYPES; t++) {
+  for (int t = 0; t < TY__GPU_NDTYPES; t++) {
     size_t es = ty_dtype_size((ty_dtype)t);
     char *buf = calloc(64, es);
     int64_t n[1] = {16}, s2[1] = {4};
@@ -446,7 +446,7 @@ TEST(builtin_kernels_emulated_match_cpu_reductions) {
   int64_t shape[3] = {A, B, C}, in[3] = {B * C, C, 1};
   static const int64_t out_strides[5][3] = {{0, 0, 0}, {0, C, 1}, {C, 0, 1}, {B, 1, 0}, {0, 1, 0}};
   static const ty_reduce_op ops[6] = {TY_RED_SUM, TY_RED_PROD, TY_RED_MIN, TY_RED_MAX, TY_RED_ARGMIN, TY_RED_ARGMAX};
-  for (int t = 0; t < TY_NDTYPES; t++) {
+  for (int t = 0; t < TY__GPU_NDTYPES; t++) {
     ty_dtype dt = (ty_dtype)t;
     size_t es = ty_dtype_size(dt);
     char *x = malloc(N * es);
@@ -613,7 +613,7 @@ TEST(gpu_fused_ops_match_cpu) {
   if (!gpu()) SKIP("no GPU: %s", gpu_why);
   const int n = NV * NV;
   char err[4096];
-  for (int ti = 0; ti < TY_NDTYPES; ti++) {
+  for (int ti = 0; ti < TY__GPU_NDTYPES; ti++) {
     ty_dtype t = (ty_dtype)ti;
     size_t es = ty_dtype_size(t);
     char *x = calloc(n, es), *y = calloc(n, es);
@@ -737,7 +737,7 @@ TEST(gpu_fused_kernel_compiles_once_per_structure) {
 TEST(gpu_random_is_the_cpus) {
   if (!gpu()) SKIP("no GPU: %s", gpu_why);
   char err[512];
-  for (int ti = 0; ti < TY_NDTYPES; ti++) {
+  for (int ti = 0; ti < TY__GPU_NDTYPES; ti++) {
     ty_dtype t = (ty_dtype)ti;
     size_t es = ty_dtype_size(t);
     /* piece rows 3..9 of a 10 x 37 store: flat indices from 3*37 */

@@ -269,7 +269,7 @@ TEST(fill_copy_and_generators_match_cpu) {
   ty__gpu *g = open_sim(1, 0);
   if (!g) return;
   char err[512];
-  for (int t = 0; t < TY_NDTYPES; t++) {
+  for (int t = 0; t < TY__GPU_NDTYPES; t++) {
     ty__random_args ra = {.seed = 2024, .stream = 3};
     gen_case(g, TY__KFN_RANDOM, (ty_dtype)t, &ra);
     ty__arange_args ai = {0, 0, -7, 3, 1}, af = {0.1, 0.3, 0, 0, 0};
@@ -318,7 +318,7 @@ TEST(reductions_match_cpu) {
   int64_t shape[3] = {A, B, C}, in[3] = {B * C, C, 1};
   static const int64_t out_strides[5][3] = {{0, 0, 0}, {0, C, 1}, {C, 0, 1}, {B, 1, 0}, {0, 1, 0}};
   static const ty_reduce_op ops[6] = {TY_RED_SUM, TY_RED_PROD, TY_RED_MIN, TY_RED_MAX, TY_RED_ARGMIN, TY_RED_ARGMAX};
-  for (int t = 0; t < TY_NDTYPES; t++) {
+  for (int t = 0; t < TY__GPU_NDTYPES; t++) {
     ty_dtype dt = (ty_dtype)t;
     size_t es = ty_dtype_size(dt);
     char *x = malloc(N * es);

@@ -135,6 +135,11 @@ static void fill_values(ty_dtype t, int64_t n, void *buf) {
     case TY_I32: ((int32_t *)buf)[i] = (int32_t)(i * 7919 - 50000); break;
     case TY_U8: ((uint8_t *)buf)[i] = (uint8_t)(i * 37 + 5); break;
     case TY_BOOL: ((uint8_t *)buf)[i] = (uint8_t)(i % 3 == 1); break;
+    case TY_I8: ((int8_t *)buf)[i] = (int8_t)(i * 37 - 100); break;
+    case TY_I16: ((int16_t *)buf)[i] = (int16_t)(i * 1237 - 20000); break;
+    case TY_U16: ((uint16_t *)buf)[i] = (uint16_t)(i * 4099 + 7); break;
+    case TY_U32: ((uint32_t *)buf)[i] = (uint32_t)((uint64_t)i * 2654435761u); break;
+    case TY_U64: ((uint64_t *)buf)[i] = (uint64_t)i * 0x9E3779B97F4A7C15ull; break;
     default: break;
     }
   }
@@ -639,7 +644,7 @@ TEST(npy_load_unsupported_dtypes) {
       {"{'descr': '>f8', 'fortran_order': False, 'shape': (2,), }", "'>f8' has foreign byte order"},
       {"{'descr': '<c16', 'fortran_order': False, 'shape': (2,), }", "'<c16' is not supported"},
       {"{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", "'|O' is not supported"},
-      {"{'descr': '<i2', 'fortran_order': False, 'shape': (2,), }", "'<i2' is not supported"},
+      {"{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", "'<f2' is not supported"},
       {"{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", "'<U3' is not supported"},
       {"{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (2,), }", "structured"},
       {"{'descr': '\xc3\xa9', 'fortran_order': False, 'shape': (2,), }", "'\\xc3\\xa9' is not supported"},

@@ -867,7 +867,7 @@ TEST(prod_min_max_every_dtype) {
     ty_store *p = red(rt, TY_RED_PROD, a, -1), *mn = red(rt, TY_RED_MIN, a, -1), *mx = red(rt, TY_RED_MAX, a, -1);
     ty_store *p1 = red(rt, TY_RED_PROD, a, 1), *mn0 = red(rt, TY_RED_MIN, a, 0), *mx0 = red(rt, TY_RED_MAX, a, 0);
     CHECK(ty_store_dtype(mn) == t && ty_store_dtype(mx) == t);
-    CHECK(ty_store_dtype(p) == (ty_dtype_is_float(t) ? t : TY_I64));
+    CHECK(ty_store_dtype(p) == (ty_dtype_is_float(t) ? t : ty_dtype_is_unsigned(t) ? TY_U64 : TY_I64));
     bool b = t == TY_BOOL;
     CHECK(item_f64(rt, p) == (b ? 1 : 60));
     CHECK(item_f64(rt, mn) == 1);

@@ -42,14 +42,19 @@ function M.fail(reason) error({ fz_expected = reason }, 0) end
 
 M.DTYPES = { "f64", "f32", "i64", "i32", "u8", "bool" }
 local FLOAT = { f64 = true, f32 = true }
-local INT = { i64 = true, i32 = true, u8 = true }
+local INT = { i64 = true, i32 = true, u8 = true, u64 = true }
 M.is_float = function(t) return FLOAT[t] == true end
 M.is_int = function(t) return INT[t] == true end
 
--- numpy's result_type for the six dtypes (docs/dtypes.md)
+-- numpy's result_type for the six dtypes (docs/dtypes.md), and u64, which
+-- sums, products and scans of u8 give (numpy's)
 local RANK = { bool = 0, u8 = 1, i32 = 2, i64 = 3 }
 function M.promote(a, b)
   if a == b then return a end
+  if a == "u64" or b == "u64" then
+    local o = a == "u64" and b or a
+    return (o == "bool" or o == "u8") and "u64" or "f64"
+  end
   if FLOAT[a] and FLOAT[b] then return "f64" end
   if FLOAT[a] or FLOAT[b] then
     local f, i = a, b
@@ -70,12 +75,13 @@ function M.weak(v, peer)
   if not isint then return "f64" end
   if peer == "i32" then return (v >= -2147483648 and v <= 2147483647) and "i32" or "i64" end
   if peer == "u8" then return (v >= 0 and v <= 255) and "u8" or "i64" end
+  if peer == "u64" then return v >= 0 and "u64" or "f64" end
   return "i64"
 end
 
 -- A Lua integer stored into (or next to, in arithmetic) an i32 or u8 store
 -- must fit it (tycho_lua.c's tl_check_int_fits, numpy 2's OverflowError).
-local INT_RANGE = { i32 = { -2147483648, 2147483647 }, u8 = { 0, 255 } }
+local INT_RANGE = { i32 = { -2147483648, 2147483647 }, u8 = { 0, 255 }, u64 = { 0, math.maxinteger } }
 function M.check_fits(v, t)
   local r = INT_RANGE[t]
   if r and math.type(v) == "integer" and (v < r[1] or v > r[2]) then
@@ -133,6 +139,13 @@ function M.convert(v, from, to)
       return math.tointeger(v < 0 and math.ceil(v) or math.floor(v))
     elseif to == "i32" then
       return sat(v, -2147483648.0, 2147483647.0)
+    elseif to == "u64" then -- saturating; values from 2^63 kept as their bits
+      if v ~= v or v <= 0 then return 0 end
+      if v >= 18446744073709551616.0 then return -1 end
+      if v >= 9223372036854775808.0 then
+        return math.tointeger(v - 9223372036854775808.0) + math.mininteger
+      end
+      return math.tointeger(math.floor(v))
     else -- u8
       return sat(v, 0.0, 255.0)
     end
@@ -634,7 +647,9 @@ end
 -- ---- reductions ----------------------------------------------------------------------
 
 function M.reduce_dtype(op, t)
-  if op == "sum" or op == "prod" then return FLOAT[t] and t or "i64" end
+  if op == "sum" or op == "prod" then
+    return FLOAT[t] and t or (t == "u8" or t == "u64") and "u64" or "i64"
+  end
   if op == "mean" then return FLOAT[t] and t or "f64" end
   if op == "argmin" or op == "argmax" then return "i64" end
   return t -- min max
@@ -733,7 +748,7 @@ end
 -- tycho scans them in index order, as here.
 function M.scan(op, a, axis)
   local t = a.dtype
-  local r = FLOAT[t] and t or "i64"
+  local r = FLOAT[t] and t or (t == "u8" or t == "u64") and "u64" or "i64"
   local src = a
   if axis == nil then
     local vals, st = M.values(a)

@@ -257,7 +257,7 @@ describe("tycho.random", function()
     fails({ "tycho.random.integers: low (5) must be less than high (5)" }, R.integers, 5, 5, 3)
     fails({ "tycho.random.integers: [0, 3000000000) is out of range for i32" }, R.integers, 0, 3000000000,
       3, "i32")
-    fails({ "tycho.random.integers: integers draw i64, i32 or u8, not f64" }, R.integers, 0, 3, 3, "f64")
+    fails({ "tycho.random.integers: integers draw an integer dtype (i64 ... u8), not f64" }, R.integers, 0, 3, 3, "f64")
     fails({ "tycho.random.integers: low is missing" }, R.integers)
     fails({ "tycho.random.generator: seed must be an integer" }, R.generator)
     fails({ "tycho.random.choice: cannot take 4 samples from 3 without replacement" },

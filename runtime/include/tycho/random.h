@@ -46,7 +46,7 @@ typedef struct ty_random_gen {
 /* A new store of dtype t and the given shape drawn from `spec`, with `gen`
  * (its stream advances by one on success) or, gen NULL, the runtime's
  * generator. Float distributions take f64 or f32 (computed in double, then
- * rounded); INTEGERS takes i64, i32 or u8; BITS any dtype. Bad parameters
+ * rounded); INTEGERS takes any integer dtype; BITS any dtype. Bad parameters
  * (a NaN, std < 0, scale < 0, lo >= hi, a bound outside the dtype) fail with
  * TY_EINVAL and a message naming them; nothing is drawn then. */
 ty_status ty_random_draw(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape,

@@ -29,7 +29,7 @@ typedef struct ty_loadtxt_opts {
   const int64_t *usecols; /* the columns kept, in this order, 0-based, negative from the
                              end; NULL: all (then every row has the same count) */
   int nusecols;
-  ty_dtype dtype;         /* f64, f32, i64, i32 or u8 */
+  ty_dtype dtype;         /* a float or integer dtype */
   int ndmin;              /* 0, 1 or 2: numpy's squeeze, then at least this rank */
 } ty_loadtxt_opts;
 

@@ -61,14 +61,25 @@ typedef enum ty_dtype {
   TY_I32,
   TY_U8,
   TY_BOOL,
+  TY_I8, /* the five below came later: appended so the values above stay */
+  TY_I16,
+  TY_U16,
+  TY_U32,
+  TY_U64,
   TY_NDTYPES
 } ty_dtype;
 
 const char *ty_dtype_name(ty_dtype t); /* "f64", ... ; "?" when out of range */
 size_t ty_dtype_size(ty_dtype t);
 bool ty_dtype_is_float(ty_dtype t);
+bool ty_dtype_is_int(ty_dtype t);      /* i8 ... i64, u8 ... u64 (not bool) */
+bool ty_dtype_is_unsigned(ty_dtype t); /* u8 u16 u32 u64 */
+/* The smallest and largest value of an integer dtype or bool (0 and 1); u64's
+ * largest, 2^64 - 1, is why *hi is unsigned. Floats give 0 and 0. */
+void ty_dtype_limits(ty_dtype t, int64_t *lo, uint64_t *hi);
 /* Accepts "f64" "float64" "double" "f32" "float32" "float" "i64" "int64"
- * "i32" "int32" "u8" "uint8" "bool". */
+ * "i32" "int32" "i16" "int16" "i8" "int8" "u64" "uint64" "u32" "uint32"
+ * "u16" "uint16" "u8" "uint8" "bool". */
 ty_status ty_dtype_parse(const char *name, ty_dtype *out);
 /* numpy's result_type for two arrays of these dtypes (see docs/dtypes.md). */
 ty_dtype ty_dtype_promote(ty_dtype a, ty_dtype b);

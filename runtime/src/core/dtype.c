@@ -3,9 +3,12 @@
  * slow-path element conversions used by formatting, items and casts of single
  * values. Hot loops never call these: kernels are specialised per dtype.
  *
- * Promotion follows numpy's result_type restricted to our six dtypes:
- * bool < u8 < i32 < i64 and f32 < f64; u8 + f32 = f32 (exact), but i32/i64 +
- * f32 = f64 because f32 cannot hold every i32 (numpy's rule).
+ * Promotion follows numpy's result_type (np.promote_types) restricted to our
+ * eleven dtypes (docs/dtypes.md has the table): bool below every number; two
+ * integers of one signedness give the wider; a signed and an unsigned give the
+ * narrowest signed integer holding both (u8 + i8 = i16, u32 + i32 = i64) and
+ * f64 when none does (u64 + any signed); a float with an integer gives f32
+ * when the integer has 16 bits or fewer (f32 holds it exactly), else f64.
  */
 #include "internal.h"
 
@@ -17,8 +20,13 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const dtype_names[TY_NDTYPES] = {"f64", "f32", "i64", "i32", "u8", "bool"};
-static const size_t dtype_sizes[TY_NDTYPES] = {8, 4, 8, 4, 1, 1};
+static const char *const dtype_names[TY_NDTYPES] = {
+    [TY_F64] = "f64", [TY_F32] = "f32", [TY_I64] = "i64", [TY_I32] = "i32",
+    [TY_U8] = "u8",   [TY_BOOL] = "bool", [TY_I8] = "i8", [TY_I16] = "i16",
+    [TY_U16] = "u16", [TY_U32] = "u32", [TY_U64] = "u64"};
+static const size_t dtype_sizes[TY_NDTYPES] = {
+    [TY_F64] = 8, [TY_F32] = 4, [TY_I64] = 8, [TY_I32] = 4, [TY_U8] = 1, [TY_BOOL] = 1,
+    [TY_I8] = 1,  [TY_I16] = 2, [TY_U16] = 2, [TY_U32] = 4, [TY_U64] = 8};
 
 const char *ty_dtype_name(ty_dtype t) {
   return (unsigned)t < TY_NDTYPES ? dtype_names[t] : "?";
@@ -28,15 +36,45 @@ size_t ty_dtype_size(ty_dtype t) { return (unsigned)t < TY_NDTYPES ? dtype_sizes
 
 bool ty_dtype_is_float(ty_dtype t) { return t == TY_F64 || t == TY_F32; }
 
+bool ty_dtype_is_unsigned(ty_dtype t) {
+  return t == TY_U8 || t == TY_U16 || t == TY_U32 || t == TY_U64;
+}
+
+bool ty_dtype_is_int(ty_dtype t) {
+  return (unsigned)t < TY_NDTYPES && t != TY_BOOL && !ty_dtype_is_float(t);
+}
+
+void ty_dtype_limits(ty_dtype t, int64_t *lo, uint64_t *hi) {
+  int64_t l = 0;
+  uint64_t h = 0;
+  switch (t) {
+  case TY_BOOL: h = 1; break;
+  case TY_U8: h = UINT8_MAX; break;
+  case TY_U16: h = UINT16_MAX; break;
+  case TY_U32: h = UINT32_MAX; break;
+  case TY_U64: h = UINT64_MAX; break;
+  case TY_I8: l = INT8_MIN, h = INT8_MAX; break;
+  case TY_I16: l = INT16_MIN, h = INT16_MAX; break;
+  case TY_I32: l = INT32_MIN, h = INT32_MAX; break;
+  case TY_I64: l = INT64_MIN, h = INT64_MAX; break;
+  default: break;
+  }
+  *lo = l;
+  *hi = h;
+}
+
 ty_status ty_dtype_parse(const char *name, ty_dtype *out) {
   static const struct {
     const char *name;
     ty_dtype t;
-  } aliases[] = {{"f64", TY_F64},   {"float64", TY_F64}, {"double", TY_F64},
-                 {"f32", TY_F32},   {"float32", TY_F32}, {"float", TY_F32},
-                 {"i64", TY_I64},   {"int64", TY_I64},   {"i32", TY_I32},
-                 {"int32", TY_I32}, {"u8", TY_U8},       {"uint8", TY_U8},
-                 {"bool", TY_BOOL}};
+  } aliases[] = {{"f64", TY_F64},    {"float64", TY_F64}, {"double", TY_F64},
+                 {"f32", TY_F32},    {"float32", TY_F32}, {"float", TY_F32},
+                 {"i64", TY_I64},    {"int64", TY_I64},   {"i32", TY_I32},
+                 {"int32", TY_I32},  {"u8", TY_U8},       {"uint8", TY_U8},
+                 {"bool", TY_BOOL},  {"i8", TY_I8},       {"int8", TY_I8},
+                 {"i16", TY_I16},    {"int16", TY_I16},   {"u16", TY_U16},
+                 {"uint16", TY_U16}, {"u32", TY_U32},     {"uint32", TY_U32},
+                 {"u64", TY_U64},    {"uint64", TY_U64}};
   if (!name) return TY_EINVAL;
   for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
     if (strcmp(name, aliases[i].name) == 0) {
@@ -46,28 +84,32 @@ ty_status ty_dtype_parse(const char *name, ty_dtype *out) {
   return TY_EDTYPE;
 }
 
-/* rank in the integer chain bool < u8 < i32 < i64 */
-static int int_rank(ty_dtype t) {
-  switch (t) {
-  case TY_BOOL: return 0;
-  case TY_U8: return 1;
-  case TY_I32: return 2;
-  case TY_I64: return 3;
-  default: return -1;
-  }
+/* The integer dtype of a signedness and a size in bytes (1, 2, 4, 8). */
+static ty_dtype int_of(bool is_unsigned, size_t bytes) {
+  static const ty_dtype s[4] = {TY_I8, TY_I16, TY_I32, TY_I64};
+  static const ty_dtype u[4] = {TY_U8, TY_U16, TY_U32, TY_U64};
+  const int k = bytes == 1 ? 0 : bytes == 2 ? 1 : bytes == 4 ? 2 : 3;
+  return is_unsigned ? u[k] : s[k];
 }
 
 ty_dtype ty_dtype_promote(ty_dtype a, ty_dtype b) {
   if (a == b) return a;
+  if (a == TY_BOOL) return b;
+  if (b == TY_BOOL) return a;
   bool fa = ty_dtype_is_float(a), fb = ty_dtype_is_float(b);
   if (fa && fb) return TY_F64; /* f32 + f64 */
   if (fa || fb) {
     ty_dtype f = fa ? a : b, i = fa ? b : a;
     if (f == TY_F64) return TY_F64;
-    /* f32 with an integer: exact only for bool and u8 */
-    return (i == TY_BOOL || i == TY_U8) ? TY_F32 : TY_F64;
+    /* f32 with an integer: exact for integers of 16 bits or fewer */
+    return ty_dtype_size(i) <= 2 ? TY_F32 : TY_F64;
   }
-  return int_rank(a) >= int_rank(b) ? a : b;
+  const bool ua = ty_dtype_is_unsigned(a), ub = ty_dtype_is_unsigned(b);
+  const size_t sa = ty_dtype_size(a), sb = ty_dtype_size(b);
+  if (ua == ub) return sa >= sb ? a : b;
+  const size_t su = ua ? sa : sb, ss = ua ? sb : sa;
+  if (ss > su) return ua ? b : a; /* the signed one holds the unsigned */
+  return su == 8 ? TY_F64 : int_of(false, 2 * su);
 }
 
 const char *ty_status_name(ty_status s) {
@@ -95,6 +137,11 @@ double ty__load_f64(const void *p, ty_dtype t) {
   case TY_I32: return *(const int32_t *)p;
   case TY_U8: return *(const uint8_t *)p;
   case TY_BOOL: return *(const uint8_t *)p != 0;
+  case TY_I8: return *(const int8_t *)p;
+  case TY_I16: return *(const int16_t *)p;
+  case TY_U16: return *(const uint16_t *)p;
+  case TY_U32: return *(const uint32_t *)p;
+  case TY_U64: return (double)*(const uint64_t *)p;
   default: return 0;
   }
 }
@@ -116,6 +163,11 @@ int64_t ty__load_i64(const void *p, ty_dtype t) {
   case TY_I32: return *(const int32_t *)p;
   case TY_U8: return *(const uint8_t *)p;
   case TY_BOOL: return *(const uint8_t *)p != 0;
+  case TY_I8: return *(const int8_t *)p;
+  case TY_I16: return *(const int16_t *)p;
+  case TY_U16: return *(const uint16_t *)p;
+  case TY_U32: return *(const uint32_t *)p;
+  case TY_U64: return (int64_t)*(const uint64_t *)p; /* the bits: above 2^63 reads negative */
   default: return 0;
   }
 }
@@ -128,6 +180,11 @@ void ty__store_i64(void *p, ty_dtype t, int64_t v) {
   case TY_I32: *(int32_t *)p = (int32_t)(uint32_t)v; break; /* wraps like numpy */
   case TY_U8: *(uint8_t *)p = (uint8_t)v; break;
   case TY_BOOL: *(uint8_t *)p = v != 0; break;
+  case TY_I8: *(int8_t *)p = (int8_t)(uint8_t)v; break;
+  case TY_I16: *(int16_t *)p = (int16_t)(uint16_t)v; break;
+  case TY_U16: *(uint16_t *)p = (uint16_t)v; break;
+  case TY_U32: *(uint32_t *)p = (uint32_t)v; break;
+  case TY_U64: *(uint64_t *)p = (uint64_t)v; break;
   default: break;
   }
 }
@@ -141,6 +198,19 @@ void ty__store_f64(void *p, ty_dtype t, double v) {
     *(int32_t *)p = isnan(v) ? 0 : v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v;
     break;
   case TY_U8: *(uint8_t *)p = isnan(v) || v <= 0 ? 0 : v >= 255 ? 255 : (uint8_t)v; break;
+  case TY_I8: *(int8_t *)p = isnan(v) ? 0 : v >= 127 ? 127 : v <= -128 ? -128 : (int8_t)v; break;
+  case TY_I16:
+    *(int16_t *)p = isnan(v) ? 0 : v >= 32767 ? 32767 : v <= -32768 ? -32768 : (int16_t)v;
+    break;
+  case TY_U16: *(uint16_t *)p = isnan(v) || v <= 0 ? 0 : v >= 65535 ? 65535 : (uint16_t)v; break;
+  case TY_U32:
+    *(uint32_t *)p = isnan(v) || v <= 0 ? 0 : v >= 4294967295.0 ? UINT32_MAX : (uint32_t)v;
+    break;
+  case TY_U64:
+    *(uint64_t *)p = isnan(v) || v <= 0                 ? 0
+                     : v >= 18446744073709551615.0 ? UINT64_MAX
+                                                   : (uint64_t)v;
+    break;
   default: ty__store_i64(p, t, f64_to_i64(v)); break;
   }
 }

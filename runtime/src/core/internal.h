@@ -362,6 +362,11 @@ ty_status ty__shape_size(ty_runtime *rt, const char *what, int ndim, const int64
 /* Copy a store's elements into a dense C-order buffer (storage allocated). */
 void ty__gather(const ty_store *s, void *dst);
 
+/* The dtypes with GPU kernels and generated GPU code: the first six (f64 ...
+ * bool). Launches touching the dtypes added later (i8 ... u64) run on the
+ * CPU (exec_gpu.c says why in explain). */
+#define TY__GPU_NDTYPES TY_I8
+
 /* Elements as numbers (dtype-dispatched; for slow paths, formatting, items). */
 double ty__load_f64(const void *p, ty_dtype t);
 int64_t ty__load_i64(const void *p, ty_dtype t);

@@ -87,6 +87,11 @@
 #define ty__f64_to_i64_sat TY__ISA_NAME(ty__f64_to_i64_sat)
 #define ty__f64_to_i32_sat TY__ISA_NAME(ty__f64_to_i32_sat)
 #define ty__f64_to_u8_sat TY__ISA_NAME(ty__f64_to_u8_sat)
+#define ty__f64_to_i8_sat TY__ISA_NAME(ty__f64_to_i8_sat)
+#define ty__f64_to_i16_sat TY__ISA_NAME(ty__f64_to_i16_sat)
+#define ty__f64_to_u16_sat TY__ISA_NAME(ty__f64_to_u16_sat)
+#define ty__f64_to_u32_sat TY__ISA_NAME(ty__f64_to_u32_sat)
+#define ty__f64_to_u64_sat TY__ISA_NAME(ty__f64_to_u64_sat)
 #define ty__cast_loops TY__ISA_NAME(ty__cast_loops)
 /* kernels_fill.c */
 #define ty__fill_loops TY__ISA_NAME(ty__fill_loops)

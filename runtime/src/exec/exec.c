@@ -63,13 +63,14 @@ static void set_identity(void *dst, ty_dtype t, ty_redop op, int64_t n) {
     case TY_REDOP_SUM: ty__store_i64(p, t, 0); break;
     case TY_REDOP_PROD: ty__store_i64(p, t, 1); break;
     case TY_REDOP_MIN:
-      if (ty_dtype_is_float(t)) ty__store_f64(p, t, INFINITY);
-      else ty__store_i64(p, t, t == TY_I64 ? INT64_MAX : t == TY_I32 ? INT32_MAX : t == TY_U8 ? 255 : 1);
+    case TY_REDOP_MAX: {
+      int64_t lo;
+      uint64_t hi;
+      ty_dtype_limits(t, &lo, &hi);
+      if (ty_dtype_is_float(t)) ty__store_f64(p, t, op == TY_REDOP_MIN ? INFINITY : -INFINITY);
+      else ty__store_i64(p, t, op == TY_REDOP_MIN ? (int64_t)hi : lo); /* u64: the bits */
       break;
-    case TY_REDOP_MAX:
-      if (ty_dtype_is_float(t)) ty__store_f64(p, t, -INFINITY);
-      else ty__store_i64(p, t, t == TY_I64 ? INT64_MIN : t == TY_I32 ? INT32_MIN : 0);
-      break;
+    }
     default: break;
     }
   }
@@ -96,6 +97,8 @@ static void combine_one(char *acc, const char *v, ty_dtype t, ty_redop op) {
     case TY_REDOP_MAX: r = b > a ? b : a; break;
     default: break;
     }
+    if (t == TY_U64 && (op == TY_REDOP_MIN || op == TY_REDOP_MAX)) /* the bits, unsigned */
+      r = ((uint64_t)b < (uint64_t)a) == (op == TY_REDOP_MIN) ? b : a;
     ty__store_i64(acc, t, r);
   }
 }

@@ -57,6 +57,11 @@ extern const ty_loop1d ty__cast_loops[TY_NDTYPES][TY_NDTYPES];
 int64_t ty__f64_to_i64_sat(double v);
 int32_t ty__f64_to_i32_sat(double v);
 uint8_t ty__f64_to_u8_sat(double v);
+int8_t ty__f64_to_i8_sat(double v);
+int16_t ty__f64_to_i16_sat(double v);
+uint16_t ty__f64_to_u16_sat(double v);
+uint32_t ty__f64_to_u32_sat(double v);
+uint64_t ty__f64_to_u64_sat(double v);
 
 /* ---- fills and generators (kernels_fill.c) -------------------------------------------- */
 

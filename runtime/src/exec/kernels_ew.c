@@ -714,25 +714,99 @@ WHERE_LOOP(where_i64, int64_t)
 WHERE_LOOP(where_i32, int32_t)
 WHERE_LOOP(where_u8, uint8_t)
 
+/* ---- the integer dtypes added later: i8 i16 u16 u32 u64 ------------------------------ *
+ *
+ * The same semantics as i64/i32/u8 above, generated per dtype. Arithmetic
+ * computes in uint64_t and keeps the low bits, so nothing relies on C's
+ * promotion of narrow types to int (u16 * u16 would overflow an int). */
+#define WRAP(T, UT, E) ((T)(UT)(E))
+#define EXT_ANY(SUF, T, UT)                                                            \
+  UNARY_LOOP(neg_##SUF, T, T, WRAP(T, UT, 0 - (uint64_t)x))                            \
+  UNARY_LOOP(ident_##SUF, T, T, x)                                                     \
+  UNARY_LOOP(not_##SUF, T, ty_bool_t, (ty_bool_t)(x == 0))                             \
+  UNARY_LOOP(invert_##SUF, T, T, WRAP(T, UT, ~(uint64_t)x))                            \
+  UNARY_LOOP(isnan_##SUF, T, ty_bool_t, ((void)x, (ty_bool_t)0))                       \
+  UNARY_LOOP(isinf_##SUF, T, ty_bool_t, ((void)x, (ty_bool_t)0))                       \
+  UNARY_LOOP(isfinite_##SUF, T, ty_bool_t, ((void)x, (ty_bool_t)1))                    \
+  BINARY_LOOP(add_##SUF, T, T, WRAP(T, UT, (uint64_t)x + (uint64_t)y))                 \
+  BINARY_LOOP(sub_##SUF, T, T, WRAP(T, UT, (uint64_t)x - (uint64_t)y))                 \
+  BINARY_LOOP(mul_##SUF, T, T, WRAP(T, UT, (uint64_t)x * (uint64_t)y))                 \
+  MINMAX_INT(T, SUF)                                                                   \
+  BINARY_LOOP(lt_##SUF, T, ty_bool_t, (ty_bool_t)(x < y))                              \
+  BINARY_LOOP(le_##SUF, T, ty_bool_t, (ty_bool_t)(x <= y))                             \
+  BINARY_LOOP(gt_##SUF, T, ty_bool_t, (ty_bool_t)(x > y))                              \
+  BINARY_LOOP(ge_##SUF, T, ty_bool_t, (ty_bool_t)(x >= y))                             \
+  BINARY_LOOP(eq_##SUF, T, ty_bool_t, (ty_bool_t)(x == y))                             \
+  BINARY_LOOP(ne_##SUF, T, ty_bool_t, (ty_bool_t)(x != y))                             \
+  BINARY_LOOP(and_##SUF, T, ty_bool_t, (ty_bool_t)((x != 0) & (y != 0)))               \
+  BINARY_LOOP(or_##SUF, T, ty_bool_t, (ty_bool_t)((x != 0) | (y != 0)))                \
+  BINARY_LOOP(xor_##SUF, T, ty_bool_t, (ty_bool_t)((x != 0) ^ (y != 0)))               \
+  BINARY_LOOP(bitand_##SUF, T, T, (T)(x & y))                                          \
+  BINARY_LOOP(bitor_##SUF, T, T, (T)(x | y))                                           \
+  BINARY_LOOP(bitxor_##SUF, T, T, (T)(x ^ y))                                          \
+  WHERE_LOOP(where_##SUF, T)
+
+/* signed: numpy's modulo and floor division (as mod_i64, fdiv_i64); shifts
+ * by a negative count or >= bits shift everything out */
+#define EXT_SIGNED(SUF, T, UT, BITS, MIN)                                              \
+  EXT_ANY(SUF, T, UT)                                                                  \
+  FLOORDIV_INT(SUF, T, MIN)                                                            \
+  static inline T imod_##SUF(T a, T b) {                                               \
+    if (b == 0 || b == -1) return 0;                                                   \
+    T m = (T)(a % b);                                                                  \
+    if (m != 0 && ((m < 0) != (b < 0))) m = (T)(m + b);                                \
+    return m;                                                                          \
+  }                                                                                    \
+  UNARY_LOOP(abs_##SUF, T, T, x < 0 ? WRAP(T, UT, 0 - (uint64_t)x) : x)               \
+  UNARY_LOOP(sign_##SUF, T, T, (T)((x > 0) - (x < 0)))                                 \
+  UNARY_LOOP(recip_##SUF, T, T, (T)(x == 1 ? 1 : x == -1 ? -1 : 0))                   \
+  BINARY_LOOP(modx_##SUF, T, T, imod_##SUF(x, y))                                      \
+  BINARY_LOOP(floordiv_##SUF, T, T, fdiv_##SUF(x, y))                                  \
+  BINARY_LOOP(lshift_##SUF, T, T, (UT)y < BITS ? WRAP(T, UT, (uint64_t)x << y) : 0)   \
+  BINARY_LOOP(rshift_##SUF, T, T, (UT)y < BITS ? (T)(x >> y) : x < 0 ? -1 : 0)
+
+#define EXT_UNSIGNED(SUF, T, BITS)                                                     \
+  EXT_ANY(SUF, T, T)                                                                   \
+  UNARY_LOOP(abs_##SUF, T, T, x)                                                       \
+  UNARY_LOOP(sign_##SUF, T, T, (T)(x > 0))                                             \
+  UNARY_LOOP(recip_##SUF, T, T, (T)(x == 1))                                           \
+  BINARY_LOOP(modx_##SUF, T, T, (T)(y ? x % y : 0))                                    \
+  BINARY_LOOP(floordiv_##SUF, T, T, (T)(y ? x / y : 0))                                \
+  BINARY_LOOP(lshift_##SUF, T, T, y < BITS ? (T)((uint64_t)x << y) : 0)                \
+  BINARY_LOOP(rshift_##SUF, T, T, y < BITS ? (T)(x >> y) : 0)
+
+EXT_SIGNED(i8, int8_t, uint8_t, 8, INT8_MIN)
+EXT_SIGNED(i16, int16_t, uint16_t, 16, INT16_MIN)
+EXT_UNSIGNED(u16, uint16_t, 16)
+EXT_UNSIGNED(u32, uint32_t, 32)
+EXT_UNSIGNED(u64, uint64_t, 64)
+
 /* ---- tables ------------------------------------------------------------------------ */
 
+/* the added integer dtypes' entries of a row */
+#define EXT(NAME)                                                                      \
+  [TY_I8] = NAME##_i8, [TY_I16] = NAME##_i16, [TY_U16] = NAME##_u16,                   \
+  [TY_U32] = NAME##_u32, [TY_U64] = NAME##_u64
 #define ALL5(NAME)                                                                     \
   { [TY_F64] = NAME##_f64, [TY_F32] = NAME##_f32, [TY_I64] = NAME##_i64,               \
-    [TY_I32] = NAME##_i32, [TY_U8] = NAME##_u8, [TY_BOOL] = NAME##_u8 }
+    [TY_I32] = NAME##_i32, [TY_U8] = NAME##_u8, [TY_BOOL] = NAME##_u8, EXT(NAME) }
 #define FLOATS(NAME) { [TY_F64] = NAME##_f64, [TY_F32] = NAME##_f32 }
 
 #define UNARY_TABLE(EXP, LOG, SIN, COS, TANH)                                          \
   {                                                                                    \
     [TY_OP_NEG] = {[TY_F64] = neg_f64, [TY_F32] = neg_f32, [TY_I64] = neg_i64,         \
-                   [TY_I32] = neg_i32, [TY_U8] = neg_u8},                              \
+                   [TY_I32] = neg_i32, [TY_U8] = neg_u8, EXT(neg)},                    \
     [TY_OP_EXP] = EXP, [TY_OP_LOG] = LOG, [TY_OP_SQRT] = FLOATS(sqrt),                 \
     [TY_OP_ABS] = {[TY_F64] = abs_f64, [TY_F32] = abs_f32, [TY_I64] = abs_i64,         \
-                   [TY_I32] = abs_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},      \
+                   [TY_I32] = abs_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8,       \
+                   EXT(abs)},                                                          \
     [TY_OP_SIN] = SIN, [TY_OP_COS] = COS, [TY_OP_TANH] = TANH,                         \
     [TY_OP_FLOOR] = {[TY_F64] = floor_f64, [TY_F32] = floor_f32, [TY_I64] = ident_i64, \
-                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},  \
+                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8,   \
+                     EXT(ident)},                                                      \
     [TY_OP_CEIL] = {[TY_F64] = ceil_f64, [TY_F32] = ceil_f32, [TY_I64] = ident_i64,    \
-                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},   \
+                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8,    \
+                    EXT(ident)},                                                       \
     [TY_OP_NOT] = ALL5(not),                                                           \
     [TY_OP_TAN] = FLOATS(tan), [TY_OP_ARCSIN] = FLOATS(asin),                          \
     [TY_OP_ARCCOS] = FLOATS(acos), [TY_OP_ARCTAN] = FLOATS(atan),                      \
@@ -743,15 +817,18 @@ WHERE_LOOP(where_u8, uint8_t)
     [TY_OP_LOG10] = FLOATS(log10), [TY_OP_EXP2] = FLOATS(exp2),                        \
     [TY_OP_CBRT] = FLOATS(cbrt),                                                       \
     [TY_OP_SIGN] = {[TY_F64] = sign_f64, [TY_F32] = sign_f32, [TY_I64] = sign_i64,     \
-                    [TY_I32] = sign_i32, [TY_U8] = sign_u8},                           \
+                    [TY_I32] = sign_i32, [TY_U8] = sign_u8, EXT(sign)},                \
     [TY_OP_RINT] = {[TY_F64] = rint_f64, [TY_F32] = rint_f32, [TY_I64] = ident_i64,    \
-                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},   \
+                    [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8,    \
+                    EXT(ident)},                                                       \
     [TY_OP_TRUNC] = {[TY_F64] = trunc_f64, [TY_F32] = trunc_f32, [TY_I64] = ident_i64, \
-                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8},  \
+                     [TY_I32] = ident_i32, [TY_U8] = ident_u8, [TY_BOOL] = ident_u8,   \
+                     EXT(ident)},                                                      \
     [TY_OP_RECIPROCAL] = {[TY_F64] = recip_f64, [TY_F32] = recip_f32,                  \
-                          [TY_I64] = recip_i64, [TY_I32] = recip_i32, [TY_U8] = recip_u8}, \
+                          [TY_I64] = recip_i64, [TY_I32] = recip_i32, [TY_U8] = recip_u8, \
+                          EXT(recip)},                                                 \
     [TY_OP_INVERT] = {[TY_I64] = invert_i64, [TY_I32] = invert_i32,                    \
-                      [TY_U8] = invert_u8, [TY_BOOL] = not_u8},                        \
+                      [TY_U8] = invert_u8, [TY_BOOL] = not_u8, EXT(invert)},           \
     [TY_OP_ISNAN] = ALL5(isnan), [TY_OP_ISINF] = ALL5(isinf),                          \
     [TY_OP_ISFINITE] = ALL5(isfinite),                                                 \
   }
@@ -765,40 +842,42 @@ const ty_loop1d ty__unary_loops_fast[TY_NOPS][TY_NDTYPES] =
 
 #define BINARY_TABLE(POW)                                                              \
   {                                                                                    \
-    [TY_OP_ADD] = {[TY_F64] = add_f64, [TY_F32] = add_f32, [TY_I64] = add_i64,       \
-                   [TY_I32] = add_i32, [TY_U8] = add_u8},                            \
-    [TY_OP_SUB] = {[TY_F64] = sub_f64, [TY_F32] = sub_f32, [TY_I64] = sub_i64,       \
-                   [TY_I32] = sub_i32, [TY_U8] = sub_u8},                            \
-    [TY_OP_MUL] = {[TY_F64] = mul_f64, [TY_F32] = mul_f32, [TY_I64] = mul_i64,       \
-                   [TY_I32] = mul_i32, [TY_U8] = mul_u8},                            \
-    [TY_OP_DIV] = FLOATS(div),                                                       \
-    [TY_OP_MOD] = {[TY_F64] = mod_f64_loop, [TY_F32] = mod_f32_loop, [TY_I64] = mod_i64_loop,\
-                   [TY_I32] = mod_i32_loop, [TY_U8] = mod_u8_loop},                  \
-    [TY_OP_POW] = POW,                                                               \
-    [TY_OP_MAXIMUM] = ALL5(maximum),                                                 \
-    [TY_OP_MINIMUM] = ALL5(minimum),                                                 \
-    [TY_OP_LT] = ALL5(lt),                                                           \
-    [TY_OP_LE] = ALL5(le),                                                           \
-    [TY_OP_GT] = ALL5(gt),                                                           \
-    [TY_OP_GE] = ALL5(ge),                                                           \
-    [TY_OP_EQ] = ALL5(eq),                                                           \
-    [TY_OP_NE] = ALL5(ne),                                                           \
-    [TY_OP_AND] = ALL5(and),                                                         \
-    [TY_OP_OR] = ALL5(or),                                                           \
-    [TY_OP_XOR] = ALL5(xor),                                                         \
-    [TY_OP_ARCTAN2] = FLOATS(atan2),                                                 \
-    [TY_OP_HYPOT] = FLOATS(hypot),                                                   \
-    [TY_OP_FLOORDIV] = {[TY_F64] = floordiv_f64, [TY_F32] = floordiv_f32,            \
-                        [TY_I64] = floordiv_i64, [TY_I32] = floordiv_i32,            \
-                        [TY_U8] = floordiv_u8},                                      \
-    [TY_OP_BITAND] = {[TY_I64] = bitand_i64, [TY_I32] = bitand_i32,                  \
-                      [TY_U8] = bitand_u8, [TY_BOOL] = and_u8},                      \
-    [TY_OP_BITOR] = {[TY_I64] = bitor_i64, [TY_I32] = bitor_i32, [TY_U8] = bitor_u8, \
-                     [TY_BOOL] = or_u8},                                             \
-    [TY_OP_BITXOR] = {[TY_I64] = bitxor_i64, [TY_I32] = bitxor_i32,                  \
-                      [TY_U8] = bitxor_u8, [TY_BOOL] = xor_u8},                      \
-    [TY_OP_LSHIFT] = {[TY_I64] = lshift_i64, [TY_I32] = lshift_i32, [TY_U8] = lshift_u8}, \
-    [TY_OP_RSHIFT] = {[TY_I64] = rshift_i64, [TY_I32] = rshift_i32, [TY_U8] = rshift_u8}, \
+    [TY_OP_ADD] = {[TY_F64] = add_f64, [TY_F32] = add_f32, [TY_I64] = add_i64,         \
+                   [TY_I32] = add_i32, [TY_U8] = add_u8, EXT(add)},                    \
+    [TY_OP_SUB] = {[TY_F64] = sub_f64, [TY_F32] = sub_f32, [TY_I64] = sub_i64,         \
+                   [TY_I32] = sub_i32, [TY_U8] = sub_u8, EXT(sub)},                    \
+    [TY_OP_MUL] = {[TY_F64] = mul_f64, [TY_F32] = mul_f32, [TY_I64] = mul_i64,         \
+                   [TY_I32] = mul_i32, [TY_U8] = mul_u8, EXT(mul)},                    \
+    [TY_OP_DIV] = FLOATS(div),                                                         \
+    [TY_OP_MOD] = {[TY_F64] = mod_f64_loop, [TY_F32] = mod_f32_loop, [TY_I64] = mod_i64_loop, \
+                   [TY_I32] = mod_i32_loop, [TY_U8] = mod_u8_loop, EXT(modx)},         \
+    [TY_OP_POW] = POW,                                                                 \
+    [TY_OP_MAXIMUM] = ALL5(maximum),                                                   \
+    [TY_OP_MINIMUM] = ALL5(minimum),                                                   \
+    [TY_OP_LT] = ALL5(lt),                                                             \
+    [TY_OP_LE] = ALL5(le),                                                             \
+    [TY_OP_GT] = ALL5(gt),                                                             \
+    [TY_OP_GE] = ALL5(ge),                                                             \
+    [TY_OP_EQ] = ALL5(eq),                                                             \
+    [TY_OP_NE] = ALL5(ne),                                                             \
+    [TY_OP_AND] = ALL5(and),                                                           \
+    [TY_OP_OR] = ALL5(or),                                                             \
+    [TY_OP_XOR] = ALL5(xor),                                                           \
+    [TY_OP_ARCTAN2] = FLOATS(atan2),                                                   \
+    [TY_OP_HYPOT] = FLOATS(hypot),                                                     \
+    [TY_OP_FLOORDIV] = {[TY_F64] = floordiv_f64, [TY_F32] = floordiv_f32,              \
+                        [TY_I64] = floordiv_i64, [TY_I32] = floordiv_i32,              \
+                        [TY_U8] = floordiv_u8, EXT(floordiv)},                         \
+    [TY_OP_BITAND] = {[TY_I64] = bitand_i64, [TY_I32] = bitand_i32,                    \
+                      [TY_U8] = bitand_u8, [TY_BOOL] = and_u8, EXT(bitand)},           \
+    [TY_OP_BITOR] = {[TY_I64] = bitor_i64, [TY_I32] = bitor_i32, [TY_U8] = bitor_u8,   \
+                     [TY_BOOL] = or_u8, EXT(bitor)},                                   \
+    [TY_OP_BITXOR] = {[TY_I64] = bitxor_i64, [TY_I32] = bitxor_i32,                    \
+                      [TY_U8] = bitxor_u8, [TY_BOOL] = xor_u8, EXT(bitxor)},           \
+    [TY_OP_LSHIFT] = {[TY_I64] = lshift_i64, [TY_I32] = lshift_i32, [TY_U8] = lshift_u8, \
+    EXT(lshift)},                                                                      \
+    [TY_OP_RSHIFT] = {[TY_I64] = rshift_i64, [TY_I32] = rshift_i32, [TY_U8] = rshift_u8, \
+    EXT(rshift)},                                                                      \
   }
 
 const ty_loop1d ty__binary_loops[TY_NOPS][TY_NDTYPES] = BINARY_TABLE(FLOATS(pow));

@@ -42,10 +42,16 @@ FILL_LOOP(fill_f32, float, f)
 FILL_LOOP(fill_i64, int64_t, i)
 FILL_LOOP(fill_i32, int32_t, i)
 FILL_LOOP(fill_u8, uint8_t, i)
+FILL_LOOP(fill_i16, int16_t, i)
+FILL_LOOP(fill_u16, uint16_t, i)
+FILL_LOOP(fill_u32, uint32_t, i)
+FILL_LOOP(fill_u64, uint64_t, i)
 
 const ty_loop1d ty__fill_loops[TY_NDTYPES] = {
     [TY_F64] = fill_f64, [TY_F32] = fill_f32, [TY_I64] = fill_i64,
     [TY_I32] = fill_i32, [TY_U8] = fill_u8,   [TY_BOOL] = fill_u8,
+    [TY_I8] = fill_u8,   [TY_I16] = fill_i16, [TY_U16] = fill_u16,
+    [TY_U32] = fill_u32, [TY_U64] = fill_u64, /* i8: u8's bytes (i is already in range) */
 };
 
 /* ---- element walks with global indices --------------------------------------------- */
@@ -135,10 +141,15 @@ RANDOM_RUN(random_i64, int64_t, (int64_t)r)
 RANDOM_RUN(random_i32, int32_t, (int32_t)(uint32_t)(r >> 32))
 RANDOM_RUN(random_u8, uint8_t, (uint8_t)(r >> 56))
 RANDOM_RUN(random_b, ty_bool_t, (ty_bool_t)(r >> 63))
+RANDOM_RUN(random_16, uint16_t, (uint16_t)(r >> 48))
+RANDOM_RUN(random_u32, uint32_t, (uint32_t)(r >> 32))
 
 static const run_fn random_runs[TY_NDTYPES] = {
     [TY_F64] = random_f64, [TY_F32] = random_f32, [TY_I64] = random_i64,
     [TY_I32] = random_i32, [TY_U8] = random_u8,   [TY_BOOL] = random_b,
+    /* the bits of the same width (i8 is u8's bytes read signed, ...) */
+    [TY_I8] = random_u8,   [TY_I16] = random_16,  [TY_U16] = random_16,
+    [TY_U32] = random_u32, [TY_U64] = random_i64,
 };
 
 /* ---- distributions (tycho/random.h; cuda/fill.cu computes the same) -------------- *
@@ -205,7 +216,8 @@ static void dist_run(int64_t n, char *out, int64_t stride, uint64_t first, const
       const int64_t v = (int64_t)((uint64_t)a->lo + bounded(d->key, i, a->range));
       if (d->t == TY_I64) *(int64_t *)out = v;
       else if (d->t == TY_I32) *(int32_t *)out = (int32_t)v;
-      else *(uint8_t *)out = (uint8_t)v;
+      else if (d->t == TY_U8) *(uint8_t *)out = (uint8_t)v;
+      else ty__store_i64(out, d->t, v); /* the dtypes added later */
       continue;
     }
     const double v = draw_float(a, d->key, i);

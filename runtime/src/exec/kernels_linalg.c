@@ -106,12 +106,19 @@ NAIVE_GEMM(gemm_f32, float, float)
 NAIVE_GEMM(gemm_i64, int64_t, uint64_t)
 NAIVE_GEMM(gemm_i32, int32_t, uint32_t)
 NAIVE_GEMM(gemm_u8, uint8_t, unsigned)
+NAIVE_GEMM(gemm_i8, int8_t, unsigned) /* the dtypes added later; wraps as numpy */
+NAIVE_GEMM(gemm_i16, int16_t, uint32_t)
+NAIVE_GEMM(gemm_u16, uint16_t, uint32_t)
+NAIVE_GEMM(gemm_u32, uint32_t, uint32_t)
+NAIVE_GEMM(gemm_u64, uint64_t, uint64_t)
 
 typedef void (*gemm_fn)(int64_t, int64_t, int64_t, const char *, int64_t, int64_t,
                         const char *, int64_t, int64_t, char *, int64_t, int64_t);
 static const gemm_fn naive[TY_NDTYPES] = {
     [TY_F64] = gemm_f64, [TY_F32] = gemm_f32, [TY_I64] = gemm_i64,
     [TY_I32] = gemm_i32, [TY_U8] = gemm_u8,   [TY_BOOL] = gemm_u8,
+    [TY_I8] = gemm_i8,   [TY_I16] = gemm_i16, [TY_U16] = gemm_u16,
+    [TY_U32] = gemm_u32, [TY_U64] = gemm_u64,
 };
 
 /* A matrix times a vector (n == 1: C's block is A's rows times B's column;

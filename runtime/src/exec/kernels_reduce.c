@@ -175,10 +175,23 @@ OFEED(feed_sum_i32, int32_t, pw_i32_d)
 OFEED(feed_sum_u8, uint8_t, pw_u8_d)
 OFEED(feed_prod_f64, double, tp_f64)
 OFEED(feed_prod_f32, float, tp_f32)
+/* the integer dtypes added later (i8 i16 u16 u32 u64): sums into f64 (mean) */
+PAIRWISE(pw_i8_d, int8_t, double)
+OFEED(feed_sum_i8, int8_t, pw_i8_d)
+PAIRWISE(pw_i16_d, int16_t, double)
+OFEED(feed_sum_i16, int16_t, pw_i16_d)
+PAIRWISE(pw_u16_d, uint16_t, double)
+OFEED(feed_sum_u16, uint16_t, pw_u16_d)
+PAIRWISE(pw_u32_d, uint32_t, double)
+OFEED(feed_sum_u32, uint32_t, pw_u32_d)
+PAIRWISE(pw_u64_d, uint64_t, double)
+OFEED(feed_sum_u64, uint64_t, pw_u64_d)
 
 const ty_loop1d ty__ostream_feeds[2][TY_NDTYPES] = {
     [TY__RSUM] = {[TY_F64] = feed_sum_f64, [TY_F32] = feed_sum_f32, [TY_I64] = feed_sum_i64,
-                  [TY_I32] = feed_sum_i32, [TY_U8] = feed_sum_u8, [TY_BOOL] = feed_sum_u8},
+                  [TY_I32] = feed_sum_i32, [TY_U8] = feed_sum_u8, [TY_BOOL] = feed_sum_u8,
+                  [TY_I8] = feed_sum_i8, [TY_I16] = feed_sum_i16, [TY_U16] = feed_sum_u16,
+                  [TY_U32] = feed_sum_u32, [TY_U64] = feed_sum_u64},
     [TY__RPROD] = {[TY_F64] = feed_prod_f64, [TY_F32] = feed_prod_f32},
 };
 
@@ -392,6 +405,65 @@ ACC_LOOP(max_i32_l, int32_t, int32_t, int32_t, max_i32, MM_I_MAX)
 ACC_LOOP(min_u8_l, uint8_t, uint8_t, uint8_t, min_u8, MM_I_MIN)
 ACC_LOOP(max_u8_l, uint8_t, uint8_t, uint8_t, max_u8, MM_I_MAX)
 
+/* the integer dtypes added later: the same loops, per dtype */
+ORUN(osum_i8_d, int8_t, pw_i8_d, feed_sum_i8, TY__RSUM)
+ACC_LOOP(sum_i8_d, int8_t, double, double, osum_i8_d, x + y)
+SEQ_LOOP(seq_sum_i8_d, int8_t, double, double, x + y)
+ISUM(isum_i8, int8_t)
+IPROD(iprod_i8, int8_t)
+ACC_LOOP(sum_i8, int8_t, int64_t, uint64_t, isum_i8, (uint64_t)x + y)
+ACC_LOOP(prod_i8, int8_t, int64_t, uint64_t, iprod_i8, (uint64_t)x * y)
+MINMAX_RUN(min_i8, int8_t, INT8_MAX, IMIN_BETTER)
+MINMAX_RUN(max_i8, int8_t, INT8_MIN, IMAX_BETTER)
+ACC_LOOP(min_i8_l, int8_t, int8_t, int8_t, min_i8, MM_I_MIN)
+ACC_LOOP(max_i8_l, int8_t, int8_t, int8_t, max_i8, MM_I_MAX)
+ORUN(osum_i16_d, int16_t, pw_i16_d, feed_sum_i16, TY__RSUM)
+ACC_LOOP(sum_i16_d, int16_t, double, double, osum_i16_d, x + y)
+SEQ_LOOP(seq_sum_i16_d, int16_t, double, double, x + y)
+ISUM(isum_i16, int16_t)
+IPROD(iprod_i16, int16_t)
+ACC_LOOP(sum_i16, int16_t, int64_t, uint64_t, isum_i16, (uint64_t)x + y)
+ACC_LOOP(prod_i16, int16_t, int64_t, uint64_t, iprod_i16, (uint64_t)x * y)
+MINMAX_RUN(min_i16, int16_t, INT16_MAX, IMIN_BETTER)
+MINMAX_RUN(max_i16, int16_t, INT16_MIN, IMAX_BETTER)
+ACC_LOOP(min_i16_l, int16_t, int16_t, int16_t, min_i16, MM_I_MIN)
+ACC_LOOP(max_i16_l, int16_t, int16_t, int16_t, max_i16, MM_I_MAX)
+ORUN(osum_u16_d, uint16_t, pw_u16_d, feed_sum_u16, TY__RSUM)
+ACC_LOOP(sum_u16_d, uint16_t, double, double, osum_u16_d, x + y)
+SEQ_LOOP(seq_sum_u16_d, uint16_t, double, double, x + y)
+ISUM(isum_u16, uint16_t)
+IPROD(iprod_u16, uint16_t)
+ACC_LOOP(sum_u16, uint16_t, int64_t, uint64_t, isum_u16, (uint64_t)x + y)
+ACC_LOOP(prod_u16, uint16_t, int64_t, uint64_t, iprod_u16, (uint64_t)x * y)
+MINMAX_RUN(min_u16, uint16_t, UINT16_MAX, IMIN_BETTER)
+MINMAX_RUN(max_u16, uint16_t, 0, IMAX_BETTER)
+ACC_LOOP(min_u16_l, uint16_t, uint16_t, uint16_t, min_u16, MM_I_MIN)
+ACC_LOOP(max_u16_l, uint16_t, uint16_t, uint16_t, max_u16, MM_I_MAX)
+ORUN(osum_u32_d, uint32_t, pw_u32_d, feed_sum_u32, TY__RSUM)
+ACC_LOOP(sum_u32_d, uint32_t, double, double, osum_u32_d, x + y)
+SEQ_LOOP(seq_sum_u32_d, uint32_t, double, double, x + y)
+ISUM(isum_u32, uint32_t)
+IPROD(iprod_u32, uint32_t)
+ACC_LOOP(sum_u32, uint32_t, int64_t, uint64_t, isum_u32, (uint64_t)x + y)
+ACC_LOOP(prod_u32, uint32_t, int64_t, uint64_t, iprod_u32, (uint64_t)x * y)
+MINMAX_RUN(min_u32, uint32_t, UINT32_MAX, IMIN_BETTER)
+MINMAX_RUN(max_u32, uint32_t, 0, IMAX_BETTER)
+ACC_LOOP(min_u32_l, uint32_t, uint32_t, uint32_t, min_u32, MM_I_MIN)
+ACC_LOOP(max_u32_l, uint32_t, uint32_t, uint32_t, max_u32, MM_I_MAX)
+ORUN(osum_u64_d, uint64_t, pw_u64_d, feed_sum_u64, TY__RSUM)
+ACC_LOOP(sum_u64_d, uint64_t, double, double, osum_u64_d, x + y)
+SEQ_LOOP(seq_sum_u64_d, uint64_t, double, double, x + y)
+ISUM(isum_u64, uint64_t)
+IPROD(iprod_u64, uint64_t)
+ACC_LOOP(sum_u64, uint64_t, int64_t, uint64_t, isum_u64, (uint64_t)x + y)
+ACC_LOOP(prod_u64, uint64_t, int64_t, uint64_t, iprod_u64, (uint64_t)x * y)
+MINMAX_RUN(min_u64, uint64_t, UINT64_MAX, IMIN_BETTER)
+MINMAX_RUN(max_u64, uint64_t, 0, IMAX_BETTER)
+ACC_LOOP(min_u64_l, uint64_t, uint64_t, uint64_t, min_u64, MM_I_MIN)
+ACC_LOOP(max_u64_l, uint64_t, uint64_t, uint64_t, max_u64, MM_I_MAX)
+
+/* Integer sums and products accumulate modulo 2^64 in int64_t: the same bits
+ * serve an i64 and a u64 accumulator (numpy sums unsigned dtypes into u64). */
 const ty_loop1d ty__reduce_loops[TY__NREDKIND][TY_NDTYPES][TY_NDTYPES] = {
     [TY__RSUM] =
         {
@@ -399,8 +471,13 @@ const ty_loop1d ty__reduce_loops[TY__NREDKIND][TY_NDTYPES][TY_NDTYPES] = {
             [TY_F32] = {[TY_F32] = sum_f32},
             [TY_I64] = {[TY_I64] = sum_i64, [TY_F64] = sum_i64_d},
             [TY_I32] = {[TY_I64] = sum_i32, [TY_F64] = sum_i32_d},
-            [TY_U8] = {[TY_I64] = sum_u8, [TY_F64] = sum_u8_d},
+            [TY_U8] = {[TY_I64] = sum_u8, [TY_U64] = sum_u8, [TY_F64] = sum_u8_d},
             [TY_BOOL] = {[TY_I64] = sum_u8, [TY_F64] = sum_u8_d},
+            [TY_I8] = {[TY_I64] = sum_i8, [TY_U64] = sum_i8, [TY_F64] = sum_i8_d},
+            [TY_I16] = {[TY_I64] = sum_i16, [TY_U64] = sum_i16, [TY_F64] = sum_i16_d},
+            [TY_U16] = {[TY_I64] = sum_u16, [TY_U64] = sum_u16, [TY_F64] = sum_u16_d},
+            [TY_U32] = {[TY_I64] = sum_u32, [TY_U64] = sum_u32, [TY_F64] = sum_u32_d},
+            [TY_U64] = {[TY_I64] = sum_u64, [TY_U64] = sum_u64, [TY_F64] = sum_u64_d},
         },
     [TY__RPROD] =
         {
@@ -408,8 +485,13 @@ const ty_loop1d ty__reduce_loops[TY__NREDKIND][TY_NDTYPES][TY_NDTYPES] = {
             [TY_F32] = {[TY_F32] = prod_f32_l},
             [TY_I64] = {[TY_I64] = prod_i64},
             [TY_I32] = {[TY_I64] = prod_i32},
-            [TY_U8] = {[TY_I64] = prod_u8},
+            [TY_U8] = {[TY_I64] = prod_u8, [TY_U64] = prod_u8},
             [TY_BOOL] = {[TY_I64] = prod_u8},
+            [TY_I8] = {[TY_I64] = prod_i8, [TY_U64] = prod_i8},
+            [TY_I16] = {[TY_I64] = prod_i16, [TY_U64] = prod_i16},
+            [TY_U16] = {[TY_I64] = prod_u16, [TY_U64] = prod_u16},
+            [TY_U32] = {[TY_I64] = prod_u32, [TY_U64] = prod_u32},
+            [TY_U64] = {[TY_I64] = prod_u64, [TY_U64] = prod_u64},
         },
     [TY__RMIN] =
         {
@@ -419,6 +501,11 @@ const ty_loop1d ty__reduce_loops[TY__NREDKIND][TY_NDTYPES][TY_NDTYPES] = {
             [TY_I32] = {[TY_I32] = min_i32_l},
             [TY_U8] = {[TY_U8] = min_u8_l},
             [TY_BOOL] = {[TY_BOOL] = min_u8_l},
+            [TY_I8] = {[TY_I8] = min_i8_l},
+            [TY_I16] = {[TY_I16] = min_i16_l},
+            [TY_U16] = {[TY_U16] = min_u16_l},
+            [TY_U32] = {[TY_U32] = min_u32_l},
+            [TY_U64] = {[TY_U64] = min_u64_l},
         },
     [TY__RMAX] =
         {
@@ -428,6 +515,11 @@ const ty_loop1d ty__reduce_loops[TY__NREDKIND][TY_NDTYPES][TY_NDTYPES] = {
             [TY_I32] = {[TY_I32] = max_i32_l},
             [TY_U8] = {[TY_U8] = max_u8_l},
             [TY_BOOL] = {[TY_BOOL] = max_u8_l},
+            [TY_I8] = {[TY_I8] = max_i8_l},
+            [TY_I16] = {[TY_I16] = max_i16_l},
+            [TY_U16] = {[TY_U16] = max_u16_l},
+            [TY_U32] = {[TY_U32] = max_u32_l},
+            [TY_U64] = {[TY_U64] = max_u64_l},
         },
 };
 
@@ -441,6 +533,11 @@ static const ty_loop1d seq_loops[2][TY_NDTYPES][TY_NDTYPES] = {
             [TY_I32] = {[TY_F64] = seq_sum_i32_d},
             [TY_U8] = {[TY_F64] = seq_sum_u8_d},
             [TY_BOOL] = {[TY_F64] = seq_sum_u8_d},
+            [TY_I8] = {[TY_F64] = seq_sum_i8_d},
+            [TY_I16] = {[TY_F64] = seq_sum_i16_d},
+            [TY_U16] = {[TY_F64] = seq_sum_u16_d},
+            [TY_U32] = {[TY_F64] = seq_sum_u32_d},
+            [TY_U64] = {[TY_F64] = seq_sum_u64_d},
         },
     [TY__RPROD] =
         {
@@ -476,13 +573,14 @@ ty__fillval ty__reduce_identity(ty__redkind kind, ty_dtype t) {
   case TY__RSUM: break;
   case TY__RPROD: v.f = 1, v.i = 1; break;
   case TY__RMIN:
-    v.f = INFINITY;
-    v.i = t == TY_I64 ? INT64_MAX : t == TY_I32 ? INT32_MAX : t == TY_U8 ? 255 : 1;
+  case TY__RMAX: {
+    int64_t lo;
+    uint64_t hi;
+    ty_dtype_limits(t, &lo, &hi);
+    v.f = kind == TY__RMIN ? INFINITY : -INFINITY;
+    v.i = kind == TY__RMIN ? (int64_t)hi : lo; /* u64's largest: its bits */
     break;
-  case TY__RMAX:
-    v.f = -INFINITY;
-    v.i = t == TY_I64 ? INT64_MIN : t == TY_I32 ? INT32_MIN : 0;
-    break;
+  }
   default: break;
   }
   return v;
@@ -638,12 +736,27 @@ SHORT_MM(short_max_i32, int32_t, >, false)
 SHORT_MM(short_min_u8, uint8_t, <, false)
 SHORT_MM(short_max_u8, uint8_t, >, false)
 
+SHORT_MM(short_min_i8, int8_t, <, false)
+SHORT_MM(short_max_i8, int8_t, >, false)
+SHORT_MM(short_min_i16, int16_t, <, false)
+SHORT_MM(short_max_i16, int16_t, >, false)
+SHORT_MM(short_min_u16, uint16_t, <, false)
+SHORT_MM(short_max_u16, uint16_t, >, false)
+SHORT_MM(short_min_u32, uint32_t, <, false)
+SHORT_MM(short_max_u32, uint32_t, >, false)
+SHORT_MM(short_min_u64, uint64_t, <, false)
+SHORT_MM(short_max_u64, uint64_t, >, false)
+
 typedef void (*short_mm_fn)(int64_t, int64_t, const char *, int64_t, int64_t, char *, int64_t);
 static const short_mm_fn short_mm[2][TY_NDTYPES] = {
     {[TY_F64] = short_min_f64, [TY_F32] = short_min_f32, [TY_I64] = short_min_i64,
-     [TY_I32] = short_min_i32, [TY_U8] = short_min_u8, [TY_BOOL] = short_min_u8},
+     [TY_I32] = short_min_i32, [TY_U8] = short_min_u8, [TY_BOOL] = short_min_u8,
+     [TY_I8] = short_min_i8, [TY_I16] = short_min_i16, [TY_U16] = short_min_u16,
+     [TY_U32] = short_min_u32, [TY_U64] = short_min_u64},
     {[TY_F64] = short_max_f64, [TY_F32] = short_max_f32, [TY_I64] = short_max_i64,
-     [TY_I32] = short_max_i32, [TY_U8] = short_max_u8, [TY_BOOL] = short_max_u8},
+     [TY_I32] = short_max_i32, [TY_U8] = short_max_u8, [TY_BOOL] = short_max_u8,
+     [TY_I8] = short_max_i8, [TY_I16] = short_max_i16, [TY_U16] = short_max_u16,
+     [TY_U32] = short_max_u32, [TY_U64] = short_max_u64},
 };
 
 static bool reduce_short_rows(ty__redkind kind, const ty_tile *acc, const ty_tile *in) {
@@ -749,13 +862,28 @@ ARG_INT(argmax_i32, int32_t, >)
 ARG_INT(argmin_u8, uint8_t, <)
 ARG_INT(argmax_u8, uint8_t, >)
 
+ARG_INT(argmin_i8, int8_t, <)
+ARG_INT(argmax_i8, int8_t, >)
+ARG_INT(argmin_i16, int16_t, <)
+ARG_INT(argmax_i16, int16_t, >)
+ARG_INT(argmin_u16, uint16_t, <)
+ARG_INT(argmax_u16, uint16_t, >)
+ARG_INT(argmin_u32, uint32_t, <)
+ARG_INT(argmax_u32, uint32_t, >)
+ARG_INT(argmin_u64, uint64_t, <)
+ARG_INT(argmax_u64, uint64_t, >)
+
 const ty_argloop ty__argmin_loops[TY_NDTYPES] = {
     [TY_F64] = argmin_f64, [TY_F32] = argmin_f32, [TY_I64] = argmin_i64,
     [TY_I32] = argmin_i32, [TY_U8] = argmin_u8,   [TY_BOOL] = argmin_u8,
+    [TY_I8] = argmin_i8,   [TY_I16] = argmin_i16, [TY_U16] = argmin_u16,
+    [TY_U32] = argmin_u32, [TY_U64] = argmin_u64,
 };
 const ty_argloop ty__argmax_loops[TY_NDTYPES] = {
     [TY_F64] = argmax_f64, [TY_F32] = argmax_f32, [TY_I64] = argmax_i64,
     [TY_I32] = argmax_i32, [TY_U8] = argmax_u8,   [TY_BOOL] = argmax_u8,
+    [TY_I8] = argmax_i8,   [TY_I16] = argmax_i16, [TY_U16] = argmax_u16,
+    [TY_U32] = argmax_u32, [TY_U64] = argmax_u64,
 };
 
 /* argmin/argmax of short rows (at most SHORT_ROW elements, innermost axis):
@@ -794,13 +922,28 @@ ARG_SHORT(argmax_short_i32, int32_t, >, false)
 ARG_SHORT(argmin_short_u8, uint8_t, <, false)
 ARG_SHORT(argmax_short_u8, uint8_t, >, false)
 
+ARG_SHORT(argmin_short_i8, int8_t, <, false)
+ARG_SHORT(argmax_short_i8, int8_t, >, false)
+ARG_SHORT(argmin_short_i16, int16_t, <, false)
+ARG_SHORT(argmax_short_i16, int16_t, >, false)
+ARG_SHORT(argmin_short_u16, uint16_t, <, false)
+ARG_SHORT(argmax_short_u16, uint16_t, >, false)
+ARG_SHORT(argmin_short_u32, uint32_t, <, false)
+ARG_SHORT(argmax_short_u32, uint32_t, >, false)
+ARG_SHORT(argmin_short_u64, uint64_t, <, false)
+ARG_SHORT(argmax_short_u64, uint64_t, >, false)
+
 typedef void (*arg_short_fn)(int64_t, int64_t, const char *, int64_t, int64_t, int64_t *,
                              int64_t, ty_argloop);
 static const arg_short_fn arg_short[2][TY_NDTYPES] = {
     {[TY_F64] = argmin_short_f64, [TY_F32] = argmin_short_f32, [TY_I64] = argmin_short_i64,
-     [TY_I32] = argmin_short_i32, [TY_U8] = argmin_short_u8, [TY_BOOL] = argmin_short_u8},
+     [TY_I32] = argmin_short_i32, [TY_U8] = argmin_short_u8, [TY_BOOL] = argmin_short_u8,
+     [TY_I8] = argmin_short_i8, [TY_I16] = argmin_short_i16, [TY_U16] = argmin_short_u16,
+     [TY_U32] = argmin_short_u32, [TY_U64] = argmin_short_u64},
     {[TY_F64] = argmax_short_f64, [TY_F32] = argmax_short_f32, [TY_I64] = argmax_short_i64,
-     [TY_I32] = argmax_short_i32, [TY_U8] = argmax_short_u8, [TY_BOOL] = argmax_short_u8},
+     [TY_I32] = argmax_short_i32, [TY_U8] = argmax_short_u8, [TY_BOOL] = argmax_short_u8,
+     [TY_I8] = argmax_short_i8, [TY_I16] = argmax_short_i16, [TY_U16] = argmax_short_u16,
+     [TY_U32] = argmax_short_u32, [TY_U64] = argmax_short_u64},
 };
 
 /* One scan per output element along the reduced axis (never split, so the

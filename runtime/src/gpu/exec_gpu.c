@@ -108,6 +108,11 @@ static int classify(const ty_runtime *rt, const ty_pending *l, gk_plan *k, char 
   const ty_task *t = l->task;
   memset(k, 0, sizeof *k);
   if (t->gpu) return k->kind = GK_TASK; /* a host's C task with its own GPU variant */
+  for (int i = 0; i < l->nargs; i++) /* the dtypes added later (i8 ...) run on the CPU */
+    if (l->args[i].store->dtype >= TY__GPU_NDTYPES) {
+      snprintf(why, len, "%s has no GPU kernel yet", ty_dtype_name(l->args[i].store->dtype));
+      return GK_NONE;
+    }
   if (t == b->fused) {
     k->fused = true;
     fused_reduction(l, k);

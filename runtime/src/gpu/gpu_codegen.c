@@ -34,6 +34,11 @@ const char *ty__gk_ctype(ty_dtype t) {
   case TY_I32: return "int";
   case TY_U8:
   case TY_BOOL: return "unsigned char";
+  case TY_I8: return "signed char";
+  case TY_I16: return "short";
+  case TY_U16: return "unsigned short";
+  case TY_U32: return "unsigned int";
+  case TY_U64: return "unsigned long long";
   default: return "?";
   }
 }
@@ -91,6 +96,9 @@ static ty_status check_sub(const ty__gir *ir, const bool *tmp_set, int k, ty_dty
                 kind_name(s->kind), s->nin, want_in);
   if (s->dt >= TY_NDTYPES || s->dt2 >= TY_NDTYPES)
     return fail(err, len, TY_EDTYPE, "sub-operation %d: bad dtype", k);
+  if (s->dt >= TY__GPU_NDTYPES || s->dt2 >= TY__GPU_NDTYPES)
+    return fail(err, len, TY_EDTYPE, "sub-operation %d: %s has no generated GPU code yet", k,
+                ty_dtype_name((ty_dtype)(s->dt >= TY__GPU_NDTYPES ? s->dt : s->dt2)));
   int in_dt[3];
   for (int j = 0; j < s->nin; j++) {
     in_dt[j] = ref_dtype(ir, tmp_set, s->in[j]);

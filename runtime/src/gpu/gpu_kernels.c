@@ -121,7 +121,7 @@ static void pool_event_release(void *ud, void *event) {
 static const char *red_names[TY_NREDUCE] = {
     [TY_RED_SUM] = "sum", [TY_RED_PROD] = "prod", [TY_RED_MIN] = "min", [TY_RED_MAX] = "max",
     [TY_RED_ARGMIN] = "argmin", [TY_RED_ARGMAX] = "argmax"};
-static const char *dt_names[TY_NDTYPES] = {"f64", "f32", "i64", "i32", "u8", "bool"};
+static const char *dt_names[TY__GPU_NDTYPES] = {"f64", "f32", "i64", "i32", "u8", "bool"};
 static const char *variant_names[TY__KRED_N] = {"blocks", "finish", "threads"};
 
 static ty_status load_builtins(ty__gpu *g, ty__gpu_dev *dv, char *err, size_t errlen) {
@@ -141,7 +141,7 @@ static ty_status load_builtins(ty__gpu *g, ty__gpu_dev *dv, char *err, size_t er
   for (int v = 0; v < TY__KRED_N; v++)
     for (int op = 0; op < TY_NREDUCE; op++) {
       if (!red_names[op]) continue;
-      for (int t = 0; t < TY_NDTYPES; t++) {
+      for (int t = 0; t < TY__GPU_NDTYPES; t++) {
         char name[64];
         snprintf(name, sizeof name, "ty_k_red_%s_%s_%s", variant_names[v], red_names[op], dt_names[t]);
         CU(g->api.ModuleGetFunction(&dv->red[v][op][t], dv->mod_reduce, name), "a reduction kernel");
@@ -705,7 +705,7 @@ ty_status ty__gpu_reduce(ty__gpu *g, int d, int stream, ty_reduce_op op, ty_dtyp
                          size_t errlen) {
   ty_status st = use_dev(g, d, err, errlen);
   if (st || (st = need_builtins(g, err, errlen))) return st;
-  if ((unsigned)op >= TY_NREDUCE || !red_names[op] || (unsigned)t >= TY_NDTYPES) {
+  if ((unsigned)op >= TY_NREDUCE || !red_names[op] || (unsigned)t >= TY__GPU_NDTYPES) {
     if (err) snprintf(err, errlen, "reduction %d of %s has no GPU kernel (mean is sum, then divide)", (int)op,
                       ty_dtype_name(t));
     return TY_EINVAL;

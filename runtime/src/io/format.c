@@ -166,9 +166,15 @@ typedef struct fmt {
   sbuf out;
 } fmt;
 
-static int digits_of(int64_t v) {
+/* An integer element as numpy prints it; u64 values are held as their bits. */
+static int int_str(char *buf, size_t cap, int width, int64_t v, ty_dtype t) {
+  if (t == TY_U64) return snprintf(buf, cap, "%*llu", width, (unsigned long long)v);
+  return snprintf(buf, cap, "%*lld", width, (long long)v);
+}
+
+static int digits_of(int64_t v, ty_dtype t) {
   char buf[32];
-  return snprintf(buf, sizeof buf, "%lld", (long long)v);
+  return int_str(buf, sizeof buf, 0, v, t);
 }
 
 /* numpy's FloatingFormat.fillFormat over the shown values. */
@@ -202,7 +208,7 @@ static void fill_float(fmt *f) {
       int e10;
       int p = sci_digits(x, f->f32, f->opt.precision, &e10);
       if (p > f->precision) f->precision = p;
-      int ed = digits_of(e10 < 0 ? -(int64_t)e10 : e10);
+      int ed = digits_of(e10 < 0 ? -(int64_t)e10 : e10, TY_I64);
       if (ed > maxe) maxe = ed;
       int il = signbit(x) ? 2 : 1;
       if (il > f->pad_left) f->pad_left = il;
@@ -235,7 +241,7 @@ static void fill_int(fmt *f) {
     return;
   }
   for (int64_t k = 0; k < f->nshown; k++) {
-    int w = digits_of(f->iv[k]);
+    int w = digits_of(f->iv[k], f->dtype);
     if (w > f->width) f->width = w;
   }
 }
@@ -245,7 +251,7 @@ static int word_raw(const fmt *f, int64_t k, char *w, size_t cap) {
   if (!f->isfloat) {
     if (f->dtype == TY_BOOL)
       return snprintf(w, cap, "%*s", f->width, f->iv[k] ? "True" : "False");
-    return snprintf(w, cap, "%*lld", f->width, (long long)f->iv[k]);
+    return int_str(w, cap, f->width, f->iv[k], f->dtype);
   }
   double x = f->fv[k];
   if (!isfinite(x)) {

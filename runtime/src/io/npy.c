@@ -91,13 +91,22 @@ const char *ty__npy_descr(ty_dtype t) {
   case TY_F32: return "<f4";
   case TY_I64: return "<i8";
   case TY_I32: return "<i4";
+  case TY_I16: return "<i2";
+  case TY_U16: return "<u2";
+  case TY_U32: return "<u4";
+  case TY_U64: return "<u8";
 #else
   case TY_F64: return ">f8";
   case TY_F32: return ">f4";
   case TY_I64: return ">i8";
   case TY_I32: return ">i4";
+  case TY_I16: return ">i2";
+  case TY_U16: return ">u2";
+  case TY_U32: return ">u4";
+  case TY_U64: return ">u8";
 #endif
   case TY_U8: return "|u1";
+  case TY_I8: return "|i1";
   case TY_BOOL: return "|b1";
   default: return "?";
   }
@@ -247,8 +256,9 @@ static ty_status parse_descr(const char *s, size_t n, ty_dtype *t, char *err, si
   static const struct {
     const char *code;
     ty_dtype t;
-  } codes[] = {{"f8", TY_F64}, {"f4", TY_F32}, {"i8", TY_I64},
-               {"i4", TY_I32}, {"u1", TY_U8},  {"b1", TY_BOOL}};
+  } codes[] = {{"f8", TY_F64}, {"f4", TY_F32}, {"i8", TY_I64}, {"i4", TY_I32},
+               {"u1", TY_U8},  {"b1", TY_BOOL}, {"i1", TY_I8},  {"i2", TY_I16},
+               {"u2", TY_U16}, {"u4", TY_U32},  {"u8", TY_U64}};
   for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
     if (kn != 2 || memcmp(k, codes[i].code, 2) != 0) continue;
     if (ty_dtype_size(codes[i].t) > 1 && order == FOREIGN_ORDER)
@@ -259,7 +269,8 @@ static ty_status parse_descr(const char *s, size_t n, ty_dtype *t, char *err, si
     return TY_OK;
   }
   return errf(err, errlen, TY_EDTYPE,
-              "dtype '%s' is not supported (tycho reads <f8 <f4 <i8 <i4 |u1 |b1)", q);
+              "dtype '%s' is not supported (tycho reads <f8 <f4 <i8 <i4 <i2 |i1 <u8 <u4 <u2 |u1 |b1)",
+              q);
 }
 
 ty_status ty__npy_parse(const void *buf, size_t len, uint64_t file_size, ty_npy_header *h,

@@ -230,6 +230,14 @@ static bool convert(char *s, size_t len, ty_dtype t, void *dst) {
   } else {
     errno = 0;
     long long v = strtoll(s, &end, 10);
+    if (t == TY_U64 && errno == ERANGE && s[0] != '-') { /* 2^63 .. 2^64 - 1 */
+      errno = 0;
+      unsigned long long u = strtoull(s, &end, 10);
+      ok = end == s + len && errno == 0;
+      *(uint64_t *)dst = u;
+      s[len] = save;
+      return ok;
+    }
     ok = end == s + len && errno == 0;
     if (!ok && errno == 0) { /* "3.0": a float with an integral value */
       double d = strtod_l(s, &end, numeric_locale());
@@ -242,6 +250,12 @@ static bool convert(char *s, size_t len, ty_dtype t, void *dst) {
     } else if (t == TY_U8) {
       ok = ok && v >= 0 && v <= UINT8_MAX;
       *(uint8_t *)dst = (uint8_t)v;
+    } else if (t != TY_I64) { /* the integer dtypes added later */
+      int64_t lo;
+      uint64_t hi;
+      ty_dtype_limits(t, &lo, &hi);
+      ok = ok && v >= lo && (v < 0 || (uint64_t)v <= hi);
+      ty__store_i64(dst, t, (int64_t)v);
     } else {
       *(int64_t *)dst = (int64_t)v;
     }
@@ -354,9 +368,8 @@ static int result_shape(int64_t rows, int64_t cols, int ndmin, int64_t *shape) {
 
 static ty_status load(ty_runtime *rt, reader *r, const char *name, const ty_loadtxt_opts *o,
                       ty_store **out) {
-  if (o->dtype != TY_F64 && o->dtype != TY_F32 && o->dtype != TY_I64 && o->dtype != TY_I32 &&
-      o->dtype != TY_U8)
-    return ty__fail(rt, TY_EDTYPE, "ty_loadtxt: dtype must be f64, f32, i64, i32 or u8, not %s",
+  if (!ty_dtype_is_float(o->dtype) && !ty_dtype_is_int(o->dtype))
+    return ty__fail(rt, TY_EDTYPE, "ty_loadtxt: dtype must be a float or integer dtype, not %s",
                     ty_dtype_name(o->dtype));
   if (o->ndmin < 0 || o->ndmin > 2)
     return ty__fail(rt, TY_EINVAL, "ty_loadtxt: ndmin must be 0, 1 or 2, got %d", o->ndmin);
@@ -561,9 +574,11 @@ static int put_value(int fd, writer *w, const conv *v, int64_t flat) {
   else if (w->t == TY_F32) d = *(const float *)p;
   else if (w->t == TY_I64) i = *(const int64_t *)p;
   else if (w->t == TY_I32) i = *(const int32_t *)p;
-  else i = *(const uint8_t *)p; /* u8, bool (0/1) */
+  else if (w->t == TY_U8 || w->t == TY_BOOL) i = *(const uint8_t *)p; /* bool: 0/1 */
+  else i = ty__load_i64(p, w->t); /* the dtypes added later; u64: the bits */
+  const bool big = w->t == TY_U64 && i < 0; /* a u64 at or above 2^63 */
   if (v->kind == 'f') {
-    if (!isf) d = (double)i;
+    if (!isf) d = big ? (double)(uint64_t)i : (double)i;
     if (isnan(d)) d = fabs(d); /* Python prints "nan", never "-nan" */
     return put(fd, w, v->spec, d);
   }
@@ -574,6 +589,13 @@ static int put_value(int fd, writer *w, const conv *v, int64_t flat) {
       return EINVAL;
     }
     i = (long long)d; /* Python's %d truncates a float */
+  }
+  if (big) { /* print it unsigned: %lld becomes %llu (x and o are unsigned already) */
+    char spec[sizeof v->spec];
+    snprintf(spec, sizeof spec, "%s", v->spec);
+    char *c = spec + strlen(spec) - 1;
+    if (*c == 'd' || *c == 'i') *c = 'u';
+    return put(fd, w, spec, (unsigned long long)i);
   }
   if (v->kind == 'x' && i < 0) { /* Python: "-1f", not two's complement */
     int e = put_text(fd, w, "-", 1);

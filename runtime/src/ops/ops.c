@@ -251,6 +251,11 @@ static ty__fillval fill_value(ty_dtype t, double v) {
   case TY_I32: f.i = ty__f64_to_i32_sat(v); break;
   case TY_U8: f.i = ty__f64_to_u8_sat(v); break;
   case TY_BOOL: f.i = v != 0; break;
+  case TY_I8: f.i = ty__f64_to_i8_sat(v); break;
+  case TY_I16: f.i = ty__f64_to_i16_sat(v); break;
+  case TY_U16: f.i = ty__f64_to_u16_sat(v); break;
+  case TY_U32: f.i = ty__f64_to_u32_sat(v); break;
+  case TY_U64: f.i = (int64_t)ty__f64_to_u64_sat(v); break; /* the bits */
   default: break;
   }
   return f;
@@ -431,7 +436,7 @@ ty_status ty_full(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, do
   return TY_OK;
 }
 
-static bool is_int_dtype(ty_dtype t) { return t == TY_I64 || t == TY_I32 || t == TY_U8; }
+static bool is_int_dtype(ty_dtype t) { return ty_dtype_is_int(t); }
 
 /* |v| < 2^62 and integral: exact in int64, with room for the products of
  * start + i*step to wrap rather than overflow the double test itself */
@@ -527,11 +532,12 @@ static ty_status random_check(ty_runtime *rt, const char *fn, ty_dtype t, const 
     return TY_OK;
   case TY_RANDOM_INTEGERS: {
     int64_t lo = 0, hi = 0;
-    if (t == TY_I64) lo = INT64_MIN, hi = INT64_MAX;
-    else if (t == TY_I32) lo = INT32_MIN, hi = INT32_MAX;
-    else if (t == TY_U8) lo = 0, hi = UINT8_MAX;
-    else
-      return ty__fail(rt, TY_EDTYPE, "%s: integers draw i64, i32 or u8, not %s", fn, ty_dtype_name(t));
+    uint64_t uhi = 0;
+    ty_dtype_limits(t, &lo, &uhi);
+    hi = uhi > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)uhi; /* u64: bounds are int64 */
+    if (!ty_dtype_is_int(t))
+      return ty__fail(rt, TY_EDTYPE, "%s: integers draw an integer dtype (i64 ... u8), not %s",
+                      fn, ty_dtype_name(t));
     if (sp->lo >= sp->hi)
       return ty__fail(rt, TY_EINVAL, "%s: low (%lld) must be less than high (%lld)", fn,
                       (long long)sp->lo, (long long)sp->hi);
@@ -701,7 +707,9 @@ ty_status ty_reduce(ty_runtime *rt, ty_reduce_op op, ty_store *a, int axis, ty_s
   ty_dtype ot;
   switch (op) {
   case TY_RED_SUM:
-  case TY_RED_PROD: ot = is_float ? a->dtype : TY_I64; break;
+  case TY_RED_PROD: /* numpy: unsigned dtypes sum into u64, the others into i64 */
+    ot = is_float ? a->dtype : ty_dtype_is_unsigned(a->dtype) ? TY_U64 : TY_I64;
+    break;
   case TY_RED_MEAN: ot = is_float ? a->dtype : TY_F64; break;
   case TY_RED_ARGMIN:
   case TY_RED_ARGMAX: ot = TY_I64; break;

@@ -87,6 +87,12 @@ CONV_ROW(row_f32, float, float)
 CONV_ROW(row_i64, int64_t, uint64_t)
 CONV_ROW(row_i32, int32_t, uint32_t)
 CONV_ROW(row_u8, uint8_t, uint8_t)
+/* 16-bit products go through uint32_t: two uint16_t would multiply as int */
+CONV_ROW(row_i8, int8_t, uint8_t)
+CONV_ROW(row_i16, int16_t, uint32_t)
+CONV_ROW(row_u16, uint16_t, uint32_t)
+CONV_ROW(row_u32, uint32_t, uint32_t)
+CONV_ROW(row_u64, uint64_t, uint64_t)
 
 static int convolve_variant(ty_task_ctx *ctx) {
   const conv_args *ca = ctx->scalars;
@@ -119,6 +125,11 @@ static int convolve_variant(ty_task_ctx *ctx) {
       case TY_I64: row_i64(O, X, W, ca->left, o, len, (uint64_t *)acc, dst, ds); break;
       case TY_I32: row_i32(O, X, W, ca->left, o, len, (uint32_t *)acc, dst, ds); break;
       case TY_U8: row_u8(O, X, W, ca->left, o, len, (uint8_t *)acc, dst, ds); break;
+      case TY_I8: row_i8(O, X, W, ca->left, o, len, (uint8_t *)acc, dst, ds); break;
+      case TY_I16: row_i16(O, X, W, ca->left, o, len, (uint32_t *)acc, dst, ds); break;
+      case TY_U16: row_u16(O, X, W, ca->left, o, len, (uint32_t *)acc, dst, ds); break;
+      case TY_U32: row_u32(O, X, W, ca->left, o, len, (uint32_t *)acc, dst, ds); break;
+      case TY_U64: row_u64(O, X, W, ca->left, o, len, (uint64_t *)acc, dst, ds); break;
       default:
         free(acc);
         return ty_ctx_fail(ctx, "convolve: no kernel for dtype %s", ty_dtype_name(t));

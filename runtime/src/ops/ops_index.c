@@ -37,7 +37,7 @@ static inline int64_t load_label(const char *p, ty_dtype t) {
   case TY_I32: return *(const int32_t *)p;
   case TY_U8: return *(const uint8_t *)p;
   case TY_BOOL: return *(const uint8_t *)p != 0;
-  default: return -1;
+  default: return ty__load_i64(p, t); /* the integer dtypes added later */
   }
 }
 
@@ -82,7 +82,7 @@ ty_status ty__register_index_ops(ty_runtime *rt) {
 }
 
 static bool is_label_dtype(ty_dtype t) {
-  return t == TY_I64 || t == TY_I32 || t == TY_U8 || t == TY_BOOL;
+  return ty_dtype_is_int(t) || t == TY_BOOL;
 }
 
 ty_status ty_bincount(ty_runtime *rt, ty_store *x, ty_store *weights, int64_t base, int64_t nbins,

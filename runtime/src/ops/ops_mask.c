@@ -71,7 +71,9 @@ static inline bool nonzero_at(const char *p, ty_dtype t) {
   case TY_F32: return *(const float *)p != 0.0f;
   case TY_I64: return *(const int64_t *)p != 0;
   case TY_I32: return *(const int32_t *)p != 0;
-  default: return *(const uint8_t *)p != 0;
+  case TY_U8:
+  case TY_BOOL: return *(const uint8_t *)p != 0;
+  default: return ty__load_i64(p, t) != 0; /* the integer dtypes added later */
   }
 }
 
@@ -83,7 +85,7 @@ static inline int64_t load_int(const char *p, ty_dtype t) {
   case TY_BOOL: return *(const uint8_t *)p != 0;
   case TY_F64: return (int64_t)*(const double *)p;
   case TY_F32: return (int64_t)*(const float *)p;
-  default: return 0;
+  default: return ty__load_i64(p, t); /* the integer dtypes added later */
   }
 }
 
@@ -687,7 +689,7 @@ ty_status ty_mask_assign(ty_runtime *rt, ty_store *x, ty_store *mask, ty_store *
 
 /* ---- integer positions --------------------------------------------------------- */
 
-static bool int_dtype(ty_dtype t) { return t == TY_I64 || t == TY_I32 || t == TY_U8; }
+static bool int_dtype(ty_dtype t) { return ty_dtype_is_int(t); }
 
 /* Launch index_check over fi, the k positions (dense, 1-D) of a dim of size
  * n: *bad (new, C = ceil(k / CHUNK) entries) holds each chunk's first bad

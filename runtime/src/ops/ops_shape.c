@@ -21,9 +21,9 @@
  *   4. the blocks (a view (..., nb, B, ...) of the line) scanned from their
  *      carry, split across blocks; and the tail past the last full block
  *      from carry[nb].
- * Each launch appears in explain. The scan dtype is the sum's (bool/int ->
- * i64, floats keep theirs; an input of another dtype is cast first); integer
- * sums and products wrap as numpy's do.
+ * Each launch appears in explain. The scan dtype is the sum's (bool and
+ * signed -> i64, unsigned -> u64, floats keep theirs; an input of another
+ * dtype is cast first); integer sums and products wrap as numpy's do.
  */
 #include "internal.h"
 #include "tycho/shape.h"
@@ -152,7 +152,10 @@ static int scan_variant(ty_task_ctx *ctx) {
   switch (to->dtype) {
   case TY_F64: (sum ? scan_sum_f64 : scan_prod_f64)(to, tx, tc, a->axis); break;
   case TY_F32: (sum ? scan_sum_f32 : scan_prod_f32)(to, tx, tc, a->axis); break;
-  case TY_I64: (sum ? scan_sum_i64 : scan_prod_i64)(to, tx, tc, a->axis); break;
+  case TY_I64:
+  case TY_U64: /* the same bits modulo 2^64 */
+    (sum ? scan_sum_i64 : scan_prod_i64)(to, tx, tc, a->axis);
+    break;
   default:
     return ty_ctx_fail(ctx, "scan: no kernel for dtype %s", ty_dtype_name(to->dtype));
   }
@@ -276,7 +279,9 @@ ty_status ty_scan(ty_runtime *rt, ty_scan_op op, ty_store *a, int axis, ty_store
   if (axis < -1 || axis >= a->ndim)
     return ty__fail(rt, TY_ERANGE, "ty_scan: axis %d is out of range for a %d-D store", axis,
                     a->ndim);
-  const ty_dtype ot = ty_dtype_is_float(a->dtype) ? a->dtype : TY_I64;
+  const ty_dtype ot = ty_dtype_is_float(a->dtype)      ? a->dtype
+                      : ty_dtype_is_unsigned(a->dtype) ? TY_U64 /* numpy's, as sum */
+                                                       : TY_I64;
   ty_store *src = NULL, *flat = NULL, *res = NULL;
   ty_status st = TY_OK;
   /* the input in the scan dtype; over all elements: a C-order 1-D view */

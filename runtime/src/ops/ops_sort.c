@@ -124,6 +124,13 @@ SORT_FUNCS(f32, float, LESS_F)
 SORT_FUNCS(i64, int64_t, LESS_I)
 SORT_FUNCS(i32, int32_t, LESS_I)
 SORT_FUNCS(u8, uint8_t, LESS_I)
+/* the integer dtypes added later, listed once for the switches below */
+#define EXT_INTS(X)                                                                        \
+  X(i8, int8_t, TY_I8) X(i16, int16_t, TY_I16) X(u16, uint16_t, TY_U16)                    \
+  X(u32, uint32_t, TY_U32) X(u64, uint64_t, TY_U64)
+#define X(NAME, T, E) SORT_FUNCS(NAME, T, LESS_I)
+EXT_INTS(X)
+#undef X
 
 /* ---- the 1-D parallel sort: sorted runs, then rounds of pairwise merges ---------
  *
@@ -186,6 +193,9 @@ MERGE_FUNCS(f32, float, LESS_F)
 MERGE_FUNCS(i64, int64_t, LESS_I)
 MERGE_FUNCS(i32, int32_t, LESS_I)
 MERGE_FUNCS(u8, uint8_t, LESS_I)
+#define X(NAME, T, E) MERGE_FUNCS(NAME, T, LESS_I)
+EXT_INTS(X)
+#undef X
 
 /* args: keys out (P, C), [positions out (P, C)], x WHOLE (n, dense) */
 static int runs_variant(ty_task_ctx *ctx) {
@@ -222,6 +232,9 @@ static int runs_variant(ty_task_ctx *ctx) {
       case TY_F32: ARUN(f32, float)
       case TY_I64: ARUN(i64, int64_t)
       case TY_I32: ARUN(i32, int32_t)
+#define X(NAME, T, E) case E: ARUN(NAME, T)
+      EXT_INTS(X)
+#undef X
       default: ARUN(u8, uint8_t)
 #undef ARUN
       }
@@ -234,6 +247,9 @@ static int runs_variant(ty_task_ctx *ctx) {
     case TY_F32: vsort_f32((float *)buf, (float *)tmp, len); break;
     case TY_I64: vsort_i64((int64_t *)buf, (int64_t *)tmp, len); break;
     case TY_I32: vsort_i32((int32_t *)buf, (int32_t *)tmp, len); break;
+#define X(NAME, T, E) case E: vsort_##NAME((T *)buf, (T *)tmp, len); break;
+    EXT_INTS(X)
+#undef X
     default: vsort_u8((uint8_t *)buf, (uint8_t *)tmp, len); break;
     }
     memcpy(dk, buf, es * (size_t)len);
@@ -256,6 +272,10 @@ static int merge_variant(ty_task_ctx *ctx) {
   case TY_F32: merge_piece_f32((const float *)ik->data, ipos, (float *)ok->data, opos, a, lo, hi); break;
   case TY_I64: merge_piece_i64((const int64_t *)ik->data, ipos, (int64_t *)ok->data, opos, a, lo, hi); break;
   case TY_I32: merge_piece_i32((const int32_t *)ik->data, ipos, (int32_t *)ok->data, opos, a, lo, hi); break;
+#define X(NAME, T, E)                                                                      \
+  case E: merge_piece_##NAME((const T *)ik->data, ipos, (T *)ok->data, opos, a, lo, hi); break;
+  EXT_INTS(X)
+#undef X
   default: merge_piece_u8((const uint8_t *)ik->data, ipos, (uint8_t *)ok->data, opos, a, lo, hi); break;
   }
   return 0;
@@ -283,6 +303,9 @@ static int sort_variant(ty_task_ctx *ctx) {
         case TY_F32: argsort_line_f32(src, xs, dst, os, m, a->base, buf); break;
         case TY_I64: argsort_line_i64(src, xs, dst, os, m, a->base, buf); break;
         case TY_I32: argsort_line_i32(src, xs, dst, os, m, a->base, buf); break;
+#define X(NAME, T, E) case E: argsort_line_##NAME(src, xs, dst, os, m, a->base, buf); break;
+        EXT_INTS(X)
+#undef X
         default: argsort_line_u8(src, xs, dst, os, m, a->base, buf); break;
         }
         continue;
@@ -293,6 +316,9 @@ static int sort_variant(ty_task_ctx *ctx) {
       case TY_F32: vsort_f32((float *)buf, (float *)tmp, m); break;
       case TY_I64: vsort_i64((int64_t *)buf, (int64_t *)tmp, m); break;
       case TY_I32: vsort_i32((int32_t *)buf, (int32_t *)tmp, m); break;
+#define X(NAME, T, E) case E: vsort_##NAME((T *)buf, (T *)tmp, m); break;
+      EXT_INTS(X)
+#undef X
       default: vsort_u8((uint8_t *)buf, (uint8_t *)tmp, m); break;
       }
       for (int64_t i = 0; i < m; i++) memcpy(dst + i * os, buf + (size_t)i * es, es);
@@ -322,6 +348,9 @@ static int search_variant(ty_task_ctx *ctx) {
     case TY_F32: SEARCH(f32, float)
     case TY_I64: SEARCH(i64, int64_t)
     case TY_I32: SEARCH(i32, int32_t)
+#define X(NAME, T, E) case E: SEARCH(NAME, T)
+    EXT_INTS(X)
+#undef X
     default: SEARCH(u8, uint8_t)
     }
 #undef SEARCH
