@@ -2,8 +2,9 @@
  * counts, a prefix, a parallel scatter), a parallel gather, a scatter
  * y[idx] = v (a serial loop: of repeated positions the last write wins, as
  * numpy's and tycho's, which a parallel loop would leave to a race) and a
- * sort (qsort: serial, as a plain C program would write it).
- *   select op=mask|gather|scatter|sort n=10000000 reps=5 */
+ * sort and an argsort (qsort: serial, as a plain C program would write
+ * them); a mask assignment y[x < 0.5] = 0 is a parallel loop.
+ *   select op=mask|maskassign|gather|scatter|sort|argsort n=10000000 reps=5 */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -49,6 +50,29 @@ static void scatter(double *y, const int64_t *idx, const double *v, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[idx[i]] = v[i];
 }
 
+typedef struct keyed {
+  double key;
+  int64_t at;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b) {
+  const keyed *p = a, *q = b;
+  return p->key < q->key ? -1 : p->key > q->key ? 1 : (p->at > q->at) - (p->at < q->at);
+}
+
+/* (key, position) pairs sorted by qsort: no indirection in the comparisons */
+static void argsort(const double *x, keyed *tmp, int64_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; i++) tmp[i] = (keyed){x[i], i};
+  qsort(tmp, (size_t)n, sizeof(keyed), cmp_keyed);
+  for (int64_t i = 0; i < n; i++) out[i] = tmp[i].at;
+}
+
+static void mask_assign(const double *x, double *y, int64_t n) {
+#pragma omp parallel for
+  for (int64_t i = 0; i < n; i++)
+    if (x[i] < 0.5) y[i] = 0;
+}
+
 static void sort(const double *x, double *out, int64_t n) {
   memcpy(out, x, sizeof(double) * (size_t)n);
   qsort(out, (size_t)n, sizeof(double), cmp);
@@ -71,6 +95,14 @@ int main(int argc, char **argv) {
     int64_t *cnt = xmalloc(sizeof(int64_t) * (size_t)(omp_get_max_threads() + 1));
     TIMED(reps, count = compress(x, out, n, cnt));
     for (int64_t i = 0; i < count; i++) sum += out[i];
+  } else if (!strcmp(op, "maskassign")) {
+    memcpy(out, x, sizeof(double) * (size_t)n);
+    TIMED(reps, mask_assign(x, out, n));
+    for (int64_t i = 0; i < n; i++) sum += out[i];
+  } else if (!strcmp(op, "argsort")) {
+    keyed *tmp = xmalloc(sizeof(keyed) * (size_t)n);
+    TIMED(reps, argsort(x, tmp, idx, n));
+    for (int64_t i = 0; i < n; i += 1000) sum += x[idx[i]];
   } else if (!strcmp(op, "gather")) {
     TIMED(reps, gather(x, idx, out, n));
     for (int64_t i = 0; i < n; i++) sum += out[i];

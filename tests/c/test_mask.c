@@ -1,7 +1,7 @@
 /*
  * test_mask.c — tycho/mask.h and tycho/sort.h through the C API: compaction,
  * argwhere, mask assignment, take/put with repeated positions, position
- * checks, and the 1-D parallel sort, each against a serial loop written here
+ * checks, the bucketed scatter of a long idx, and the 1-D parallel sort, each against a serial loop written here
  * and the same under 1, 2, 3 and 8 processors with every processor used
  * (mode all, 3 pieces per processor).
  */
@@ -201,6 +201,63 @@ TEST(put_checked_writes_nothing_when_a_position_is_bad) {
   free(idx), free(vals);
 }
 
+/* A long idx into one line takes the bucketed scatter (ops_scatter.c):
+ * 5 chunks of 65536 positions and a bit, repeated positions within and
+ * across chunks, negative ones; each dtype width; 1, 2, 3 and 8 processors,
+ * and a 16 MB budget that cuts idx into segments of one chunk: every result
+ * is the serial loop's (the last write of a position wins). */
+static ty_runtime *make_rt_mem(int cpus, size_t sysmem) {
+  ty_config cfg = {.cpus = cpus, .sysmem = sysmem};
+  ty_runtime *rt = NULL;
+  if (ty_runtime_create(&cfg, &rt) != TY_OK) {
+    fprintf(stderr, "cannot create a runtime\n");
+    exit(1);
+  }
+  ty_policy p = {.set = TY_POL_MODE | TY_POL_OVERDECOMPOSE, .mode = TY_MODE_ALL, .overdecompose = 3};
+  REQ(rt, ty_scope_push(rt, &p, "scope at test"));
+  return rt;
+}
+
+TEST(bucketed_put_matches_a_serial_loop) {
+  const int64_t n = 5 * 65536 + 17, m = 300001;
+  double *idx = malloc(sizeof(double) * (size_t)n), *vals = malloc(sizeof(double) * (size_t)n);
+  double *want = malloc(sizeof(double) * (size_t)m);
+  for (int64_t k = 0; k < n; k++) {
+    const int64_t j = (k * 7919 + (k >> 7)) % m;
+    idx[k] = (double)(k % 5 == 0 ? j - m : j);
+    vals[k] = (double)(k % 251);
+  }
+  for (int64_t k = 0; k < m; k++) want[k] = 0;
+  for (int64_t k = 0; k < n; k++) want[idx[k] < 0 ? (int64_t)idx[k] + m : (int64_t)idx[k]] = vals[k];
+  static const ty_dtype types[] = {TY_F64, TY_I32, TY_U8};
+  for (int c = 0; c < NCPUS + 1; c++)
+    for (int t = 0; t < 3; t++) {
+      ty_runtime *rt = c < NCPUS ? make_rt(cpu_counts[c]) : make_rt_mem(2, (size_t)16 << 20);
+      ty_store *x = NULL, *i = mk1(rt, TY_I64, n, idx), *v = mk1(rt, types[t], n, vals);
+      REQ(rt, ty_full(rt, types[t], 1, &m, 0, &x));
+      int64_t at = 0, bad = 0;
+      REQ(rt, ty_put_checked(rt, x, i, 0, 0, v, &at, &bad));
+      CHECK_EQ_INT(at, -1);
+      double *r = values(rt, x);
+      int64_t diff = 0;
+      for (int64_t k = 0; k < m; k++) diff += r[k] != want[k];
+      CHECK_EQ_INT(diff, 0);
+      free(r);
+      /* unchecked, a bad position: the launch fails and names it */
+      const double keep = idx[3 * 65536 + 5];
+      idx[3 * 65536 + 5] = (double)m;
+      ty_store *i2 = mk1(rt, TY_I64, n, idx);
+      idx[3 * 65536 + 5] = keep;
+      ty_status st = ty_put(rt, x, i2, 0, 0, v);
+      if (st == TY_OK) st = ty_flush(rt);
+      CHECK(st != TY_OK);
+      CHECK_STR_CONTAINS(ty_errmsg(rt), "index 300001 is out of range");
+      ty_store_release(i2), ty_store_release(v), ty_store_release(i), ty_store_release(x);
+      ty_runtime_destroy(rt);
+    }
+  free(idx), free(vals), free(want);
+}
+
 static int cmp_pos(const void *a, const void *b) {
   const double *x = a, *y = b; /* (key, position) pairs: by key, then position */
   if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
@@ -254,6 +311,7 @@ static const check_case cases[] = {
     CASE(put_keeps_the_last_of_repeated_positions_and_take_gathers),
     CASE(index_check_names_the_first_bad_position),
     CASE(put_checked_writes_nothing_when_a_position_is_bad),
+    CASE(bucketed_put_matches_a_serial_loop),
     CASE(long_sorts_are_stable_and_the_same_under_any_processor_count),
     CASE(unique_counts_and_inverse_round_trip),
 };

@@ -62,7 +62,9 @@ ty_status ty_take(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t 
 /* The inverse: x[..., idx[i], ...] = v[..., i, ...] along `axis`, v broadcast
  * to x.shape[:axis] + idx.shape + x.shape[axis+1:] and cast to x's dtype.
  * A position given twice keeps the last write (numpy's), whatever the
- * pieces: each piece owns a range of x and walks idx in order. */
+ * pieces: each piece owns a range of x and writes its positions in index
+ * order (a long idx into one line is first sorted by destination, stably,
+ * in parallel: tasks put_bucket and put_apply). */
 ty_status ty_put(ty_runtime *rt, ty_store *x, ty_store *idx, int axis, int64_t base,
                  ty_store *v);
 

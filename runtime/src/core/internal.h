@@ -382,6 +382,7 @@ ty_status ty__register_index_ops(ty_runtime *rt); /* ops_index.c: bincount, ... 
 ty_status ty__register_shape_ops(ty_runtime *rt); /* ops_shape.c: scan */
 ty_status ty__register_mask_ops(ty_runtime *rt);  /* ops_mask.c: masks, take, put */
 ty_status ty__register_sort_ops(ty_runtime *rt);  /* ops_sort.c: sort, searchsorted */
+ty_status ty__register_scatter_ops(ty_runtime *rt); /* ops_scatter.c: bucketed put */
 ty_status ty__register_linalg_ops(ty_runtime *rt); /* ops_linalg.c: LAPACK */
 ty_status ty__register_convolve_ops(ty_runtime *rt); /* ops_convolve.c: convolve, correlate */
 /* ty_matmul with an operand of 3 or more dims (ops_products.c). */
@@ -448,6 +449,18 @@ ty_status ty__unavailable(ty_runtime *rt, const char *fn, const ty_storage *stg)
 ty_status ty__launch_named(ty_runtime *rt, const char *fn, const char *task, int ndim,
                            const int64_t *dom, int nargs, const ty_arg *args, const void *sc,
                            size_t scb, uint32_t nosplit);
+/* ops_scatter.c: whether a put of k positions into x as (o, m, r) goes
+ * through the bucketed scatter; how many segments it takes (one pass over
+ * each); the scatter itself: xv (1, m, 1) in/out, iv the k dense positions,
+ * v3 the (1, k, 1) values. A bad position fails the launch, or (checked)
+ * writes nothing: with one segment *bad (new) holds each chunk's first bad
+ * flat position or -1; with more, the caller checks all of idx first and
+ * passes that result as `gate` (bad NULL). */
+bool ty__put_bucketable(int64_t o, int64_t k, int64_t m, int64_t r, ty_dtype idx, ty_dtype x);
+int64_t ty__put_segments(const ty_runtime *rt, int64_t k, ty_dtype x);
+ty_status ty__put_bucketed(ty_runtime *rt, const char *fn, ty_store *xv, ty_store *iv,
+                           ty_store *v3, int64_t base, bool checked, ty_store *gate,
+                           ty_store **bad);
 /* A product computed in integer counts for bool operands becomes bool
  * (ops.c); on an error res is released. Returns st or the cast's status. */
 ty_status ty__logical_result(ty_runtime *rt, ty_status st, bool logical, ty_store *res, ty_store **out);

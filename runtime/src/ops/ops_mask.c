@@ -21,9 +21,11 @@
  *   - put          domain (o, m, r) over x (in/out): each piece walks all of
  *                  idx in order and writes the positions inside its range,
  *                  so the last of repeated positions wins (numpy's rule)
- *                  without any ordering between pieces (bucketing idx by
- *                  piece would need pieces that write scattered outputs,
- *                  which the launch model has no projection for);
+ *                  without any ordering between pieces. A long idx into one
+ *                  line (o = r = 1, >= 65536 positions) goes instead through
+ *                  the bucketed scatter of ops_scatter.c (put_bucket sorts
+ *                  idx by destination window, chunk by chunk; put_apply
+ *                  writes each window in index order), which reads idx once;
  *   - index_check  domain (C, CHUNK) over the positions: each chunk's first
  *                  bad one (or -1); a checked put reads these (whole) and
  *                  writes nothing when one is set, so the check and the put
@@ -988,7 +990,11 @@ static ty_status put_impl(ty_runtime *rt, const char *fn, ty_store *x, ty_store 
   if (k == 0) return TY_OK;
   ty_store *v3 = NULL, *iv = NULL, *i3 = NULL, *work = NULL, *xv = NULL, *bad = NULL;
   st = positions_of(rt, idx, axis, along, sh, dom, false, &iv, &i3);
-  if (!st && bad_at) st = launch_check(rt, fn, iv, k, m, base, &bad);
+  /* a long idx into one line: the bucketed scatter (ops_scatter.c); in one
+   * segment it checks the positions itself, else index_check gates it */
+  const bool bucketed = !st && ty__put_bucketable(o, k, m, r, iv->dtype, x->dtype);
+  const bool one_pass = bucketed && ty__put_segments(rt, k, x->dtype) == 1;
+  if (!st && bad_at && !one_pass) st = launch_check(rt, fn, iv, k, m, base, &bad);
   bool direct = true; /* x written in place (a view of it), else a copy written back */
   if (!st && o * r > 0 && m > 0) {
     st = put_values(rt, x, v, nd, sh, dom, &v3);
@@ -1000,7 +1006,9 @@ static ty_status put_impl(ty_runtime *rt, const char *fn, ty_store *x, ty_store 
       if (!st) st = ty_store_reshape(rt, work, 3, (const int64_t[3]){o, m, r}, &xv);
     }
     const int64_t xdom[3] = {o, m, r};
-    if (!st) {
+    if (!st && bucketed) {
+      st = ty__put_bucketed(rt, fn, xv, iv, v3, base, bad_at != NULL, bad, one_pass ? &bad : NULL);
+    } else if (!st) {
       take_args ta = {.m = m, .base = base, .k = k, .along = along, .gate = bad ? bad->shape[0] : 0};
       ty_arg args[4] = {ty__arg(xv, TY_PRIV_INOUT, TY_PROJ_ALIGNED), ty__arg(iv, TY_PRIV_IN, TY_PROJ_WHOLE),
                         ty__arg(v3, TY_PRIV_IN, TY_PROJ_WHOLE), ty__arg(bad, TY_PRIV_IN, TY_PROJ_WHOLE)};
