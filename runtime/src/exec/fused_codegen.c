@@ -49,21 +49,17 @@
  */
 #define _GNU_SOURCE
 #include "alloc.h"
+#include "codegen_cc.h"
 #include "fused.h"
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* The vector ISA generated code is written for: the process's level
  * (isa.h), so that a compiled kernel calls the SLEEF / libmvec functions of
@@ -104,8 +100,10 @@ typedef struct cg_entry {
   uint64_t hash;
   uint32_t seen;
   bool failed;
+  bool rows;          /* its entry point: ty_fk2 (TY__FK_ROWS) or ty_fk */
   ty__fused_kernel fn;
   void *handle;
+  ty__ccjob *job;     /* its compile while in flight (codegen_cc.h) */
 } cg_entry;
 
 /* A run's structure (its key: what generate and generate2 read of it, the
@@ -121,8 +119,14 @@ typedef struct cg_pre {
   uint64_t contig;
 } cg_pre;
 
+/* Compiles running at once in the background (each a compiler process). */
+#define CG_MAX_JOBS 2
+
 struct ty__codegen {
   int mode; /* 0 off, 1 auto, 2 always */
+  bool wait;    /* wait for each compile (TYCHO_CODEGEN_WAIT; default: under always) */
+  int jobs, max_jobs; /* compiles in flight, and the bound */
+  uint64_t started, compiled; /* compiles started, kernels loaded from them */
   char dir[1024];
   char cc[256];
   cg_entry *e;
@@ -141,6 +145,9 @@ ty__codegen *ty__codegen_new(void) {
   if (m && (!strcmp(m, "always") || !strcmp(m, "on") || !strcmp(m, "1") || !strcmp(m, "true")))
     cg->mode = 2;
   if (CG_W == 0) cg->mode = 0;
+  const char *w = getenv("TYCHO_CODEGEN_WAIT");
+  cg->wait = w && *w ? strcmp(w, "0") && strcmp(w, "off") && strcmp(w, "false") : cg->mode == 2;
+  cg->max_jobs = CG_MAX_JOBS;
   const char *d = getenv("TYCHO_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
   if (d && *d) snprintf(cg->dir, sizeof cg->dir, "%s", d);
   else if (x && *x) snprintf(cg->dir, sizeof cg->dir, "%s/tycho", x);
@@ -153,8 +160,13 @@ ty__codegen *ty__codegen_new(void) {
 
 void ty__codegen_free(ty__codegen *cg) {
   if (!cg) return;
-  for (int i = 0; i < cg->n; i++)
+  for (int i = 0; i < cg->n; i++) {
+    if (cg->e[i].job) { /* a compile in flight finishes on its own (codegen_cc.h) */
+      ty__cc_release(cg->e[i].job);
+      free(cg->e[i].job);
+    }
     if (cg->e[i].handle) dlclose(cg->e[i].handle);
+  }
   free(cg->e);
   for (int i = 0; i < cg->npre; i++) free(cg->pre[i].key);
   free(cg->pre);
@@ -783,48 +795,6 @@ static int mkdirs(const char *path) {
   return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static bool write_file(const char *path, const char *data, size_t len) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  size_t off = 0;
-  while (off < len) {
-    ssize_t w = write(fd, data + off, len - off);
-    if (w <= 0) {
-      close(fd);
-      return false;
-    }
-    off += (size_t)w;
-  }
-  return close(fd) == 0;
-}
-
-/* cc -O2 ... -o out src -lsleef -lm, its output discarded */
-static bool compile(const ty__codegen *cg, const char *src, const char *out) {
-  /* the level's flags (isa.h), split at spaces */
-  char flags[256];
-  snprintf(flags, sizeof flags, "%s", ty__isa_cflags());
-  char *argv[32] = {(char *)cg->cc, "-O2"};
-  int n = 2;
-  for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && n < 16; t = strtok_r(NULL, " ", &save))
-    argv[n++] = t;
-  const char *rest[] = {"-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-w", "-o",
-                        out, src, "-lsleef", "-lm"};
-  for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[n++] = (char *)rest[i];
-  argv[n] = NULL;
-  posix_spawn_file_actions_t fa;
-  if (posix_spawn_file_actions_init(&fa) != 0) return false;
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, cg->cc, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return false;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return false;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 static cg_entry *lookup(ty__codegen *cg, uint64_t hash) {
   for (int i = 0; i < cg->n; i++)
     if (cg->e[i].hash == hash) return &cg->e[i];
@@ -841,27 +811,12 @@ static cg_entry *lookup(ty__codegen *cg, uint64_t hash) {
   return e;
 }
 
-/* Load fk-<hash>.so from the cache directory, compiling it first if absent. */
-static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b, const char *symbol) {
-  if (mkdirs(cg->dir) != 0) return false;
-  char so[1200], src[1200], tmp_so[1300], tmp_src[1300];
-  snprintf(so, sizeof so, "%s/fk-%016llx.so", cg->dir, (unsigned long long)e->hash);
-  snprintf(src, sizeof src, "%s/fk-%016llx.c", cg->dir, (unsigned long long)e->hash);
-  if (access(so, R_OK) != 0) {
-    /* unique temporaries, then rename: processes compiling the same kernel
-     * at once never see a half-written file */
-    snprintf(tmp_src, sizeof tmp_src, "%s.%ld.c", so, (long)getpid());
-    snprintf(tmp_so, sizeof tmp_so, "%s.%ld.so", so, (long)getpid());
-    bool ok = write_file(tmp_src, b->p, b->len) && compile(cg, tmp_src, tmp_so) &&
-              rename(tmp_so, so) == 0;
-    if (ok) rename(tmp_src, src);
-    unlink(tmp_src);
-    unlink(tmp_so);
-    if (!ok) return false;
-  }
+/* Open a compiled object and find its entry point; false when it cannot be
+ * loaded (e->fn stays NULL). */
+static bool open_so(cg_entry *e, const char *so) {
   e->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!e->handle) return false;
-  void *sym = dlsym(e->handle, symbol);
+  void *sym = dlsym(e->handle, e->rows ? "ty_fk2" : "ty_fk");
   if (!sym) {
     dlclose(e->handle);
     e->handle = NULL;
@@ -869,6 +824,59 @@ static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b, const char *symbol
   }
   memcpy(&e->fn, &sym, sizeof e->fn);
   return true;
+}
+
+/* A finished or failed job: load what it made, or mark the kernel failed
+ * (its runs stay with the interpreter, as when no compiler is found). */
+static void job_done(ty__codegen *cg, cg_entry *e, int state) {
+  if (state == 1 && open_so(e, e->job->so)) cg->compiled++;
+  else e->failed = true;
+  free(e->job);
+  e->job = NULL;
+  cg->jobs--;
+}
+
+/* Poll every compile in flight (a kernel whose structure does not come back
+ * is still reaped, and loaded for when it does). */
+static void poll_jobs(ty__codegen *cg) {
+  for (int i = 0; i < cg->n && cg->jobs > 0; i++) {
+    cg_entry *e = &cg->e[i];
+    if (!e->job) continue;
+    int state = ty__cc_poll(e->job, false);
+    if (state) job_done(cg, e, state);
+  }
+}
+
+/* Make e's kernel: load fk-<hash>.so from the cache directory when it is
+ * there, else start compiling it (source b) and, when waiting (TYCHO_CODEGEN_WAIT),
+ * wait for it. A compile not waited for leaves e->fn NULL: the run is
+ * interpreted, and a later sight of the structure finds the kernel once the
+ * job is done (poll_jobs). At most cg->max_jobs compiles run at once; past
+ * that, nothing starts now (a later sight tries again). */
+static void begin(ty__codegen *cg, cg_entry *e, const sbuf *b, bool rows) {
+  char so[1200], src[1200];
+  e->rows = rows;
+  if (mkdirs(cg->dir) != 0) {
+    e->failed = true;
+    return;
+  }
+  snprintf(so, sizeof so, "%s/fk-%016llx.so", cg->dir, (unsigned long long)e->hash);
+  snprintf(src, sizeof src, "%s/fk-%016llx.c", cg->dir, (unsigned long long)e->hash);
+  if (access(so, R_OK) == 0) {
+    if (!open_so(e, so)) e->failed = true;
+    return;
+  }
+  if (!cg->wait && cg->jobs >= cg->max_jobs) return;
+  e->job = ty__malloc(sizeof *e->job);
+  if (!e->job || !ty__cc_start(e->job, cg->cc, so, src, b->p, b->len, !cg->wait)) {
+    free(e->job);
+    e->job = NULL;
+    e->failed = true;
+    return;
+  }
+  cg->jobs++;
+  cg->started++;
+  if (cg->wait) job_done(cg, e, ty__cc_poll(e->job, true));
 }
 
 /* A hash of the key 8 bytes at a time (fnv1a, a byte at a time, cost ~5
@@ -947,12 +955,14 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   for (int d = 0; d < f->ndim; d++) elems *= f->domain[d];
   const bool small = cg->mode == 1 && elems < CG_MIN_ELEMS;
   if (small && elems < CG_SMALL_MIN) return NULL;
+  if (cg->jobs) poll_jobs(cg);
   cg_pre *p = pre_find(cg, f);
   if (p) {
     p->seen++;
     if (p->entry == -1) return NULL;
     if (p->entry >= 0) {
       const cg_entry *e = &cg->e[p->entry];
+      if (e->job) return NULL; /* compiling: the interpreter runs it meanwhile */
       if (e->fn) {
         *contig = p->contig;
         *kind = p->kind;
@@ -987,12 +997,9 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   }
   if (e && !e->failed) {
     e->seen++;
-    if (e->fn) {
-      fn = e->fn;
-    } else if (cg->mode == 2 || small || e->seen >= 2 || elems >= CG_EAGER_ELEMS) {
-      if (load(cg, e, &b, *kind == TY__FK_ROWS ? "ty_fk2" : "ty_fk")) fn = e->fn;
-      else e->failed = true;
-    }
+    if (!e->fn && !e->job && (cg->mode == 2 || small || e->seen >= 2 || elems >= CG_EAGER_ELEMS))
+      begin(cg, e, &b, *kind == TY__FK_ROWS);
+    fn = e->fn;
   }
   free(b.p);
   if (!fn) *contig = 0, *kind = TY__FK_FLAT;
