@@ -32,16 +32,31 @@
  * vector width, the same hardware sqrt/floor/ceil, computes + - * / per
  * element in IEEE double without contraction (-ffp-contract=off), pads tails
  * with zeros as the kernels do, and isolates sin/cos lanes the same way
- * (kernels_ew.c). test_fuse.c compares the two paths.
+ * (kernels_ew.c). test_fuse.c compares the two paths. One exception: where
+ * two NaNs meet in a commutative operation, x86 keeps the first operand's
+ * and the compiler may order the operands either way, in the kernels and
+ * here, so the NaN's sign bit may differ (test_codegen_async.c).
  *
  * When: TYCHO_CODEGEN=auto (default) compiles a run's structure when its
- * launch has at least 2^16 elements and it is seen a second time, or at once
- * from 2^22 elements (a compile costs ~0.1-0.3 s, once per structure per
- * machine thanks to the disk cache); `always` compiles at first sight (any
- * size), `off` never. TYCHO_CACHE_DIR (default $XDG_CACHE_HOME/tycho or
+ * launch has at least 2^16 elements, at first sight (in the background; when
+ * compiles are waited for, at its second sight or at once from 2^22
+ * elements: a compile costs ~0.1-0.3 s, once per structure per machine
+ * thanks to the disk cache), and a smaller one of at least 256 elements at
+ * its 8th sight; `always` compiles at first sight (any size), `off` never. A kernel already in the disk cache is loaded at first
+ * sight. TYCHO_CACHE_DIR (default $XDG_CACHE_HOME/tycho or
  * ~/.cache/tycho) holds fk-<hash>.so and its source; TYCHO_CC (default cc)
  * is the compiler. Any failure (no compiler, no writable directory, a
  * compile error) quietly leaves the run to the interpreter.
+ *
+ * Compiles never stall the run: a compile starts in the background
+ * (codegen_cc.c: a detached compiler process at nice 10, at most
+ * CG_MAX_JOBS at once) and the run it was started for, and every run of the
+ * structure until it is done, goes to the interpreter (fused_cpu.c), which
+ * gives the same bits; the first sight after it is done loads the kernel
+ * (the switch). A compile still running when the runtime ends goes on and
+ * installs its kernel in the disk cache, so the next run is warm.
+ * TYCHO_CODEGEN_WAIT=1 (the default under `always`, for tests and
+ * benchmarks) waits for each compile instead, as before.
  *
  * The in-memory table of loaded kernels is part of the data of the task
  * "fused" (ty__fusion, ops.c), so it belongs to its runtime and is freed
@@ -59,6 +74,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The vector ISA generated code is written for: the process's level
@@ -126,6 +142,8 @@ struct ty__codegen {
   int mode; /* 0 off, 1 auto, 2 always */
   bool wait;    /* wait for each compile (TYCHO_CODEGEN_WAIT; default: under always) */
   int jobs, max_jobs; /* compiles in flight, and the bound */
+  int64_t next_poll;  /* when to poll them next (ns, CLOCK_MONOTONIC_COARSE) */
+  bool dir_made;      /* the cache directory exists (made once) */
   uint64_t started, compiled; /* compiles started, kernels loaded from them */
   char dir[1024];
   char cc[256];
@@ -837,8 +855,16 @@ static void job_done(ty__codegen *cg, cg_entry *e, int state) {
 }
 
 /* Poll every compile in flight (a kernel whose structure does not come back
- * is still reaped, and loaded for when it does). */
+ * is still reaped, and loaded for when it does), at most every
+ * CG_POLL_NS: a loop of small flushes (CG: thousands a second) would
+ * otherwise spend ~3 system calls per flush and job on it. */
+#define CG_POLL_NS 2000000
 static void poll_jobs(ty__codegen *cg) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  if (now < cg->next_poll) return;
+  cg->next_poll = now + CG_POLL_NS;
   for (int i = 0; i < cg->n && cg->jobs > 0; i++) {
     cg_entry *e = &cg->e[i];
     if (!e->job) continue;
@@ -847,26 +873,35 @@ static void poll_jobs(ty__codegen *cg) {
   }
 }
 
+/* The kernel is in the disk cache (a run before this one compiled it). */
+static bool cached(const ty__codegen *cg, const cg_entry *e) {
+  char so[1200];
+  snprintf(so, sizeof so, "%s/fk-%016llx.so", cg->dir, (unsigned long long)e->hash);
+  return access(so, R_OK) == 0;
+}
+
 /* Make e's kernel: load fk-<hash>.so from the cache directory when it is
  * there, else start compiling it (source b) and, when waiting (TYCHO_CODEGEN_WAIT),
  * wait for it. A compile not waited for leaves e->fn NULL: the run is
  * interpreted, and a later sight of the structure finds the kernel once the
  * job is done (poll_jobs). At most cg->max_jobs compiles run at once; past
- * that, nothing starts now (a later sight tries again). */
+ * that, nothing starts now, not even a look into the disk cache (a later
+ * sight tries again). */
 static void begin(ty__codegen *cg, cg_entry *e, const sbuf *b, bool rows) {
   char so[1200], src[1200];
+  if (!cg->wait && cg->jobs >= cg->max_jobs) return;
   e->rows = rows;
-  if (mkdirs(cg->dir) != 0) {
+  if (!cg->dir_made && mkdirs(cg->dir) != 0) {
     e->failed = true;
     return;
   }
+  cg->dir_made = true;
   snprintf(so, sizeof so, "%s/fk-%016llx.so", cg->dir, (unsigned long long)e->hash);
   snprintf(src, sizeof src, "%s/fk-%016llx.c", cg->dir, (unsigned long long)e->hash);
   if (access(so, R_OK) == 0) {
     if (!open_so(e, so)) e->failed = true;
     return;
   }
-  if (!cg->wait && cg->jobs >= cg->max_jobs) return;
   e->job = ty__malloc(sizeof *e->job);
   if (!e->job || !ty__cc_start(e->job, cg->cc, so, src, b->p, b->len, !cg->wait)) {
     free(e->job);
@@ -963,6 +998,8 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
     if (p->entry >= 0) {
       const cg_entry *e = &cg->e[p->entry];
       if (e->job) return NULL; /* compiling: the interpreter runs it meanwhile */
+      /* its compile waits for a free slot: no source text until there is one */
+      if (!e->fn && !e->failed && !cg->wait && cg->jobs >= cg->max_jobs) return NULL;
       if (e->fn) {
         *contig = p->contig;
         *kind = p->kind;
@@ -997,8 +1034,11 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   }
   if (e && !e->failed) {
     e->seen++;
-    if (!e->fn && !e->job && (cg->mode == 2 || small || e->seen >= 2 || elems >= CG_EAGER_ELEMS))
-      begin(cg, e, &b, *kind == TY__FK_ROWS);
+    /* in the background a compile costs the run nothing: at first sight;
+     * waited for, at the second (a one-off expression never waits) or at
+     * once from CG_EAGER_ELEMS */
+    const bool want = cg->mode == 2 || small || !cg->wait || e->seen >= 2 || elems >= CG_EAGER_ELEMS;
+    if (!e->fn && !e->job && (want || cached(cg, e))) begin(cg, e, &b, *kind == TY__FK_ROWS);
     fn = e->fn;
   }
   free(b.p);
