@@ -217,6 +217,10 @@ TEST(runs_while_compiling_then_switches_same_bits) {
     bool kernel = true;
     double *got = run_chain(rt, which, &kernel);
     CHECK(!kernel); /* the compile takes a second at least: interpreted */
+    ty_stats st;
+    ty_get_stats(rt, &st);
+    CHECK_EQ_INT(st.fused_compiled, 0);
+    CHECK(st.fused_runs >= 1);
     CHECK(same(ref, got));
     free(got);
     if (ty__isa_lanes()) { /* the level has generated code (isa.h) */
@@ -231,8 +235,14 @@ TEST(runs_while_compiling_then_switches_same_bits) {
         free(got);
       }
       CHECK(kernel);
+      ty_stats st0, st1;
+      ty_get_stats(rt, &st0);
       got = run_chain(rt, which, &kernel); /* and it stays */
+      ty_get_stats(rt, &st1);
       CHECK(kernel);
+      /* counted: one more fused run, and it was compiled */
+      CHECK_EQ_INT(st1.fused_runs - st0.fused_runs, 1);
+      CHECK_EQ_INT(st1.fused_compiled - st0.fused_compiled, 1);
       CHECK(same(ref, got));
       free(got);
     }
