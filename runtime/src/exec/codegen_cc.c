@@ -45,13 +45,14 @@ static void remove_temporaries(ty__ccjob *j) {
 
 /* The detached job's shell: the compile in the background, then the renames
  * (or the failure mark); $1..$5 the paths, the rest the compiler's argv.
- * The compile runs at nice 10: on a machine whose cores the run keeps busy
- * it takes ~10% of a core from it (at nice 0 it took half: cold runs of
- * bench/workloads/stencil.lua measured ~2x their niced time on a loaded
- * 2-core machine), and it still finishes within a few seconds there. */
+ * The compile runs at the program's own priority. A niced compile (tried:
+ * nice 10) takes less from a short run, but on a loaded machine it starves:
+ * at a load of 25 on 2 cores, the 2048^2 stencil (50 iterations a step)
+ * never switched in its 10 s (steps 2.0-2.9 s interpreted, 11.1-11.4 s in
+ * all), against 1.2-1.8 s steps and 8.5-9.7 s at nice 0. */
 static const char detach_script[] =
     "so=$1 src=$2 tso=$3 tsrc=$4 fail=$5; shift 5\n"
-    "( nice -n 10 \"$@\" && mv -f \"$tso\" \"$so\" && { mv -f \"$tsrc\" \"$src\"; :; } || : > \"$fail\"\n"
+    "( \"$@\" && mv -f \"$tso\" \"$so\" && { mv -f \"$tsrc\" \"$src\"; :; } || : > \"$fail\"\n"
     "  rm -f \"$tso\" \"$tsrc\" ) </dev/null >/dev/null 2>&1 &\n";
 
 bool ty__cc_start(ty__ccjob *j, const char *cc, const char *so, const char *src, const char *text,

@@ -49,7 +49,7 @@
  * compile error) quietly leaves the run to the interpreter.
  *
  * Compiles never stall the run: a compile starts in the background
- * (codegen_cc.c: a detached compiler process at nice 10, at most
+ * (codegen_cc.c: a detached compiler process, at most
  * CG_MAX_JOBS at once) and the run it was started for, and every run of the
  * structure until it is done, goes to the interpreter (fused_cpu.c), which
  * gives the same bits; the first sight after it is done loads the kernel
