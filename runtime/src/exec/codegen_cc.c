@@ -145,10 +145,12 @@ static bool exited_ok(int status) { return status != -1 && WIFEXITED(status) && 
 int ty__cc_poll(ty__ccjob *j, bool block) {
   int status = 0;
   if (j->detached) {
-    /* the shell exits as soon as the compile is started */
-    if (j->pid > 0 && reap(j, false, &status) && !exited_ok(status)) j->outcome = -1;
+    /* the shell exits as soon as the compile is started; a shell reaped by
+     * someone else (status -1) tells nothing: the files will */
+    if (j->pid > 0 && reap(j, false, &status) && status != -1 && !exited_ok(status)) j->outcome = -1;
     if (access(j->so, R_OK) == 0) {
       unlink(j->failed);
+      if (j->pid > 0) reap(j, true, &status); /* the shell, about to exit if not gone */
       return 1;
     }
     if (j->outcome < 0 && j->pid == 0) {
