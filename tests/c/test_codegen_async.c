@@ -243,6 +243,10 @@ TEST(runs_while_compiling_then_switches_same_bits) {
       /* counted: one more fused run, and it was compiled */
       CHECK_EQ_INT(st1.fused_runs - st0.fused_runs, 1);
       CHECK_EQ_INT(st1.fused_compiled - st0.fused_compiled, 1);
+      char *text = NULL;
+      CHECK(ty_stats_format(rt, "json", &text) == TY_OK);
+      CHECK(text && strstr(text, "\"fused_compiled\": "));
+      free(text);
       CHECK(same(ref, got));
       free(got);
     }
