@@ -42,8 +42,9 @@
  * compiles are waited for, at its second sight or at once from 2^22
  * elements: a compile costs ~0.1-0.3 s, once per structure per machine
  * thanks to the disk cache), and a smaller one of at least 256 elements at
- * its 8th sight; `always` compiles at first sight (any size), `off` never. A kernel already in the disk cache is loaded at first
- * sight. TYCHO_CACHE_DIR (default $XDG_CACHE_HOME/tycho or
+ * its 8th sight; `always` compiles at first sight (any size), `off` never.
+ * A kernel already in the disk cache is loaded at first sight.
+ * TYCHO_CACHE_DIR (default $XDG_CACHE_HOME/tycho or
  * ~/.cache/tycho) holds fk-<hash>.so and its source; TYCHO_CC (default cc)
  * is the compiler. Any failure (no compiler, no writable directory, a
  * compile error) quietly leaves the run to the interpreter.
@@ -144,7 +145,6 @@ struct ty__codegen {
   int jobs, max_jobs; /* compiles in flight, and the bound */
   int64_t next_poll;  /* when to poll them next (ns, CLOCK_MONOTONIC_COARSE) */
   bool dir_made;      /* the cache directory exists (made once) */
-  uint64_t started, compiled; /* compiles started, kernels loaded from them */
   char dir[1024];
   char cc[256];
   cg_entry *e;
@@ -847,8 +847,7 @@ static bool open_so(cg_entry *e, const char *so) {
 /* A finished or failed job: load what it made, or mark the kernel failed
  * (its runs stay with the interpreter, as when no compiler is found). */
 static void job_done(ty__codegen *cg, cg_entry *e, int state) {
-  if (state == 1 && open_so(e, e->job->so)) cg->compiled++;
-  else e->failed = true;
+  if (state != 1 || !open_so(e, e->job->so)) e->failed = true;
   free(e->job);
   e->job = NULL;
   cg->jobs--;
@@ -910,7 +909,6 @@ static void begin(ty__codegen *cg, cg_entry *e, const sbuf *b, bool rows) {
     return;
   }
   cg->jobs++;
-  cg->started++;
   if (cg->wait) job_done(cg, e, ty__cc_poll(e->job, true));
 }
 
