@@ -270,12 +270,12 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
   double frac = s.launches_run ? (double)s.concurrent_launches / (double)s.launches_run : 0;
   double ffrac = f.launches > 0 ? (double)f.concurrent / (double)f.launches : 0;
   static const char *const names[] = {
-      "launches", "launches_run", "fused_runs", "fused_launches", "flushes", "pieces", "waves",
+      "launches", "launches_run", "fused_runs", "fused_launches", "fused_compiled", "flushes", "pieces", "waves",
       "critical_path", "widest_wave", "concurrent_launches", "bytes_allocated", "bytes_freed",
       "bytes_live", "bytes_peak", "bytes_reserved", "bytes_elided", "peak_transient",
       "stores_live", "stream_groups", "stream_pieces", "stream_peak", "gpu_launches",
       "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_evictions"};
-  uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.flushes,
+  uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.fused_compiled, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
                      s.bytes_allocated, s.bytes_freed, s.bytes_live, s.bytes_peak,
                      s.bytes_reserved, s.bytes_elided, s.peak_transient, s.stores_live,
@@ -311,9 +311,11 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
     ty_format_bytes((double)s.peak_transient, tpeak, sizeof tpeak);
     ty_format_bytes((double)s.bytes_elided, elided, sizeof elided);
     PUT("tycho stats\n");
-    PUT("  launches        %llu appended, %llu run after fusion (%llu fused runs of %llu launches)\n",
+    PUT("  launches        %llu appended, %llu run after fusion (%llu fused runs of %llu launches, "
+        "%llu compiled)\n",
         (unsigned long long)s.launches, (unsigned long long)s.launches_run,
-        (unsigned long long)s.fused_runs, (unsigned long long)s.fused_launches);
+        (unsigned long long)s.fused_runs, (unsigned long long)s.fused_launches,
+        (unsigned long long)s.fused_compiled);
     PUT("  flushes         %llu, point tasks %llu\n", (unsigned long long)s.flushes,
         (unsigned long long)s.pieces);
     PUT("  waves           %llu, critical path %llu, widest wave %llu\n", (unsigned long long)s.waves,

@@ -275,6 +275,8 @@ typedef struct ty_stats {
   uint64_t launches_run;    /* launches that ran after fusion (fused runs count once) */
   uint64_t fused_runs;      /* fused launches made */
   uint64_t fused_launches;  /* launches that went into fused runs */
+  uint64_t fused_compiled;  /* fused runs given a compiled kernel (the others, and pieces
+                               whose layout the kernel does not fit, run in the interpreter) */
   uint64_t bytes_elided;    /* bytes of temporaries never allocated thanks to fusion */
   uint64_t waves;           /* waves run */
   uint64_t concurrent_launches; /* launches that ran in a wave of two or more */

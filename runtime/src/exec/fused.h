@@ -149,9 +149,10 @@ typedef struct ty__fusion {
 ty__fusion *ty__fusion_new(void);
 void ty__fusion_free(void *state);
 /* The kernel for fused launch f (its description written), or NULL: not
- * supported, not worth it yet, or no compiler. *contig gets its layout, *kind
- * its signature (a ty__fused_kernel2 when TY__FK_ROWS: cast it). Runs
- * on the driving thread (it may compile). */
+ * supported, not worth it yet, still compiling (in the background), or no
+ * compiler. *contig gets its layout, *kind its signature (a
+ * ty__fused_kernel2 when TY__FK_ROWS: cast it). Runs on the driving thread
+ * (it may start a compile, or wait for one under TYCHO_CODEGEN_WAIT=1). */
 ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig,
                                     uint32_t *kind);
 

@@ -32,16 +32,32 @@
  * vector width, the same hardware sqrt/floor/ceil, computes + - * / per
  * element in IEEE double without contraction (-ffp-contract=off), pads tails
  * with zeros as the kernels do, and isolates sin/cos lanes the same way
- * (kernels_ew.c). test_fuse.c compares the two paths.
+ * (kernels_ew.c). test_fuse.c compares the two paths. One exception: where
+ * two NaNs meet in a commutative operation, x86 keeps the first operand's
+ * and the compiler may order the operands either way, in the kernels and
+ * here, so the NaN's sign bit may differ (test_codegen_async.c).
  *
  * When: TYCHO_CODEGEN=auto (default) compiles a run's structure when its
- * launch has at least 2^16 elements and it is seen a second time, or at once
- * from 2^22 elements (a compile costs ~0.1-0.3 s, once per structure per
- * machine thanks to the disk cache); `always` compiles at first sight (any
- * size), `off` never. TYCHO_CACHE_DIR (default $XDG_CACHE_HOME/tycho or
+ * launch has at least 2^16 elements, at first sight (in the background; when
+ * compiles are waited for, at its second sight or at once from 2^22
+ * elements: a compile costs ~0.1-0.3 s, once per structure per machine
+ * thanks to the disk cache), and a smaller one of at least 256 elements at
+ * its 8th sight; `always` compiles at first sight (any size), `off` never.
+ * A kernel already in the disk cache is loaded at first sight.
+ * TYCHO_CACHE_DIR (default $XDG_CACHE_HOME/tycho or
  * ~/.cache/tycho) holds fk-<hash>.so and its source; TYCHO_CC (default cc)
  * is the compiler. Any failure (no compiler, no writable directory, a
  * compile error) quietly leaves the run to the interpreter.
+ *
+ * Compiles never stall the run: a compile starts in the background
+ * (codegen_cc.c: a detached compiler process, at most
+ * CG_MAX_JOBS at once) and the run it was started for, and every run of the
+ * structure until it is done, goes to the interpreter (fused_cpu.c), which
+ * gives the same bits; the first sight after it is done loads the kernel
+ * (the switch). A compile still running when the runtime ends goes on and
+ * installs its kernel in the disk cache, so the next run is warm.
+ * TYCHO_CODEGEN_WAIT=1 (the default under `always`, for tests and
+ * benchmarks) waits for each compile instead, as before.
  *
  * The in-memory table of loaded kernels is part of the data of the task
  * "fused" (ty__fusion, ops.c), so it belongs to its runtime and is freed
@@ -49,21 +65,18 @@
  */
 #define _GNU_SOURCE
 #include "alloc.h"
+#include "codegen_cc.h"
 #include "fused.h"
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* The vector ISA generated code is written for: the process's level
  * (isa.h), so that a compiled kernel calls the SLEEF / libmvec functions of
@@ -104,8 +117,10 @@ typedef struct cg_entry {
   uint64_t hash;
   uint32_t seen;
   bool failed;
+  bool rows;          /* its entry point: ty_fk2 (TY__FK_ROWS) or ty_fk */
   ty__fused_kernel fn;
   void *handle;
+  ty__ccjob *job;     /* its compile while in flight (codegen_cc.h) */
 } cg_entry;
 
 /* A run's structure (its key: what generate and generate2 read of it, the
@@ -121,8 +136,15 @@ typedef struct cg_pre {
   uint64_t contig;
 } cg_pre;
 
+/* Compiles running at once in the background (each a compiler process). */
+#define CG_MAX_JOBS 2
+
 struct ty__codegen {
   int mode; /* 0 off, 1 auto, 2 always */
+  bool wait;    /* wait for each compile (TYCHO_CODEGEN_WAIT; default: under always) */
+  int jobs, max_jobs; /* compiles in flight, and the bound */
+  int64_t next_poll;  /* when to poll them next (ns, CLOCK_MONOTONIC_COARSE) */
+  bool dir_made;      /* the cache directory exists (made once) */
   char dir[1024];
   char cc[256];
   cg_entry *e;
@@ -141,6 +163,9 @@ ty__codegen *ty__codegen_new(void) {
   if (m && (!strcmp(m, "always") || !strcmp(m, "on") || !strcmp(m, "1") || !strcmp(m, "true")))
     cg->mode = 2;
   if (CG_W == 0) cg->mode = 0;
+  const char *w = getenv("TYCHO_CODEGEN_WAIT");
+  cg->wait = w && *w ? strcmp(w, "0") && strcmp(w, "off") && strcmp(w, "false") : cg->mode == 2;
+  cg->max_jobs = CG_MAX_JOBS;
   const char *d = getenv("TYCHO_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
   if (d && *d) snprintf(cg->dir, sizeof cg->dir, "%s", d);
   else if (x && *x) snprintf(cg->dir, sizeof cg->dir, "%s/tycho", x);
@@ -153,8 +178,13 @@ ty__codegen *ty__codegen_new(void) {
 
 void ty__codegen_free(ty__codegen *cg) {
   if (!cg) return;
-  for (int i = 0; i < cg->n; i++)
+  for (int i = 0; i < cg->n; i++) {
+    if (cg->e[i].job) { /* a compile in flight finishes on its own (codegen_cc.h) */
+      ty__cc_release(cg->e[i].job);
+      free(cg->e[i].job);
+    }
     if (cg->e[i].handle) dlclose(cg->e[i].handle);
+  }
   free(cg->e);
   for (int i = 0; i < cg->npre; i++) free(cg->pre[i].key);
   free(cg->pre);
@@ -783,48 +813,6 @@ static int mkdirs(const char *path) {
   return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-static bool write_file(const char *path, const char *data, size_t len) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  size_t off = 0;
-  while (off < len) {
-    ssize_t w = write(fd, data + off, len - off);
-    if (w <= 0) {
-      close(fd);
-      return false;
-    }
-    off += (size_t)w;
-  }
-  return close(fd) == 0;
-}
-
-/* cc -O2 ... -o out src -lsleef -lm, its output discarded */
-static bool compile(const ty__codegen *cg, const char *src, const char *out) {
-  /* the level's flags (isa.h), split at spaces */
-  char flags[256];
-  snprintf(flags, sizeof flags, "%s", ty__isa_cflags());
-  char *argv[32] = {(char *)cg->cc, "-O2"};
-  int n = 2;
-  for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && n < 16; t = strtok_r(NULL, " ", &save))
-    argv[n++] = t;
-  const char *rest[] = {"-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-w", "-o",
-                        out, src, "-lsleef", "-lm"};
-  for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[n++] = (char *)rest[i];
-  argv[n] = NULL;
-  posix_spawn_file_actions_t fa;
-  if (posix_spawn_file_actions_init(&fa) != 0) return false;
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, cg->cc, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return false;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return false;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 static cg_entry *lookup(ty__codegen *cg, uint64_t hash) {
   for (int i = 0; i < cg->n; i++)
     if (cg->e[i].hash == hash) return &cg->e[i];
@@ -841,27 +829,12 @@ static cg_entry *lookup(ty__codegen *cg, uint64_t hash) {
   return e;
 }
 
-/* Load fk-<hash>.so from the cache directory, compiling it first if absent. */
-static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b, const char *symbol) {
-  if (mkdirs(cg->dir) != 0) return false;
-  char so[1200], src[1200], tmp_so[1300], tmp_src[1300];
-  snprintf(so, sizeof so, "%s/fk-%016llx.so", cg->dir, (unsigned long long)e->hash);
-  snprintf(src, sizeof src, "%s/fk-%016llx.c", cg->dir, (unsigned long long)e->hash);
-  if (access(so, R_OK) != 0) {
-    /* unique temporaries, then rename: processes compiling the same kernel
-     * at once never see a half-written file */
-    snprintf(tmp_src, sizeof tmp_src, "%s.%ld.c", so, (long)getpid());
-    snprintf(tmp_so, sizeof tmp_so, "%s.%ld.so", so, (long)getpid());
-    bool ok = write_file(tmp_src, b->p, b->len) && compile(cg, tmp_src, tmp_so) &&
-              rename(tmp_so, so) == 0;
-    if (ok) rename(tmp_src, src);
-    unlink(tmp_src);
-    unlink(tmp_so);
-    if (!ok) return false;
-  }
+/* Open a compiled object and find its entry point; false when it cannot be
+ * loaded (e->fn stays NULL). */
+static bool open_so(cg_entry *e, const char *so) {
   e->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!e->handle) return false;
-  void *sym = dlsym(e->handle, symbol);
+  void *sym = dlsym(e->handle, e->rows ? "ty_fk2" : "ty_fk");
   if (!sym) {
     dlclose(e->handle);
     e->handle = NULL;
@@ -869,6 +842,74 @@ static bool load(ty__codegen *cg, cg_entry *e, const sbuf *b, const char *symbol
   }
   memcpy(&e->fn, &sym, sizeof e->fn);
   return true;
+}
+
+/* A finished or failed job: load what it made, or mark the kernel failed
+ * (its runs stay with the interpreter, as when no compiler is found). */
+static void job_done(ty__codegen *cg, cg_entry *e, int state) {
+  if (state != 1 || !open_so(e, e->job->so)) e->failed = true;
+  free(e->job);
+  e->job = NULL;
+  cg->jobs--;
+}
+
+/* Poll every compile in flight (a kernel whose structure does not come back
+ * is still reaped, and loaded for when it does), at most every
+ * CG_POLL_NS: a loop of small flushes (CG: thousands a second) would
+ * otherwise spend ~3 system calls per flush and job on it. */
+#define CG_POLL_NS 2000000
+static void poll_jobs(ty__codegen *cg) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  if (now < cg->next_poll) return;
+  cg->next_poll = now + CG_POLL_NS;
+  for (int i = 0; i < cg->n && cg->jobs > 0; i++) {
+    cg_entry *e = &cg->e[i];
+    if (!e->job) continue;
+    int state = ty__cc_poll(e->job, false);
+    if (state) job_done(cg, e, state);
+  }
+}
+
+/* The kernel is in the disk cache (a run before this one compiled it). */
+static bool cached(const ty__codegen *cg, const cg_entry *e) {
+  char so[1200];
+  snprintf(so, sizeof so, "%s/fk-%016llx.so", cg->dir, (unsigned long long)e->hash);
+  return access(so, R_OK) == 0;
+}
+
+/* Make e's kernel: load fk-<hash>.so from the cache directory when it is
+ * there, else start compiling it (source b) and, when waiting (TYCHO_CODEGEN_WAIT),
+ * wait for it. A compile not waited for leaves e->fn NULL: the run is
+ * interpreted, and a later sight of the structure finds the kernel once the
+ * job is done (poll_jobs). At most cg->max_jobs compiles run at once; past
+ * that, nothing starts now, not even a look into the disk cache (a later
+ * sight tries again). */
+static void begin(ty__codegen *cg, cg_entry *e, const sbuf *b, bool rows) {
+  char so[1200], src[1200];
+  if (!cg->wait && cg->jobs >= cg->max_jobs) return;
+  e->rows = rows;
+  if (!cg->dir_made && mkdirs(cg->dir) != 0) {
+    e->failed = true;
+    return;
+  }
+  cg->dir_made = true;
+  snprintf(so, sizeof so, "%s/fk-%016llx.so", cg->dir, (unsigned long long)e->hash);
+  snprintf(src, sizeof src, "%s/fk-%016llx.c", cg->dir, (unsigned long long)e->hash);
+  if (access(so, R_OK) == 0) {
+    if (!open_so(e, so)) e->failed = true;
+    return;
+  }
+  e->job = ty__malloc(sizeof *e->job);
+  if (!e->job || !ty__cc_start(e->job, cg->cc, so, src, b->p, b->len, !cg->wait)) {
+    free(e->job);
+    e->job = NULL;
+    e->failed = true;
+    return;
+  }
+  cg->jobs++;
+  if (cg->wait) job_done(cg, e, ty__cc_poll(e->job, true));
 }
 
 /* A hash of the key 8 bytes at a time (fnv1a, a byte at a time, cost ~5
@@ -947,12 +988,16 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   for (int d = 0; d < f->ndim; d++) elems *= f->domain[d];
   const bool small = cg->mode == 1 && elems < CG_MIN_ELEMS;
   if (small && elems < CG_SMALL_MIN) return NULL;
+  if (cg->jobs) poll_jobs(cg);
   cg_pre *p = pre_find(cg, f);
   if (p) {
     p->seen++;
     if (p->entry == -1) return NULL;
     if (p->entry >= 0) {
       const cg_entry *e = &cg->e[p->entry];
+      if (e->job) return NULL; /* compiling: the interpreter runs it meanwhile */
+      /* its compile waits for a free slot: no source text until there is one */
+      if (!e->fn && !e->failed && !cg->wait && cg->jobs >= cg->max_jobs) return NULL;
       if (e->fn) {
         *contig = p->contig;
         *kind = p->kind;
@@ -987,12 +1032,12 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   }
   if (e && !e->failed) {
     e->seen++;
-    if (e->fn) {
-      fn = e->fn;
-    } else if (cg->mode == 2 || small || e->seen >= 2 || elems >= CG_EAGER_ELEMS) {
-      if (load(cg, e, &b, *kind == TY__FK_ROWS ? "ty_fk2" : "ty_fk")) fn = e->fn;
-      else e->failed = true;
-    }
+    /* in the background a compile costs the run nothing: at first sight;
+     * waited for, at the second (a one-off expression never waits) or at
+     * once from CG_EAGER_ELEMS */
+    const bool want = cg->mode == 2 || small || !cg->wait || e->seen >= 2 || elems >= CG_EAGER_ELEMS;
+    if (!e->fn && !e->job && (want || cached(cg, e))) begin(cg, e, &b, *kind == TY__FK_ROWS);
+    fn = e->fn;
   }
   free(b.p);
   if (!fn) *contig = 0, *kind = TY__FK_FLAT;

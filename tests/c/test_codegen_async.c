@@ -1,0 +1,351 @@
+/*
+ * test_codegen_async.c — compiles in the background (fused_codegen.c,
+ * codegen_cc.c): a fused run whose kernel is still compiling runs in the
+ * interpreter and gives the unfused bits; once the compile is done, a later
+ * run of the same structure uses the compiled kernel and gives the same
+ * bits; a runtime destroyed with a compile in flight returns at once, leaves
+ * no child process, and the compile goes on to install its kernel; a
+ * failing compiler leaves the run to the interpreter and no file behind.
+ *
+ * The compiler is made slow by a wrapper script (TYCHO_CC: sleep, then cc)
+ * written into the test's directory; each test has its own cache directory
+ * there (tycho-async-cache-<test>), emptied first.
+ */
+#include "check.h"
+#include "req.h"
+#include "fused.h"
+#include "internal.h"
+
+#include <tycho/tycho.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A compiler that sleeps `secs` first (or fails when secs < 0), as TYCHO_CC,
+ * and an empty cache directory `name` as TYCHO_CACHE_DIR; background
+ * compiles at first sight (always, not waited for). */
+static char cache[1024];
+static void setup(const char *name, double secs) {
+  char cwd[800], cc[1024], cmd[2200];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
+  snprintf(cache, sizeof cache, "%s/tycho-async-cache-%s", cwd, name);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
+  CHECK(system(cmd) == 0);
+  snprintf(cc, sizeof cc, "%s/tycho-async-cc-%s.sh", cwd, name);
+  FILE *f = fopen(cc, "w");
+  CHECK(f != NULL);
+  if (secs < 0) fprintf(f, "#!/bin/sh\nexit 1\n");
+  else fprintf(f, "#!/bin/sh\nsleep %g\nexec cc \"$@\"\n", secs);
+  fclose(f);
+  chmod(cc, 0755);
+  setenv("TYCHO_CC", cc, 1);
+  setenv("TYCHO_CACHE_DIR", cache, 1);
+  setenv("TYCHO_CODEGEN", "always", 1);
+  setenv("TYCHO_CODEGEN_WAIT", "0", 1);
+}
+
+static void teardown(void) {
+  unsetenv("TYCHO_CC");
+  unsetenv("TYCHO_CODEGEN");
+  unsetenv("TYCHO_CODEGEN_WAIT");
+}
+
+/* Files of the cache directory: kernels (fk-*.so), their sources (fk-*.c),
+ * and anything else (temporaries, failure marks). */
+static void count_files(int *so, int *src, int *other) {
+  *so = *src = *other = 0;
+  DIR *d = opendir(cache);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d));) {
+    const char *n = e->d_name;
+    if (n[0] == '.') continue;
+    size_t l = strlen(n);
+    bool fk = strncmp(n, "fk-", 3) == 0 && l == 3 + 16 + 3;
+    if (fk && strcmp(n + l - 3, ".so") == 0) (*so)++;
+    else if (l == 3 + 16 + 2 && strncmp(n, "fk-", 3) == 0 && strcmp(n + l - 2, ".c") == 0) (*src)++;
+    else (*other)++;
+  }
+  closedir(d);
+}
+
+static ty_runtime *rt_new(int cpus, bool fuse) {
+  ty_config cfg = {.cpus = cpus};
+  cfg.policy.set = TY_POL_FUSE;
+  cfg.policy.fuse = fuse;
+  ty_runtime *rt = NULL;
+  if (ty_runtime_create(&cfg, &rt) != TY_OK) exit(1);
+  return rt;
+}
+
+enum { N = 100003 };
+
+static ty_store *input(ty_runtime *rt, double scale, double shift) {
+  static double v[N];
+  for (int i = 0; i < N; i++) v[i] = sin((double)i * scale) * 40.0 + shift;
+  v[7] = NAN, v[11] = INFINITY, v[13] = -0.0, v[17] = 1e300;
+  ty_store *s = NULL;
+  int64_t n = N;
+  REQ(rt, ty_store_from_buffer(rt, TY_F64, 1, &n, v, &s));
+  return s;
+}
+
+static ty_store *un(ty_runtime *rt, ty_op op, ty_store *a) {
+  ty_store *r = NULL;
+  REQ(rt, ty_unary(rt, op, a, &r));
+  return r;
+}
+static ty_store *bin(ty_runtime *rt, ty_op op, ty_store *a, ty_store *b) {
+  ty_store *r = NULL;
+  REQ(rt, ty_binary(rt, op, a, b, &r));
+  return r;
+}
+static ty_store *sc(ty_runtime *rt, double x) {
+  ty_store *r = NULL;
+  REQ(rt, ty_scalar_f64(rt, TY_F64, x, &r));
+  return r;
+}
+
+/* One element-wise chain (one fused run) over a and b with the math
+ * functions the generator covers; `which` picks one of three chains. The
+ * temporaries are released as built, so the run keeps them in slots. */
+static ty_store *tmp[64];
+static int nt;
+static ty_store *keep(ty_store *x) { return tmp[nt++] = x; }
+#define T(x) keep(x)
+static ty_store *chain(ty_runtime *rt, ty_store *a, ty_store *b, int which) {
+  nt = 0;
+  ty_store *r;
+  if (which == 0) { /* exp log sin cos tanh sqrt pow, where, comparisons */
+    ty_store *x = T(bin(rt, TY_OP_MUL, a, b));
+    ty_store *s = T(un(rt, TY_OP_SIN, x)), *c = T(un(rt, TY_OP_COS, b));
+    ty_store *e = T(un(rt, TY_OP_EXP, T(un(rt, TY_OP_NEG, T(bin(rt, TY_OP_MUL, T(sc(rt, 1e-3)), T(bin(rt, TY_OP_MUL, a, a))))))));
+    ty_store *l = T(un(rt, TY_OP_LOG, T(bin(rt, TY_OP_ADD, T(un(rt, TY_OP_ABS, b)), T(sc(rt, 1.0))))));
+    ty_store *p = T(bin(rt, TY_OP_POW, T(un(rt, TY_OP_ABS, a)), T(sc(rt, 0.37))));
+    ty_store *q = T(bin(rt, TY_OP_POW, b, T(sc(rt, 2.0)))); /* squares */
+    ty_store *m = T(bin(rt, TY_OP_LT, a, b)), *w = NULL;
+    REQ(rt, ty_where(rt, m, T(bin(rt, TY_OP_ADD, s, c)), T(bin(rt, TY_OP_MUL, e, l)), &w));
+    T(w);
+    ty_store *t = T(un(rt, TY_OP_TANH, T(bin(rt, TY_OP_DIV, a, T(sc(rt, 7.0))))));
+    ty_store *sq = T(un(rt, TY_OP_SQRT, T(un(rt, TY_OP_ABS, b))));
+    r = bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_SUB, w, t)), T(bin(rt, TY_OP_MAXIMUM, p, q)))), sq);
+  } else if (which == 1) { /* the ufuncs of issue 18 */
+    ty_store *h = T(bin(rt, TY_OP_HYPOT, a, b)), *at = T(bin(rt, TY_OP_ARCTAN2, a, b));
+    ty_store *sh = T(un(rt, TY_OP_SINH, T(bin(rt, TY_OP_DIV, b, T(sc(rt, 4.0))))));
+    ty_store *cb = T(un(rt, TY_OP_CBRT, a)), *lp = T(un(rt, TY_OP_LOG1P, T(un(rt, TY_OP_ABS, a))));
+    ty_store *tn = T(un(rt, TY_OP_TAN, b)), *fl = T(un(rt, TY_OP_FLOOR, T(bin(rt, TY_OP_FLOORDIV, a, T(sc(rt, 3.0))))));
+    ty_store *ex = T(un(rt, TY_OP_EXPM1, T(bin(rt, TY_OP_MINIMUM, b, T(sc(rt, 5.0))))));
+    r = bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_MUL, T(bin(rt, TY_OP_ADD, h, at)), T(bin(rt, TY_OP_SUB, sh, cb)))),
+            T(bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_ADD, lp, tn)), T(bin(rt, TY_OP_SUB, fl, ex)))));
+  } else { /* Black-Scholes' normal CDF */
+    ty_store *k = T(bin(rt, TY_OP_DIV, T(sc(rt, 1.0)), T(bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_MUL, T(un(rt, TY_OP_ABS, b)), T(sc(rt, 0.2316419)))), T(sc(rt, 1.0))))));
+    ty_store *poly = T(bin(rt, TY_OP_MUL, k, T(bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_MUL, k, T(sc(rt, 1.330274429)))), T(sc(rt, -1.821255978))))));
+    ty_store *c = T(bin(rt, TY_OP_MUL, T(un(rt, TY_OP_EXP, T(bin(rt, TY_OP_MUL, T(bin(rt, TY_OP_MUL, b, T(sc(rt, -0.5)))), b)))), poly));
+    ty_store *w = NULL;
+    REQ(rt, ty_where(rt, T(bin(rt, TY_OP_GT, b, T(sc(rt, 0.0)))), T(bin(rt, TY_OP_SUB, T(sc(rt, 1.0)), c)), c, &w));
+    r = w;
+  }
+  for (int i = 0; i < nt; i++)
+    if (tmp[i] != r) ty_store_release(tmp[i]);
+  return r;
+}
+
+/* The chain's bytes in a runtime (its inputs made there); *kernel: whether
+ * its fused run was given a compiled kernel. */
+static double *run_chain(ty_runtime *rt, int which, bool *kernel) {
+  ty_store *a = input(rt, 0.37, 0.5), *b = input(rt, 0.011, 0.0);
+  REQ(rt, ty_flush(rt)); /* the inputs: not part of the run */
+  ty_store *r = chain(rt, a, b, which);
+  ty_store_release(a), ty_store_release(b);
+  *kernel = false;
+  ty__fuse(rt);
+  for (int i = 0; i < rt->nwindow; i++)
+    if (rt->window[i]->task == ty__fused_task(rt))
+      *kernel |= ((const ty__fhead *)rt->window[i]->scalars)->kernel != 0;
+  double *v = malloc(N * sizeof *v);
+  REQ(rt, ty_store_read(rt, r, v, N * sizeof *v));
+  ty_store_release(r);
+  return v;
+}
+
+static double *unfused(int which) {
+  ty_runtime *rt = rt_new(3, false);
+  bool k;
+  double *v = run_chain(rt, which, &k);
+  ty_runtime_destroy(rt);
+  return v;
+}
+
+/* The same bits, except that two NaNs are equal: where two NaNs meet in a
+ * commutative operation (x * y, both NaN), x86 returns the first operand's,
+ * and the compiler may swap the operands in the kernels and in generated
+ * code alike, so the NaN's sign may differ between the two paths
+ * (docs/fusion.md, Results). Every other element is compared bit for bit. */
+static bool same(const double *a, const double *b) {
+  for (int i = 0; i < N; i++)
+    if (memcmp(&a[i], &b[i], sizeof a[i]) != 0 && !(isnan(a[i]) && isnan(b[i]))) {
+      fprintf(stderr, "  element %d: %.17g against %.17g\n", i, a[i], b[i]);
+      return false;
+    }
+  return true;
+}
+
+/* No child of this process is left (all reaped). */
+static bool no_children(void) {
+  int st;
+  return waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD;
+}
+
+/* (a)-(c): while compiling, the interpreter; then the switch; the same bits */
+TEST(runs_while_compiling_then_switches_same_bits) {
+  setup("switch", 1.0);
+  for (int which = 0; which < 3; which++) {
+    double *ref = unfused(which);
+    ty_runtime *rt = rt_new(3, true);
+    bool kernel = true;
+    double *got = run_chain(rt, which, &kernel);
+    CHECK(!kernel); /* the compile takes a second at least: interpreted */
+    ty_stats st;
+    ty_get_stats(rt, &st);
+    CHECK_EQ_INT(st.fused_compiled, 0);
+    CHECK(st.fused_runs >= 1);
+    CHECK(same(ref, got));
+    free(got);
+    if (ty__isa_lanes()) { /* the level has generated code (isa.h) */
+      /* the same structure again until its kernel is loaded (the switch) */
+      const double t0 = now();
+      while (!kernel && now() - t0 < 120) {
+        usleep(50000);
+        got = run_chain(rt, which, &kernel);
+        bool ok = same(ref, got);
+        if (!ok) fprintf(stderr, "chain %d differs (%s)\n", which, kernel ? "compiled" : "interpreted");
+        CHECK(ok);
+        free(got);
+      }
+      CHECK(kernel);
+      ty_stats st0, st1;
+      ty_get_stats(rt, &st0);
+      got = run_chain(rt, which, &kernel); /* and it stays */
+      ty_get_stats(rt, &st1);
+      CHECK(kernel);
+      /* counted: one more fused run, and it was compiled */
+      CHECK_EQ_INT(st1.fused_runs - st0.fused_runs, 1);
+      CHECK_EQ_INT(st1.fused_compiled - st0.fused_compiled, 1);
+      char *text = NULL;
+      CHECK(ty_stats_format(rt, "json", &text) == TY_OK);
+      CHECK(text && strstr(text, "\"fused_compiled\": "));
+      free(text);
+      CHECK(same(ref, got));
+      free(got);
+    }
+    ty_runtime_destroy(rt);
+    free(ref);
+  }
+  int so, src, other;
+  count_files(&so, &src, &other);
+  if (ty__isa_lanes()) CHECK_EQ_INT(so, 3);
+  CHECK_EQ_INT(so, src);
+  CHECK_EQ_INT(other, 0);
+  CHECK(no_children());
+  teardown();
+}
+
+/* (d): a runtime destroyed with a compile in flight returns at once and
+ * leaves no child; the compile installs its kernel on its own, and a new
+ * runtime finds it at first sight */
+TEST(shutdown_with_a_compile_in_flight) {
+  setup("shutdown", 2.0);
+  double *ref = unfused(0);
+  ty_runtime *rt = rt_new(3, true);
+  bool kernel = true;
+  double *got = run_chain(rt, 0, &kernel);
+  CHECK(!kernel);
+  CHECK(same(ref, got));
+  free(got);
+  const double t0 = now();
+  ty_runtime_destroy(rt);
+  CHECK(now() - t0 < 1.5); /* not waiting for the 2 s compile */
+  CHECK(no_children());
+  if (ty__isa_lanes()) {
+    int so = 0, src, other;
+    for (const double t1 = now(); so == 0 && now() - t1 < 120;) {
+      usleep(50000);
+      count_files(&so, &src, &other);
+    }
+    CHECK_EQ_INT(so, 1);
+    for (const double t1 = now(); (src == 0 || other > 0) && now() - t1 < 10;) {
+      usleep(20000); /* the source's rename and the temporaries' removal follow */
+      count_files(&so, &src, &other);
+    }
+    CHECK_EQ_INT(src, 1);
+    CHECK_EQ_INT(other, 0);
+    rt = rt_new(1, true);
+    got = run_chain(rt, 0, &kernel);
+    CHECK(kernel); /* from the disk cache, at once */
+    CHECK(same(ref, got));
+    free(got);
+    ty_runtime_destroy(rt);
+  }
+  free(ref);
+  teardown();
+}
+
+/* a compiler that fails: the interpreter, every time; nothing left behind */
+TEST(failing_compiler_leaves_the_interpreter) {
+  setup("fail", -1);
+  double *ref = unfused(2);
+  ty_runtime *rt = rt_new(3, true);
+  for (int i = 0; i < 20; i++) {
+    bool kernel = true;
+    double *got = run_chain(rt, 2, &kernel);
+    CHECK(!kernel);
+    CHECK(same(ref, got));
+    free(got);
+    usleep(50000);
+  }
+  ty_runtime_destroy(rt);
+  int so, src, other;
+  count_files(&so, &src, &other);
+  CHECK_EQ_INT(so, 0);
+  CHECK_EQ_INT(other, 0);
+  CHECK(no_children());
+  free(ref);
+  teardown();
+}
+
+/* TYCHO_CODEGEN_WAIT=1: the first sight waits for the compile */
+TEST(wait_compiles_at_first_sight) {
+  setup("wait", 0.2);
+  setenv("TYCHO_CODEGEN_WAIT", "1", 1);
+  double *ref = unfused(1);
+  ty_runtime *rt = rt_new(3, true);
+  bool kernel = false;
+  double *got = run_chain(rt, 1, &kernel);
+  CHECK(kernel == (ty__isa_lanes() != 0));
+  CHECK(same(ref, got));
+  free(got);
+  ty_runtime_destroy(rt);
+  CHECK(no_children());
+  free(ref);
+  teardown();
+}
+
+static const check_case cases[] = {
+    CASE(runs_while_compiling_then_switches_same_bits),
+    CASE(shutdown_with_a_compile_in_flight),
+    CASE(failing_compiler_leaves_the_interpreter),
+    CASE(wait_compiles_at_first_sight),
+};
+CHECK_MAIN(cases)
