@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "isa.h" /* first: a kernel-set copy's names (TY__ISA_RENAME) */
+#include "tycho/dist.h"
 #include "tycho/task.h"
 #include "tycho/tycho.h"
 
@@ -276,6 +277,9 @@ struct ty_runtime {
 
   /* built-in tasks, filled by ty__register_builtins (builtins.c, builtins.h) */
   const struct ty__builtins *builtins;
+
+  /* the other ranks of a run on several processes (exec/dist.c); nranks 0: none */
+  ty_dist dist;
 };
 
 /* Processors with memory of their own (GPUs: gpu/exec_gpu.c), as the
