@@ -28,6 +28,7 @@ typedef struct rank_ctx {
   double *z;       /* N values */
   double *col;     /* 257 column sums */
   uint64_t split;  /* stats.dist_launches */
+  char explained[128]; /* the ranks line of the first split launch's explain */
   ty_status st;
 } rank_ctx;
 
@@ -76,6 +77,11 @@ static void program(ty_runtime *rt, rank_ctx *c) {
   ty_stats st;
   ty_get_stats(rt, &st);
   c->split = st.dist_launches;
+  ty_explain_entry *e = calloc(16, sizeof *e);
+  int n = ty_explain(rt, 16, e);
+  for (int i = 0; i < n && !c->explained[0]; i++)
+    if (e[i].ranks[0]) snprintf(c->explained, sizeof c->explained, "%s", e[i].ranks);
+  free(e);
   ty_store *all[] = {x, y, z, s, r, cs, t};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) ty_store_release(all[i]);
 }
@@ -124,10 +130,16 @@ static void ranks_match_one(int nranks) {
     CHECK(memcmp(c[r].z, one.z, N * sizeof(double)) == 0);
     CHECK(memcmp(c[r].col, one.col, 257 * sizeof(double)) == 0);
     CHECK(c[r].split >= 2); /* the fused chain and sum, the random draw and axis sum */
+    char want[64];
+    snprintf(want, sizeof want, "split among %d ranks, pieces ", nranks);
+    CHECK_STR_CONTAINS(c[r].explained, want);
+    snprintf(want, sizeof want, " here (rank %d); the wave's exchange brought ", r);
+    CHECK_STR_CONTAINS(c[r].explained, want);
     free(c[r].z);
     free(c[r].col);
   }
   CHECK_EQ_INT(one.split, 0);
+  CHECK(one.explained[0] == 0);
   free(one.z);
   free(one.col);
 }

@@ -108,6 +108,7 @@ typedef struct ty_record {
   char fused_ops[192];
   char fuse_end[TY_MAX_ORIGIN];
   char stream[320]; /* how a streamed scope ran it (stream.c), or "" */
+  char ranks[128];  /* split among ranks (dist.c): this rank's pieces, or "" */
   int gpus;         /* GPUs it ran on (exec_gpu.c); 0: the CPU */
   char place[192];  /* why it ran where it ran, when a GPU was considered */
   uint64_t h2d, d2h, d2d; /* bytes copied for it: host to device, device to host, between devices */

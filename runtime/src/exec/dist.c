@@ -207,6 +207,9 @@ void ty__dist_wave_begin(ty_runtime *rt, prepared *prs, const ty_status *sts, in
     rt->stats.dist_launches++;
     pr->first = (int)((int64_t)v0->pieces * me / N);
     pr->last = (int)((int64_t)v0->pieces * (me + 1) / N);
+    if (pr->explain)
+      snprintf(pr->explain->ranks, sizeof pr->explain->ranks, "split among %d ranks, pieces %d-%d here (rank %d)",
+               N, pr->first + 1, pr->last, me);
   }
   free(all);
 }
@@ -358,6 +361,14 @@ void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int 
     stop_all(rt, me, "rank %d: the transport failed (exchange of %zu bytes)", me, total);
   rt->stats.dist_collectives++;
   rt->stats.dist_bytes += total - counts[me];
+  for (int k = 0; k < nd; k++) { /* explain: what the exchange of this wave brought */
+    ty_record *e = prs[dist[k]].explain;
+    size_t len = e ? strlen(e->ranks) : 0;
+    char got[32];
+    ty_format_bytes((double)(total - counts[me]), got, sizeof got);
+    if (e && len + 1 < sizeof e->ranks)
+      snprintf(e->ranks + len, sizeof e->ranks - len, "; the wave's exchange brought %s", got);
+  }
   free(mine);
   for (int r = 0; r < N; r++) {
     if (r == me) continue;
