@@ -7,6 +7,7 @@
 #include "check.h"
 
 #include <tycho/dist.h>
+#include <tycho/task.h>
 #include <tycho/tycho.h>
 
 #include <pthread.h>
