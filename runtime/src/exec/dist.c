@@ -278,6 +278,14 @@ typedef struct failure {
   int32_t code;
 } failure;
 
+/* Launch k's failure record of the rank whose bytes start at `from` (a
+ * rank's bytes may start anywhere: the ranks before it sent any count). */
+static failure failure_of(const char *from, int k) {
+  failure f;
+  memcpy(&f, from + (size_t)k * sizeof f, sizeof f);
+  return f;
+}
+
 /* Bytes rank r sends for launch pr's pieces (not its failure record). */
 static size_t rank_bytes(const ty_runtime *rt, const prepared *pr, const int *order, int nx, int r) {
   const ty_pending *l = pr->l;
@@ -372,11 +380,11 @@ void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int 
   free(mine);
   for (int r = 0; r < N; r++) {
     if (r == me) continue;
-    const failure *fr = (const failure *)(all + displs[r]);
     char *q = all + displs[r] + head;
     for (int k = 0; k < nd; k++) {
       prepared *pr = &prs[dist[k]];
-      if (fr[k].piece >= 0) pr->results[fr[k].piece].failed = fr[k].code;
+      const failure fr = failure_of(all + displs[r], k);
+      if (fr.piece >= 0) pr->results[fr.piece].failed = fr.code;
       q = move_pieces(rt, pr, orders[k], nxs[k], r, q, false);
     }
   }
@@ -385,8 +393,8 @@ void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int 
     prepared *pr = &prs[dist[k]];
     int first = -1, owner = -1;
     for (int r = 0; r < N; r++) {
-      const failure *fr = (const failure *)(all + displs[r]);
-      if (fr[k].piece >= 0 && (first < 0 || fr[k].piece < first)) first = fr[k].piece, owner = r;
+      const failure fr = failure_of(all + displs[r], k);
+      if (fr.piece >= 0 && (first < 0 || fr.piece < first)) first = fr.piece, owner = r;
     }
     if (first >= 0 &&
         rt->dist.bcast(rt->dist.ud, pr->results[first].msg, sizeof pr->results[first].msg, owner))
