@@ -32,6 +32,7 @@
  * public API, like a host application could.
  */
 #include "tl.h"
+#include "tycho/dist.h"
 
 #define TL_GCHOOK "tycho.gchook" /* registry: the sentinel (its presence says installed) */
 #define TL_GC_FULL_BYTES ((uint64_t)8 << 20)
@@ -71,6 +72,16 @@ static void gc_hook(void *ud) {
     return;
   }
   if (running == 0) return;
+  if (s->rt && ty_nranks(s->rt) > 1) {
+    /* several ranks (docs/mpi.md): what a minor collection finalises
+     * depends on the rank's own allocations, and fusion must find the same
+     * stores dead on every rank; after a full one they are the unreachable
+     * ones, which the script decides */
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    if (debt) *debt = 0;
+    s->last_debt = 0;
+    return;
+  }
   if (!s->incremental) {
     /* LUA_GCGEN returns the mode the collector was in and, when it was
      * generational already, changes nothing. */

@@ -402,6 +402,8 @@ void tl_textio_open(lua_State *L, int module_index);
 void tl_dtypes_open(lua_State *L, int module_index);
 /* lproducts.c: tensordot, outer, inner, vdot, kron, trace, einsum, convolve, correlate. */
 void tl_products_open(lua_State *L, int module_index);
+/* ldist.c: tycho.rank, tycho.nranks. */
+void tl_dist_open(lua_State *L, int module_index);
 /* lgc.c: run Lua's collector at the start of every non-empty flush, so that
  * stores Lua no longer reaches count as dead and fusion elides them. Call once
  * per state after the runtime box exists. */

@@ -587,6 +587,9 @@ static int l_stats(lua_State *L) {
   setint(L, "gpu_d2h_bytes", s.gpu_d2h_bytes);
   setint(L, "gpu_d2d_bytes", s.gpu_d2d_bytes);
   setint(L, "gpu_evictions", s.gpu_evictions);
+  setint(L, "dist_launches", s.dist_launches);
+  setint(L, "dist_bytes", s.dist_bytes);
+  setint(L, "dist_collectives", s.dist_collectives);
   /* the last flush: how it was cut into waves */
   ty_flush_stats f;
   ty_last_flush_stats(tl_rt(L), &f);
@@ -840,6 +843,7 @@ static int bind(lua_State *L) {
   tl_textio_open(L, mod);
   tl_dtypes_open(L, mod);
   tl_products_open(L, mod);
+  tl_dist_open(L, mod);
   lua_pushstring(L, TY_VERSION);
   lua_setfield(L, mod, "version");
   tl_tasks_open(L, mod, box);

@@ -51,7 +51,15 @@ const char *shell_set_progname(const char *name) {
   return old;
 }
 
+static void (*message_hook)(const char *msg);
+
+void shell_set_message_hook(void (*hook)(const char *msg)) { message_hook = hook; }
+
 void shell_message(const char *msg) {
+  if (message_hook) {
+    message_hook(msg);
+    return;
+  }
   if (progname) fprintf(stderr, "%s: ", progname);
   fprintf(stderr, "%s\n", msg);
   fflush(stderr);

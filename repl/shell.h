@@ -95,6 +95,9 @@ lua_State *shell_state(void);
  * Returns the previous one. */
 const char *shell_set_progname(const char *name);
 void shell_message(const char *msg);
+/* Messages go to hook instead of stderr (NULL: stderr again): under
+ * mpirun, mpi.c decides which rank prints them. */
+void shell_set_message_hook(void (*hook)(const char *msg));
 /* Print the error on top of the stack (and pop it) when status != LUA_OK. */
 int shell_report(lua_State *L, int status);
 /* lua_pcall with a traceback handler and the interrupting SIGINT handler. */

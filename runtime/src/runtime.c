@@ -274,13 +274,15 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       "critical_path", "widest_wave", "concurrent_launches", "bytes_allocated", "bytes_freed",
       "bytes_live", "bytes_peak", "bytes_reserved", "bytes_elided", "peak_transient",
       "stores_live", "stream_groups", "stream_pieces", "stream_peak", "gpu_launches",
-      "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_evictions"};
+      "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_evictions", "dist_launches",
+      "dist_bytes", "dist_collectives"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.fused_compiled, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
                      s.bytes_allocated, s.bytes_freed, s.bytes_live, s.bytes_peak,
                      s.bytes_reserved, s.bytes_elided, s.peak_transient, s.stores_live,
                      s.stream_groups, s.stream_pieces, s.stream_peak, s.gpu_launches,
-                     s.gpu_h2d_bytes, s.gpu_d2h_bytes, s.gpu_d2d_bytes, s.gpu_evictions};
+                     s.gpu_h2d_bytes, s.gpu_d2h_bytes, s.gpu_d2d_bytes, s.gpu_evictions,
+                     s.dist_launches, s.dist_bytes, s.dist_collectives};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
   char *b = ty__malloc(cap);
@@ -339,6 +341,13 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       PUT("  gpu             %llu launches; copied %s to GPUs, %s to the host, %s between GPUs; "
           "%llu evictions\n",
           (unsigned long long)s.gpu_launches, h2d, d2h, d2d, (unsigned long long)s.gpu_evictions);
+    }
+    if (rt->dist.nranks > 1) {
+      char got[32];
+      ty_format_bytes((double)s.dist_bytes, got, sizeof got);
+      PUT("  ranks           rank %d of %d: %llu launches split, %s received, %llu collectives\n",
+          rt->dist.rank, rt->dist.nranks, (unsigned long long)s.dist_launches, got,
+          (unsigned long long)s.dist_collectives);
     }
   } else {
     free(b);

@@ -249,6 +249,7 @@ typedef struct ty_explain_entry {
   char fused_ops[192];                   /* "mul add exp ..." when fused */
   char fuse_end[TY_MAX_ORIGIN];          /* why the fused run (or fusion) stopped here */
   char stream[320];                      /* streamed scopes: pieces, transient bytes, budget */
+  char ranks[128];                       /* split among ranks: this rank's pieces, bytes received */
   ty_flush_stats flush;                  /* the figures of the flush it ran in */
   int gpus;                              /* GPUs its pieces ran on (target "gpu"); 0: none */
   char place[192];                       /* why it ran where it ran, when a GPU was considered */

@@ -294,6 +294,9 @@ typedef struct ty_stats {
   uint64_t gpu_d2d_bytes;   /* bytes copied between devices */
   uint64_t gpu_evictions;   /* stores' device copies given up to make room (their bytes
                                valid only there copied to the host first) */
+  uint64_t dist_launches;   /* launches whose pieces were split among ranks (docs/mpi.md) */
+  uint64_t dist_bytes;      /* bytes this rank received from the others for them */
+  uint64_t dist_collectives; /* collective calls this rank made (votes, exchanges, checks) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 

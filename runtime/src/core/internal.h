@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "isa.h" /* first: a kernel-set copy's names (TY__ISA_RENAME) */
+#include "tycho/dist.h"
 #include "tycho/task.h"
 #include "tycho/tycho.h"
 
@@ -111,6 +112,7 @@ typedef struct ty_record {
   char fused_ops[192];
   char fuse_end[TY_MAX_ORIGIN];
   char stream[320]; /* how a streamed scope ran it (stream.c), or "" */
+  char ranks[128];  /* split among ranks (dist.c): this rank's pieces, or "" */
   int gpus;         /* GPUs it ran on (exec_gpu.c); 0: the CPU */
   char place[192];  /* why it ran where it ran, when a GPU was considered */
   uint64_t h2d, d2h, d2d; /* bytes copied for it: host to device, device to host, between devices */
@@ -281,6 +283,9 @@ struct ty_runtime {
 
   /* built-in tasks, filled by ty__register_builtins (builtins.c, builtins.h) */
   const struct ty__builtins *builtins;
+
+  /* the other ranks of a run on several processes (exec/dist.c); nranks 0: none */
+  ty_dist dist;
 };
 
 /* Processors with memory of their own (GPUs: gpu/exec_gpu.c), as the

@@ -14,6 +14,7 @@ ty_record *ty__explain_next(ty_runtime *rt) {
   r->fused_ops[0] = 0;
   r->fuse_end[0] = 0;
   r->stream[0] = 0;
+  r->ranks[0] = 0;
   r->gpus = 0; /* a reused record must not keep another launch's placement */
   r->place[0] = 0;
   r->h2d = r->d2h = r->d2d = 0;

@@ -19,6 +19,7 @@
  */
 #include "internal.h"
 #include "exec.h"
+#include "prepared.h"
 #include "team.h"
 #include "trace.h"
 
@@ -103,16 +104,7 @@ static void combine_one(char *acc, const char *v, ty_dtype t, ty_redop op) {
   }
 }
 
-/* A REDUCE argument's private tile for one piece: the piece's box, compact
- * over the dims where the store has a non-zero stride (the distinct elements
- * the piece can touch), stride 0 elsewhere. */
-typedef struct private_tile {
-  void *buf;
-  int64_t count;
-  int64_t strides[TY_MAX_RANK];
-} private_tile;
-
-static ty_status private_init(const ty_arg *a, int ndim, const int64_t *lo, const int64_t *hi,
+ty_status ty__private_init(const ty_arg *a, int ndim, const int64_t *lo, const int64_t *hi,
                               private_tile *pt) {
   int64_t n = 1;
   for (int k = ndim - 1; k >= 0; k--) {
@@ -187,32 +179,6 @@ static void make_tile(const ty_arg *a, int ndim, const int64_t *lo, const int64_
   }
   t->data = pt ? pt->buf : ty__store_base(s) + off * (int64_t)es;
 }
-
-typedef struct piece_result {
-  int failed; /* 0 ok; else a ty_status */
-  char msg[TY_ERRLEN];
-} piece_result;
-
-/* A launch made ready to run: storage allocated, partition chosen, buffers
- * for results and reduction privates. prepare and finish run on the driving
- * thread; pieces run on workers and touch only their own slots. */
-typedef struct prepared {
-  ty_pending *l;
-  ty_tiling tiling;
-  bool skip; /* reads cancelled storage: nothing runs, outputs are cancelled */
-  bool omp;  /* runs the task's omp variant on OpenMP processors */
-  bool gpu;  /* ran on GPUs (exec_gpu.c): queued there by prepare, no CPU piece */
-  int threads;
-  private_tile *privates;
-  piece_result *results;
-  ty_record *explain;
-  bool empty; /* the domain has no element: no piece runs a body */
-  /* streamed runs (ty__exec_box): the box's corner, added to every piece's */
-  bool boxed;
-  int64_t origin[TY_MAX_RANK];
-  piece_result one; /* last: prepare clears what comes before (its 2 KiB message is
-                       written by run_piece before anyone reads it) */
-} prepared;
 
 void ty__cancel_outputs(ty_pending *l, ty_status cause, const char *why) {
   for (int i = 0; i < l->nargs; i++)
@@ -337,6 +303,7 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
   const proc_kind *kind = &PROCS[pr->omp ? PROC_OMP : PROC_CPU];
   pr->threads = kind->threads(rt);
   int procs = kind->count(rt);
+  if (rt->dist.nranks > 1) procs = ty__dist_procs(rt, l, procs);
 
   if (!e) e = pr->explain = new_record(rt, l);
   e->omp = pr->omp;
@@ -346,6 +313,7 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
   for (int k = 0; k < l->ndim; k++) e->tiles[k] = pr->tiling.tiles[k];
 
   int pieces = pr->tiling.pieces;
+  pr->last = pieces; /* every piece, unless ranks split them (dist.c) */
   bool has_reduce = false;
   for (int i = 0; i < l->nargs; i++) has_reduce |= l->args[i].priv == TY_PRIV_REDUCE;
   if (has_reduce) {
@@ -378,7 +346,7 @@ static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
     private_tile *pt = NULL;
     if (l->args[i].priv == TY_PRIV_REDUCE) {
       pt = &pr->privates[(size_t)piece * (size_t)l->nargs + (size_t)i];
-      if (private_init(&l->args[i], l->ndim, lo, hi, pt) != TY_OK) {
+      if (ty__private_init(&l->args[i], l->ndim, lo, hi, pt) != TY_OK) {
         res->failed = TY_ENOMEM;
         snprintf(res->msg, sizeof res->msg, "out of memory for a reduction buffer");
         return;
@@ -436,23 +404,24 @@ static int this_worker(void) {
 typedef struct launch_job {
   ty_runtime *rt;
   prepared *pr;
+  int first; /* this rank's first piece (dist.c) */
 } launch_job;
 
-static void run_one(void *arg, int64_t piece, int worker) {
+static void run_one(void *arg, int64_t item, int worker) {
   launch_job *j = arg;
-  run_piece(j->rt, j->pr, (int)piece, worker);
+  run_piece(j->rt, j->pr, j->first + (int)item, worker);
 }
 
 /* Run every piece of one prepared launch, in parallel when it has several. */
 static void run_pieces(ty_runtime *rt, prepared *pr) {
-  int pieces = pr->tiling.pieces;
-  if (pieces == 0) return; /* it ran on GPUs */
+  int first = pr->first, pieces = pr->last - pr->first; /* this rank's */
+  if (pieces <= 0) return; /* it ran on GPUs, or on other ranks */
   if (pieces == 1) {
-    run_piece(rt, pr, 0, this_worker());
+    run_piece(rt, pr, first, this_worker());
     return;
   }
   int procs = pr->omp ? rt->cfg.omps : rt->cfg.cpus;
-  launch_job job = {rt, pr};
+  launch_job job = {rt, pr, first};
   ty__team_for(team(rt), procs, pieces, false, run_one, &job);
 }
 
@@ -591,8 +560,11 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   if (rt->gstores && rt->devices) note_error(rt, rt->devices->join(rt), first, firstmsg, msglen);
   for (int m = 0; m < count; m++) {
     sts[m] = prepare(rt, w[members[m]], &prs[m], m);
+  }
+  if (rt->dist.nranks > 1) ty__dist_wave_begin(rt, prs, sts, count);
+  for (int m = 0; m < count; m++) {
     if (sts[m] == TY_OK && !prs[m].skip) {
-      total += prs[m].tiling.pieces;
+      total += prs[m].last - prs[m].first;
       any_omp |= prs[m].omp;
     }
   }
@@ -602,13 +574,14 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   ty_trace_piece *tp = tracing && total ? ty__calloc((size_t)total, sizeof *tp) : NULL;
   if (total == 1 && tp) { /* one point task: run it here, timed */
     for (int m = 0; m < count; m++)
-      if (sts[m] == TY_OK && !prs[m].skip && !prs[m].gpu) {
+      if (sts[m] == TY_OK && !prs[m].skip && !prs[m].gpu && prs[m].last > prs[m].first) {
         int worker = this_worker();
         tp[0].t0 = ty__trace_time(rt);
-        run_piece(rt, &prs[m], 0, worker);
+        run_piece(rt, &prs[m], prs[m].first, worker);
         tp[0].t1 = ty__trace_time(rt);
-        tp[0] = (ty_trace_piece){tp[0].t0, tp[0].t1, worker, 0, 1, wave, prs[m].l->fused,
-                                 prs[m].l->seq, prs[m].l->task};
+        tp[0] = (ty_trace_piece){tp[0].t0, tp[0].t1, worker, prs[m].first,
+                                 prs[m].tiling.pieces, wave, prs[m].l->fused, prs[m].l->seq,
+                                 prs[m].l->task};
       }
   } else if (total == 1 || (total > 1 && (!slots || any_omp))) {
     for (int m = 0; m < count; m++)
@@ -619,7 +592,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
     int t = 0;
     for (int m = 0; m < count; m++)
       if (sts[m] == TY_OK && !prs[m].skip)
-        for (int p = 0; p < prs[m].tiling.pieces; p++) slots[t++] = (slot){&prs[m], p};
+        for (int p = prs[m].first; p < prs[m].last; p++) slots[t++] = (slot){&prs[m], p};
     int threads = total < rt->cfg.cpus ? total : rt->cfg.cpus;
     /* task mode's point tasks, as many as threads: slot k runs on worker k
      * (its round-robin, which explain reports); otherwise whoever is free
@@ -648,6 +621,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   }
   free(tp);
   free(slots);
+  if (rt->dist.nranks > 1) ty__dist_wave_end(rt, prs, sts, count);
   for (int m = 0; m < count; m++) {
     if (prs[m].explain) {
       prs[m].explain->wave = wave;

@@ -23,4 +23,9 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
 ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64_t hi, bool record,
                        const char *note);
 
+/* Check mode on several ranks (dist.c): compare a hash of the n launches
+ * of a flush across ranks; a difference stops every rank with "control
+ * diverged at launch #N on rank R" and both launches described. */
+void ty__dist_check(ty_runtime *rt, ty_pending **w, int n);
+
 #endif

@@ -85,6 +85,7 @@ static void render(const ty_record *r, ty_explain_entry *e) {
   snprintf(e->fused_ops, sizeof e->fused_ops, "%s", r->fused_ops);
   snprintf(e->fuse_end, sizeof e->fuse_end, "%s", r->fuse_end);
   snprintf(e->stream, sizeof e->stream, "%s", r->stream);
+  snprintf(e->ranks, sizeof e->ranks, "%s", r->ranks);
   e->flush = r->flush;
 }
 
@@ -138,6 +139,7 @@ static void format_entry(ty_sbuf *b, const ty_explain_entry *e) {
   if (e->fused) ty__sb_printf(b, "       fused %d launches: %s\n", e->fused, e->fused_ops);
   if (e->fuse_end[0]) ty__sb_printf(b, "       fusion: %s\n", e->fuse_end);
   if (e->stream[0]) ty__sb_printf(b, "       streaming: %s\n", e->stream);
+  if (e->ranks[0]) ty__sb_printf(b, "       ranks: %s\n", e->ranks);
   if (e->place[0] || e->h2d || e->d2h || e->d2d) {
     char h2d[32], d2h[32], d2d[32];
     ty_format_bytes((double)e->h2d, h2d, sizeof h2d);

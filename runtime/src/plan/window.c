@@ -399,6 +399,7 @@ static ty_status flush_window(ty_runtime *rt) {
   const uint64_t peak0 = rt->stats.bytes_peak;
   rt->stats.bytes_peak = rt->live;
   if (rt->flush_hook) rt->flush_hook(rt->flush_hook_ud);
+  if (rt->dist.nranks > 1 && rt->dist.check) ty__dist_check(rt, rt->window, rt->nwindow);
   rt->stats.flushes++;
   rt->window_gen++; /* storage made from now on belongs to the next window */
   uint64_t explained = rt->nexplained;

@@ -1,0 +1,207 @@
+/*
+ * mpi.c — the `tycho` program under mpirun (docs/mpi.md): MPI is the
+ * transport of a run on several processes (tycho/dist.h).
+ *
+ * Built only with MPI (TYCHO_MPI); linked into the `tycho` executable, not
+ * into libtycho_repl, so host applications and the library link no MPI.
+ * One binary runs with or without a launcher: MPI is initialised only when
+ * the environment shows one (Open MPI's OMPI_COMM_WORLD_SIZE, the PMI and
+ * PMIx variables of MPICH's hydra and of Slurm's srun); otherwise this is
+ * the plain shell. Rules:
+ *  - MPI_THREAD_FUNNELED: only the thread that drives the runtime (the one
+ *    that flushes) calls MPI; pieces run on OpenMP workers that never do.
+ *  - `print` writes from rank 0 only (TYCHO_MPI_PRINT=all: every rank). The
+ *    other ranks still convert the arguments to strings (tostring may read
+ *    stores, which flushes), so every rank makes the same launches.
+ *  - An error is printed once. Errors are held until the shell ends; the
+ *    failing ranks then wait up to WAIT_S seconds for each other
+ *    (MPI_Ibarrier): if every rank failed (the same script error
+ *    everywhere), rank 0 prints its message and all exit with status 1;
+ *    otherwise (an error on some ranks only, the others blocked or done)
+ *    each failing rank prints its message, "rank R:" first, and MPI_Abort
+ *    stops the job.
+ */
+#include "shell.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+
+#include "tycho/dist.h"
+#include "tycho_repl.h"
+
+#define WAIT_S 3                   /* failing ranks wait this long for the others */
+#define CHUNK ((size_t)1 << 30)    /* bytes per rank per collective call (MPI counts are int) */
+
+static int rank, nranks;
+static char *held; /* this rank's error messages, printed at the end by one rank */
+
+static int mpi_allgatherv(void *ud, const void *mine, void *all, const size_t *counts,
+                          const size_t *displs) {
+  (void)ud;
+  int rc[nranks], rd[nranks];
+  size_t total = 0;
+  for (int r = 0; r < nranks; r++) total = displs[r] + counts[r] > total ? displs[r] + counts[r] : total;
+  if (total <= (size_t)INT32_MAX) {
+    for (int r = 0; r < nranks; r++) rc[r] = (int)counts[r], rd[r] = (int)displs[r];
+    return MPI_Allgatherv(mine, rc[rank], MPI_BYTE, all, rc, rd, MPI_BYTE, MPI_COMM_WORLD);
+  }
+  /* large: rounds of at most CHUNK bytes per rank through a staging buffer */
+  char *stage = malloc(CHUNK * (size_t)nranks);
+  if (!stage) return 1;
+  int err = 0;
+  for (size_t off = 0;; off += CHUNK) {
+    int any = 0, pos = 0;
+    for (int r = 0; r < nranks; r++) {
+      size_t left = counts[r] > off ? counts[r] - off : 0;
+      rc[r] = (int)(left < CHUNK ? left : CHUNK);
+      rd[r] = pos;
+      pos += rc[r];
+      any |= rc[r] > 0;
+    }
+    if (!any) break;
+    err = MPI_Allgatherv((const char *)mine + (rc[rank] ? off : 0), rc[rank], MPI_BYTE, stage, rc,
+                         rd, MPI_BYTE, MPI_COMM_WORLD);
+    if (err) break;
+    for (int r = 0; r < nranks; r++)
+      if (rc[r]) memcpy((char *)all + displs[r] + off, stage + rd[r], (size_t)rc[r]);
+  }
+  free(stage);
+  return err;
+}
+
+static int mpi_bcast(void *ud, void *buf, size_t bytes, int root) {
+  (void)ud;
+  for (size_t off = 0; off < bytes; off += CHUNK) {
+    size_t n = bytes - off < CHUNK ? bytes - off : CHUNK;
+    int err = MPI_Bcast((char *)buf + off, (int)n, MPI_BYTE, root, MPI_COMM_WORLD);
+    if (err) return err;
+  }
+  return 0;
+}
+
+static void mpi_abort(void *ud, const char *msg) {
+  (void)ud;
+  if (msg) {
+    fprintf(stderr, SHELL_PROGNAME ": %s\n", msg);
+    fflush(stderr);
+  } else {
+    sleep(10); /* the rank that prints stops the job meanwhile */
+  }
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  exit(1); /* not reached */
+}
+
+/* print on ranks but 0: the same conversions, no output */
+static int quiet_print(lua_State *L) {
+  int n = lua_gettop(L);
+  for (int i = 1; i <= n; i++) {
+    luaL_tolstring(L, i, NULL);
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+static int setup(lua_State *L, ty_runtime *rt, void *ud) {
+  (void)ud;
+  const char *check = getenv("TYCHO_MPI_CHECK");
+  const char *min = getenv("TYCHO_MPI_MIN_ELEMS");
+  ty_dist d = {
+      .rank = rank,
+      .nranks = nranks,
+      .check = check && *check && strcmp(check, "0") != 0,
+      .min_elems = min && *min ? strtoll(min, NULL, 10) : 0,
+      .allgatherv = mpi_allgatherv,
+      .bcast = mpi_bcast,
+      .abort = mpi_abort,
+  };
+  if (min && *min && d.min_elems < 1) {
+    shell_message("TYCHO_MPI_MIN_ELEMS: expected a positive number of elements");
+    return 1;
+  }
+  if (ty_set_dist(rt, &d) != TY_OK) {
+    shell_message(ty_errmsg(rt));
+    return 1;
+  }
+  const char *print = getenv("TYCHO_MPI_PRINT");
+  if (print && *print && strcmp(print, "all") != 0 && strcmp(print, "0") != 0) {
+    shell_message("TYCHO_MPI_PRINT: expected 'all' or '0'");
+    return 1;
+  }
+  if (rank != 0 && !(print && strcmp(print, "all") == 0)) {
+    lua_pushcfunction(L, quiet_print);
+    lua_setglobal(L, "print");
+  }
+  return 0;
+}
+
+static void hold(const char *msg) {
+  size_t had = held ? strlen(held) : 0, n = strlen(msg);
+  char *m = realloc(held, had + n + 2);
+  if (!m) return;
+  memcpy(m + had, msg, n);
+  m[had + n] = '\n';
+  m[had + n + 1] = 0;
+  held = m;
+}
+
+static void print_held(bool with_rank) {
+  if (!held) return;
+  if (with_rank) fprintf(stderr, SHELL_PROGNAME ": rank %d: %s", rank, held);
+  else fprintf(stderr, SHELL_PROGNAME ": %s", held);
+  fflush(stderr);
+}
+
+/* A launcher started this process: its variables are there. */
+static bool launched(void) {
+  static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+    if (getenv(vars[i])) return true;
+  return false;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int ty_mpi_main(int argc, char **argv) {
+  if (!launched()) return ty_shell_main(argc, argv, NULL, NULL);
+  int provided = 0;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    fprintf(stderr, SHELL_PROGNAME ": MPI_Init_thread failed\n");
+    return EXIT_FAILURE;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  if (nranks > 1) shell_set_message_hook(hold);
+  int status = ty_shell_main(argc, argv, nranks > 1 ? setup : NULL, NULL);
+  shell_set_message_hook(NULL);
+  if (status == EXIT_SUCCESS && !held) {
+    MPI_Finalize();
+    return status;
+  }
+  /* failed: did every rank? */
+  MPI_Request req;
+  int done = 0;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  for (double t0 = now(); !done && now() - t0 < WAIT_S;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (!done) usleep(1000);
+  }
+  if (done) {
+    if (rank == 0) print_held(false);
+    free(held);
+    MPI_Finalize();
+    return status == EXIT_SUCCESS ? EXIT_FAILURE : status;
+  }
+  print_held(true);
+  free(held);
+  MPI_Abort(MPI_COMM_WORLD, status == EXIT_SUCCESS ? EXIT_FAILURE : status);
+  return EXIT_FAILURE;
+}

@@ -1,0 +1,54 @@
+/*
+ * dist.h — one program on several processes (docs/mpi.md).
+ *
+ * Every process (rank) runs the same script with its own runtime; the
+ * runtimes agree on the plan (the same launches, fused and tiled the same
+ * way), each runs the pieces it owns of a large launch, and they exchange
+ * what those pieces wrote, so that every store holds the same bytes on every
+ * rank, the bytes a single process computes. The core links no transport:
+ * the host installs one (the `tycho` shell installs MPI's, repl/mpi.c) as
+ * this table of collective operations. Every rank calls them in the same
+ * order; none is called when nranks is 1.
+ */
+#ifndef TYCHO_DIST_H
+#define TYCHO_DIST_H
+
+#include "tycho/tycho.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ty_dist {
+  int rank;   /* 0 .. nranks-1 */
+  int nranks; /* >= 1 */
+  /* Check mode (TYCHO_MPI_CHECK=1): every flush compares a hash of its
+   * launches across ranks and stops on the first difference. */
+  bool check;
+  /* Launches over fewer elements than this run whole on every rank, with
+   * no communication (0: the default, 131072: 1 MiB of float64). */
+  int64_t min_elems;
+  void *ud;
+  /* Rank r's counts[r] bytes (at `mine` on rank r) land at all + displs[r]
+   * on every rank; counts and displs are the same on every rank. 0, or
+   * nonzero when the transport failed. */
+  int (*allgatherv)(void *ud, const void *mine, void *all, const size_t *counts,
+                    const size_t *displs);
+  /* bytes at buf on rank root land at buf on every rank. */
+  int (*bcast)(void *ud, void *buf, size_t bytes, int root);
+  /* Stop every rank. msg (non-NULL): print it, then stop all; NULL: another
+   * rank prints (it was seen to fail): wait to be stopped. Never returns. */
+  void (*abort)(void *ud, const char *msg);
+} ty_dist;
+
+/* Install the transport before the first launch (copied; ud must outlive
+ * the runtime). TY_EINVAL when the table is incomplete or launches exist. */
+ty_status ty_set_dist(ty_runtime *rt, const ty_dist *d);
+/* This process's rank (0 without a transport) and the ranks (1 without). */
+int ty_rank(const ty_runtime *rt);
+int ty_nranks(const ty_runtime *rt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,480 @@
+/*
+ * dist.c — the executor on several ranks (docs/mpi.md): which rank runs
+ * which pieces of a launch, and bringing back what the other ranks wrote.
+ *
+ * Every rank runs the same script, so the same launches reach the same
+ * window, are fused and scheduled into the same waves. Every store is
+ * replicated: each rank holds all of it. Rules:
+ *  - Ownership comes from the plan alone: a launch over at least
+ *    dist.min_elems elements with P >= 2 pieces gives rank r the pieces
+ *    [P*r/N, P*(r+1)/N) of N ranks, in the tiling's row-major order. Smaller
+ *    launches run whole on every rank and communicate nothing.
+ *  - Before such launches run, the ranks vote (one allgather per wave):
+ *    every rank sends each large launch's sequence number, state (runs,
+ *    skipped, on GPUs), tiling and the store ids it writes. A rank that could
+ *    not prepare one stops all ranks with its message; a different launch or
+ *    state is control that diverged and stops them too. Rank 0's tiling is
+ *    used everywhere: the tiling can depend on whether Lua's collector has
+ *    finalised a temporary (fuse.c writes a store Lua still holds; a
+ *    store's size weighs in the piece count), which is rank-local.
+ *  - The stores exchanged are the written ones every rank has as an
+ *    argument (a store one rank writes and another elided is unreachable
+ *    from Lua on both: nobody reads it again), in order of store id.
+ *  - After the pieces ran (one allgatherv per wave), every rank holds every
+ *    piece's output tiles, reduction privates and failure, and finish
+ *    combines privates in piece order on every rank: the bits of one
+ *    process, never an MPI reduction on floats. The first failed piece's
+ *    message comes from its owner, so every rank raises the same error.
+ */
+#include "internal.h"
+#include "exec.h"
+#include "kernels.h"
+#include "prepared.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 128 Ki elements: 1 MiB of float64; below it a launch's pieces cost less
+ * than the messages that would bring them back. */
+#define TY__DIST_MIN_ELEMS 131072
+
+ty_status ty_set_dist(ty_runtime *rt, const ty_dist *d) {
+  if (!rt || !d) return TY_EINVAL;
+  if (d->nranks < 1 || d->rank < 0 || d->rank >= d->nranks)
+    return ty__fail(rt, TY_EINVAL, "ty_set_dist: rank %d of %d ranks", d->rank, d->nranks);
+  if (d->nranks > 1 && (!d->allgatherv || !d->bcast || !d->abort))
+    return ty__fail(rt, TY_EINVAL, "ty_set_dist: the table needs allgatherv, bcast and abort");
+  if (rt->nwindow > 0)
+    return ty__fail(rt, TY_EINVAL, "ty_set_dist: launches are waiting in the window");
+  rt->dist = *d;
+  if (rt->dist.min_elems <= 0) rt->dist.min_elems = TY__DIST_MIN_ELEMS;
+  return TY_OK;
+}
+
+int ty_rank(const ty_runtime *rt) { return rt && rt->dist.nranks > 1 ? rt->dist.rank : 0; }
+int ty_nranks(const ty_runtime *rt) { return rt && rt->dist.nranks > 1 ? rt->dist.nranks : 1; }
+
+/* Stop every rank; rank `who` prints the message, the others wait for it. */
+__attribute__((noreturn, format(printf, 3, 4))) static void stop_all(ty_runtime *rt, int who,
+                                                                      const char *fmt, ...) {
+  if (rt->dist.rank != who) rt->dist.abort(rt->dist.ud, NULL);
+  char msg[TY_ERRLEN + 256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  rt->dist.abort(rt->dist.ud, msg);
+  abort(); /* the transport's abort does not return */
+}
+
+/* One allgather of n bytes per rank; a transport failure stops all. */
+static void gather_same(ty_runtime *rt, const void *mine, void *all, size_t n) {
+  const int N = rt->dist.nranks;
+  size_t counts[N], displs[N];
+  for (int r = 0; r < N; r++) counts[r] = n, displs[r] = n * (size_t)r;
+  if (rt->dist.allgatherv(rt->dist.ud, mine, all, counts, displs))
+    stop_all(rt, rt->dist.rank, "rank %d: the transport failed (allgather)", rt->dist.rank);
+  rt->stats.dist_collectives++;
+}
+
+int ty__dist_procs(const ty_runtime *rt, const ty_pending *l, int procs) {
+  const int all = procs * rt->dist.nranks;
+  if (ty__ordered_launch(l)) return all; /* its tiling is fixed by its shape */
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    if (a->priv == TY_PRIV_REDUCE && ty_dtype_is_float(a->store->dtype) &&
+        (a->redop == TY_REDOP_SUM || a->redop == TY_REDOP_PROD))
+      return procs;
+  }
+  return all;
+}
+
+static int64_t domain_elems(const ty_pending *l) {
+  int64_t n = 1;
+  for (int k = 0; k < l->ndim; k++) n *= l->domain[k];
+  return n;
+}
+
+/* What a rank says of one large launch before it runs. */
+enum { VOTE_RUNS = 0, VOTE_SKIPPED, VOTE_GPU };
+typedef struct vote {
+  uint64_t seq;
+  int32_t status; /* this rank's prepare */
+  int32_t state;
+  int32_t pieces;
+  int32_t nw;
+  int32_t tiles[TY_MAX_RANK];
+  uint64_t views[TY_MAX_ARGS]; /* its written aligned arguments (view_hash) */
+} vote;
+
+static bool exchanged(const ty_arg *a) {
+  return a->priv != TY_PRIV_IN && a->proj == TY_PROJ_ALIGNED;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+/* An argument as every rank sees it: privilege, dtype and view (not the
+ * store's id: a rank may make stores the others do not, a print's). */
+static uint64_t view_hash(uint64_t h, const ty_arg *a) {
+  const ty_store *s = a->store;
+  int32_t kind[5] = {(int32_t)a->priv, (int32_t)a->proj, (int32_t)a->redop, (int32_t)s->dtype,
+                     s->ndim};
+  h = fnv(h, kind, sizeof kind);
+  h = fnv(h, &s->offset, sizeof s->offset);
+  h = fnv(h, &s->storage->nbytes, sizeof s->storage->nbytes);
+  h = fnv(h, s->shape, (size_t)s->ndim * sizeof *s->shape);
+  return fnv(h, s->strides, (size_t)s->ndim * sizeof *s->strides);
+}
+
+/* Rank 0's tiling replaces this rank's: results and privates are resized. */
+static void retile(ty_runtime *rt, prepared *pr, const vote *v0) {
+  bool same = pr->tiling.pieces == v0->pieces;
+  for (int k = 0; same && k < pr->l->ndim; k++) same = pr->tiling.tiles[k] == v0->tiles[k];
+  if (same) return;
+  ty_pending *l = pr->l;
+  const int pieces = v0->pieces;
+  if (pr->results != &pr->one) free(pr->results);
+  pr->results = ty__calloc((size_t)pieces, sizeof *pr->results);
+  bool reduces = pr->privates != NULL;
+  if (reduces) {
+    free(pr->privates);
+    pr->privates = ty__calloc((size_t)pieces * (size_t)l->nargs, sizeof *pr->privates);
+  }
+  if (!pr->results || (reduces && !pr->privates))
+    stop_all(rt, rt->dist.rank, "rank %d: out of memory for launch #%llu", rt->dist.rank,
+             (unsigned long long)l->seq);
+  pr->tiling.pieces = pieces;
+  for (int k = 0; k < l->ndim; k++) pr->tiling.tiles[k] = v0->tiles[k];
+  if (pr->explain) {
+    pr->explain->pieces = pieces;
+    for (int k = 0; k < l->ndim; k++) pr->explain->tiles[k] = v0->tiles[k];
+  }
+}
+
+void ty__dist_wave_begin(ty_runtime *rt, prepared *prs, const ty_status *sts, int count) {
+  const int N = rt->dist.nranks, me = rt->dist.rank;
+  int big[count], nbig = 0;
+  for (int m = 0; m < count; m++)
+    if (domain_elems(prs[m].l) >= rt->dist.min_elems) big[nbig++] = m;
+  if (nbig == 0) return; /* small launches: every rank runs them whole */
+  vote *mine = ty__calloc((size_t)nbig, sizeof *mine);
+  vote *all = ty__calloc((size_t)nbig * (size_t)N, sizeof *all);
+  if (!mine || !all) stop_all(rt, me, "rank %d: out of memory for the vote of a wave", me);
+  for (int k = 0; k < nbig; k++) {
+    const prepared *pr = &prs[big[k]];
+    vote *v = &mine[k];
+    v->seq = pr->l->seq;
+    v->status = sts[big[k]];
+    v->state = pr->skip ? VOTE_SKIPPED : pr->gpu ? VOTE_GPU : VOTE_RUNS;
+    v->pieces = pr->tiling.pieces;
+    for (int d = 0; d < pr->l->ndim; d++) v->tiles[d] = pr->tiling.tiles[d];
+    for (int i = 0; i < pr->l->nargs; i++)
+      if (exchanged(&pr->l->args[i])) v->views[v->nw++] = view_hash(14695981039346656037ull, &pr->l->args[i]);
+  }
+  gather_same(rt, mine, all, (size_t)nbig * sizeof *mine);
+  free(mine);
+  for (int r = 0; r < N; r++)
+    for (int k = 0; k < nbig; k++) {
+      const vote *v = &all[(size_t)r * (size_t)nbig + (size_t)k], *v0 = &all[k];
+      if (v->status != v0->status) { /* rank-local: the lowest failed rank says why */
+        int who = v0->status ? 0 : r;
+        stop_all(rt, who, "rank %d: launch #%llu (%s) could not start: %s", who,
+                 (unsigned long long)v->seq, prs[big[k]].l->task->name, rt->errmsg);
+      }
+      if (v->seq != v0->seq || v->state != v0->state || v->nw != v0->nw ||
+          memcmp(v->views, v0->views, (size_t)v0->nw * sizeof *v0->views))
+        stop_all(rt, 0, "control diverged at launch #%llu on rank %d: rank 0 runs launch #%llu "
+                 "(state %d, %d outputs), rank %d launch #%llu (state %d, %d outputs)",
+                 (unsigned long long)v0->seq, r, (unsigned long long)v0->seq, v0->state, v0->nw, r,
+                 (unsigned long long)v->seq, v->state, v->nw);
+    }
+  for (int k = 0; k < nbig; k++) {
+    prepared *pr = &prs[big[k]];
+    const vote *v0 = &all[k];
+    if (v0->status || v0->state != VOTE_RUNS || v0->pieces < 2) continue; /* fails alike */
+    retile(rt, pr, v0);
+    const ty_pending *l = pr->l;
+    pr->xmask = 0;
+    for (int i = 0; i < l->nargs; i++)
+      if (exchanged(&l->args[i])) pr->xmask |= (uint64_t)1 << i;
+    pr->dist = true;
+    rt->stats.dist_launches++;
+    pr->first = (int)((int64_t)v0->pieces * me / N);
+    pr->last = (int)((int64_t)v0->pieces * (me + 1) / N);
+    if (pr->explain)
+      snprintf(pr->explain->ranks, sizeof pr->explain->ranks, "split among %d ranks, pieces %d-%d here (rank %d)",
+               N, pr->first + 1, pr->last, me);
+  }
+  free(all);
+}
+
+/* ---- the exchange after the pieces ran -------------------------------------------- */
+
+/* The exchanged arguments of a launch, in argument order (the same on
+ * every rank: the vote compared them). */
+static int exchange_order(const prepared *pr, int *order) {
+  int n = 0;
+  for (int i = 0; i < pr->l->nargs; i++)
+    if ((pr->xmask >> i) & 1u) order[n++] = i;
+  return n;
+}
+
+/* Elements of argument a that piece box [lo, hi) sends: its box, or its
+ * reduction private (the dims where the store has a non-zero stride). */
+static int64_t piece_elems(const ty_arg *a, int ndim, const int64_t *lo, const int64_t *hi) {
+  int64_t n = 1;
+  for (int k = 0; k < ndim; k++)
+    if (a->priv != TY_PRIV_REDUCE || a->store->strides[k] != 0) n *= hi[k] - lo[k];
+  return n;
+}
+
+/* Copy the box [lo, hi) of store s to buf (pack) or back (unpack). */
+static void copy_box(const ty_store *s, int ndim, const int64_t *lo, const int64_t *hi, char *buf,
+                     bool pack) {
+  const size_t es = ty_dtype_size(s->dtype);
+  char *base = ty__store_base(s);
+  for (int k = 0; k < ndim; k++)
+    if (hi[k] <= lo[k]) return;
+  if (ndim == 0) {
+    if (pack) memcpy(buf, base, es);
+    else memcpy(base, buf, es);
+    return;
+  }
+  const int in = ndim - 1;
+  const int64_t run = hi[in] - lo[in], stride = s->strides[in];
+  int64_t idx[TY_MAX_RANK];
+  for (int k = 0; k < ndim; k++) idx[k] = lo[k];
+  for (;;) {
+    int64_t off = 0;
+    for (int k = 0; k < ndim; k++) off += idx[k] * s->strides[k];
+    char *p = base + off * (int64_t)es;
+    if (stride == 1) {
+      if (pack) memcpy(buf, p, (size_t)run * es);
+      else memcpy(p, buf, (size_t)run * es);
+      buf += (size_t)run * es;
+    } else {
+      for (int64_t j = 0; j < run; j++, buf += es) {
+        if (pack) memcpy(buf, p + j * stride * (int64_t)es, es);
+        else memcpy(p + j * stride * (int64_t)es, buf, es);
+      }
+    }
+    int k = in - 1;
+    for (; k >= 0; k--) {
+      if (++idx[k] < hi[k]) break;
+      idx[k] = lo[k];
+    }
+    if (k < 0) return;
+  }
+}
+
+typedef struct failure {
+  int32_t piece; /* this rank's first failed piece of the launch, -1: none */
+  int32_t code;
+} failure;
+
+/* Launch k's failure record of the rank whose bytes start at `from` (a
+ * rank's bytes may start anywhere: the ranks before it sent any count). */
+static failure failure_of(const char *from, int k) {
+  failure f;
+  memcpy(&f, from + (size_t)k * sizeof f, sizeof f);
+  return f;
+}
+
+/* Bytes rank r sends for launch pr's pieces (not its failure record). */
+static size_t rank_bytes(const ty_runtime *rt, const prepared *pr, const int *order, int nx, int r) {
+  const ty_pending *l = pr->l;
+  const int N = rt->dist.nranks, P = pr->tiling.pieces;
+  size_t n = 0;
+  for (int p = (int)((int64_t)P * r / N); p < (int)((int64_t)P * (r + 1) / N); p++) {
+    int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+    ty__piece_box(l->ndim, l->domain, &pr->tiling, p, lo, hi);
+    for (int x = 0; x < nx; x++) {
+      const ty_arg *a = &l->args[order[x]];
+      n += (size_t)piece_elems(a, l->ndim, lo, hi) * ty_dtype_size(a->store->dtype);
+    }
+  }
+  return n;
+}
+
+/* Pack (rank r == me) or unpack (another rank's) the pieces of r. */
+static char *move_pieces(ty_runtime *rt, prepared *pr, const int *order, int nx, int r, char *buf,
+                         bool pack) {
+  ty_pending *l = pr->l;
+  const int N = rt->dist.nranks, P = pr->tiling.pieces;
+  for (int p = (int)((int64_t)P * r / N); p < (int)((int64_t)P * (r + 1) / N); p++) {
+    int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+    ty__piece_box(l->ndim, l->domain, &pr->tiling, p, lo, hi);
+    for (int x = 0; x < nx; x++) {
+      const int i = order[x];
+      const ty_arg *a = &l->args[i];
+      const size_t bytes = (size_t)piece_elems(a, l->ndim, lo, hi) * ty_dtype_size(a->store->dtype);
+      if (a->priv != TY_PRIV_REDUCE) {
+        copy_box(a->store, l->ndim, lo, hi, buf, pack);
+      } else {
+        private_tile *pt = &pr->privates[(size_t)p * (size_t)l->nargs + (size_t)i];
+        if (pack) {
+          if (pt->buf) memcpy(buf, pt->buf, bytes);
+          else memset(buf, 0, bytes); /* its piece failed: the launch fails */
+        } else {
+          free(pt->buf);
+          if (ty__private_init(a, l->ndim, lo, hi, pt) != TY_OK)
+            stop_all(rt, rt->dist.rank, "rank %d: out of memory for a reduction buffer",
+                     rt->dist.rank);
+          memcpy(pt->buf, buf, bytes);
+        }
+      }
+      buf += bytes;
+    }
+  }
+  return buf;
+}
+
+void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int count) {
+  const int N = rt->dist.nranks, me = rt->dist.rank;
+  int dist[count], nd = 0;
+  for (int m = 0; m < count; m++)
+    if (prs[m].dist && sts[m] == TY_OK) dist[nd++] = m;
+  if (nd == 0) return;
+  int (*orders)[TY_MAX_ARGS] = ty__malloc((size_t)nd * sizeof *orders);
+  int *nxs = ty__malloc((size_t)nd * sizeof *nxs);
+  size_t *counts = ty__malloc((size_t)N * 2 * sizeof *counts), *displs = counts + N;
+  if (!orders || !nxs || !counts) stop_all(rt, me, "rank %d: out of memory for an exchange", me);
+  const size_t head = (size_t)nd * sizeof(failure);
+  size_t total = 0;
+  for (int k = 0; k < nd; k++) nxs[k] = exchange_order(&prs[dist[k]], orders[k]);
+  for (int r = 0; r < N; r++) {
+    counts[r] = head;
+    for (int k = 0; k < nd; k++) counts[r] += rank_bytes(rt, &prs[dist[k]], orders[k], nxs[k], r);
+    displs[r] = total;
+    total += counts[r];
+  }
+  char *mine = ty__malloc(counts[me]), *all = ty__malloc(total);
+  if (!mine || !all) stop_all(rt, me, "rank %d: out of memory for an exchange of %zu bytes", me, total);
+  failure *f = (failure *)mine;
+  char *p = mine + head;
+  for (int k = 0; k < nd; k++) {
+    prepared *pr = &prs[dist[k]];
+    f[k] = (failure){-1, 0};
+    for (int q = pr->first; q < pr->last && f[k].piece < 0; q++)
+      if (pr->results[q].failed) f[k] = (failure){q, pr->results[q].failed};
+    p = move_pieces(rt, pr, orders[k], nxs[k], me, p, true);
+  }
+  if (rt->dist.allgatherv(rt->dist.ud, mine, all, counts, displs))
+    stop_all(rt, me, "rank %d: the transport failed (exchange of %zu bytes)", me, total);
+  rt->stats.dist_collectives++;
+  rt->stats.dist_bytes += total - counts[me];
+  for (int k = 0; k < nd; k++) { /* explain: what the exchange of this wave brought */
+    ty_record *e = prs[dist[k]].explain;
+    size_t len = e ? strlen(e->ranks) : 0;
+    char got[32];
+    ty_format_bytes((double)(total - counts[me]), got, sizeof got);
+    if (e && len + 1 < sizeof e->ranks)
+      snprintf(e->ranks + len, sizeof e->ranks - len, "; the wave's exchange brought %s", got);
+  }
+  free(mine);
+  for (int r = 0; r < N; r++) {
+    if (r == me) continue;
+    char *q = all + displs[r] + head;
+    for (int k = 0; k < nd; k++) {
+      prepared *pr = &prs[dist[k]];
+      const failure fr = failure_of(all + displs[r], k);
+      if (fr.piece >= 0) pr->results[fr.piece].failed = fr.code;
+      q = move_pieces(rt, pr, orders[k], nxs[k], r, q, false);
+    }
+  }
+  /* the first failed piece of each launch: every rank gets its owner's message */
+  for (int k = 0; k < nd; k++) {
+    prepared *pr = &prs[dist[k]];
+    int first = -1, owner = -1;
+    for (int r = 0; r < N; r++) {
+      const failure fr = failure_of(all + displs[r], k);
+      if (fr.piece >= 0 && (first < 0 || fr.piece < first)) first = fr.piece, owner = r;
+    }
+    if (first >= 0 &&
+        rt->dist.bcast(rt->dist.ud, pr->results[first].msg, sizeof pr->results[first].msg, owner))
+      stop_all(rt, me, "rank %d: the transport failed (broadcast)", me);
+    if (first >= 0) rt->stats.dist_collectives++;
+  }
+  free(all);
+  free(orders);
+  free(nxs);
+  free(counts);
+}
+
+/* ---- check mode: the launch streams compared ------------------------------------- */
+
+/* What makes a launch the same launch on every rank: its task, domain,
+ * arguments (views, privileges) and scalars. */
+static uint64_t launch_hash(const ty_pending *l) {
+  uint64_t h = 14695981039346656037ull;
+  h = fnv(h, l->task->name, strlen(l->task->name));
+  h = fnv(h, &l->ndim, sizeof l->ndim);
+  h = fnv(h, l->domain, (size_t)l->ndim * sizeof *l->domain);
+  for (int i = 0; i < l->nargs; i++) h = view_hash(h, &l->args[i]);
+  return fnv(h, l->scalars, l->scalar_bytes);
+}
+
+static void describe(const ty_pending *l, char *buf, size_t len) {
+  char shape[192];
+  ty__shape_str(l->ndim, l->domain, shape, sizeof shape);
+  int n = snprintf(buf, len, "'%s' over %s with %d arguments", l->task->name, shape, l->nargs);
+  if (l->origin[0] && n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, " (at %s)", l->origin);
+}
+
+void ty__dist_check(ty_runtime *rt, ty_pending **w, int n) {
+  const int N = rt->dist.nranks, me = rt->dist.rank;
+  enum { DESC = 512 };
+  uint64_t sum[2] = {(uint64_t)n, 0}, *sums = ty__malloc((size_t)N * sizeof sum);
+  uint64_t *hs = ty__malloc(((size_t)n + 1) * sizeof *hs);
+  if (!sums || !hs) stop_all(rt, me, "rank %d: out of memory for the check of a flush", me);
+  for (int i = 0; i < n; i++) {
+    hs[i] = launch_hash(w[i]);
+    sum[1] = fnv(sum[1], &hs[i], sizeof hs[i]);
+  }
+  gather_same(rt, sum, sums, sizeof sum);
+  bool same = true;
+  for (int r = 1; r < N && same; r++) same = sums[2 * r] == sums[0] && sums[2 * r + 1] == sums[1];
+  if (same) {
+    free(sums);
+    free(hs);
+    return;
+  }
+  /* where: every rank's hashes, then the first launch where a rank differs from rank 0 */
+  size_t counts[N], displs[N], total = 0;
+  for (int r = 0; r < N; r++) {
+    counts[r] = (size_t)sums[2 * r] * sizeof *hs;
+    displs[r] = total;
+    total += counts[r];
+  }
+  uint64_t *allh = ty__malloc(total + 1);
+  if (!allh || rt->dist.allgatherv(rt->dist.ud, hs, allh, counts, displs))
+    stop_all(rt, me, "rank %d: the check of a flush failed (memory or transport)", me);
+  rt->stats.dist_collectives++;
+  int at = -1, who = -1;
+  const uint64_t n0 = sums[0];
+  for (int r = 1; r < N && who < 0; r++) {
+    const uint64_t nr = sums[2 * r], *h0 = allh, *hr = allh + displs[r] / sizeof *hs;
+    for (uint64_t i = 0; i < (n0 > nr ? n0 : nr); i++)
+      if (i >= n0 || i >= nr || h0[i] != hr[i]) {
+        at = (int)i, who = r;
+        break;
+      }
+  }
+  /* both sides of the difference, as each rank sees its own launch */
+  char desc[DESC] = "", *descs = ty__malloc((size_t)N * DESC);
+  if (!descs) stop_all(rt, me, "rank %d: out of memory for the check of a flush", me);
+  if (at >= 0 && at < n) describe(w[at], desc, sizeof desc);
+  else if (at >= 0) snprintf(desc, sizeof desc, "no launch (the flush ends after %d)", n);
+  gather_same(rt, desc, descs, DESC);
+  unsigned long long seq = at >= 0 && (uint64_t)at < n0 && me == 0 ? w[at]->seq : 0;
+  if (me == 0)
+    stop_all(rt, 0, "control diverged at launch #%llu on rank %d: rank 0 runs %s; rank %d runs %s",
+             seq, who, descs, who, descs + (size_t)who * DESC);
+  stop_all(rt, 0, "control diverged");
+}

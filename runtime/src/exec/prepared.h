@@ -1,0 +1,72 @@
+/*
+ * prepared.h — a launch as the executor holds it while it runs (exec.c),
+ * shared with the distributed part of the executor (dist.c), which splits
+ * its pieces among ranks and brings back what the other ranks' pieces wrote.
+ */
+#ifndef TY_PREPARED_H
+#define TY_PREPARED_H
+
+#include "internal.h"
+
+/* A REDUCE argument's private tile for one piece: the piece's box, compact
+ * over the dims where the store has a non-zero stride (the distinct elements
+ * the piece can touch), stride 0 elsewhere. */
+typedef struct private_tile {
+  void *buf;
+  int64_t count;
+  int64_t strides[TY_MAX_RANK];
+} private_tile;
+
+typedef struct piece_result {
+  int failed; /* 0 ok; else a ty_status */
+  char msg[TY_ERRLEN];
+} piece_result;
+
+/* A launch made ready to run: storage allocated, partition chosen, buffers
+ * for results and reduction privates. prepare and finish run on the driving
+ * thread; pieces run on workers and touch only their own slots. */
+typedef struct prepared {
+  ty_pending *l;
+  ty_tiling tiling;
+  bool skip; /* reads cancelled storage: nothing runs, outputs are cancelled */
+  bool omp;  /* runs the task's omp variant on OpenMP processors */
+  bool gpu;  /* ran on GPUs (exec_gpu.c): queued there by prepare, no CPU piece */
+  int threads;
+  private_tile *privates;
+  piece_result *results;
+  ty_record *explain;
+  bool empty; /* the domain has no element: no piece runs a body */
+  /* streamed runs (ty__exec_box): the box's corner, added to every piece's */
+  bool boxed;
+  int64_t origin[TY_MAX_RANK];
+  /* the pieces this rank runs, [first, last): all of them but on several
+   * ranks (dist.c), where a large launch's pieces are split among them */
+  int first, last;
+  bool dist; /* its pieces are split among ranks: finish sees the others' */
+  uint64_t xmask; /* dist: the written arguments exchanged (bit i: argument i) */
+  piece_result one; /* last: prepare clears what comes before (its 2 KiB message is
+                       written by run_piece before anyone reads it) */
+} prepared;
+
+
+/* A REDUCE argument's private tile for the piece over box [lo, hi): its
+ * strides and a buffer holding the operator's identity. */
+ty_status ty__private_init(const ty_arg *a, int ndim, const int64_t *lo, const int64_t *hi,
+                           private_tile *pt);
+
+/* The processors a launch is cut for on several ranks: those of every rank
+ * (each gets its share), but this rank's alone for a float sum or product
+ * whose tiling is not fixed by its shape (a user task's reduce:+), so that
+ * its pieces, hence its bits, are those of one process. */
+int ty__dist_procs(const ty_runtime *rt, const ty_pending *l, int procs);
+
+/* Several ranks (rt->dist.nranks > 1): before the pieces of a wave run,
+ * the ranks agree on each large launch's tiling and split its pieces
+ * (pr->first, pr->last); after they ran, every rank receives what the
+ * others' pieces wrote and their reduction privates and failures, so that
+ * finish sees every piece as a single process would. A failure the ranks
+ * cannot agree on (one rank could not prepare a launch) stops them all. */
+void ty__dist_wave_begin(ty_runtime *rt, prepared *prs, const ty_status *sts, int count);
+void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int count);
+
+#endif
