@@ -1,5 +1,5 @@
 /*
- * gpu_test_setup.h — what the GPU tests that launch kernels share: SKIP
+ * gpu_test_setup.h — what the GPU tests share: SKIP
  * (prints the reason, counts the case as skipped: main then exits 77 when a
  * single case ran, CTest's SKIP_RETURN_CODE) and whether a host C++
  * compiler exists to run kernels on simulated GPUs (TYCHO_CXX, else c++).

@@ -19,14 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int skipped;
-#define SKIP(...)                                                                        \
-  do {                                                                                   \
-    printf("skip: " __VA_ARGS__);                                                        \
-    printf("\n");                                                                        \
-    skipped++;                                                                           \
-    return;                                                                              \
-  } while (0)
+#include "gpu_test_setup.h" /* SKIP */
 
 TEST(gpus_option_parses) {
   int n = 99;

@@ -41,7 +41,7 @@ static void run_jobs(ty_team *t, int threads, int64_t n, bool fixed, int jobs) {
 }
 
 TEST(team_dynamic_every_item_once) {
-  ty_team *t = ty__team_new(4, 50);
+  ty_team *t = ty__team_new(4, 50, NULL);
   CHECK(t != NULL);
   run_jobs(t, 4, 1000, false, 200);
   run_jobs(t, 2, 7, false, 500);
@@ -51,8 +51,20 @@ TEST(team_dynamic_every_item_once) {
   ty__team_free(t);
 }
 
+static _Atomic int started;
+static void count_start(void) { atomic_fetch_add(&started, 1); }
+
+TEST(team_workers_run_the_start_hook_once) {
+  ty_team *t = ty__team_new(4, 50, count_start);
+  run_jobs(t, 2, 100, false, 50); /* one worker started */
+  CHECK_EQ_INT(atomic_load(&started), 1);
+  run_jobs(t, 4, 100, false, 50); /* two more */
+  ty__team_free(t);
+  CHECK_EQ_INT(atomic_load(&started), 3);
+}
+
 TEST(team_fixed_item_on_its_worker) {
-  ty_team *t = ty__team_new(4, 50);
+  ty_team *t = ty__team_new(4, 50, NULL);
   run_jobs(t, 4, 4, true, 500);
   run_jobs(t, 4, 2, true, 500);
   run_jobs(t, 3, 3, true, 300);
@@ -60,14 +72,14 @@ TEST(team_fixed_item_on_its_worker) {
 }
 
 TEST(team_without_spinning_sleeps_and_wakes) {
-  ty_team *t = ty__team_new(3, 0); /* every wait goes to the futex */
+  ty_team *t = ty__team_new(3, 0, NULL); /* every wait goes to the futex */
   run_jobs(t, 3, 3, true, 300);
   run_jobs(t, 3, 100, false, 300);
   ty__team_free(t);
 }
 
 TEST(team_alternates_job_kinds) {
-  ty_team *t = ty__team_new(4, 20);
+  ty_team *t = ty__team_new(4, 20, NULL);
   counts *c = fresh(4);
   for (int j = 0; j < 300; j++) {
     ty__team_for(t, 4, 4, true, count_item, c);
@@ -96,7 +108,7 @@ static void outer_item(void *arg, int64_t item, int worker) {
 }
 
 TEST(team_job_inside_a_job_runs_in_its_caller) {
-  ty_team *t = ty__team_new(4, 50);
+  ty_team *t = ty__team_new(4, 50, NULL);
   nest n = {t, fresh(4), 0};
   ty__team_for(t, 4, 8, false, outer_item, &n);
   CHECK_EQ_INT(atomic_load(&n.outer_ran), 8);
@@ -109,7 +121,7 @@ TEST(team_job_inside_a_job_runs_in_its_caller) {
 TEST(team_one_thread_and_no_team_run_in_the_caller) {
   counts *c = fresh(1);
   ty__team_for(NULL, 4, 10, false, count_item, c); /* no team (out of memory) */
-  ty_team *t = ty__team_new(1, 50);
+  ty_team *t = ty__team_new(1, 50, NULL);
   ty__team_for(t, 1, 10, false, count_item, c);
   for (int i = 0; i < 10; i++) CHECK_EQ_INT(atomic_load(&c->ran[i]), 2);
   for (int i = 0; i < 10; i++) CHECK_EQ_INT(atomic_load(&c->worker_of[i]), 0);
@@ -120,15 +132,16 @@ TEST(team_one_thread_and_no_team_run_in_the_caller) {
 
 TEST(team_free_while_workers_wait) {
   for (int spin = 0; spin <= 1000; spin += 1000) {
-    ty_team *t = ty__team_new(4, spin);
+    ty_team *t = ty__team_new(4, spin, NULL);
     run_jobs(t, 4, 16, false, 3);
     ty__team_free(t); /* workers spinning (1000 us) or asleep (0) */
   }
-  ty__team_free(ty__team_new(4, 50)); /* never started */
+  ty__team_free(ty__team_new(4, 50, NULL)); /* never started */
 }
 
 static const check_case cases[] = {
     CASE(team_dynamic_every_item_once),   CASE(team_fixed_item_on_its_worker),
+    CASE(team_workers_run_the_start_hook_once),
     CASE(team_without_spinning_sleeps_and_wakes), CASE(team_alternates_job_kinds),
     CASE(team_job_inside_a_job_runs_in_its_caller),
     CASE(team_one_thread_and_no_team_run_in_the_caller), CASE(team_free_while_workers_wait),

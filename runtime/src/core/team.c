@@ -61,6 +61,7 @@ typedef struct worker_start {
 
 struct ty_team {
   int cap;     /* workers the team may have, the caller included */
+  void (*thread_start)(void);
   int started; /* threads running: workers 1..started */
   int spin_us;
   pthread_t *threads;
@@ -172,6 +173,7 @@ static void *worker_main(void *p) {
   ty_team *t = ws->team;
   const int me = ws->index;
   uint32_t seen = ws->gen0; /* the job it was started for may be out already */
+  if (t->thread_start) t->thread_start();
   for (;;) {
     seen = wait_job(t, seen);
     if (atomic_load(&t->quit)) return NULL;
@@ -196,11 +198,12 @@ static void *worker_main(void *p) {
   }
 }
 
-ty_team *ty__team_new(int threads, int spin_us) {
+ty_team *ty__team_new(int threads, int spin_us, void (*thread_start)(void)) {
   if (threads < 1) threads = 1;
   ty_team *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   t->cap = threads;
+  t->thread_start = thread_start;
   t->spin_us = spin_us < 0 ? ty__team_default_spin() : spin_us;
   t->threads = calloc((size_t)threads, sizeof *t->threads);
   t->starts = calloc((size_t)threads, sizeof *t->starts);

@@ -18,9 +18,11 @@ typedef struct ty_team ty_team;
 typedef void (*ty_team_fn)(void *arg, int64_t item, int worker);
 
 /* A team of up to `threads` workers (the caller included); threads start
- * on first use. NULL when out of memory. spin_us: how long a waiting worker
- * stays awake before it sleeps. */
-ty_team *ty__team_new(int threads, int spin_us);
+ * on first use and call thread_start (when not NULL) first: per-thread
+ * settings such as single-threaded BLAS. NULL when out of memory. spin_us:
+ * how long a waiting worker stays awake before it sleeps (< 0: the
+ * default, ty__team_default_spin). */
+ty_team *ty__team_new(int threads, int spin_us, void (*thread_start)(void));
 void ty__team_free(ty_team *t);
 
 /* Runs fn(arg, i, worker) for every i in [0, n) on min(threads, n) workers

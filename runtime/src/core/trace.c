@@ -108,11 +108,12 @@ void ty__trace_counter(ty_runtime *rt, double t, int64_t bytes) {
   e->value = bytes;
 }
 
-void ty__trace_gpu_piece(ty_runtime *rt, int device, int lane, double t0, double t1, int piece,
-                         int pieces, uint64_t seq, const ty_task *task) {
+/* A span on GPU `device`'s track (lane: its stream); NULL when the trace is full. */
+static ev *gpu_span(ty_runtime *rt, ev_kind kind, int device, int lane, double t0, double t1,
+                    int piece, int pieces, uint64_t seq, const char *name) {
   ev *e = push(rt);
-  if (!e) return;
-  e->kind = EV_GPU;
+  if (!e) return NULL;
+  e->kind = kind;
   e->t0 = t0;
   e->t1 = t1;
   e->worker = device;
@@ -120,8 +121,15 @@ void ty__trace_gpu_piece(ty_runtime *rt, int device, int lane, double t0, double
   e->piece = piece;
   e->pieces = pieces;
   e->seq = seq;
-  snprintf(e->name, sizeof e->name, "%s", ty_task_name(task));
-  if (!(e = push(rt))) return;
+  snprintf(e->name, sizeof e->name, "%s", name);
+  return e;
+}
+
+void ty__trace_gpu_piece(ty_runtime *rt, int device, int lane, double t0, double t1, int piece,
+                         int pieces, uint64_t seq, const ty_task *task) {
+  if (!gpu_span(rt, EV_GPU, device, lane, t0, t1, piece, pieces, seq, ty_task_name(task))) return;
+  ev *e = push(rt);
+  if (!e) return;
   e->kind = EV_GPU_BYTES;
   e->t0 = t1;
   e->h2d = rt->stats.gpu_h2d_bytes;
@@ -131,17 +139,7 @@ void ty__trace_gpu_piece(ty_runtime *rt, int device, int lane, double t0, double
 
 void ty__trace_gpu_device(ty_runtime *rt, int device, int lane, double t0, double t1, int piece, int pieces,
                           uint64_t seq, const char *name) {
-  ev *e = push(rt);
-  if (!e) return;
-  e->kind = EV_GPU_DEV;
-  e->t0 = t0;
-  e->t1 = t1;
-  e->worker = device;
-  e->wave = lane;
-  e->piece = piece;
-  e->pieces = pieces;
-  e->seq = seq;
-  snprintf(e->name, sizeof e->name, "%s", name);
+  gpu_span(rt, EV_GPU_DEV, device, lane, t0, t1, piece, pieces, seq, name);
 }
 
 /* Write to path.tmp.XXXXXX, fsync, rename. */

@@ -19,6 +19,7 @@
  */
 #include "internal.h"
 #include "exec.h"
+#include "kernels.h"
 #include "prepared.h"
 #include "team.h"
 #include "trace.h"
@@ -389,7 +390,9 @@ static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
 static ty_team *team(ty_runtime *rt) {
   if (!rt->team) {
     int cap = rt->cfg.cpus > rt->cfg.omps ? rt->cfg.cpus : rt->cfg.omps;
-    rt->team = ty__team_new(cap, -1);
+    /* OpenBLAS (its OpenMP build) takes its thread count from the calling
+     * thread: one per piece, as on the flushing thread (builtins.c) */
+    rt->team = ty__team_new(cap, -1, ty__blas_init);
   }
   return rt->team;
 }
