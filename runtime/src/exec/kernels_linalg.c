@@ -62,6 +62,28 @@ int64_t ty__matmul_blocks(int64_t m, int64_t n, int64_t k) {
   return b < 1 ? 1 : b;
 }
 
+/* K chunks of a float product (ops.c's ty_matmul splits k when this is > 1:
+ * chunk j of A's columns times chunk j of B's rows into a partial C, the
+ * partials summed in chunk order). From the shape alone, like the row
+ * blocks: a thin output (X^T z for a tall X: 32 outputs, 500000-long dot
+ * products) has one row block, so it ran on one core at a third of the
+ * memory bandwidth. Chunks fill the room the row blocks leave under
+ * TY__ORDER_MAX, each at least TY__KCHUNK_K long (a partial costs m n adds)
+ * and of at least TY__KCHUNK_WORK multiply-adds (a piece's few microseconds
+ * of bookkeeping; a 1M-element f32 chunk streams in ~100 us per core). */
+#define TY__KCHUNK_K 4096
+#define TY__KCHUNK_WORK (INT64_C(1) << 20)
+int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k < 2 * TY__KCHUNK_K) return 1;
+  int64_t c = TY__ORDER_MAX / ty__matmul_blocks(m, n, k);
+  if (k / TY__KCHUNK_K < c) c = k / TY__KCHUNK_K;
+  /* m n k / WORK without overflow: m n k < 2^63 is not given */
+  const int64_t mn = m < TY__KCHUNK_WORK && n < TY__KCHUNK_WORK ? m * n : TY__KCHUNK_WORK;
+  const int64_t per = TY__KCHUNK_WORK / mn > 0 ? TY__KCHUNK_WORK / mn : 1; /* k per chunk */
+  if (k / per < c) c = k / per;
+  return c < 2 ? 1 : c;
+}
+
 bool ty__blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, bool *trans,
                      int64_t *ld) {
   if (rows <= 0 || cols <= 0) {
