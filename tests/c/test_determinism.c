@@ -453,6 +453,10 @@ TEST(matmul_same_bits_for_any_pieces) {
   /* the blocks: fixed by the shape, 128 rows at least, 64 at most */
   CHECK_EQ_INT(ty__matmul_blocks(1, 1000, 1000), 1);
   CHECK_EQ_INT(ty__matmul_blocks(1024, 1024, 1024), 8);
+  CHECK_EQ_INT(ty__matmul_blocks(2048, 2048, 2048), 8);  /* gemm: m / 8 rows, <= 512 */
+  CHECK_EQ_INT(ty__matmul_blocks(4096, 4096, 4096), 8);
+  CHECK_EQ_INT(ty__matmul_blocks(8192, 8192, 8192), 16);
+  CHECK_EQ_INT(ty__matmul_blocks(4096, 1, 4096), 32);    /* gemv: 128 rows */
   CHECK_EQ_INT(ty__matmul_blocks(100000, 1000, 1000), 64);
   CHECK_EQ_INT(ty__matmul_blocks(100003, 1, 5), 16);
   /* the k chunks: only for few row blocks and long k, fixed by the shape */
