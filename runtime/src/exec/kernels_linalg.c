@@ -167,7 +167,10 @@ static bool blas_gemv(ty_dtype t, int64_t mm, int64_t n, int64_t k, const char *
     return false;
   }
   const int64_t ny = n == 1 ? mm : n;
-  for (int64_t i = 0; i < ny; i++) memset(c + i * incy * es, 0, (size_t)es);
+  if (incy == 1) /* one call: a memset per element was 7% of logreg's X w */
+    memset(c, 0, (size_t)(ny * es));
+  else
+    for (int64_t i = 0; i < ny; i++) memset(c + i * incy * es, 0, (size_t)es);
   const enum CBLAS_TRANSPOSE op = trans ? CblasTrans : CblasNoTrans;
   if (t == TY_F64)
     cblas_dgemv(CblasRowMajor, op, (int)rows, (int)cols, 1.0, (const double *)mat, (int)ldm,
