@@ -468,6 +468,9 @@ TEST(matmul_same_bits_for_any_pieces) {
   CHECK_EQ_INT(ty__matmul_ksplit(4096, 1, 4096), 1);
   CHECK_EQ_INT(ty__matmul_ksplit(2048, 2048, 2048), 1);
   CHECK_EQ_INT(ty__matmul_ksplit(16, 1, 8191), 1);
+  CHECK_EQ_INT(ty__matmul_ksplit(512, 512, 100000), 16);   /* partials: 16 x 2^18 elements */
+  CHECK_EQ_INT(ty__matmul_ksplit(4096, 4096, 100000), 1);  /* 2^24 outputs: no partials */
+  CHECK_EQ_INT(ty__matmul_ksplit(1024, 2048, 100000), 2);
   free(ref.p), free(v), free(vf);
 }
 

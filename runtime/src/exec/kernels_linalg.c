@@ -76,15 +76,20 @@ int64_t ty__matmul_blocks(int64_t m, int64_t n, int64_t k) {
  * memory bandwidth. Chunks fill the room the row blocks leave under
  * TY__ORDER_MAX, each at least TY__KCHUNK_K long (a partial costs m n adds)
  * and of at least TY__KCHUNK_WORK multiply-adds (a piece's few microseconds
- * of bookkeeping; a 1M-element f32 chunk streams in ~100 us per core). */
+ * of bookkeeping; a 1M-element f32 chunk streams in ~100 us per core), and
+ * all partials together TY__KCHUNK_PARTIALS elements at most. */
 #define TY__KCHUNK_K 4096
 #define TY__KCHUNK_WORK (INT64_C(1) << 20)
+#define TY__KCHUNK_PARTIALS (INT64_C(1) << 22) /* elements of partials: 32 MiB of f64 */
 int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k) {
   if (m <= 0 || n <= 0 || k < 2 * TY__KCHUNK_K) return 1;
   int64_t c = TY__ORDER_MAX / ty__matmul_blocks(m, n, k);
   if (k / TY__KCHUNK_K < c) c = k / TY__KCHUNK_K;
-  /* m n k / WORK without overflow: m n k < 2^63 is not given */
-  const int64_t mn = m < TY__KCHUNK_WORK && n < TY__KCHUNK_WORK ? m * n : TY__KCHUNK_WORK;
+  /* m n, capped (no overflow): a big output has its row blocks, and its
+   * partials would cost memory (c of them) */
+  const int64_t cap = TY__KCHUNK_PARTIALS;
+  const int64_t mn = m < cap && n < cap && m * n < cap ? m * n : cap;
+  if (cap / mn < c) c = cap / mn;
   const int64_t per = TY__KCHUNK_WORK / mn > 0 ? TY__KCHUNK_WORK / mn : 1; /* k per chunk */
   if (k / per < c) c = k / per;
   return c < 2 ? 1 : c;

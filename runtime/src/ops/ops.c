@@ -827,7 +827,8 @@ static ty_status matmul_ksplit(ty_runtime *rt, ty_store *C, ty_store *A, ty_stor
     st = ty__store_view(rt, A, 2, ash, A->strides, A->offset + c * kc * A->strides[1], &v[3]);
     if (!st)
       st = ty__store_view(rt, B, 2, bsh, B->strides, B->offset + c * kc * B->strides[0], &v[4]);
-    if (!st) st = ty__store_view(rt, P, 2, psh, P->strides + 1, P->offset + c * P->strides[0], &v[5]);
+    if (!st)
+      st = ty__store_view(rt, P, 2, psh, P->strides + 1, P->offset + c * P->strides[0], &v[5]);
     if (!st) {
       ty_arg args[3] = {arg_out(v[5], TY_PRIV_OUT), arg_in(v[3]), arg_in(v[4])};
       args[1].proj = TY_PROJ_WHOLE;
