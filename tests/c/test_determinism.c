@@ -408,7 +408,10 @@ TEST(axis_and_2d_reductions_same_bits_for_any_pieces) {
 static void run_matmul(const conf *c, const double *v, const float *vf, bytes *out, size_t *ends) {
   ty_runtime *rt = make_rt(c);
   const int64_t dims[][3] = {{257, 129, 1031}, {500, 500, 500}, {3, 1000, 5},  {1031, 4099, 7},
-                             {100003, 5, 1},   {1, 3000, 1000}, {2000, 77, 1}, {129, 1, 257}};
+                             {100003, 5, 1},   {1, 3000, 1000}, {2000, 77, 1}, {129, 1, 257},
+                             /* k split into chunks (ty__matmul_ksplit): 4 of 65536 and a
+                              * remainder of 3; a row times a tall matrix; 2 even chunks */
+                             {16, 262147, 1},  {1, 262147, 16}, {4, 262144, 2}};
   for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
     const int64_t m = dims[i][0], k = dims[i][1], n = dims[i][2];
     const int64_t sa[2] = {m, k}, sb[2] = {k, n}, sat[2] = {k, m};
@@ -450,8 +453,24 @@ TEST(matmul_same_bits_for_any_pieces) {
   /* the blocks: fixed by the shape, 128 rows at least, 64 at most */
   CHECK_EQ_INT(ty__matmul_blocks(1, 1000, 1000), 1);
   CHECK_EQ_INT(ty__matmul_blocks(1024, 1024, 1024), 8);
+  CHECK_EQ_INT(ty__matmul_blocks(2048, 2048, 2048), 8);  /* gemm: m / 8 rows, <= 512 */
+  CHECK_EQ_INT(ty__matmul_blocks(4096, 4096, 4096), 8);
+  CHECK_EQ_INT(ty__matmul_blocks(8192, 8192, 8192), 16);
+  CHECK_EQ_INT(ty__matmul_blocks(4096, 1, 4096), 32);    /* gemv: 128 rows */
   CHECK_EQ_INT(ty__matmul_blocks(100000, 1000, 1000), 64);
   CHECK_EQ_INT(ty__matmul_blocks(100003, 1, 5), 16);
+  /* the k chunks: only for few row blocks and long k, fixed by the shape */
+  CHECK_EQ_INT(ty__matmul_ksplit(16, 1, 262147), 4);
+  CHECK_EQ_INT(ty__matmul_ksplit(1, 16, 262147), 4);
+  CHECK_EQ_INT(ty__matmul_ksplit(4, 2, 262144), 2);
+  CHECK_EQ_INT(ty__matmul_ksplit(32, 1, 500000), 15);
+  CHECK_EQ_INT(ty__matmul_ksplit(32, 1, 10000000), 64);
+  CHECK_EQ_INT(ty__matmul_ksplit(4096, 1, 4096), 1);
+  CHECK_EQ_INT(ty__matmul_ksplit(2048, 2048, 2048), 1);
+  CHECK_EQ_INT(ty__matmul_ksplit(16, 1, 8191), 1);
+  CHECK_EQ_INT(ty__matmul_ksplit(512, 512, 100000), 16);   /* partials: 16 x 2^18 elements */
+  CHECK_EQ_INT(ty__matmul_ksplit(4096, 4096, 100000), 1);  /* 2^24 outputs: no partials */
+  CHECK_EQ_INT(ty__matmul_ksplit(1024, 2048, 100000), 2);
   free(ref.p), free(v), free(vf);
 }
 

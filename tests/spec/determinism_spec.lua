@@ -5,7 +5,8 @@
 -- and 8 in every --parallel mode (auto, all, single, task), and under
 -- --fuse off and --overdecompose 3, with arguments small enough to finish
 -- fast but large enough that launches split: float sums over several ordered
--- tiles (65536 elements each), matmul over several row blocks. The examples
+-- tiles (65536 elements each), matmul over several row blocks and over k
+-- split into chunks (X'X of a tall X). The examples
 -- print their results with %.17g (every bit of a double); the lines that
 -- report the run itself (times, speedups, the cpu count, scheduling and
 -- memory figures) are dropped and the rest must be identical.
@@ -54,6 +55,7 @@ local EXAMPLES = {
   {"black_scholes.lua", {"150000", "f32", "1"}},
   {"heavy_task.lua", {"200", "50"}},
   {"regression.lua", {"30000", "400"}},           -- X * b: 5 row blocks
+  {"regression.lua", {"90000", "400"}},           -- X'X: k split into 2 chunks
   {"schedule_modes.lua", {"20000", "16"}},
   {"stencil.lua", {"300", "10"}},                 -- the final sum: 2 tiles
   {"nearest.lua", {"3000", "2000", "2MB"}},       -- streamed under a budget

@@ -52,6 +52,23 @@ describe("products", function()
     spec_same(r:totable(), {{{false, true}, {false, true}}, {{false, true}, {false, true}}})
     assert.are.equal("bool", r.dtype)
   end)
+  -- a long k is split into chunks whose partial products are summed
+  -- (ty__matmul_ksplit: 4 chunks of 75001 and a remainder of 3 here); every
+  -- partial sum is an integer below 2^24, so f32 is exact too
+  it("X^T z and z X over 300007 rows (k split into chunks) give numpy's values", function()
+    local want = {26, 299996, 900035, -1500044, -300032, 1200038, -300032, -1500044, 900035,
+                  299996, 26, 26, 299996, 900035, -1500044, -300032}
+    for _, dt in ipairs({'f64', 'f32'}) do
+      local X, z = ramp({300007, 16}, dt, 5), ramp({300007}, dt, 5)
+      local a, b = X:t():dot(z), z:dot(X)
+      spec_same(a:totable(), want)
+      spec_same(b:totable(), want)
+      assert.are.equal(dt, a.dtype)
+      local y = X:dot(ramp({16}, dt, 5))
+      spec_same({y[{1}]:item(), y[{2}]:item(), y[{3}]:item(), y[{-1}]:item(), y:sum():item()},
+                {169, 17, -58, -78, 50})
+    end
+  end)
   it("matmul of u8 stacks wraps", function()
     local r = tycho.matmul(ramp({2, 2, 5}, 'u8', 0), ramp({2, 5, 2}, 'u8', 0))
     spec_same(r:totable(), {{{135, 174}, {74, 183}}, {{142, 79}, {143, 106}}})

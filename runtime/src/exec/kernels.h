@@ -226,6 +226,12 @@ int ty__matmul_variant(ty_task_ctx *ctx);
  * is rows [m j / b, m (j + 1) / b) of C, one BLAS call each. ordered
  * partitions cut C into exactly these blocks (tiles (b, 1)). */
 int64_t ty__matmul_blocks(int64_t m, int64_t n, int64_t k);
+/* The k chunks of a float product (1: k is not split), from its shape alone:
+ * ty_matmul computes chunk j (k j / c rows of B and columns of A, the last
+ * chunk taking the remainder) into a partial product and adds the partials
+ * in chunk order, so a thin output gets pieces and its bits no processor
+ * count. */
+int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k);
 /* Called once at registration: BLAS single-threaded (pieces are the
  * parallelism, and OpenBLAS's own threads change the bits of a product). */
 void ty__blas_init(void);

@@ -48,18 +48,51 @@ void ty__blas_init(void) { openblas_set_num_threads(1); }
 
 /* Rows per BLAS call: at least 128 (OpenBLAS packs all of B for every call:
  * 1024^3 in 128-row calls took 4% longer than one call, in 64-row calls 19%,
- * one Zen core), at least 2^15 / (n k) (32k multiply-adds a call, well above a
- * call's few microseconds, for thin products such as a tall matrix times a
- * vector), and few enough for TY__ORDER_MAX blocks. */
+ * one Zen core); a gemm (n >= 64 columns) m / 8 of them, up to 512, since
+ * repacking B is not cheaper at larger sizes (CPU time of one Zen 4 core,
+ * median of 3-5, against one call: 2048^3 in 128-row calls +11%, 256-row
+ * +2.5%; 4096^3 in 128-row +15%, 256-row +7%, 512-row +3%), and 8 blocks
+ * still give 2-8 processors whole blocks; at least 2^15 / (n k) (32k
+ * multiply-adds a call, well above a call's few microseconds, for thin
+ * products such as a tall matrix times a vector); few enough for
+ * TY__ORDER_MAX blocks. */
 int64_t ty__matmul_blocks(int64_t m, int64_t n, int64_t k) {
   if (m <= 1) return 1;
   const int64_t nk = n > 0 && k > 0 && n < (INT64_C(1) << 31) && k < (INT64_C(1) << 31) ? n * k : 1;
   int64_t rows = 128;
+  if (n >= 64 && m / 8 > rows) rows = m / 8 < 512 ? m / 8 : 512;
   if ((INT64_C(1) << 15) / nk > rows) rows = (INT64_C(1) << 15) / nk;
   const int64_t few = (m + TY__ORDER_MAX - 1) / TY__ORDER_MAX;
   if (few > rows) rows = few;
   const int64_t b = (m + rows - 1) / rows;
   return b < 1 ? 1 : b;
+}
+
+/* K chunks of a float product (ops.c's ty_matmul splits k when this is > 1:
+ * chunk j of A's columns times chunk j of B's rows into a partial C, the
+ * partials summed in chunk order). From the shape alone, like the row
+ * blocks: a thin output (X^T z for a tall X: 32 outputs, 500000-long dot
+ * products) has one row block, so it ran on one core at a third of the
+ * memory bandwidth. Chunks fill the room the row blocks leave under
+ * TY__ORDER_MAX, each at least TY__KCHUNK_K long (a partial costs m n adds)
+ * and of at least TY__KCHUNK_WORK multiply-adds (a piece's few microseconds
+ * of bookkeeping; a 1M-element f32 chunk streams in ~100 us per core), and
+ * all partials together TY__KCHUNK_PARTIALS elements at most. */
+#define TY__KCHUNK_K 4096
+#define TY__KCHUNK_WORK (INT64_C(1) << 20)
+#define TY__KCHUNK_PARTIALS (INT64_C(1) << 22) /* elements of partials: 32 MiB of f64 */
+int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k) {
+  if (m <= 0 || n <= 0 || k < 2 * TY__KCHUNK_K) return 1;
+  int64_t c = TY__ORDER_MAX / ty__matmul_blocks(m, n, k);
+  if (k / TY__KCHUNK_K < c) c = k / TY__KCHUNK_K;
+  /* m n, capped (no overflow): a big output has its row blocks, and its
+   * partials would cost memory (c of them) */
+  const int64_t cap = TY__KCHUNK_PARTIALS;
+  const int64_t mn = m < cap && n < cap && m * n < cap ? m * n : cap;
+  if (cap / mn < c) c = cap / mn;
+  const int64_t per = TY__KCHUNK_WORK / mn > 0 ? TY__KCHUNK_WORK / mn : 1; /* k per chunk */
+  if (k / per < c) c = k / per;
+  return c < 2 ? 1 : c;
 }
 
 bool ty__blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, bool *trans,
@@ -146,7 +179,10 @@ static bool blas_gemv(ty_dtype t, int64_t mm, int64_t n, int64_t k, const char *
     return false;
   }
   const int64_t ny = n == 1 ? mm : n;
-  for (int64_t i = 0; i < ny; i++) memset(c + i * incy * es, 0, (size_t)es);
+  if (incy == 1) /* one call: a memset per element was 7% of logreg's X w */
+    memset(c, 0, (size_t)(ny * es));
+  else
+    for (int64_t i = 0; i < ny; i++) memset(c + i * incy * es, 0, (size_t)es);
   const enum CBLAS_TRANSPOSE op = trans ? CblasTrans : CblasNoTrans;
   if (t == TY_F64)
     cblas_dgemv(CblasRowMajor, op, (int)rows, (int)cols, 1.0, (const double *)mat, (int)ldm,

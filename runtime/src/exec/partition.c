@@ -4,7 +4,8 @@
  *
  * Rules:
  *  - auto: pieces = clamp(ceil(bytes / min_chunk), 1, procs * overdecompose),
- *    graded with size; all: procs * overdecompose; single and task: 1.
+ *    graded with size (bytes: the aligned arguments' over the domain, plus a
+ *    matmul's whole operands); all: procs * overdecompose; single and task: 1.
  *  - A dim may be split unless the launch forbids it (nosplit), it is shorter
  *    than 2, or an OUT/INOUT aligned argument has stride 0 on it (pieces
  *    would write the same elements).
@@ -106,6 +107,19 @@ static void matmul_tiling(const ty_pending *l, ty_tiling *t) {
   }
 }
 
+/* A matmul's work is its operands, not its output: a matrix times a vector
+ * writes m elements and reads m k. Counting only C (the domain) made a
+ * 4096^2 f64 product one piece (32 KiB of output), on one core. The WHOLE
+ * operands' bytes are added to C's for the auto piece count. */
+static int64_t matmul_operand_bytes(const ty_pending *l) {
+  int64_t bytes = 0;
+  for (int i = 1; i < l->nargs; i++) {
+    const ty_store *s = l->args[i].store;
+    if (l->args[i].proj == TY_PROJ_WHOLE) bytes += s->size * (int64_t)ty_dtype_size(s->dtype);
+  }
+  return bytes;
+}
+
 /* The fixed tiling of an ordered launch, or one piece when its dims cannot
  * all be split as the tiling needs (the kernel then walks the tiles). */
 static void ordered_partition(const ty_pending *l, int kind, uint32_t allowed, ty_tiling *out) {
@@ -163,6 +177,7 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
     if (l->args[i].proj == TY_PROJ_ALIGNED && s > es) es = s;
   }
   int64_t bytes = elems * (int64_t)es;
+  if (l->task->cpu == ty__matmul_variant) bytes += matmul_operand_bytes(l);
   int64_t cap = (int64_t)procs * p->overdecompose;
   int64_t want = 1, raw = 1;
   switch (p->mode) {

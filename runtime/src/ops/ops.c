@@ -803,6 +803,53 @@ ty_status ty__logical_result(ty_runtime *rt, ty_status st, bool logical, ty_stor
   return TY_OK;
 }
 
+/* C = A B (2-D views) with k cut into c chunks (ty__matmul_ksplit), for a
+ * thin output that one row block would leave on one core: chunk j, A's
+ * columns and B's rows [j kc, (j + 1) kc) with kc = k / c, is one matrix of a
+ * batched "matmul" launch into the partials P (c, m, n); the last r = k - c kc
+ * rows, when there are any, a 2-D launch into P's extra matrix c; then C is
+ * P's sum over its first axis, in chunk order (an ordered reduction). Every
+ * step is fixed by the shape, so the bits are too. */
+static ty_status matmul_ksplit(ty_runtime *rt, ty_store *C, ty_store *A, ty_store *B, int64_t c) {
+  const int64_t m = C->shape[0], n = C->shape[1], k = A->shape[1];
+  const int64_t kc = k / c, r = k - c * kc;
+  const int64_t pshape[3] = {c + (r > 0), m, n};
+  ty_store *P = NULL, *v[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+  ty_status st = ty__store_new(rt, C->dtype, 3, pshape, &P);
+  if (!st) { /* the chunks: A (c, m, kc), B (c, kc, n), P's first c matrices */
+    const int64_t as[3] = {kc * A->strides[1], A->strides[0], A->strides[1]};
+    const int64_t bs[3] = {kc * B->strides[0], B->strides[0], B->strides[1]};
+    const int64_t ash[3] = {c, m, kc}, bsh[3] = {c, kc, n}, psh[3] = {c, m, n};
+    st = ty__store_view(rt, A, 3, ash, as, A->offset, &v[0]);
+    if (!st) st = ty__store_view(rt, B, 3, bsh, bs, B->offset, &v[1]);
+    if (!st) st = ty__store_view(rt, P, 3, psh, P->strides, P->offset, &v[2]);
+  }
+  if (!st) {
+    ty_arg args[3] = {arg_out(v[2], TY_PRIV_OUT), arg_in(v[0]), arg_in(v[1])};
+    args[1].proj = TY_PROJ_WHOLE;
+    args[2].proj = TY_PROJ_WHOLE;
+    st = launch(rt, tasks(rt)->matmul, 3, v[2]->shape, 3, args, NULL, 0, 0);
+  }
+  if (!st && r > 0) { /* the remainder: A (m, r), B (r, n) into P[c] */
+    const int64_t ash[2] = {m, r}, bsh[2] = {r, n}, psh[2] = {m, n};
+    st = ty__store_view(rt, A, 2, ash, A->strides, A->offset + c * kc * A->strides[1], &v[3]);
+    if (!st)
+      st = ty__store_view(rt, B, 2, bsh, B->strides, B->offset + c * kc * B->strides[0], &v[4]);
+    if (!st)
+      st = ty__store_view(rt, P, 2, psh, P->strides + 1, P->offset + c * P->strides[0], &v[5]);
+    if (!st) {
+      ty_arg args[3] = {arg_out(v[5], TY_PRIV_OUT), arg_in(v[3]), arg_in(v[4])};
+      args[1].proj = TY_PROJ_WHOLE;
+      args[2].proj = TY_PROJ_WHOLE;
+      st = launch(rt, tasks(rt)->matmul, 2, psh, 3, args, NULL, 0, 0);
+    }
+  }
+  if (!st) st = reduce_basic(rt, TY_RED_SUM, P, 0, C);
+  for (int i = 0; i < 6; i++) ty_store_release(v[i]);
+  ty_store_release(P);
+  return st;
+}
+
 ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
   ty_status st = check_runtime(rt, "ty_matmul");
   if (st) return st;
@@ -852,7 +899,10 @@ ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
     else if (ond == 1) cstr[1] = res->strides[0];
     st = ty__store_view(rt, res, 2, cshape, cstr, res->offset, &C);
   }
-  if (!st) {
+  const int64_t chunks = ty_dtype_is_float(t) ? ty__matmul_ksplit(m, n, k) : 1;
+  if (!st && chunks > 1) {
+    st = matmul_ksplit(rt, C, A, Bm, chunks);
+  } else if (!st) {
     ty_arg args[3] = {arg_out(C, TY_PRIV_OUT), arg_in(A), arg_in(Bm)};
     args[1].proj = TY_PROJ_WHOLE;
     args[2].proj = TY_PROJ_WHOLE;

@@ -1,0 +1,35 @@
+"""blas.py — the peers of blas.lua: numpy's matrix-vector and matrix-matrix
+products (its OpenBLAS, its threads as it ships).
+
+    python3 blas.py lib=numpy op=gemv|gemvt|gemm n=.. m=.. f=.. dtype=.. iters=.. reps=..
+"""
+from common import ALPHA, array_module, checksum, params, seq, timed
+
+p = params({"op": "gemv", "n": 4096, "m": 500000, "f": 32, "dtype": "f64", "iters": 10,
+            "reps": 5})
+np = array_module(p["lib"])
+n, m, f, dt, iters = p["n"], p["m"], p["f"], p["dtype"], p["iters"]
+if p["op"] == "gemv":
+    M = seq(np, n * n, ALPHA[0], dt, shape=(n, n))
+    x = seq(np, n, ALPHA[1], dt)
+
+    def step():
+        for _ in range(iters):
+            y = M @ x
+        return y
+elif p["op"] == "gemvt":
+    X = seq(np, m * f, ALPHA[0], dt, shape=(m, f))
+    z = seq(np, m, ALPHA[1], dt)
+
+    def step():
+        for _ in range(iters):
+            w = X.T @ z
+        return w
+elif p["op"] == "gemm":
+    L = seq(np, n * n, ALPHA[0], dt, shape=(n, n))
+    R = seq(np, n * n, ALPHA[1], dt, shape=(n, n))
+    step = lambda: L @ R
+else:
+    raise SystemExit(f"bench: op is gemv, gemvt or gemm, got {p['op']}")
+r = timed(p["reps"], step, lambda r: float(r.flat[0]))
+checksum(float(r.astype(np.float64).sum()))
