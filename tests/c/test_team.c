@@ -56,9 +56,12 @@ static void count_start(void) { atomic_fetch_add(&started, 1); }
 
 TEST(team_workers_run_the_start_hook_once) {
   ty_team *t = ty__team_new(4, 50, count_start);
-  run_jobs(t, 2, 100, false, 50); /* one worker started */
+  /* fixed jobs: worker k must run item k, so it started (and ran the hook) */
+  run_jobs(t, 2, 2, true, 20); /* one worker started */
   CHECK_EQ_INT(atomic_load(&started), 1);
-  run_jobs(t, 4, 100, false, 50); /* two more */
+  run_jobs(t, 4, 4, true, 20); /* two more */
+  CHECK_EQ_INT(atomic_load(&started), 3);
+  run_jobs(t, 4, 100, false, 20); /* none new */
   ty__team_free(t);
   CHECK_EQ_INT(atomic_load(&started), 3);
 }
