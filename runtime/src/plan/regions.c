@@ -404,11 +404,11 @@ void ty__regions_cut(ty_runtime *rt) {
   ty_pending **w = rt->window;
   emitted out = {0}, made = {0}, gone = {0};
   group g = {0};
-  bool ok = true;
+  bool ok = true, copying = false; /* copying: out holds the window up to i */
   for (int i = 0; i < n && ok;) {
     /* a group starts with a launch writing a large enough store */
     const ty_pending *l = w[i];
-    int len = 0;
+    int len = 0, same_s = 1;
     if (l->nargs > 0 && writes(l->args[0].priv) && l->args[0].store->size >= REG_MIN_ELEMS / 4) {
       g.S = l->args[0].store->storage;
       g.n = g.no = 0;
@@ -418,8 +418,8 @@ void ty__regions_cut(ty_runtime *rt) {
       int64_t cuts[TY_MAX_RANK][REG_MAX_CUTS];
       int ncuts[TY_MAX_RANK];
       if (worth_cutting(&g, cuts, ncuts)) {
-        if (!made.n) /* the launches before the first group: unchanged */
-          for (int k = 0; k < i && ok; k++) ok = push(&out, w[k]);
+        for (int k = 0; !copying && k < i && ok; k++) ok = push(&out, w[k]);
+        copying = ok;
         const int n0 = out.n;
         if (ok && emit(rt, &g, cuts, ncuts, &out, &made)) {
           for (int k = 0; k < g.n && ok; k++) ok = push(&gone, g.m[k]);
@@ -428,10 +428,16 @@ void ty__regions_cut(ty_runtime *rt) {
           out.n = n0;
         }
       }
+      /* not cut: a group starting at a later member that writes S again
+       * would be this one's tail, not worth it either (a loop of in-place
+       * updates through one view would otherwise cost n^2 tries) */
+      while (len == 0 && same_s < g.n && g.m[same_s]->args[0].store->storage == g.S &&
+             writes(g.m[same_s]->args[0].priv))
+        same_s++;
     }
     if (len == 0) {
-      if (made.n && ok) ok = push(&out, w[i]);
-      len = 1;
+      len = same_s;
+      for (int k = 0; copying && k < len && ok; k++) ok = push(&out, w[i + k]);
     }
     i += len;
   }
