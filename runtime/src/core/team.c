@@ -71,6 +71,7 @@ struct ty_team {
   _Atomic uint32_t state;    /* OPEN | the number of workers inside the job */
   _Atomic uint32_t done;     /* fixed jobs: items the workers finished */
   _Atomic int64_t next;      /* the next item to take */
+  _Atomic uint32_t *claimed; /* fixed jobs: the gen in which worker k last ran its item */
   _Atomic bool quit;
   job job; /* written while the team is closed and empty */
 };
@@ -188,7 +189,8 @@ static void *worker_main(void *p) {
       tl_worker = me;
       if (!j.fixed) {
         take_items(t, &j, me);
-      } else if (me < j.n) {
+      } else if (me < j.n && atomic_exchange(&t->claimed[me], j.gen) != j.gen) {
+        /* exactly once per job, however often this worker joins it */
         j.fn(j.arg, me, me);
         if (atomic_fetch_add(&t->done, 1) + 1 == (uint32_t)(j.n - 1)) futex_wake(&t->done, 1);
       }
@@ -207,7 +209,8 @@ ty_team *ty__team_new(int threads, int spin_us, void (*thread_start)(void)) {
   t->spin_us = spin_us < 0 ? ty__team_default_spin() : spin_us;
   t->threads = calloc((size_t)threads, sizeof *t->threads);
   t->starts = calloc((size_t)threads, sizeof *t->starts);
-  if (!t->threads || !t->starts) {
+  t->claimed = calloc((size_t)threads, sizeof *t->claimed);
+  if (!t->threads || !t->starts || !t->claimed) {
     ty__team_free(t);
     return NULL;
   }
@@ -222,6 +225,7 @@ void ty__team_free(ty_team *t) {
   for (int i = 1; i <= t->started; i++) pthread_join(t->threads[i], NULL);
   free(t->threads);
   free(t->starts);
+  free((void *)t->claimed);
   free(t);
 }
 
