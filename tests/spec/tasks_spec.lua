@@ -406,6 +406,7 @@ describe("an error in a Lua task", function()
       traits = { parallel = "single" },
       body = function(ctx, a) a[1] = kept_tile[1] end }
     keep(tycho.zeros(1), tycho.zeros(1))
+    tycho.flush() -- alone in their waves, both run on the flushing thread: one worker state
     local ok, msg = pcall(function() return use(tycho.zeros(1)):totable() end)
     assert.is_false(ok)
     assert.matches("a tile is valid only inside the piece it was given to", msg)
