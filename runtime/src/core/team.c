@@ -121,14 +121,17 @@ static double now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-/* Spins (yielding) until *word != old or (when want_eq) *word == want,
+/* Whether job number a comes after b (gens wrap around). */
+static bool after(uint32_t a, uint32_t b) { return (int32_t)(a - b) > 0; }
+
+/* Spins (yielding) until *word comes after v or (when want_eq) *word == v,
  * for at most spin_us. True when the condition holds. */
 static bool spin(const ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want_eq) {
   double deadline = -1;
   for (;;) {
     for (int i = 0; i < 32; i++) {
       uint32_t cur = atomic_load_explicit(word, memory_order_acquire);
-      if (want_eq ? cur == v : cur != v) return true;
+      if (want_eq ? cur == v : after(cur, v)) return true;
       relax();
     }
     double t_now = now_us();
@@ -151,11 +154,19 @@ static void wait_equal(const ty_team *t, _Atomic uint32_t *word, uint32_t want) 
   }
 }
 
-/* A worker's wait for a job after gen `seen`; returns the new gen. */
+/* A worker's wait for a job after gen `seen`; returns the new gen. `seen`
+ * may be one ahead of t->gen: the caller opens a job before it bumps gen, so
+ * a worker can join it (and take its gen) first. Waiting for a gen that
+ * comes after, not for any other gen, keeps that worker from joining the
+ * same job again. */
 static uint32_t wait_job(ty_team *t, uint32_t seen) {
   if (!spin(t, &t->gen, seen, false)) {
     atomic_fetch_add(&t->sleepers, 1);
-    while (atomic_load(&t->gen) == seen) futex_wait(&t->gen, seen);
+    for (;;) {
+      uint32_t g = atomic_load(&t->gen);
+      if (after(g, seen)) break;
+      futex_wait(&t->gen, g);
+    }
     atomic_fetch_sub(&t->sleepers, 1);
   }
   return atomic_load(&t->gen);
@@ -190,7 +201,7 @@ static void *worker_main(void *p) {
       if (!j.fixed) {
         take_items(t, &j, me);
       } else if (me < j.n && atomic_exchange(&t->claimed[me], j.gen) != j.gen) {
-        /* exactly once per job, however often this worker joins it */
+        /* exactly once per job, even if this worker joined it twice */
         j.fn(j.arg, me, me);
         if (atomic_fetch_add(&t->done, 1) + 1 == (uint32_t)(j.n - 1)) futex_wake(&t->done, 1);
       }
