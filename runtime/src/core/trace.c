@@ -228,21 +228,17 @@ static void write_json(const struct ty_trace *t, ty_sbuf *b) {
               e->t0 * 1e6, (long long)e->value);
       break;
     case EV_GPU:
+    case EV_GPU_DEV: { /* a piece on a GPU's stream, or its kernel's device time */
+      const bool dev = e->kind == EV_GPU_DEV;
       ty__sb_printf(b, ",\n{\"name\":");
       json_str(b, e->name);
-      ty__sb_printf(b, ",\"cat\":\"gpu\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+      ty__sb_printf(b, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
                        "\"args\":{\"launch\":%llu,\"piece\":%d,\"pieces\":%d,\"gpu\":%d,\"stream\":%d}}",
-                    GPU_TID0 + e->worker, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq,
-                    e->piece, e->pieces, e->worker, e->wave);
+                    dev ? "gpu-device" : "gpu", (dev ? GPU_DEV_TID0 : GPU_TID0) + e->worker, e->t0 * 1e6,
+                    (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq, e->piece, e->pieces, e->worker,
+                    e->wave);
       break;
-    case EV_GPU_DEV:
-      ty__sb_printf(b, ",\n{\"name\":");
-      json_str(b, e->name);
-      ty__sb_printf(b, ",\"cat\":\"gpu-device\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-                       "\"args\":{\"launch\":%llu,\"piece\":%d,\"pieces\":%d,\"gpu\":%d,\"stream\":%d}}",
-                    GPU_DEV_TID0 + e->worker, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq,
-                    e->piece, e->pieces, e->worker, e->wave);
-      break;
+    }
     case EV_GPU_BYTES:
       ty__sb_printf(b, ",\n{\"name\":\"gpu bytes copied\",\"ph\":\"C\",\"pid\":1,\"ts\":%.3f,"
                        "\"args\":{\"host to gpu\":%llu,\"gpu to host\":%llu,\"between gpus\":%llu}}",

@@ -571,33 +571,21 @@ VMATH2_LOOP(pow_f32_sleef, float, VF_N, VF_LOAD, VF_STORE, SLEEF_F(pow))
 BINARY_LOOP(square_f64, double, double, ((void)y, x * x))
 BINARY_LOOP(square_f32, float, float, ((void)y, x * x))
 
-static void pow_f64(int64_t n, char **p, const int64_t *s, const void *aux) {
-  if (s[2] == 0 && *(const double *)p[2] == 2.0)
-    square_f64(n, p, s, aux);
-  else
-    pow_f64_sleef(n, p, s, aux);
-}
-static void pow_f32(int64_t n, char **p, const int64_t *s, const void *aux) {
-  if (s[2] == 0 && *(const float *)p[2] == 2.0f)
-    square_f32(n, p, s, aux);
-  else
-    pow_f32_sleef(n, p, s, aux);
-}
+/* NAME: pow with a scalar exponent of exactly 2 as SQUARE, else GENERAL */
+#define POW_LOOP(NAME, T, SQUARE, GENERAL)                                       \
+  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {     \
+    if (s[2] == 0 && *(const T *)p[2] == (T)2)                                   \
+      SQUARE(n, p, s, aux);                                                      \
+    else                                                                         \
+      GENERAL(n, p, s, aux);                                                     \
+  }
+POW_LOOP(pow_f64, double, square_f64, pow_f64_sleef)
+POW_LOOP(pow_f32, float, square_f32, pow_f32_sleef)
 
 VMATH2_LOOP(pow_f64_fastv, double, VD_N, VD_LOAD, VD_STORE, FAST_D_POW)
 VMATH2_LOOP(pow_f32_fastv, float, VF_N, VF_LOAD, VF_STORE, FAST_F_POW)
-static void pow_f64_fast(int64_t n, char **p, const int64_t *s, const void *aux) {
-  if (s[2] == 0 && *(const double *)p[2] == 2.0)
-    square_f64(n, p, s, aux);
-  else
-    pow_f64_fastv(n, p, s, aux);
-}
-static void pow_f32_fast(int64_t n, char **p, const int64_t *s, const void *aux) {
-  if (s[2] == 0 && *(const float *)p[2] == 2.0f)
-    square_f32(n, p, s, aux);
-  else
-    pow_f32_fastv(n, p, s, aux);
-}
+POW_LOOP(pow_f64_fast, double, square_f64, pow_f64_fastv)
+POW_LOOP(pow_f32_fast, float, square_f32, pow_f32_fastv)
 
 /* NaN-propagating, and maximum(a, b) returns a on ties (numpy's rule). */
 BINARY_LOOP(maximum_f64, double, double, (x >= y || x != x) ? x : y)
