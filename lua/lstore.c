@@ -156,6 +156,7 @@ typedef struct index_entry {
 } index_entry;
 
 static int64_t entry_int(lua_State *L, int idx, const char *fn, int k) {
+  if (lua_isinteger(L, idx)) return (int64_t)lua_tointeger(L, idx); /* the common case: no name to format */
   char what[48];
   snprintf(what, sizeof what, "index[%d]", k);
   return tl_checkint(L, idx, fn, what);

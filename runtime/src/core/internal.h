@@ -90,6 +90,30 @@ typedef struct ty_resolved {
   uint64_t hint_store; /* the store whose hint decided, when mode_from_hint */
 } ty_resolved;
 
+/* Why the fusion pass ended a run or left a launch out, kept as its parts
+ * and turned into text only when explain shows it (ty__fuse_note_text):
+ * formatting it for every launch cost more than the decision. */
+typedef enum {
+  TY_NOTE_NONE,
+  TY_NOTE_TEXT,     /* why */
+  TY_NOTE_STOP,     /* "#seq[0] task: why" (the launch the run stopped at) */
+  TY_NOTE_NOT_WITH, /* "not fused with #seq[0](-#seq[1]): why" */
+  TY_NOTE_FULL,     /* "window full (n launches)" */
+  TY_NOTE_FUSE_OFF  /* "not fused: fuse = false (origin)" */
+} ty_note_kind;
+
+typedef struct ty_fuse_note {
+  uint8_t kind;               /* ty_note_kind */
+  const char *why;            /* static text */
+  const struct ty_task *task; /* STOP: the launch's task; FUSE_OFF: the launch's own */
+  uint64_t seq[2];
+  int n;
+  ty_origin origin; /* FUSE_OFF: where fuse = false came from */
+} ty_fuse_note;
+
+/* The note's text into buf ("" for none). */
+void ty__fuse_note_text(const ty_fuse_note *note, char *buf, size_t len);
+
 /* What explain remembers of a launch that ran (rendered by explain.c). */
 typedef struct ty_record {
   uint64_t seq;
@@ -110,7 +134,7 @@ typedef struct ty_record {
   uint64_t key_store; /* reused key partition of this store; 0: new */
   int fused;
   char fused_ops[192];
-  char fuse_end[TY_MAX_ORIGIN];
+  ty_fuse_note fuse_end;
   char stream[320]; /* how a streamed scope ran it (stream.c), or "" */
   char ranks[128];  /* split among ranks (dist.c): this rank's pieces, or "" */
   int gpus;         /* GPUs it ran on (exec_gpu.c); 0: the CPU */
@@ -184,7 +208,7 @@ typedef struct ty_pending {
    * stopped at), copied into the explain entry */
   int fused;
   char fused_ops[192];
-  char fuse_end[TY_MAX_ORIGIN];
+  ty_fuse_note fuse_end;
   int8_t fop; /* the fusion pass's class of the launch (fuse.c), 0 until it asks */
   char origin[TY_MAX_ORIGIN]; /* ty_launch_desc.origin, or "" */
 } ty_pending;

@@ -12,7 +12,7 @@ ty_record *ty__explain_next(ty_runtime *rt) {
   r->wave = r->waves = 0;
   r->fused = 0;
   r->fused_ops[0] = 0;
-  r->fuse_end[0] = 0;
+  r->fuse_end.kind = TY_NOTE_NONE;
   r->stream[0] = 0;
   r->ranks[0] = 0;
   r->gpus = 0; /* a reused record must not keep another launch's placement */
@@ -20,4 +20,29 @@ ty_record *ty__explain_next(ty_runtime *rt) {
   r->h2d = r->d2h = r->d2d = 0;
   memset(&r->flush, 0, sizeof r->flush); /* stamped when its flush ends (plan/window.c) */
   return r;
+}
+
+void ty__fuse_note_text(const ty_fuse_note *note, char *buf, size_t len) {
+  char origin[TY_MAX_ORIGIN];
+  switch (note->kind) {
+  case TY_NOTE_TEXT: snprintf(buf, len, "%s", note->why); break;
+  case TY_NOTE_STOP:
+    snprintf(buf, len, "#%llu %s: %s", (unsigned long long)note->seq[0], ty_task_name(note->task),
+             note->why);
+    break;
+  case TY_NOTE_NOT_WITH:
+    if (note->seq[1] != note->seq[0])
+      snprintf(buf, len, "not fused with #%llu-#%llu: %s", (unsigned long long)note->seq[0],
+               (unsigned long long)note->seq[1], note->why);
+    else
+      snprintf(buf, len, "not fused with #%llu: %s", (unsigned long long)note->seq[0], note->why);
+    break;
+  case TY_NOTE_FULL: snprintf(buf, len, "window full (%d launches)", note->n); break;
+  case TY_NOTE_FUSE_OFF:
+    ty__origin_text(&note->origin, TY_AXIS_FUSE, note->task, origin, sizeof origin);
+    snprintf(buf, len, "not fused: fuse = false (%s)", origin);
+    break;
+  default:
+    if (len) buf[0] = 0;
+  }
 }

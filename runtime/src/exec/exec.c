@@ -225,10 +225,10 @@ static ty_record *new_record(ty_runtime *rt, const ty_pending *l) {
   e->ndim = l->ndim;
   for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
   e->pol = l->pol;
-  if (l->fused || l->fuse_end[0]) {
+  if (l->fused || l->fuse_end.kind) {
     e->fused = l->fused;
     ty__strlcpy(e->fused_ops, l->fused_ops, sizeof e->fused_ops);
-    ty__strlcpy(e->fuse_end, l->fuse_end, sizeof e->fuse_end);
+    e->fuse_end = l->fuse_end;
   }
   return e;
 }

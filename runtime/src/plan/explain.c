@@ -83,7 +83,7 @@ static void render(const ty_record *r, ty_explain_entry *e) {
     snprintf(e->partition, sizeof e->partition, "new");
   e->fused = r->fused;
   snprintf(e->fused_ops, sizeof e->fused_ops, "%s", r->fused_ops);
-  snprintf(e->fuse_end, sizeof e->fuse_end, "%s", r->fuse_end);
+  ty__fuse_note_text(&r->fuse_end, e->fuse_end, sizeof e->fuse_end);
   snprintf(e->stream, sizeof e->stream, "%s", r->stream);
   snprintf(e->ranks, sizeof e->ranks, "%s", r->ranks);
   e->flush = r->flush;

@@ -403,13 +403,15 @@ void ty__regions_cut(ty_runtime *rt) {
   const int n = rt->nwindow;
   ty_pending **w = rt->window;
   emitted out = {0}, made = {0}, gone = {0};
-  group g = {0};
+  group g; /* m and b are filled as launches join (not zeroed: 10 KB a flush) */
+  g.S = NULL, g.nd = g.n = g.no = g.cap = 0, g.o = NULL;
   bool ok = true, copying = false; /* copying: out holds the window up to i */
   for (int i = 0; i < n && ok;) {
     /* a group starts with a launch writing a large enough store */
     const ty_pending *l = w[i];
     int len = 0, same_s = 1;
-    if (l->nargs > 0 && writes(l->args[0].priv) && l->args[0].store->size >= REG_MIN_ELEMS / 4) {
+    if (l->nargs > 0 && writes(l->args[0].priv) && l->args[0].store->size >= REG_MIN_ELEMS / 4 &&
+        l->args[0].store->storage->nbytes >= REG_MIN_ELEMS * ty_dtype_size(l->args[0].store->dtype)) {
       g.S = l->args[0].store->storage;
       g.n = g.no = 0;
       while (i + g.n < n && add(rt, &g, w[i + g.n])) {

@@ -177,7 +177,7 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
   l->nosplit = d->nosplit;
   l->fused = 0;
   l->fused_ops[0] = 0;
-  l->fuse_end[0] = 0;
+  l->fuse_end.kind = TY_NOTE_NONE;
   l->fop = 0;
   l->origin[0] = 0;
   if (d->origin) snprintf(l->origin, sizeof l->origin, "%s", d->origin);
