@@ -6,7 +6,9 @@
  * and 3 processors. The kernels compile into ./tycho-kernel-cache.
  * Also argmin/argmax along the rows at the end of a run (fuse.c admits them
  * as the run's last launch): ties, NaN rows, -0/+0, infinities; compiled
- * and interpreted, the same indices as the unfused scan.
+ * and interpreted, the same indices as the unfused scan. And flat runs
+ * ending in an f64 sum (generate3): the same bits as the unfused sum at
+ * sizes from 1 to several ordered tiles, on 1 and 3 processors.
  */
 #include "check.h"
 #include "req.h"
@@ -219,8 +221,84 @@ TEST(fused_argmin_rows_match_unfused) {
   }
 }
 
+/* sum(((x * s + y) * y - x)), s a 0-d store: a flat run ending in an f64
+ * sum (generate3, ty_fk3), or the same through a strided view of x (step
+ * 2: not compiled, interpreted). *kind: the compiled kernel's kind, -1 none. */
+static double sum_program(int cpus, bool fuse, int64_t n, bool strided, int *kind) {
+  ty_config cfg = {.cpus = cpus};
+  cfg.policy.set = TY_POL_FUSE;
+  cfg.policy.fuse = fuse;
+  ty_runtime *rt = NULL;
+  if (ty_runtime_create(&cfg, &rt) != TY_OK) exit(1);
+  ty_store *x = NULL, *y = values(rt, n, 0.11, false), *s = NULL;
+  if (strided) {
+    ty_store *big = values(rt, 2 * n, 0.37, false);
+    REQ(rt, ty_store_slice(rt, big, 0, 0, 2 * n, 2, &x));
+    ty_store_release(big);
+  } else {
+    x = values(rt, n, 0.37, false);
+  }
+  REQ(rt, ty_scalar_f64(rt, TY_F64, 1.5, &s));
+  REQ(rt, ty_flush(rt));
+  ty_store *t1 = op2(rt, TY_OP_MUL, x, s), *t2 = op2(rt, TY_OP_ADD, t1, y);
+  ty_store *t3 = op2(rt, TY_OP_MUL, t2, y), *t4 = op2(rt, TY_OP_SUB, t3, x), *out = NULL;
+  REQ(rt, ty_reduce(rt, TY_RED_SUM, t4, -1, &out));
+  ty_store_release(t1), ty_store_release(t2), ty_store_release(t3), ty_store_release(t4);
+  *kind = -1;
+  if (fuse) {
+    ty__fuse(rt);
+    for (int i = 0; i < rt->nwindow; i++)
+      if (rt->window[i]->task == ty__fused_task(rt)) {
+        const ty__fhead *h = (const ty__fhead *)rt->window[i]->scalars;
+        if (h->kernel) *kind = (int)h->kernel_kind;
+      }
+  }
+  double res = 0;
+  REQ(rt, ty_store_read(rt, out, &res, sizeof res));
+  ty_store_release(out), ty_store_release(x), ty_store_release(y), ty_store_release(s);
+  ty_runtime_destroy(rt);
+  return res;
+}
+
+TEST(compiled_sums_match_unfused) {
+  setenv("TYCHO_CACHE_DIR", "tycho-kernel-cache", 1);
+  setenv("TYCHO_CODEGEN", "always", 1);
+  /* one element, a vector tail, a leaf and one more, many blocks, several
+   * ordered tiles (65,536 elements each) */
+  static const int64_t sizes[] = {1, 7, 129, 1000, 4097, 70000, 300001};
+  int compiled = 0, cases = 0;
+  for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+    for (int strided = 0; strided < 2; strided++)
+      for (int cpus = 1; cpus <= 3; cpus += 2) {
+        int kind = -1, unused = -1;
+        const double ref = sum_program(cpus, false, sizes[z], strided, &unused);
+        const double got = sum_program(cpus, true, sizes[z], strided, &kind);
+        const bool same = memcmp(&ref, &got, sizeof ref) == 0;
+        if (!same)
+          fprintf(stderr, "sum differs: n %lld%s cpus %d (kernel kind %d): %.17g, unfused %.17g\n",
+                  (long long)sizes[z], strided ? " strided" : "", cpus, kind, got, ref);
+        CHECK(same);
+        /* numpy: float(((x * 1.5 + y) * y - x).sum()) */
+        if (sizes[z] == 1000 && !strided) CHECK(fabs(ref - 50069.642877263956) < 1e-9);
+        if (!strided) {
+          compiled += kind == TY__FK_SUM;
+          cases++;
+        } else {
+          CHECK(kind != TY__FK_FLAT && kind != TY__FK_ROWS); /* nothing but the sum kernel compiles */
+        }
+      }
+  unsetenv("TYCHO_CODEGEN");
+  if (ty__isa_lanes()) {
+    if (compiled != cases) fprintf(stderr, "sums compiled %d of %d\n", compiled, cases);
+    CHECK(compiled == cases);
+  } else {
+    (void)compiled;
+  }
+}
+
 static const check_case cases[] = {
     CASE(compiled_rows_match_unfused),
     CASE(fused_argmin_rows_match_unfused),
+    CASE(compiled_sums_match_unfused),
 };
 CHECK_MAIN(cases)

@@ -20,9 +20,11 @@
  * each contiguous along the rows or one element per row (a column against a
  * row: a[:, None] - b[None, :]), possibly ending in an f64 min or max
  * reduction along either axis or whole, or in an f64 argmin/argmax along the
- * rows, compile to ty_fk2 (a loop over rows; generate2). Anything else
- * (integers, f32, mod, casts to integers, sums and products, registered
- * tasks, other strided views) runs in the interpreter.
+ * rows, compile to ty_fk2 (a loop over rows; generate2). A flat run ending
+ * in an f64 sum compiles its terms to ty_fk3 (generate3), which the
+ * interpreter's ordered stream adds. Anything else (integers, f32, mod,
+ * casts to integers, products, sums along an axis, registered tasks, other
+ * strided views) runs in the interpreter.
  * The kernel's layout assumption (which arguments are contiguous) is recorded
  * in the description; a piece whose tiles do not match it runs in the
  * interpreter.
@@ -117,7 +119,7 @@ typedef struct cg_entry {
   uint64_t hash;
   uint32_t seen;
   bool failed;
-  bool rows;          /* its entry point: ty_fk2 (TY__FK_ROWS) or ty_fk */
+  uint32_t kind;      /* its entry point: ty_fk, ty_fk2 (TY__FK_ROWS) or ty_fk3 (TY__FK_SUM) */
   ty__fused_kernel fn;
   void *handle;
   ty__ccjob *job;     /* its compile while in flight (codegen_cc.h) */
@@ -790,6 +792,83 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   return !b->failed;
 }
 
+/* A flat run ending in an f64 sum (ty_fk3): the sub-operations before the
+ * sum as in generate, then the value the sum reads stored to out; the caller
+ * (fused_cpu.c) calls it block by block and feeds each block to the sum's
+ * ordered stream, the interpreter's own call on the same values, so the sum
+ * keeps its bits. The sum's accumulator is an argument the kernel never
+ * touches. */
+static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig) {
+  const ty__fhead *h = (const ty__fhead *)f->scalars;
+  if (h->nsub < 2) return false;
+  const ty__fsub *last = ty__fsub_first(h);
+  for (int k = 0; k + 1 < h->nsub; k++) {
+    if (last->kind == TY__FK_REDUCE || last->kind == TY__FK_TASK || last->kind == TY__FK_ARGREDUCE) return false;
+    last = ty__fsub_next(last);
+  }
+  if (last->kind != TY__FK_REDUCE || last->op != TY__RSUM || last->dt != TY_F64 || last->dt2 != TY_F64 ||
+      last->nops != 2 || last->opnd[0].ref < 0 || TY__FREF_IS_CONST(last->opnd[0].ref) ||
+      last->opnd[1].dtype != TY_F64)
+    return false;
+  const int acc = last->opnd[0].ref;
+  uint64_t c = 0;
+  for (int k = 0; k < f->nargs; k++) {
+    const ty_arg *a = &f->args[k];
+    const ty_store *s = a->store;
+    if (k == acc) {
+      if (a->priv != TY_PRIV_REDUCE || s->dtype != TY_F64) return false;
+      continue;
+    }
+    if (!vtype(s->dtype) || a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_REDUCE) return false;
+    bool zero = true;
+    for (int d = 0; d < s->ndim; d++) zero &= s->shape[d] <= 1 || s->strides[d] == 0;
+    if (ty_store_is_contiguous(s) && !zero) c |= UINT64_C(1) << k;
+    else if (!zero) return false;
+  }
+  *contig = c;
+  preamble(b);
+  gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
+  put(b, "static inline void body(char *const *p, const char *D, const int *sq, const double *K,\n"
+         "                        const double *Bc, char *o) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n");
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k + 1 < h->nsub && g.ok; k++, s = ty__fsub_next(s)) sub(&g, s, k);
+  char x[96];
+  operand(&g, &last->opnd[1], x, sizeof x);
+  if (!g.ok) return false;
+  put(b, "  st(o, %s);\n}\n\n", x);
+  put(b, "void ty_fk3(i64 n, char *const *a, const char *D, char *o) {\n  int sq[%d];\n", g.npow + 1);
+  pow_flags(b, h, c, "  ", "a");
+  put(b, "  double K[%d], Bc[%d];\n", h->nconsts + 1, f->nargs + 1);
+  put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
+  for (int k = 0; k < f->nargs; k++)
+    if (k != acc && !((c >> k) & 1u) && f->args[k].store->dtype == TY_F64)
+      put(b, "  Bc[%d] = *(const double *)a[%d];\n", k, k);
+  put(b, "  char *p[%d];\n  i64 i = 0;\n", f->nargs + 1);
+  put(b, "  for (; i + W <= n; i += W) {\n");
+  for (int k = 0; k < f->nargs; k++) {
+    if ((c >> k) & 1u) put(b, "    p[%d] = a[%d] + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
+    else put(b, "    p[%d] = a[%d];\n", k, k);
+  }
+  put(b, "    body(p, D, sq, K, Bc, o + i * 8);\n  }\n  if (i < n) {\n    i64 m = n - i;\n");
+  for (int k = 0; k < f->nargs; k++) {
+    if (!((c >> k) & 1u)) {
+      put(b, "    p[%d] = a[%d];\n", k, k);
+      continue;
+    }
+    int es = (int)ty_dtype_size(f->args[k].store->dtype);
+    put(b, "    char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
+    put(b, "    __builtin_memcpy(t%d, a[%d] + i * %d, (unsigned long)m * %d);\n    p[%d] = t%d;\n", k, k, es, es, k, k);
+  }
+  put(b, "    char to[W * 8] __attribute__((aligned(64)));\n    body(p, D, sq, K, Bc, to);\n");
+  for (int k = 0; k < f->nargs; k++)
+    if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
+      int es = (int)ty_dtype_size(f->args[k].store->dtype);
+      put(b, "    __builtin_memcpy(a[%d] + i * %d, t%d, (unsigned long)m * %d);\n", k, es, k, es);
+    }
+  put(b, "    __builtin_memcpy(o + i * 8, to, (unsigned long)m * 8);\n  }\n}\n");
+  return !b->failed;
+}
+
 /* ---- compile, cache, load -------------------------------------------------------------- */
 
 static uint64_t fnv1a(const char *p, size_t n) {
@@ -834,7 +913,8 @@ static cg_entry *lookup(ty__codegen *cg, uint64_t hash) {
 static bool open_so(cg_entry *e, const char *so) {
   e->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!e->handle) return false;
-  void *sym = dlsym(e->handle, e->rows ? "ty_fk2" : "ty_fk");
+  static const char *const entry[] = {"ty_fk", "ty_fk2", "ty_fk3"};
+  void *sym = dlsym(e->handle, entry[e->kind < 3 ? e->kind : 0]);
   if (!sym) {
     dlclose(e->handle);
     e->handle = NULL;
@@ -886,10 +966,10 @@ static bool cached(const ty__codegen *cg, const cg_entry *e) {
  * job is done (poll_jobs). At most cg->max_jobs compiles run at once; past
  * that, nothing starts now, not even a look into the disk cache (a later
  * sight tries again). */
-static void begin(ty__codegen *cg, cg_entry *e, const sbuf *b, bool rows) {
+static void begin(ty__codegen *cg, cg_entry *e, const sbuf *b, uint32_t kind) {
   char so[1200], src[1200];
   if (!cg->wait && cg->jobs >= cg->max_jobs) return;
-  e->rows = rows;
+  e->kind = kind;
   if (!cg->dir_made && mkdirs(cg->dir) != 0) {
     e->failed = true;
     return;
@@ -1016,10 +1096,15 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
     *kind = TY__FK_ROWS;
     if (!generate2(f, &b, contig)) {
       free(b.p);
-      *contig = 0;
-      *kind = TY__FK_FLAT;
-      if (p) p->entry = -1;
-      return NULL;
+      b = (sbuf){0};
+      *kind = TY__FK_SUM;
+      if (!generate3(f, &b, contig)) {
+        free(b.p);
+        *contig = 0;
+        *kind = TY__FK_FLAT;
+        if (p) p->entry = -1;
+        return NULL;
+      }
     }
   }
   uint64_t hash = fnv1a(b.p, b.len) ^ (uint64_t)b.len * 0x9e3779b97f4a7c15ULL;
@@ -1036,7 +1121,7 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
      * waited for, at the second (a one-off expression never waits) or at
      * once from CG_EAGER_ELEMS */
     const bool want = cg->mode == 2 || small || !cg->wait || e->seen >= 2 || elems >= CG_EAGER_ELEMS;
-    if (!e->fn && !e->job && (want || cached(cg, e))) begin(cg, e, &b, *kind == TY__FK_ROWS);
+    if (!e->fn && !e->job && (want || cached(cg, e))) begin(cg, e, &b, *kind);
     fn = e->fn;
   }
   free(b.p);

@@ -286,6 +286,28 @@ static int run_flat(piece_state *ps, int64_t n) {
   return 0;
 }
 
+/* A flat piece whose run ends in an f64 sum, compiled (ty_fk3): block by
+ * block, the kernel writes the values the sum reads into a buffer, which is
+ * fed to the sum's stream as run_flat feeds its slot: the same blocks, the
+ * same values, the same calls, so the same bits. */
+static void run_flat_sum(piece_state *ps, int64_t n, const rsub *r, ty__fused_kernel3 fn) {
+  _Alignas(64) char buf[4096 * 8];
+  const ty_task_ctx *ctx = ps->ctx;
+  const ropnd *acc = &ps->ro[r->first];
+  char *a[TY_MAX_ARGS];
+  int64_t es[TY_MAX_ARGS];
+  for (int k = 0; k < ctx->nargs; k++)
+    es[k] = ((ps->h->contig >> k) & 1u) ? (int64_t)ty_dtype_size(ctx->args[k].dtype) : 0;
+  for (int64_t off = 0; off < n; off += ps->block) {
+    const int64_t len = n - off < ps->block ? n - off : ps->block;
+    for (int k = 0; k < ctx->nargs; k++) a[k] = ctx->args[k].data + off * es[k];
+    fn(len, a, (const char *)ps->h, buf);
+    char *p[2] = {acc->base + off * acc->step, buf};
+    const int64_t st[2] = {acc->stride, 8};
+    r->feed(len, p, st, r->os);
+  }
+}
+
 /* An arg reduction over a box block: rows along the last dim, whole in the
  * block (see the top); one output element per row. */
 static void arg_rows(const rsub *r, int nd, const int64_t *cur, char *const *bases,
@@ -526,7 +548,21 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
       fn(n, bases, (const char *)h);
     }
   }
-  if (rc == 0 && !compiled) rc = flat ? run_flat(&ps, n) : run_box(&ps);
+  bool summed = false; /* compiled up to a sum that the stream below finishes */
+  if (rc == 0 && !compiled && flat && h->kernel && h->kernel_kind == TY__FK_SUM && nreduce == 1 &&
+      ps.block <= 4096) {
+    const rsub *r = &ps.rs[ps.nsub - 1];
+    summed = r->s->kind == TY__FK_REDUCE && r->stream == STREAM_PIECE;
+    const int acc = r->s->opnd[0].ref;
+    for (int a = 0; a < ctx->nargs && summed; a++)
+      summed = a == acc || flat_stride[a] == (((h->contig >> a) & 1u) ? 1 : 0);
+    if (summed) {
+      ty__fused_kernel3 fn;
+      memcpy(&fn, &h->kernel, sizeof fn);
+      run_flat_sum(&ps, n, r, fn);
+    }
+  }
+  if (rc == 0 && !compiled && !summed) rc = flat ? run_flat(&ps, n) : run_box(&ps);
   for (int k = 0; rc == 0 && !compiled && k < ps.nsub; k++) {
     rsub *r = &ps.rs[k];
     if (r->s->kind == TY__FK_REDUCE && r->stream == STREAM_PIECE) stream_apply(r, ps.ro[r->first].base);
