@@ -294,6 +294,7 @@ struct ty_runtime {
   struct ty_trace *trace;
   struct ty__gpu *gpu; /* gpu_kernels.c: devices, pools, streams (NULL: none probed) */
   const struct ty__devices *devices; /* the GPU executor's entry points (NULL: none) */
+  char chunk_why[192]; /* exec.c: why the GPUs gave a streamed chunk back to the CPU */
   struct ty_team *team; /* the CPU workers (core/team.c), started by the first split launch */
   struct ty__gstore *gstores; /* exec_gpu.c: the storages a GPU touched */
   uint64_t gpu_turn;          /* exec_gpu.c: the next GPU of a task-mode launch */
@@ -327,6 +328,10 @@ typedef struct ty__devices {
   ty_status (*run)(ty_runtime *rt, struct ty_pending *l, int lane, struct ty_record *e, bool *fallback,
                    char *why, size_t whylen);
   ty_status (*join)(ty_runtime *rt);
+  /* one chunk of a streamed scope: the launch over [lo, hi) along dim (-1:
+   * its whole domain), staged through device memory (exec_gpu.c) */
+  ty_status (*run_chunk)(ty_runtime *rt, struct ty_pending *l, int dim, int64_t lo, int64_t hi,
+                         struct ty_record *e, bool *fallback, char *why, size_t whylen);
   ty_status (*host)(ty_runtime *rt, ty_storage *stg, uint64_t lo, uint64_t hi, int access);
   void (*forget)(ty_runtime *rt, ty_storage *stg);
 } ty__devices;

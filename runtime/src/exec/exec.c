@@ -280,10 +280,9 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
       return st;
     }
   } else if (lane < 0 && rt->devices && rt->devices->place(rt, l, place, sizeof place)) {
-    /* a streamed chunk (stream.c) is a host slice: the GPUs do not run them */
+    /* a streamed chunk the GPUs gave back (ty__exec_box): why, from there */
     e = pr->explain = new_record(rt, l);
-    snprintf(e->place, sizeof e->place, "ran on the CPU: a streamed scope (memory budget) runs its chunks on "
-                                        "the CPUs; GPUs do not run streamed chunks yet (docs/gpu.md)");
+    ty__strlcpy(e->place, rt->chunk_why, sizeof e->place);
   } else if (place[0]) {
     e = pr->explain = new_record(rt, l);
     ty__strlcpy(e->place, place, sizeof e->place);
@@ -493,10 +492,30 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
                       const char *note) {
   const bool boxed = dim >= 0 && dim < l->ndim;
   const int64_t whole = boxed ? l->domain[dim] : 0;
-  if (boxed) l->domain[dim] = hi - lo; /* partition the box, run it in global coordinates */
   uint64_t before = rt->nexplained;
+  ty_status st;
+  char place[192] = "";
+  rt->chunk_why[0] = 0;
+  if (rt->devices && rt->devices->place(rt, l, place, sizeof place)) {
+    /* on a GPU: the chunk staged through device memory (exec_gpu.c) */
+    ty_record *e = new_record(rt, l);
+    bool fallback = false;
+    st = rt->devices->run_chunk(rt, l, boxed ? dim : -1, lo, hi, e, &fallback, place, sizeof place);
+    if (!fallback) {
+      snprintf(e->place, sizeof e->place, "%s; a streamed chunk, staged through GPU memory", place);
+      if (!record) {
+        rt->nexplained = before;
+      } else {
+        snprintf(e->stream, sizeof e->stream, "%s", note ? note : "");
+      }
+      return st;
+    }
+    rt->nexplained = before; /* the CPU's record below says why */
+    ty__strlcpy(rt->chunk_why, place, sizeof rt->chunk_why);
+  }
+  if (boxed) l->domain[dim] = hi - lo; /* partition the box, run it in global coordinates */
   prepared pr;
-  ty_status st = prepare(rt, l, &pr, -1); /* streamed pieces are host slices */
+  st = prepare(rt, l, &pr, -1); /* streamed pieces are host slices */
   pr.boxed = boxed;
   if (boxed) pr.origin[dim] = lo;
   if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);

@@ -793,5 +793,146 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
   return st;
 }
 
-const ty__devices ty__gpu_devices = {ty__gpu_place, ty__gpu_run, ty__gpu_join, ty__storage_host,
-                                     ty__storage_gpu_free};
+/* ---- streamed chunks ---------------------------------------------------------------- */
+
+/* Copy [blo, bhi) of a staged argument between its host buffer and its
+ * block on device d (base: the block's address minus blo), on stream 0. */
+static ty_status stage_copy(ty_runtime *rt, int d, ty_storage *stg, uint64_t base, uint64_t blo,
+                            uint64_t bhi, bool in, ty_record *e, char *err, size_t errlen) {
+  ty__coh_copy c = {in ? TY__COH_HOST : TY__COH_DEV(d), in ? TY__COH_DEV(d) : TY__COH_HOST, blo, bhi};
+  uint64_t bases[TY_MAX_GPUS] = {0};
+  bases[d] = base;
+  ty_status st = ty__gpu_copy_run(rt->gpu, &c, stg->data, bases, 0, err, errlen);
+  if (st == TY_OK) count_copy(rt, e, &c);
+  return st;
+}
+
+ty_status ty__gpu_run_chunk(ty_runtime *rt, ty_pending *l, int dim, int64_t lo_, int64_t hi_, ty_record *e,
+                            bool *fallback, char *why, size_t whylen) {
+  *fallback = false;
+  ty__gpu *g = rt->gpu;
+  char err[1024] = "";
+  gk_plan k;
+  if (classify(rt, l, &k, why, whylen) == GK_NONE) {
+    *fallback = true;
+    return TY_OK;
+  }
+  bool aligned = true;
+  for (int i = 0; i < l->nargs; i++) {
+    aligned &= l->args[i].proj == TY_PROJ_ALIGNED && l->args[i].priv != TY_PRIV_REDUCE;
+    if (l->args[i].priv != TY_PRIV_OUT && l->args[i].store->storage->cancelled) {
+      *fallback = true; /* a poisoned input: the CPU path skips it, and its error surfaces when read */
+      why[0] = 0;
+      return TY_OK;
+    }
+  }
+  if (!((k.kind == GK_IR && !k.fused_red) || k.kind == GK_GEN) || !aligned) {
+    snprintf(why, whylen, "ran on the CPU: in a streamed scope, GPUs run the element-wise chunks (fused chains, "
+                          "element-wise built-ins, generators); '%s' is not one", l->task->name);
+    *fallback = true;
+    return TY_OK;
+  }
+  if (!g->active && ty__gpu_activate(g, err, sizeof err) != TY_OK) {
+    snprintf(why, whylen, "the GPUs could not be opened: %s", err);
+    *fallback = true;
+    return TY_OK;
+  }
+  if (g->ndev == 0) {
+    snprintf(why, whylen, "no GPU is open");
+    *fallback = true;
+    return TY_OK;
+  }
+  int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+  bool empty = false;
+  for (int i = 0; i < l->ndim; i++) {
+    lo[i] = dim == i ? lo_ : 0;
+    hi[i] = dim == i ? hi_ : l->domain[i];
+    empty |= hi[i] <= lo[i];
+  }
+  if (empty) return TY_OK;
+  ty__gir *ir = k.kind == GK_IR ? ty__malloc(sizeof *ir) : NULL;
+  if (k.kind == GK_IR && !ir) return ty__fail(rt, TY_ENOMEM, "%s: out of memory", l->task->name);
+  /* the chunk's tiles, the bytes they span, and a block of that size each */
+  const int d = 0;
+  ty_tile tiles[TY_MAX_ARGS];
+  uint64_t ptr[TY_MAX_ARGS], blo[TY_MAX_ARGS], bhi[TY_MAX_ARGS];
+  ty__gpu_block *blk[TY_MAX_ARGS] = {NULL};
+  bool dense[TY_MAX_ARGS];
+  ty_status st = TY_OK;
+  for (int i = 0; i < l->nargs && !*fallback && st == TY_OK; i++) {
+    const ty_arg *a = &l->args[i];
+    int64_t off;
+    piece_tile(a, l->ndim, lo, hi, &tiles[i], &off, &blo[i], &bhi[i], &dense[i]);
+    const bool whole = (size_t)a->store->size * ty_dtype_size(a->store->dtype) == a->store->storage->nbytes;
+    if ((st = ty__storage_ensure(rt, a->store->storage, a->priv != TY_PRIV_OUT || !whole))) break;
+    if (bhi[i] <= blo[i]) {
+      ptr[i] = 0;
+      continue;
+    }
+    char what[200];
+    store_name(a->store, what, sizeof what);
+    if (ty__gpu_alloc(g, d, bhi[i] - blo[i], 0, what, &blk[i], err, sizeof err) != TY_OK) {
+      snprintf(why, whylen, "ran on the CPU: a streamed chunk does not fit GPU %d: %s", d, err);
+      *fallback = true;
+      break;
+    }
+    ptr[i] = blk[i]->ptr - blo[i] + (uint64_t)off * ty_dtype_size(a->store->dtype);
+  }
+  if (st == TY_OK && !*fallback && k.fused) {
+    int64_t shape[TY_MAX_RANK];
+    for (int i = 0; i < l->ndim; i++) shape[i] = hi[i] - lo[i];
+    if (ty__gk_from_fused(l->scalars, l->scalar_bytes, l->ndim, shape, l->nargs, tiles, ptr, ir, err,
+                          sizeof err) != TY_OK) {
+      snprintf(why, whylen, "ran on the CPU: fused run: %s", err);
+      *fallback = true;
+    }
+  }
+  if (st == TY_OK && !*fallback) {
+    /* the host holds every byte the chunk reads; what it writes, the device
+     * copies no longer hold (stream 0 after every lane's earlier work) */
+    if ((st = ty__gpu_join(rt)) == TY_OK) st = lane_use(rt, d, 0, err, sizeof err);
+    for (int i = 0; i < l->nargs && st == TY_OK; i++)
+      if (bhi[i] > blo[i])
+        st = ty__storage_host(rt, l->args[i].store->storage, blo[i], bhi[i],
+                              writes(l->args[i].priv) ? TY__HOST_WRITE : TY__HOST_READ);
+    const double t0 = ty__tracing(rt) ? ty__trace_time(rt) : 0;
+    /* in: what the kernel reads, and the gaps of a strided output (the copy
+     * back writes its whole span) */
+    for (int i = 0; i < l->nargs && st == TY_OK; i++) {
+      const ty_arg *a = &l->args[i];
+      if (bhi[i] > blo[i] && (a->priv != TY_PRIV_OUT || !dense[i]) &&
+          (st = stage_copy(rt, d, a->store->storage, blk[i]->ptr - blo[i], blo[i], bhi[i], true, e, err, sizeof err)))
+        st = ty__fail(rt, st, "%s: copying a streamed chunk to GPU %d: %s", l->task->name, d, err);
+    }
+    if (st == TY_OK && (st = run_kernel(rt, &k, l, d, 0, l->ndim, lo, hi, tiles, ptr, ir, err, sizeof err)))
+      st = ty__fail(rt, st, "task '%s' failed on GPU %d: %s%s%s%s", l->task->name, d, err,
+                    l->origin[0] ? " (launched at " : "", l->origin, l->origin[0] ? ")" : "");
+    for (int i = 0; i < l->nargs && st == TY_OK; i++) {
+      const ty_arg *a = &l->args[i];
+      if (bhi[i] > blo[i] && writes(a->priv) &&
+          (st = stage_copy(rt, d, a->store->storage, blk[i]->ptr - blo[i], blo[i], bhi[i], false, e, err, sizeof err)))
+        st = ty__fail(rt, st, "%s: copying a streamed chunk from GPU %d: %s", l->task->name, d, err);
+    }
+    /* the host's bytes are final before the streamer goes on (and may free
+     * a transient's slice) */
+    if (st == TY_OK && (st = ty__gpu_sync(g, d, 0, err, sizeof err)))
+      st = ty__fail(rt, st, "%s: waiting for GPU %d: %s", l->task->name, d, err);
+    if (ty__tracing(rt)) ty__trace_gpu_piece(rt, d, 0, t0, ty__trace_time(rt), 0, 1, l->seq, l->task);
+  }
+  for (int i = 0; i < l->nargs; i++)
+    if (blk[i]) ty__gpu_free(g, d, blk[i], 0);
+  free(ir);
+  if (*fallback) return TY_OK;
+  if (e) {
+    e->pieces = 1;
+    for (int i = 0; i < l->ndim; i++) e->tiles[i] = 1;
+    e->gpus = 1;
+    e->processor = d;
+  }
+  rt->stats.gpu_launches++;
+  rt->stats.pieces++;
+  return st;
+}
+
+const ty__devices ty__gpu_devices = {ty__gpu_place, ty__gpu_run, ty__gpu_join, ty__gpu_run_chunk,
+                                     ty__storage_host, ty__storage_gpu_free};

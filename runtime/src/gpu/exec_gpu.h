@@ -48,6 +48,18 @@ bool ty__gpu_place(ty_runtime *rt, const ty_pending *l, char *why, size_t whylen
  * the launch. */
 ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, bool *fallback,
                       char *why, size_t whylen);
+/* One chunk of a streamed scope (plan/stream.c): launch l over [lo, hi)
+ * along dim (dim < 0: its whole domain), an element-wise launch (a fused
+ * chain, an element-wise built-in, a generator). The chunk's bytes of every
+ * argument are staged: copied into a block of device memory the size of the
+ * chunk, the kernel runs, what it wrote is copied back into host memory and
+ * waited for, the blocks go back to the pool. The host stays the owner of
+ * every byte, so the streamer may free a transient's slice right after, and
+ * device memory holds one chunk at a time, whatever the stores' sizes
+ * (--fbmem). *fallback (nothing changed) when the chunk cannot run there:
+ * not element-wise, or its blocks do not fit. */
+ty_status ty__gpu_run_chunk(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64_t hi, ty_record *e,
+                            bool *fallback, char *why, size_t whylen);
 /* Launch l of a wave runs on stream `lane` (its index in the wave, mod the
  * streams) of its GPUs; ty__gpu_join, at the start of each wave (and before
  * host accesses and frees), orders every stream after what earlier waves
