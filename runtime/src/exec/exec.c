@@ -502,7 +502,9 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
     bool fallback = false;
     st = rt->devices->run_chunk(rt, l, boxed ? dim : -1, lo, hi, e, &fallback, place, sizeof place);
     if (!fallback) {
-      snprintf(e->place, sizeof e->place, "%s; a streamed chunk, staged through GPU memory", place);
+      if (snprintf(e->place, sizeof e->place, "%s; a streamed chunk, staged through GPU memory", place) >=
+          (int)sizeof e->place)
+        e->place[sizeof e->place - 1] = 0; /* cut (a long reason) */
       if (!record) {
         rt->nexplained = before;
       } else {
