@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -316,14 +317,18 @@ typedef struct oom_rank {
   bool stopped;      /* its abort was called */
   char said[512];    /* the message it printed ("" when another rank prints) */
   double y[WAVE][3]; /* the first values of each launch's output */
-  ty_runtime *rt;    /* kept reachable: a stopped rank leaves its runtime */
+  sem_t *done;       /* posted when the rank ends or stops */
 } oom_rank;
 
+/* The rank stops here, as MPI_Abort would stop it: it says it stopped and
+ * waits for ever, so what it holds stays reachable (its thread lives until
+ * the test process exits). */
 static void oom_abort(void *ud, const char *msg) {
   oom_rank *o = ud;
   o->stopped = true;
   snprintf(o->said, sizeof o->said, "%s", msg ? msg : "");
-  pthread_exit(NULL); /* the rank stops here, as MPI_Abort would stop it */
+  sem_post(o->done);
+  for (;;) pause();
 }
 
 static int oom_allgatherv(void *ud, const void *mine, void *all, const size_t *counts,
@@ -339,45 +344,53 @@ static void *oom_rank_main(void *arg) {
   oom_rank *o = arg;
   ty_config cfg = {.cpus = 2};
   CHECK(ty_policy_set(&cfg.policy, "fuse", "false", NULL, 0) == TY_OK); /* ten launches, not one */
-  CHECK(ty_runtime_create(&cfg, &o->rt) == TY_OK);
+  ty_runtime *rt = NULL;
+  CHECK(ty_runtime_create(&cfg, &rt) == TY_OK);
   ty_dist d = {.rank = o->c.rank, .nranks = o->c.w->nranks, .check = true, .min_elems = 1000,
                .ud = o, .allgatherv = oom_allgatherv, .bcast = oom_bcast, .abort = oom_abort};
-  CHECK(ty_set_dist(o->rt, &d) == TY_OK);
+  CHECK(ty_set_dist(rt, &d) == TY_OK);
   ty_store *x = NULL, *y[WAVE];
-  CHECK(ty_arange(o->rt, TY_F64, 0, 1, N, &x) == TY_OK);
-  CHECK(ty_flush(o->rt) == TY_OK); /* x exists: the next wave allocates only its outputs */
+  CHECK(ty_arange(rt, TY_F64, 0, 1, N, &x) == TY_OK);
+  CHECK(ty_flush(rt) == TY_OK); /* x exists: the next wave allocates only its outputs */
   /* WAVE independent launches over x: one wave, more than exec.c keeps on its stack */
   const ty_op ops[WAVE] = {TY_OP_SIN, TY_OP_COS, TY_OP_EXP, TY_OP_SQRT, TY_OP_TANH,
                            TY_OP_NEG, TY_OP_ABS, TY_OP_EXP2, TY_OP_LOG1P, TY_OP_ARCTAN};
-  for (int i = 0; i < WAVE; i++) CHECK(ty_unary(o->rt, ops[i], x, &y[i]) == TY_OK);
+  for (int i = 0; i < WAVE; i++) CHECK(ty_unary(rt, ops[i], x, &y[i]) == TY_OK);
   if (o->arm) ty_fault_fail_alloc_here(8 * 1024); /* the wave's prepared launches: 20 KiB */
-  CHECK(ty_flush(o->rt) == TY_OK);
+  CHECK(ty_flush(rt) == TY_OK);
   ty_fault_fail_alloc_here(0);
   for (int i = 0; i < WAVE; i++) {
     ty_store *head = NULL;
-    CHECK(ty_store_slice(o->rt, y[i], 0, 0, 3, 1, &head) == TY_OK);
-    CHECK(ty_store_read(o->rt, head, o->y[i], sizeof o->y[i]) == TY_OK);
+    CHECK(ty_store_slice(rt, y[i], 0, 0, 3, 1, &head) == TY_OK);
+    CHECK(ty_store_read(rt, head, o->y[i], sizeof o->y[i]) == TY_OK);
     ty_store_release(head);
     ty_store_release(y[i]);
   }
   ty_store_release(x);
-  ty_runtime_destroy(o->rt);
-  o->rt = NULL;
+  ty_runtime_destroy(rt);
+  sem_post(o->done);
   return NULL;
 }
 
-static oom_rank oom[MAX_RANKS]; /* static: a stopped rank's runtime stays reachable */
+static oom_rank oom[MAX_RANKS];
 
+/* Run the ranks until each ended or stopped; the stopped ones are left
+ * waiting (joined: the ones that ended). */
 static void run_oom(int nranks, const bool *arm) {
-  world *w = calloc(1, sizeof *w);
-  w->nranks = nranks;
-  pthread_barrier_init(&w->bar, NULL, (unsigned)nranks);
+  static world w;
+  static sem_t done;
+  w = (world){.nranks = nranks};
+  pthread_barrier_init(&w.bar, NULL, (unsigned)nranks);
+  sem_init(&done, 0, 0);
   pthread_t th[MAX_RANKS];
   for (int r = 0; r < nranks; r++) {
-    oom[r] = (oom_rank){.c = {.w = w, .rank = r}, .arm = arm[r]};
+    oom[r] = (oom_rank){.c = {.w = &w, .rank = r}, .arm = arm[r], .done = &done};
     CHECK(pthread_create(&th[r], NULL, oom_rank_main, &oom[r]) == 0);
   }
-  for (int r = 0; r < nranks; r++) pthread_join(th[r], NULL);
+  for (int r = 0; r < nranks; r++) sem_wait(&done);
+  for (int r = 0; r < nranks; r++)
+    if (!oom[r].stopped) pthread_join(th[r], NULL);
+    else pthread_detach(th[r]);
 }
 
 /* One rank could not hold the wave: every rank stops, that rank saying why,
