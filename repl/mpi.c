@@ -133,6 +133,18 @@ static void mpi_abort(void *ud, const char *msg) {
   exit(1); /* not reached */
 }
 
+/* os.exit on several ranks: the end of the script is a check point
+ * (ty_dist_finish) before the state may close (os.exit(code, true)); then
+ * Lua's os.exit, whose exit() finalizes MPI (finalize_at_exit). */
+static int mpi_os_exit(lua_State *L) {
+  ty_runtime *rt = shell_runtime();
+  if (rt) ty_dist_finish(rt);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 0);
+  return 0;
+}
+
 /* print on ranks but 0: the same conversions, no output */
 static int quiet_print(lua_State *L) {
   int n = lua_gettop(L);
@@ -170,6 +182,15 @@ static int setup(lua_State *L, ty_runtime *rt, void *ud) {
     shell_message("TYCHO_MPI_PRINT: expected 'all' or '0'");
     return 1;
   }
+  if (lua_getglobal(L, "os") == LUA_TTABLE) { /* os.exit: a check point first */
+    if (lua_getfield(L, -1, "exit") == LUA_TFUNCTION) {
+      lua_pushcclosure(L, mpi_os_exit, 1);
+      lua_setfield(L, -2, "exit");
+    } else {
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
   if (rank != 0 && !(print && strcmp(print, "all") == 0)) {
     lua_pushcfunction(L, quiet_print);
     lua_setglobal(L, "print");
@@ -210,12 +231,11 @@ static double now(void) {
 
 /* exit() before the end of ty_mpi_main (the script's os.exit): finalize
  * MPI, so the job ends with the script's status and no complaint. Every
- * rank must call os.exit, as every rank makes every tycho call. */
+ * rank must call os.exit, as every rank makes every tycho call (in check
+ * mode mpi_os_exit makes it a check point). */
 static void finalize_at_exit(void) {
   int done = 1;
   if (MPI_Finalized(&done) == MPI_SUCCESS && !done) {
-    ty_runtime *rt = shell_runtime(); /* os.exit(code) without closing the state */
-    if (rt && nranks > 1) ty_dist_finish(rt);
     fflush(stdout);
     MPI_Finalize();
   }

@@ -35,6 +35,12 @@ elseif case == "uneven_end" then
   if tycho.rank() == 1 then
     local extra = (x * 3):sum():item() -- a flush only rank 1 makes, after rank 0 ended
   end
+elseif case == "uneven_exit" then
+  print("sum", x:sum():item())
+  if tycho.rank() == 1 then
+    local extra = (x * 3):sum():item() -- a flush only rank 1 makes, after rank 0 left
+  end
+  os.exit(0, true)
 elseif case == "uneven_save" then
   print("sum", x:sum():item()) -- x exists: the save flushes nothing
   if tycho.rank() == 1 then

@@ -65,6 +65,10 @@ run 2 uneven_end
 { [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
   grep -q "control diverged on rank 1: rank 0 ends the script; rank 1 flushes [0-9]* launch" "$tmp/err"; } ||
   fail "uneven_end: status $rc"
+run 2 uneven_exit
+{ [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
+  grep -q "control diverged on rank 1: rank 0 ends the script; rank 1 flushes" "$tmp/err"; } ||
+  fail "uneven_exit: status $rc"
 run 2 uneven_save
 { [ $rc -ne 0 ] && [ $rc -ne 124 ] &&
   grep -q "control diverged on rank 1: rank 0 saves a .npy file; rank 1 flushes" "$tmp/err"; } ||
