@@ -25,6 +25,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "tycho/dist.h"
 #include "tycho_lua.h"
 #include "tycho_repl.h"
 
@@ -53,6 +54,24 @@ static void own_runtime(lua_State *L, ty_runtime *rt) {
   lua_setfield(L, -2, "__gc");
   lua_setmetatable(L, -2);
   lua_setfield(L, LUA_REGISTRYINDEX, RUNTIME_KEY);
+}
+
+static int shell_rank, shell_nranks = 1;
+
+void shell_set_ranks(int rank, int nranks) {
+  shell_rank = rank;
+  shell_nranks = nranks;
+}
+
+/* path with ".rank<R>" before the extension of its last component (or at its
+ * end): malloc'ed, NULL when out of memory */
+static char *rank_path(const char *path, int rank) {
+  const char *base = strrchr(path, '/'), *dot = strrchr(base ? base + 1 : path, '.');
+  size_t at = dot && dot != (base ? base + 1 : path) ? (size_t)(dot - path) : strlen(path);
+  size_t cap = strlen(path) + 32;
+  char *out = malloc(cap);
+  if (out) snprintf(out, cap, "%.*s.rank%d%s", (int)at, path, rank, path + at);
+  return out;
 }
 
 typedef struct shell_run {
@@ -137,7 +156,15 @@ int ty_shell_main(int argc, char **argv, ty_shell_setup setup, void *ud) {
       shell_free_options(&opt);
       return EXIT_FAILURE;
     }
-    if (ty_trace_start(main_rt, opt.trace, opt.trace_svg) != TY_OK) {
+    char *trace = NULL, *svg = NULL; /* one file per rank */
+    if (shell_nranks > 1) {
+      trace = rank_path(opt.trace, shell_rank);
+      svg = opt.trace_svg ? rank_path(opt.trace_svg, shell_rank) : NULL;
+    }
+    st = ty_trace_start(main_rt, trace ? trace : opt.trace, svg ? svg : opt.trace_svg);
+    free(trace);
+    free(svg);
+    if (st != TY_OK) {
       fprintf(stderr, SHELL_PROGNAME ": --trace: %s\n", ty_errmsg(main_rt));
       ty_runtime_destroy(main_rt);
       main_rt = NULL;
@@ -164,6 +191,7 @@ int ty_shell_main(int argc, char **argv, ty_shell_setup setup, void *ud) {
   int status = lua_pcall(main_L, 1, 1, 0);
   int ok = lua_toboolean(main_L, -1);
   shell_report(main_L, status);
+  if (ok && status == LUA_OK && main_rt) ty_dist_finish(main_rt); /* under mpirun: docs/mpi.md */
 
   if (opt.stats && main_rt) { /* the figures of the whole run, before the state closes */
     char *text = NULL;

@@ -84,6 +84,43 @@ static int mpi_bcast(void *ud, void *buf, size_t bytes, int root) {
   return 0;
 }
 
+/* MPI-IO: every rank writes its part of an existing file. Every rank makes
+ * the same collective calls whatever fails: the open's outcome and the
+ * largest part are agreed first, the parts go in rounds of at most CHUNK
+ * bytes (as many on every rank), then sync and close. */
+static int mpi_write_at_all(void *ud, const char *path, uint64_t off, const void *part, size_t n,
+                            char *err, size_t errlen) {
+  (void)ud;
+  MPI_File fh = MPI_FILE_NULL;
+  int rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+  unsigned long long mine[2] = {n, rc != MPI_SUCCESS}, most[2] = {0, 1};
+  int arc = MPI_Allreduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  if (rc == MPI_SUCCESS) rc = arc;
+  if (rc == MPI_SUCCESS && most[1]) rc = MPI_ERR_FILE; /* another rank could not open it */
+  if (arc == MPI_SUCCESS && !most[1]) {
+    for (size_t done = 0; done < most[0]; done += CHUNK) {
+      size_t k = done < n ? (n - done < CHUNK ? n - done : CHUNK) : 0;
+      int wrc = MPI_File_write_at_all(fh, (MPI_Offset)(off + (k ? done : 0)),
+                                      k ? (const char *)part + done : part, (int)k, MPI_BYTE,
+                                      MPI_STATUS_IGNORE);
+      if (rc == MPI_SUCCESS) rc = wrc;
+    }
+    int src = MPI_File_sync(fh);
+    if (rc == MPI_SUCCESS) rc = src;
+  }
+  if (fh != MPI_FILE_NULL) {
+    int crc = MPI_File_close(&fh);
+    if (rc == MPI_SUCCESS) rc = crc;
+  }
+  if (rc != MPI_SUCCESS) {
+    int len = 0;
+    char text[MPI_MAX_ERROR_STRING];
+    MPI_Error_string(rc, text, &len);
+    snprintf(err, errlen, "%s", text);
+  }
+  return rc != MPI_SUCCESS;
+}
+
 static void mpi_abort(void *ud, const char *msg) {
   (void)ud;
   if (msg) {
@@ -94,6 +131,18 @@ static void mpi_abort(void *ud, const char *msg) {
   }
   MPI_Abort(MPI_COMM_WORLD, 1);
   exit(1); /* not reached */
+}
+
+/* os.exit on several ranks: the end of the script is a check point
+ * (ty_dist_finish) before the state may close (os.exit(code, true)); then
+ * Lua's os.exit, whose exit() finalizes MPI (finalize_at_exit). */
+static int mpi_os_exit(lua_State *L) {
+  ty_runtime *rt = shell_runtime();
+  if (rt) ty_dist_finish(rt);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 0);
+  return 0;
 }
 
 /* print on ranks but 0: the same conversions, no output */
@@ -118,6 +167,7 @@ static int setup(lua_State *L, ty_runtime *rt, void *ud) {
       .allgatherv = mpi_allgatherv,
       .bcast = mpi_bcast,
       .abort = mpi_abort,
+      .write_at_all = mpi_write_at_all,
   };
   if (min && *min && d.min_elems < 1) {
     shell_message("TYCHO_MPI_MIN_ELEMS: expected a positive number of elements");
@@ -132,6 +182,15 @@ static int setup(lua_State *L, ty_runtime *rt, void *ud) {
     shell_message("TYCHO_MPI_PRINT: expected 'all' or '0'");
     return 1;
   }
+  if (lua_getglobal(L, "os") == LUA_TTABLE) { /* os.exit: a check point first */
+    if (lua_getfield(L, -1, "exit") == LUA_TFUNCTION) {
+      lua_pushcclosure(L, mpi_os_exit, 1);
+      lua_setfield(L, -2, "exit");
+    } else {
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
   if (rank != 0 && !(print && strcmp(print, "all") == 0)) {
     lua_pushcfunction(L, quiet_print);
     lua_setglobal(L, "print");
@@ -170,6 +229,18 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* exit() before the end of ty_mpi_main (the script's os.exit): finalize
+ * MPI, so the job ends with the script's status and no complaint. Every
+ * rank must call os.exit, as every rank makes every tycho call (in check
+ * mode mpi_os_exit makes it a check point). */
+static void finalize_at_exit(void) {
+  int done = 1;
+  if (MPI_Finalized(&done) == MPI_SUCCESS && !done) {
+    fflush(stdout);
+    MPI_Finalize();
+  }
+}
+
 int ty_mpi_main(int argc, char **argv) {
   if (!launched()) return ty_shell_main(argc, argv, NULL, NULL);
   int provided = 0;
@@ -179,6 +250,8 @@ int ty_mpi_main(int argc, char **argv) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  atexit(finalize_at_exit);
+  shell_set_ranks(rank, nranks);
   if (nranks > 1) shell_set_message_hook(hold);
   int status = ty_shell_main(argc, argv, nranks > 1 ? setup : NULL, NULL);
   shell_set_message_hook(NULL);

@@ -86,11 +86,15 @@ static void print_help(FILE *f) {
           "                 print from rank 0 only (all ranks)        TYCHO_MPI_PRINT=all\n"
           "                 compare every flush's launches on all ranks  TYCHO_MPI_CHECK=1\n"
           "                 launches split among ranks from N elements  TYCHO_MPI_MIN_ELEMS\n"
+          "                 --trace F: one file per rank, F.json -> F.rank1.json\n"
+          "                 save/load of .npy are collective (MPI-IO); os.exit(code)\n"
+          "                 finalizes MPI and ends the job with code\n"
           "\nFigures (docs/scheduling.md):\n"
           "  --stats        print launches, waves, memory at exit (stderr)\n"
           "  --stats-format F  text (default), json or csv\n"
           "  --trace FILE   Chrome trace-event JSON of every point task (open\n"
-          "                 it in https://ui.perfetto.dev or chrome://tracing)\n"
+          "                 it in https://ui.perfetto.dev or chrome://tracing);\n"
+          "                 under mpirun one per rank: FILE.rank<R>.json\n"
           "  --trace-svg FILE  also draw the trace as an SVG timeline\n");
   fprintf(f,
           "\nThe Lua API (README, A tour of the Lua API): numpy's names and values,\n"

@@ -98,6 +98,10 @@ void shell_message(const char *msg);
 /* Messages go to hook instead of stderr (NULL: stderr again): under
  * mpirun, mpi.c decides which rank prints them. */
 void shell_set_message_hook(void (*hook)(const char *msg));
+/* Under mpirun (mpi.c): this process's rank of nranks. With nranks > 1,
+ * --trace and --trace-svg files get the rank before their extension
+ * (trace.json: trace.rank1.json), one file per rank. */
+void shell_set_ranks(int rank, int nranks);
 /* Print the error on top of the stack (and pop it) when status != LUA_OK. */
 int shell_report(lua_State *L, int status);
 /* lua_pcall with a traceback handler and the interrupting SIGINT handler. */

@@ -10,9 +10,14 @@
 #include <tycho/task.h>
 #include <tycho/tycho.h>
 
+#include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum { MAX_RANKS = 3, N = 77357 };
 
@@ -162,11 +167,267 @@ TEST(dist_set_checks_its_table) {
   ty_runtime_destroy(rt);
 }
 
+/* ---- saving and loading .npy on several ranks (io/npy_dist.c) ------------------ */
+
+/* The collective write: each rank writes its part into the existing file. */
+static int fake_write_at_all(void *ud, const char *path, uint64_t off, const void *part, size_t n,
+                             char *err, size_t errlen) {
+  rank_ctx *c = ud;
+  int fd = open(path, O_WRONLY | O_CLOEXEC), e = 0;
+  if (fd < 0 || (n && pwrite(fd, part, n, (off_t)off) != (ssize_t)n)) e = 1;
+  if (fd >= 0) close(fd);
+  if (e) snprintf(err, errlen, "fake write failed");
+  pthread_barrier_wait(&c->w->bar);
+  return e;
+}
+
+static char save_dir[64];
+
+/* What every rank (and one process) saves: a 2-D float64 store, a 0-d one,
+ * one with fewer rows than ranks, an empty one; then loads one back, a
+ * missing file and a directory. */
+typedef struct io_result {
+  ty_status missing, to_dir, saved;
+  char missing_msg[256], to_dir_msg[256];
+  double back[5];
+} io_result;
+
+static void io_program(ty_runtime *rt, const char *tag, io_result *res) {
+  char path[128];
+  ty_store *r = NULL, *s0 = NULL, *one_row = NULL, *empty = NULL, *back = NULL;
+  int64_t shape[2] = {301, 257}, row[2] = {1, 5}, none[1] = {0};
+  CHECK(ty_random(rt, TY_F64, 2, shape, &r) == TY_OK);
+  CHECK(ty_full(rt, TY_I32, 0, NULL, 7, &s0) == TY_OK);
+  CHECK(ty_arange(rt, TY_F64, 1, 1, 5, &one_row) == TY_OK);
+  ty_store *v = NULL;
+  CHECK(ty_store_reshape(rt, one_row, 2, row, &v) == TY_OK);
+  CHECK(ty_store_create(rt, TY_F32, 1, none, &empty) == TY_OK);
+  const char *names[] = {"r", "s0", "row", "empty"};
+  ty_store *all[] = {r, s0, v, empty};
+  res->saved = TY_OK;
+  for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof path, "%s/%s_%s.npy", save_dir, tag, names[i]);
+    ty_status st = ty_save_npy(rt, path, all[i]);
+    if (st) res->saved = st;
+  }
+  snprintf(path, sizeof path, "%s/%s_row.npy", save_dir, tag);
+  CHECK(ty_load_npy(rt, path, &back) == TY_OK);
+  CHECK(ty_store_read(rt, back, res->back, sizeof res->back) == TY_OK);
+  ty_store *none_back = NULL;
+  snprintf(path, sizeof path, "%s/no_such_file.npy", save_dir);
+  res->missing = ty_load_npy(rt, path, &none_back);
+  snprintf(res->missing_msg, sizeof res->missing_msg, "%s", ty_errmsg(rt));
+  CHECK(none_back == NULL);
+  res->to_dir = ty_save_npy(rt, save_dir, r);
+  snprintf(res->to_dir_msg, sizeof res->to_dir_msg, "%s", ty_errmsg(rt));
+  ty_store *rel[] = {r, s0, one_row, v, empty, back};
+  for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) ty_store_release(rel[i]);
+}
+
+typedef struct io_rank {
+  rank_ctx c;
+  io_result res;
+} io_rank;
+
+static void *io_rank_main(void *arg) {
+  io_rank *ir = arg;
+  rank_ctx *c = &ir->c;
+  ty_runtime *rt = NULL;
+  c->st = ty_runtime_create(&(ty_config){.cpus = 2}, &rt);
+  if (c->st) return NULL;
+  ty_dist d = {.rank = c->rank, .nranks = c->w->nranks, .check = true, .min_elems = 1000,
+               .ud = c, .allgatherv = fake_allgatherv, .bcast = fake_bcast, .abort = fake_abort,
+               .write_at_all = fake_write_at_all};
+  c->st = ty_set_dist(rt, &d);
+  char tag[16];
+  snprintf(tag, sizeof tag, "np%d", c->w->nranks);
+  if (c->st == TY_OK) io_program(rt, tag, &ir->res);
+  ty_runtime_destroy(rt);
+  return NULL;
+}
+
+static bool same_file(const char *a, const char *b) {
+  FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+  bool same = fa && fb;
+  for (int x = 0, y = 0; same && (x != EOF || y != EOF);) {
+    x = fgetc(fa);
+    y = fgetc(fb);
+    same = x == y;
+  }
+  if (fa) fclose(fa);
+  if (fb) fclose(fb);
+  return same;
+}
+
+static void save_matches_one(int nranks) {
+  snprintf(save_dir, sizeof save_dir, "/tmp/tycho-test-dist-%d", (int)getpid());
+  mkdir(save_dir, 0700);
+  io_result one = {0};
+  ty_runtime *rt = NULL;
+  CHECK(ty_runtime_create(&(ty_config){.cpus = 2}, &rt) == TY_OK);
+  io_program(rt, "one", &one);
+  ty_runtime_destroy(rt);
+  CHECK_EQ_INT(one.saved, TY_OK);
+
+  world w = {.nranks = nranks};
+  pthread_barrier_init(&w.bar, NULL, (unsigned)nranks);
+  io_rank ir[MAX_RANKS];
+  pthread_t th[MAX_RANKS];
+  for (int r = 0; r < nranks; r++) {
+    ir[r] = (io_rank){.c = {.w = &w, .rank = r}};
+    CHECK(pthread_create(&th[r], NULL, io_rank_main, &ir[r]) == 0);
+  }
+  for (int r = 0; r < nranks; r++) pthread_join(th[r], NULL);
+  pthread_barrier_destroy(&w.bar);
+  const char *names[] = {"r", "s0", "row", "empty"};
+  for (int i = 0; i < 4; i++) {
+    char a[128], b[128];
+    snprintf(a, sizeof a, "%s/one_%s.npy", save_dir, names[i]);
+    snprintf(b, sizeof b, "%s/np%d_%s.npy", save_dir, nranks, names[i]);
+    CHECK(same_file(a, b)); /* byte for byte */
+    unlink(b);
+    unlink(a);
+  }
+  for (int r = 0; r < nranks; r++) {
+    io_result *x = &ir[r].res;
+    CHECK_EQ_INT(ir[r].c.st, TY_OK);
+    CHECK_EQ_INT(x->saved, TY_OK);
+    for (int k = 0; k < 5; k++) CHECK(x->back[k] == k + 1);
+    /* every rank fails alike, with the message of one process */
+    CHECK_EQ_INT(x->missing, one.missing);
+    CHECK_EQ_INT(x->missing, TY_ENOTFOUND);
+    CHECK(strcmp(x->missing_msg, one.missing_msg) == 0);
+    CHECK_EQ_INT(x->to_dir, TY_EIO);
+    CHECK(strcmp(x->to_dir_msg, one.to_dir_msg) == 0);
+    CHECK_STR_CONTAINS(x->to_dir_msg, "it is a directory, not a regular file");
+  }
+  CHECK(rmdir(save_dir) == 0); /* no temporary file left behind */
+}
+
+TEST(dist_save_two_ranks_same_bytes) { save_matches_one(2); }
+TEST(dist_save_three_ranks_same_bytes) { save_matches_one(3); }
+
+/* ---- a rank out of memory for a wave's bookkeeping (exec.c's fallback) -------- */
+
+enum { WAVE = 10 };
+
+typedef struct oom_rank {
+  rank_ctx c;
+  bool arm;          /* fail this rank's wave bookkeeping */
+  bool stopped;      /* its abort was called */
+  char said[512];    /* the message it printed ("" when another rank prints) */
+  double y[WAVE][3]; /* the first values of each launch's output */
+  sem_t *done;       /* posted when the rank ends or stops */
+} oom_rank;
+
+/* The rank stops here, as MPI_Abort would stop it: it says it stopped and
+ * waits for ever, so what it holds stays reachable (its thread lives until
+ * the test process exits). */
+static void oom_abort(void *ud, const char *msg) {
+  oom_rank *o = ud;
+  o->stopped = true;
+  snprintf(o->said, sizeof o->said, "%s", msg ? msg : "");
+  sem_post(o->done);
+  for (;;) pause();
+}
+
+static int oom_allgatherv(void *ud, const void *mine, void *all, const size_t *counts,
+                          const size_t *displs) {
+  return fake_allgatherv(&((oom_rank *)ud)->c, mine, all, counts, displs);
+}
+
+static int oom_bcast(void *ud, void *buf, size_t bytes, int root) {
+  return fake_bcast(&((oom_rank *)ud)->c, buf, bytes, root);
+}
+
+static void *oom_rank_main(void *arg) {
+  oom_rank *o = arg;
+  ty_config cfg = {.cpus = 2};
+  CHECK(ty_policy_set(&cfg.policy, "fuse", "false", NULL, 0) == TY_OK); /* ten launches, not one */
+  ty_runtime *rt = NULL;
+  CHECK(ty_runtime_create(&cfg, &rt) == TY_OK);
+  ty_dist d = {.rank = o->c.rank, .nranks = o->c.w->nranks, .check = true, .min_elems = 1000,
+               .ud = o, .allgatherv = oom_allgatherv, .bcast = oom_bcast, .abort = oom_abort};
+  CHECK(ty_set_dist(rt, &d) == TY_OK);
+  ty_store *x = NULL, *y[WAVE];
+  CHECK(ty_arange(rt, TY_F64, 0, 1, N, &x) == TY_OK);
+  CHECK(ty_flush(rt) == TY_OK); /* x exists: the next wave allocates only its outputs */
+  /* WAVE independent launches over x: one wave, more than exec.c keeps on its stack */
+  const ty_op ops[WAVE] = {TY_OP_SIN, TY_OP_COS, TY_OP_EXP, TY_OP_SQRT, TY_OP_TANH,
+                           TY_OP_NEG, TY_OP_ABS, TY_OP_EXP2, TY_OP_LOG1P, TY_OP_ARCTAN};
+  for (int i = 0; i < WAVE; i++) CHECK(ty_unary(rt, ops[i], x, &y[i]) == TY_OK);
+  if (o->arm) ty_fault_fail_alloc_here(8 * 1024); /* the wave's prepared launches: 20 KiB */
+  CHECK(ty_flush(rt) == TY_OK);
+  ty_fault_fail_alloc_here(0);
+  for (int i = 0; i < WAVE; i++) {
+    ty_store *head = NULL;
+    CHECK(ty_store_slice(rt, y[i], 0, 0, 3, 1, &head) == TY_OK);
+    CHECK(ty_store_read(rt, head, o->y[i], sizeof o->y[i]) == TY_OK);
+    ty_store_release(head);
+    ty_store_release(y[i]);
+  }
+  ty_store_release(x);
+  ty_runtime_destroy(rt);
+  sem_post(o->done);
+  return NULL;
+}
+
+static oom_rank oom[MAX_RANKS];
+
+/* Run the ranks until each ended or stopped; the stopped ones are left
+ * waiting (joined: the ones that ended). */
+static void run_oom(int nranks, const bool *arm) {
+  static world w;
+  static sem_t done;
+  w = (world){.nranks = nranks};
+  pthread_barrier_init(&w.bar, NULL, (unsigned)nranks);
+  sem_init(&done, 0, 0);
+  pthread_t th[MAX_RANKS];
+  for (int r = 0; r < nranks; r++) {
+    oom[r] = (oom_rank){.c = {.w = &w, .rank = r}, .arm = arm[r], .done = &done};
+    CHECK(pthread_create(&th[r], NULL, oom_rank_main, &oom[r]) == 0);
+  }
+  for (int r = 0; r < nranks; r++) sem_wait(&done);
+  for (int r = 0; r < nranks; r++)
+    if (!oom[r].stopped) pthread_join(th[r], NULL);
+    else pthread_detach(th[r]);
+}
+
+/* One rank could not hold the wave: every rank stops, that rank saying why,
+ * instead of the others waiting in the vote for ever. */
+TEST(dist_one_rank_out_of_memory_for_a_wave_stops_all) {
+  run_oom(2, (bool[]){false, true});
+  CHECK(oom[0].stopped && oom[1].stopped);
+  CHECK(oom[0].said[0] == 0); /* rank 1 prints, once */
+  CHECK_STR_CONTAINS(oom[1].said, "rank 1: launch #");
+  CHECK_STR_CONTAINS(oom[1].said,
+                     "could not start: out of memory for the bookkeeping of a wave of 10 launches");
+}
+
+/* Every rank refused the wave: all run it one launch at a time, whole, and
+ * get the values of one process. */
+TEST(dist_every_rank_out_of_memory_for_a_wave_goes_on) {
+  long failed = ty_fault_failures();
+  run_oom(2, (bool[]){true, true});
+  CHECK_EQ_INT(ty_fault_failures() - failed, 2); /* each rank's wave bookkeeping */
+  for (int r = 0; r < 2; r++) {
+    CHECK(!oom[r].stopped);
+    CHECK_NEAR(oom[r].y[0][1], sin(1.0), 1e-12);
+    CHECK_NEAR(oom[r].y[1][2], cos(2.0), 1e-12);
+    CHECK_NEAR(oom[r].y[7][2], 4.0, 1e-12);
+    CHECK(memcmp(oom[r].y, oom[0].y, sizeof oom[0].y) == 0);
+  }
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CASE(dist_two_ranks_match_one_process),
       CASE(dist_three_ranks_match_one_process),
       CASE(dist_set_checks_its_table),
+      CASE(dist_save_two_ranks_same_bytes),
+      CASE(dist_save_three_ranks_same_bytes),
+      CASE(dist_one_rank_out_of_memory_for_a_wave_stops_all),
+      CASE(dist_every_rank_out_of_memory_for_a_wave_goes_on),
   };
   return check_run(argc, argv, cases, sizeof cases / sizeof *cases);
 }

@@ -39,11 +39,23 @@ typedef struct ty_dist {
   /* Stop every rank. msg (non-NULL): print it, then stop all; NULL: another
    * rank prints (it was seen to fail): wait to be stopped. Never returns. */
   void (*abort)(void *ud, const char *msg);
+  /* Optional: a file written by the ranks together (ty_save_npy; NULL:
+   * each rank writes the whole file alone). Every rank calls it with the
+   * same path, an existing file: rank r writes its n bytes at `part` to
+   * [off, off + n) (n may be 0); the file is synced and closed when it
+   * returns. 0, or nonzero with a message in err (errlen bytes). */
+  int (*write_at_all)(void *ud, const char *path, uint64_t off, const void *part, size_t n,
+                      char *err, size_t errlen);
 } ty_dist;
 
 /* Install the transport before the first launch (copied; ud must outlive
  * the runtime). TY_EINVAL when the table is incomplete or launches exist. */
 ty_status ty_set_dist(ty_runtime *rt, const ty_dist *d);
+/* The script ended on this rank (the tycho shell calls it once, after a
+ * script that did not fail, or in os.exit): in check mode the ranks meet
+ * once more, so a rank still flushing stops every rank with "control
+ * diverged" instead of waiting for ever. Nothing otherwise. */
+void ty_dist_finish(ty_runtime *rt);
 /* This process's rank (0 without a transport) and the ranks (1 without). */
 int ty_rank(const ty_runtime *rt);
 int ty_nranks(const ty_runtime *rt);

@@ -321,6 +321,10 @@ bool ty_flush_pressure(const ty_runtime *rt);
 void ty_fault_fail_alloc(long k);
 long ty_fault_alloc_count(void); /* allocations counted since the last arming */
 long ty_fault_failures(void);    /* allocations failed on purpose, in all */
+/* On the calling thread only: its next allocation of min_bytes or more fails
+ * (once); 0 disarms. For a test that runs several runtimes on threads and
+ * fails one of them (test_dist's ranks). */
+void ty_fault_fail_alloc_here(size_t min_bytes);
 
 /* ---- stores ----------------------------------------------------------------- */
 

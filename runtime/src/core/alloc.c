@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,13 +72,29 @@ bool ty__alloc_should_fail(void) {
   return true;
 }
 
-void *ty__malloc(size_t n) { return ty__alloc_should_fail() ? NULL : malloc(n); }
+static _Thread_local size_t here_min; /* ty_fault_fail_alloc_here: 0, or the size that fails */
 
-void *ty__calloc(size_t n, size_t size) {
-  return ty__alloc_should_fail() ? NULL : calloc(n, size);
+void ty_fault_fail_alloc_here(size_t min_bytes) { here_min = min_bytes; }
+
+/* The calling thread's armed injector: the first allocation of here_min
+ * bytes or more fails. */
+static bool here_fails(size_t n) {
+  if (here_min == 0 || n < here_min) return false;
+  here_min = 0;
+  atomic_fetch_add(&failures, 1);
+  return true;
 }
 
-void *ty__realloc(void *p, size_t n) { return ty__alloc_should_fail() ? NULL : realloc(p, n); }
+void *ty__malloc(size_t n) { return here_fails(n) || ty__alloc_should_fail() ? NULL : malloc(n); }
+
+void *ty__calloc(size_t n, size_t size) {
+  size_t bytes = size && n > SIZE_MAX / size ? SIZE_MAX : n * size;
+  return here_fails(bytes) || ty__alloc_should_fail() ? NULL : calloc(n, size);
+}
+
+void *ty__realloc(void *p, size_t n) {
+  return here_fails(n) || ty__alloc_should_fail() ? NULL : realloc(p, n);
+}
 
 char *ty__strdup(const char *s) { return ty__alloc_should_fail() ? NULL : strdup(s); }
 

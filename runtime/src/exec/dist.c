@@ -69,8 +69,10 @@ __attribute__((noreturn, format(printf, 3, 4))) static void stop_all(ty_runtime 
   abort(); /* the transport's abort does not return */
 }
 
-/* One allgather of n bytes per rank; a transport failure stops all. */
-static void gather_same(ty_runtime *rt, const void *mine, void *all, size_t n) {
+/* One allgather of n bytes per rank; a transport failure stops all. (Not
+ * inlined: GCC then takes the VLAs for uninitialised.) */
+__attribute__((noinline)) static void gather_same(ty_runtime *rt, const void *mine, void *all,
+                                                  size_t n) {
   const int N = rt->dist.nranks;
   size_t counts[N], displs[N];
   for (int r = 0; r < N; r++) counts[r] = n, displs[r] = n * (size_t)r;
@@ -157,6 +159,58 @@ static void retile(ty_runtime *rt, prepared *pr, const vote *v0) {
   }
 }
 
+/* Gather every rank's votes on the nbig large launches ls of a wave (mine:
+ * this rank's) into all, rank by rank; stop every rank when they differ. */
+static void vote_compare(ty_runtime *rt, const vote *mine, vote *all, int nbig,
+                         const ty_pending *const *ls) {
+  const int N = rt->dist.nranks;
+  gather_same(rt, mine, all, (size_t)nbig * sizeof *mine);
+  for (int r = 0; r < N; r++)
+    for (int k = 0; k < nbig; k++) {
+      const vote *v = &all[(size_t)r * (size_t)nbig + (size_t)k], *v0 = &all[k];
+      if (v->status != v0->status) { /* rank-local: the lowest failed rank says why */
+        int who = v0->status ? 0 : r;
+        stop_all(rt, who, "rank %d: launch #%llu (%s) could not start: %s", who,
+                 (unsigned long long)v->seq, ls[k]->task->name, rt->errmsg);
+      }
+      if (v->seq != v0->seq || v->state != v0->state || v->nw != v0->nw ||
+          memcmp(v->views, v0->views, (size_t)v0->nw * sizeof *v0->views))
+        stop_all(rt, 0, "control diverged at launch #%llu on rank %d: rank 0 runs launch #%llu "
+                 "(state %d, %d outputs), rank %d launch #%llu (state %d, %d outputs)",
+                 (unsigned long long)v0->seq, r, (unsigned long long)v0->seq, v0->state, v0->nw, r,
+                 (unsigned long long)v->seq, v->state, v->nw);
+    }
+}
+
+/* The views a launch writes, as the vote compares them. */
+static void vote_views(vote *v, const ty_pending *l) {
+  for (int i = 0; i < l->nargs; i++)
+    if (exchanged(&l->args[i])) v->views[v->nw++] = view_hash(14695981039346656037ull, &l->args[i]);
+}
+
+void ty__dist_wave_refused(ty_runtime *rt, ty_pending **w, const int *members, int count) {
+  const int N = rt->dist.nranks, me = rt->dist.rank;
+  int nbig = 0;
+  for (int m = 0; m < count; m++) nbig += domain_elems(w[members[m]]) >= rt->dist.min_elems;
+  if (nbig == 0) return; /* the others make no collective for this wave either */
+  vote mine[nbig]; /* no heap: this rank is out of it */
+  const ty_pending *ls[nbig];
+  vote *all = ty__calloc((size_t)nbig * (size_t)N, sizeof *all);
+  if (!all) stop_all(rt, me, "rank %d: out of memory for the vote of a wave", me);
+  memset(mine, 0, sizeof mine);
+  for (int m = 0, k = 0; m < count; m++) {
+    const ty_pending *l = w[members[m]];
+    if (domain_elems(l) < rt->dist.min_elems) continue;
+    ls[k] = l;
+    mine[k].seq = l->seq;
+    mine[k].status = TY_ENOMEM;
+    vote_views(&mine[k++], l);
+  }
+  ty__fail(rt, TY_ENOMEM, "out of memory for the bookkeeping of a wave of %d launches", count);
+  vote_compare(rt, mine, all, nbig, ls); /* returns when every rank refused the wave */
+  free(all);
+}
+
 void ty__dist_wave_begin(ty_runtime *rt, prepared *prs, const ty_status *sts, int count) {
   const int N = rt->dist.nranks, me = rt->dist.rank;
   int big[count], nbig = 0;
@@ -174,26 +228,12 @@ void ty__dist_wave_begin(ty_runtime *rt, prepared *prs, const ty_status *sts, in
     v->state = pr->skip ? VOTE_SKIPPED : pr->gpu ? VOTE_GPU : VOTE_RUNS;
     v->pieces = pr->tiling.pieces;
     for (int d = 0; d < pr->l->ndim; d++) v->tiles[d] = pr->tiling.tiles[d];
-    for (int i = 0; i < pr->l->nargs; i++)
-      if (exchanged(&pr->l->args[i])) v->views[v->nw++] = view_hash(14695981039346656037ull, &pr->l->args[i]);
+    vote_views(v, pr->l);
   }
-  gather_same(rt, mine, all, (size_t)nbig * sizeof *mine);
+  const ty_pending *ls[nbig];
+  for (int k = 0; k < nbig; k++) ls[k] = prs[big[k]].l;
+  vote_compare(rt, mine, all, nbig, ls);
   free(mine);
-  for (int r = 0; r < N; r++)
-    for (int k = 0; k < nbig; k++) {
-      const vote *v = &all[(size_t)r * (size_t)nbig + (size_t)k], *v0 = &all[k];
-      if (v->status != v0->status) { /* rank-local: the lowest failed rank says why */
-        int who = v0->status ? 0 : r;
-        stop_all(rt, who, "rank %d: launch #%llu (%s) could not start: %s", who,
-                 (unsigned long long)v->seq, prs[big[k]].l->task->name, rt->errmsg);
-      }
-      if (v->seq != v0->seq || v->state != v0->state || v->nw != v0->nw ||
-          memcmp(v->views, v0->views, (size_t)v0->nw * sizeof *v0->views))
-        stop_all(rt, 0, "control diverged at launch #%llu on rank %d: rank 0 runs launch #%llu "
-                 "(state %d, %d outputs), rank %d launch #%llu (state %d, %d outputs)",
-                 (unsigned long long)v0->seq, r, (unsigned long long)v0->seq, v0->state, v0->nw, r,
-                 (unsigned long long)v->seq, v->state, v->nw);
-    }
   for (int k = 0; k < nbig; k++) {
     prepared *pr = &prs[big[k]];
     const vote *v0 = &all[k];
@@ -427,24 +467,57 @@ static void describe(const ty_pending *l, char *buf, size_t len) {
   if (l->origin[0] && n > 0 && (size_t)n < len) snprintf(buf + n, len - (size_t)n, " (at %s)", l->origin);
 }
 
-void ty__dist_check(ty_runtime *rt, ty_pending **w, int n) {
+/* A check point's count word: a flush's launch count, or MARK for a step
+ * that is not a flush (ty__dist_check_mark). */
+#define MARK ((uint64_t)1 << 63)
+
+/* One rank differs from rank 0 and one of them is at a mark (a save, the
+ * end of the script) rather than a flush: each says what it is doing. */
+__attribute__((noreturn)) static void check_mark_differs(ty_runtime *rt, const uint64_t *sums,
+                                                         ty_pending **w, int n, const char *mark) {
+  const int N = rt->dist.nranks, me = rt->dist.rank;
+  enum { DESC = 512 };
+  char desc[DESC] = "", *descs = ty__malloc((size_t)N * DESC);
+  if (!descs) stop_all(rt, me, "rank %d: out of memory for the check of a flush", me);
+  if (mark || n == 0) {
+    snprintf(desc, sizeof desc, "%s", mark ? mark : "flushes nothing");
+  } else {
+    char first[DESC - 64];
+    describe(w[0], first, sizeof first);
+    snprintf(desc, sizeof desc, "flushes %d launch%s, the first %s", n, n == 1 ? "" : "es", first);
+  }
+  gather_same(rt, desc, descs, DESC);
+  int who = 1;
+  while (who < N - 1 && sums[2 * who] == sums[0] && sums[2 * who + 1] == sums[1]) who++;
+  if (me == 0)
+    stop_all(rt, 0, "control diverged on rank %d: rank 0 %s; rank %d %s (a rank that flushes "
+             "more often than the others: check mode, docs/mpi.md)", who, descs, who,
+             descs + (size_t)who * DESC);
+  stop_all(rt, 0, "control diverged");
+}
+
+/* The check point of a flush (mark NULL: the n launches at w) or of a mark. */
+static void check_point(ty_runtime *rt, ty_pending **w, int n, const char *mark) {
   const int N = rt->dist.nranks, me = rt->dist.rank;
   enum { DESC = 512 };
   uint64_t sum[2] = {(uint64_t)n, 0}, *sums = ty__malloc((size_t)N * sizeof sum);
   uint64_t *hs = ty__malloc(((size_t)n + 1) * sizeof *hs);
   if (!sums || !hs) stop_all(rt, me, "rank %d: out of memory for the check of a flush", me);
+  if (mark) sum[0] = MARK, sum[1] = fnv(0, mark, strlen(mark));
   for (int i = 0; i < n; i++) {
     hs[i] = launch_hash(w[i]);
     sum[1] = fnv(sum[1], &hs[i], sizeof hs[i]);
   }
   gather_same(rt, sum, sums, sizeof sum);
-  bool same = true;
+  bool same = true, marks = false;
   for (int r = 1; r < N && same; r++) same = sums[2 * r] == sums[0] && sums[2 * r + 1] == sums[1];
+  for (int r = 0; r < N; r++) marks |= (sums[2 * r] & MARK) != 0;
   if (same) {
     free(sums);
     free(hs);
     return;
   }
+  if (marks) check_mark_differs(rt, sums, w, n, mark);
   /* where: every rank's hashes, then the first launch where a rank differs from rank 0 */
   size_t counts[N], displs[N], total = 0;
   for (int r = 0; r < N; r++) {
@@ -477,4 +550,14 @@ void ty__dist_check(ty_runtime *rt, ty_pending **w, int n) {
     stop_all(rt, 0, "control diverged at launch #%llu on rank %d: rank 0 runs %s; rank %d runs %s",
              seq, who, descs, who, descs + (size_t)who * DESC);
   stop_all(rt, 0, "control diverged");
+}
+
+void ty__dist_check(ty_runtime *rt, ty_pending **w, int n) { check_point(rt, w, n, NULL); }
+
+void ty__dist_check_mark(ty_runtime *rt, const char *what) {
+  if (rt->dist.nranks > 1 && rt->dist.check) check_point(rt, NULL, 0, what);
+}
+
+void ty_dist_finish(ty_runtime *rt) {
+  if (rt) ty__dist_check_mark(rt, "ends the script");
 }

@@ -575,6 +575,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   if (!prs || !sts) { /* degrade to one launch at a time */
     free(prs);
     free(sts);
+    if (rt->dist.nranks > 1) ty__dist_wave_refused(rt, w, members, count); /* the others vote */
     for (int m = 0; m < count; m++) note_error(rt, exec_launch(rt, w[members[m]]), first, firstmsg, msglen);
     return;
   }

@@ -27,5 +27,10 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
  * of a flush across ranks; a difference stops every rank with "control
  * diverged at launch #N on rank R" and both launches described. */
 void ty__dist_check(ty_runtime *rt, ty_pending **w, int n);
+/* Check mode: a step that is not a flush but makes collectives (a save, a
+ * load, the end of the script: `what` says which, "saves a .npy file") meets
+ * the other ranks' check points, so a rank that flushes more often than the
+ * others stops with "control diverged on rank R: ..." instead of waiting. */
+void ty__dist_check_mark(ty_runtime *rt, const char *what);
 
 #endif

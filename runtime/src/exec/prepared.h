@@ -68,5 +68,10 @@ int ty__dist_procs(const ty_runtime *rt, const ty_pending *l, int procs);
  * cannot agree on (one rank could not prepare a launch) stops them all. */
 void ty__dist_wave_begin(ty_runtime *rt, prepared *prs, const ty_status *sts, int count);
 void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int count);
+/* A wave this rank runs one launch at a time (out of memory for its
+ * bookkeeping, exec.c) still takes part in the vote, as refused: when
+ * another rank runs it, every rank stops with this rank's message; when
+ * every rank refused it, all run it one launch at a time, whole. */
+void ty__dist_wave_refused(ty_runtime *rt, ty_pending **w, const int *members, int count);
 
 #endif

@@ -25,8 +25,10 @@
  */
 #define _GNU_SOURCE /* pread on every libc */
 #include "npy.h"
+#include "npy_dist.h"
 
 #include "internal.h"
+#include "exec.h"
 #include "exec_gpu.h"
 #include "savefile.h"
 
@@ -633,12 +635,14 @@ ty_status ty_load_npy(ty_runtime *rt, const char *path, ty_store **out) {
   if (!out) return ty__fail(rt, TY_EINVAL, "ty_load_npy: out is NULL");
   *out = NULL;
   if (!path || !*path) return ty__fail(rt, TY_EINVAL, "ty_load_npy: the path is empty");
+  if (rt->dist.nranks > 1) ty__dist_check_mark(rt, "loads a .npy file");
 
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
-    return ty__fail(rt, e == ENOENT ? TY_ENOTFOUND : TY_EIO, "ty_load_npy: cannot open '%s': %s",
-                    path, strerror(e));
+    ty_status st = ty__fail(rt, e == ENOENT ? TY_ENOTFOUND : TY_EIO,
+                            "ty_load_npy: cannot open '%s': %s", path, strerror(e));
+    return rt->dist.nranks > 1 ? ty__load_npy_agree(rt, st, out) : st;
   }
   ty_status st;
   struct stat sb;
@@ -654,6 +658,7 @@ ty_status ty_load_npy(ty_runtime *rt, const char *path, ty_store **out) {
     st = load(rt, path, &src, out);
   }
   close(fd);
+  if (rt->dist.nranks > 1) st = ty__load_npy_agree(rt, st, out); /* every rank read it */
   return st;
 }
 
@@ -686,6 +691,7 @@ ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
   size_t nbytes = (size_t)s->size * ty_dtype_size(s->dtype);
   const void *data = NULL;
   void *buf = NULL;
+  const bool ranks = rt->dist.nranks > 1 && rt->dist.write_at_all;
   ty_status st = ty_flush(rt);
   if (st) return st;
   if (nbytes > 0) {
@@ -701,16 +707,20 @@ ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
     } else {
       buf = ty__malloc(nbytes);
       if (!buf)
-        return ty__fail(rt, TY_ENOMEM, "ty_save_npy: out of memory: %zu bytes to gather the store",
-                        nbytes);
-      if ((st = ty_store_read(rt, s, buf, nbytes))) {
-        free(buf);
-        return st;
-      }
+        st = ty__fail(rt, TY_ENOMEM, "ty_save_npy: out of memory: %zu bytes to gather the store",
+                      nbytes);
+      else if ((st = ty_store_read(rt, s, buf, nbytes)))
+        free(buf), buf = NULL;
+      if (st && !ranks) return st;
       data = buf;
     }
   }
 
+  if (ranks) { /* the ranks write it together; a failure here (st) is agreed there */
+    st = ty__save_npy_ranks(rt, path, hdr, hn, data, nbytes, s->ndim > 0 ? s->shape[0] : 0, st);
+    free(buf);
+    return st;
+  }
   npy_body body = {hdr, hn, data, nbytes};
   st = ty__save_file(rt, "ty_save_npy", path, write_npy, &body);
   free(buf);

@@ -160,8 +160,8 @@ static ty_status resolve_target(ty_runtime *rt, const char *fn, const char *path
   return TY_OK;
 }
 
-ty_status ty__save_file(ty_runtime *rt, const char *fn, const char *path, ty__save_body body,
-                        void *ud) {
+static ty_status save(ty_runtime *rt, const char *fn, const char *path, ty__save_body body,
+                      ty__save_body_at body_at, void *ud) {
   char *target = NULL;
   mode_t mode = 0;
   ty_status st = resolve_target(rt, fn, path, &target, &mode);
@@ -190,7 +190,7 @@ ty_status ty__save_file(ty_runtime *rt, const char *fn, const char *path, ty__sa
     e = errno;
     step = "chmod";
   }
-  if (!e) e = body(fd, ud);
+  if (!e) e = body ? body(fd, ud) : body_at(fd, tmpl, ud);
   if (!e && fsync(fd) != 0) {
     e = errno;
     step = "fsync";
@@ -212,4 +212,14 @@ ty_status ty__save_file(ty_runtime *rt, const char *fn, const char *path, ty__sa
   free(tmpl);
   free(target);
   return st;
+}
+
+ty_status ty__save_file(ty_runtime *rt, const char *fn, const char *path, ty__save_body body,
+                        void *ud) {
+  return save(rt, fn, path, body, NULL, ud);
+}
+
+ty_status ty__save_file_at(ty_runtime *rt, const char *fn, const char *path, ty__save_body_at body,
+                           void *ud) {
+  return save(rt, fn, path, NULL, body, ud);
 }

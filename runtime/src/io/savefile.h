@@ -21,6 +21,12 @@ typedef int (*ty__save_body)(int fd, void *ud);
 ty_status ty__save_file(ty_runtime *rt, const char *fn, const char *path, ty__save_body body,
                         void *ud);
 
+/* ty__save_file with a body that also gets the temporary file's name (the
+ * ranks of a run write it together: npy_dist.c). */
+typedef int (*ty__save_body_at)(int fd, const char *tmp, void *ud);
+ty_status ty__save_file_at(ty_runtime *rt, const char *fn, const char *path, ty__save_body_at body,
+                           void *ud);
+
 /* write(2) all n bytes (retrying short writes and EINTR); 0 or an errno. */
 int ty__write_full(int fd, const void *buf, size_t n);
 
