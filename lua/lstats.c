@@ -8,10 +8,10 @@
  * so it fuses and partitions like them (and keeps their same-bits rule):
  * var is sum((x - mean(x))^2) / (n - ddof); the nan forms replace NaN by
  * the identity (tycho.where) and count the rest; median and quantile sort
- * along the axis and take a neighbour or interpolate between two (numpy's
- * thirteen methods, its indices, gamma and lerp: the index arithmetic is
- * per q, in Lua, so only the lerp is launched); cov is a matmul of the
- * centred rows.
+ * along the axis (several axes: merged into one) and take a neighbour or
+ * interpolate between two (numpy's thirteen methods, its indices, gamma and
+ * lerp: the index arithmetic is per q, in Lua, so only the lerp is
+ * launched); cov is a matmul of the centred rows.
  *
  * The arithmetic is the Lua chunk below, run in the driving state. The C
  * functions in front of it check every argument first (tl_args: counts,
@@ -206,9 +206,31 @@ static const char stats_src[] =
     "local METHOD_NAMES = \"linear, lower, higher, nearest, midpoint, inverted_cdf, averaged_inverted_cdf, \"\n"
     "  .. \"closest_observation, interpolated_inverted_cdf, hazen, weibull, median_unbiased, normal_unbiased\"\n"
     "local function quant(fn, x, qs, scalar, axis, keep, method)\n"
-    "  local ax = one_axis(fn, x, axis)\n"
-    "  local y = x\n"
-    "  if ax == nil then y, ax = x:ravel(), 1 end\n"
+    "  local y, ax, kshape = x, nil, nil\n"
+    "  if axis == nil then\n"
+    "    y, ax = x:ravel(), 1\n"
+    "  elseif type(axis) == \"table\" and #axis > 1 then\n"
+    "    -- several axes (numpy's tuple): the kept axes in order, then the reduced\n"
+    "    -- ones merged into one last axis (a copy); keepdims puts 1s back\n"
+    "    local axes = axes_of(fn, x, axis)\n"
+    "    local gone, perm, shape, n = {}, {}, {}, 1\n"
+    "    for _, a in ipairs(axes) do gone[a] = true end\n"
+    "    kshape = {}\n"
+    "    for d = 1, x.ndim do\n"
+    "      if gone[d] then\n"
+    "        kshape[d], n = 1, n * x.shape[d]\n"
+    "      else\n"
+    "        kshape[d] = x.shape[d]\n"
+    "        perm[#perm + 1], shape[#shape + 1] = d, x.shape[d]\n"
+    "      end\n"
+    "    end\n"
+    "    for _, a in ipairs(axes) do perm[#perm + 1] = a end\n"
+    "    shape[#shape + 1] = n\n"
+    "    y = x:permute(perm):copy():reshape(shape)\n"
+    "    ax = #shape\n"
+    "  else\n"
+    "    ax = axes_of(fn, x, axis)[1]\n"
+    "  end\n"
     "  local n = y.shape[ax]\n"
     "  if n == 0 then err(fn, \"the axis is empty (shape %s)\", table.concat(x.shape, \", \")) end\n"
     "  local s = tycho.sort(y, ax)\n"
@@ -238,6 +260,8 @@ static const char stats_src[] =
     "        local shape = {}\n"
     "        for k = 1, x.ndim do shape[k] = 1 end\n"
     "        r = r:reshape(shape)\n"
+    "      elseif kshape then\n"
+    "        r = r:reshape(kshape)\n"
     "      end\n"
     "    else\n"
     "      r = r:squeeze(ax)\n"

@@ -99,6 +99,18 @@ describe("quantile methods", function()
       assert.are.equal(second[m] or 2, r[2], m)
     end
   end)
+  it("several axes (numpy's tuple): merged, with keepdims and methods", function()
+    local T = tycho.array({{{4.0, 1.0, 9.0, 3.0}, {3.0, 0.0, -2.0, 5.0}}, {{8.0, 1.0, 6.0, 6.0}, {2.0, 7.0, 11.0, -1.0}},
+      {{0.5, 2.0, 2.0, 9.0}, {4.0, 4.0, 3.0, 1.0}}})
+    near(tycho.median(T, { 1, 3 }), { 3.5, 3.0 })
+    local k = tycho.quantile(T, { 0.3, 0.8 }, { 1, 2 }, { keepdims = true })
+    assert.are.same({ 2, 1, 1, 4 }, k.shape)
+    near(k, {{{{2.5, 1.0, 2.5, 2.0}}}, {{{4.0, 4.0, 9.0, 6.0}}}})
+    near(tycho.quantile(T, 0.4, { axis = { 3, 2 }, method = "lower" }), { 1.0, 2.0, 2.0 })
+    local all = tycho.percentile(T, 35, { 1, 2, -1 }, { method = "hazen" })
+    assert.are.equal(0, all.ndim)
+    near(all, 2.0)
+  end)
   it("refuse an unknown method, naming the function and numpy's methods", function()
     spec_fails({ "tycho.quantile: method spline is not one of numpy's (linear, lower, higher" },
       tycho.quantile, x1(), 0.5, { method = "spline" })
