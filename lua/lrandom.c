@@ -47,10 +47,13 @@ RSIG(standard_normal, 0, 2, "([shape] [, dtype])", "normal, mean 0 and std 1");
 RSIG(exponential, 0, 3, "([shape] [, scale = 1] [, dtype])", "exponential with mean scale");
 RSIG(integers, 1, 4, "(low [, high] [, shape] [, dtype = \"i64\"])",
      "integers on [low, high) (high absent: [0, low))");
-RSIG(permutation, 1, 1, "(n | x)", "the positions 1..n shuffled, or x's rows in a random order");
-RSIG(shuffle, 1, 1, "(x)", "shuffles x's rows (axis 1) in place");
-RSIGO(choice, 1, 4, "replace p", "(a | n [, size] [, replace = true] [, p] [, {replace = bool, p = p}])",
-     "a sample of a's rows (or of the positions 1..n), weighted by p");
+RSIGO(permutation, 1, 2, "axis", "(n | x [, axis = 1] [, {axis = k}])",
+      "the positions 1..n shuffled, or x's slices along axis in a random order");
+RSIGO(shuffle, 1, 2, "axis", "(x [, axis = 1] [, {axis = k}])", "shuffles x's slices along axis in place");
+RSIGO(choice, 1, 6, "replace p axis shuffle",
+      "(a | n [, size] [, replace = true] [, p] [, axis = 1] [, shuffle = true] [, {replace = bool, "
+      "p = p, axis = k, shuffle = bool}])",
+      "a sample of a's slices along axis (or of the positions 1..n), weighted by p");
 
 /* The generator of a method, NULL (the runtime's) for a module function. */
 static ty_random_gen *self_gen(lua_State *L, int self) {
@@ -161,12 +164,12 @@ static ty_store *push_positions(lua_State *L, const char *fn, ty_random_gen *g, 
   return *slot;
 }
 
-/* Push x's rows (axis 1) at the given positions. */
-static ty_store *push_take(lua_State *L, const char *fn, ty_store *x, ty_store *idx) {
+/* Push x's slices along axis (0-based) at the given positions. */
+static ty_store *push_take(lua_State *L, const char *fn, ty_store *x, ty_store *idx, int axis) {
   ty_runtime *rt = tl_rt(L);
   ty_store **slot = tl_newslot(L);
   ty_status st;
-  TL_TRY(L, rt, st, ty_take(rt, x, idx, 0, 1, slot));
+  TL_TRY(L, rt, st, ty_take(rt, x, idx, axis, 1, slot));
   if (st != TY_OK) tl_fail(L, rt, fn, st);
   tl_created(L, *slot);
   return *slot;
@@ -178,6 +181,20 @@ static ty_store *rows_arg(lua_State *L, int idx, const char *fn, const char *wha
   return x;
 }
 
+/* numpy's axis (1-based here, negative from the end) of a rank-ndim store:
+ * argument idx or option axis (not both), axis 1 when neither; 0-based. */
+static int axis_arg(lua_State *L, const tl_sig *s, int idx, int ndim) {
+  int64_t opt;
+  bool has_opt = tl_optint(L, s, "axis", &opt);
+  if (has_opt && !lua_isnil(L, idx)) return tl_argerror(L, s, "axis is given twice");
+  if (has_opt) {
+    lua_pushinteger(L, (lua_Integer)opt);
+    lua_replace(L, idx);
+  }
+  if (lua_isnil(L, idx)) return 0;
+  return tl_checkaxis(L, idx, s->fn, "axis", ndim);
+}
+
 static int do_permutation(lua_State *L, int self) {
   const tl_sig *s = sig_of(&sig_permutation, self);
   tl_args(L, s);
@@ -185,6 +202,7 @@ static int do_permutation(lua_State *L, int self) {
   if (lua_type(L, self + 1) == LUA_TNUMBER) {
     int64_t n = tl_checkint(L, self + 1, s->fn, "n");
     if (n < 0) return tl_error(L, s->fn, "n must be >= 0, got %lld", (long long)n);
+    axis_arg(L, s, self + 2, 1); /* the positions are 1-D: axis 1 or -1 only */
     push_positions(L, s->fn, g, n);
     return 1;
   }
@@ -192,8 +210,9 @@ static int do_permutation(lua_State *L, int self) {
     return tl_argerror(L, s, "the argument must be an integer or a store, got %s",
                        tl_typename(L, self + 1));
   ty_store *x = rows_arg(L, self + 1, s->fn, "x");
-  ty_store *perm = push_positions(L, s->fn, g, ty_store_shape(x)[0]);
-  push_take(L, s->fn, x, perm);
+  const int axis = axis_arg(L, s, self + 2, ty_store_ndim(x));
+  ty_store *perm = push_positions(L, s->fn, g, ty_store_shape(x)[axis]);
+  push_take(L, s->fn, x, perm, axis);
   return 1;
 }
 
@@ -202,8 +221,9 @@ static int do_shuffle(lua_State *L, int self) {
   tl_args(L, s);
   ty_random_gen *g = self_gen(L, self);
   ty_store *x = rows_arg(L, self + 1, s->fn, "x");
-  ty_store *perm = push_positions(L, s->fn, g, ty_store_shape(x)[0]);
-  ty_store *y = push_take(L, s->fn, x, perm);
+  const int axis = axis_arg(L, s, self + 2, ty_store_ndim(x));
+  ty_store *perm = push_positions(L, s->fn, g, ty_store_shape(x)[axis]);
+  ty_store *y = push_take(L, s->fn, x, perm, axis);
   ty_runtime *rt = tl_rt(L);
   ty_status st = ty_copy(rt, x, y);
   if (st != TY_OK) return tl_fail(L, rt, s->fn, st);
@@ -263,8 +283,11 @@ static ty_store *push_buffer(lua_State *L, const char *fn, int64_t n, const doub
   return *slot;
 }
 
-/* choice(a | n [, size] [, replace] [, p]): numpy's Generator.choice along
- * axis 1 (0 in numpy). With replacement: uniform positions, or with p the
+/* choice(a | n [, size] [, replace] [, p] [, axis] [, shuffle]): numpy's
+ * Generator.choice along axis (1 by default, numpy's 0). shuffle = false is
+ * accepted and gives the same sample: numpy leaves the order of an
+ * unshuffled sample unspecified, and a shuffled one is such an order.
+ * With replacement: uniform positions, or with p the
  * inverse of p's cumulative sum (numpy's searchsorted(cdf, u, "right")).
  * Without: the first k of a random permutation, or with p the k smallest
  * of E_i / p_i (E_i exponential), which is sampling one at a time in
@@ -275,15 +298,19 @@ static int do_choice(lua_State *L, int self) {
   tl_args(L, s);
   ty_random_gen *g = self_gen(L, self);
   ty_runtime *rt = tl_rt(L);
-  const int ia = self + 1, isize = self + 2, irep = self + 3, ip = self + 4;
+  const int ia = self + 1, isize = self + 2, irep = self + 3, ip = self + 4, iaxis = self + 5,
+            ishuf = self + 6;
   ty_store *a = NULL;
   int64_t n;
+  int axis = 0;
   if (lua_type(L, ia) == LUA_TNUMBER) {
     n = tl_checkint(L, ia, fn, "n");
     if (n < 0) return tl_error(L, fn, "n must be >= 0, got %lld", (long long)n);
+    axis_arg(L, s, iaxis, 1); /* the positions are 1-D: axis 1 or -1 only */
   } else if (tl_teststore(L, ia, fn)) {
     a = rows_arg(L, ia, fn, "a");
-    n = ty_store_shape(a)[0];
+    axis = axis_arg(L, s, iaxis, ty_store_ndim(a));
+    n = ty_store_shape(a)[axis];
   } else {
     return tl_argerror(L, s, "a must be a store or an integer, got %s", tl_typename(L, ia));
   }
@@ -297,8 +324,15 @@ static int do_choice(lua_State *L, int self) {
       return tl_error(L, fn, "replace must be a boolean, got %s", tl_typename(L, irep));
     replace = lua_toboolean(L, irep);
   }
-  /* numpy's keywords as options: {replace = false, p = {...}} */
+  if (!lua_isnil(L, ishuf) && lua_type(L, ishuf) != LUA_TBOOLEAN)
+    return tl_error(L, fn, "shuffle must be a boolean, got %s", tl_typename(L, ishuf));
+  /* numpy's keywords as options: {replace = false, p = {...}, shuffle = bool} */
   if (lua_istable(L, TL_OPTS(s))) {
+    lua_getfield(L, TL_OPTS(s), "shuffle");
+    bool shuf_given = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (shuf_given && !lua_isnil(L, ishuf)) return tl_argerror(L, s, "shuffle is given twice");
+    (void)tl_optbool(L, s, "shuffle", true); /* checked: a boolean */
     lua_getfield(L, TL_OPTS(s), "replace");
     bool given = !lua_isnil(L, -1);
     lua_pop(L, 1);
@@ -364,7 +398,7 @@ static int do_choice(lua_State *L, int self) {
   ty_store **shaped = tl_newslot(L);
   TL_TRY(L, rt, st, ty_store_reshape(rt, idx, ndim, shape, shaped));
   if (st != TY_OK) return tl_fail(L, rt, fn, st);
-  if (a) push_take(L, fn, a, *shaped);
+  if (a) push_take(L, fn, a, *shaped, axis);
   return 1;
 }
 

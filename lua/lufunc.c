@@ -102,10 +102,8 @@ static ty_store *scalar(lua_State *L, ty_runtime *rt, const char *fn, ty_dtype t
   return *slot;
 }
 
-/* The dtype of x's float results: f32 stays f32, everything else is f64. */
-static ty_dtype float_of(const ty_store *x) {
-  return ty_store_dtype(x) == TY_F32 ? TY_F32 : TY_F64;
-}
+/* The dtype of x's float results (ty_dtype_float_of). */
+static ty_dtype float_of(const ty_store *x) { return ty_dtype_float_of(ty_store_dtype(x)); }
 
 /* x * x: numpy's square (bool * bool is i64 here, as bool + bool). */
 static const tl_sig sig_square = {"square", 1, 2, "out", true,

@@ -424,6 +424,8 @@ local function tanh(x)
   return (e - 1) / (e + 1)
 end
 
+M.SMALL_INT = { i8 = true, u8 = true, i16 = true, u16 = true, bool = true }
+
 local UNARY = {
   exp = math.exp, log = math.log, sin = math.sin, cos = math.cos, tanh = tanh,
   sqrt = function(x) return x < 0 and (0.0 / 0.0) or math.sqrt(x) end,
@@ -433,7 +435,10 @@ function M.unary_dtype(op, t)
   if op == "neg" then return t == "bool" and "i64" or t end
   if op == "abs" or op == "floor" or op == "ceil" then return t end
   if op == "logical_not" then return "bool" end
-  return FLOAT[t] and t or "f64" -- exp log sqrt sin cos tanh
+  -- exp log sqrt sin cos tanh: integers of 16 bits or fewer and bool give
+  -- f32 (numpy: f16 for 8 bits), wider ones f64 (docs/dtypes.md)
+  if FLOAT[t] then return t end
+  return M.SMALL_INT[t] and "f32" or "f64"
 end
 
 -- One element: value and state of op(x) with x of dtype t, result dtype r.

@@ -39,12 +39,13 @@ out.append("}")
 
 TRANSC = ["tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
           "expm1", "log1p", "log2", "log10", "exp2", "cbrt"]
-# tycho computes integer and bool inputs in f64 (numpy: f64, f16 for u8/bool)
+# tycho computes u8 and bool inputs in f32 (numpy: f16; tycho has no f16),
+# wider integers in f64 (as numpy)
 out.append("DATA.unary = {")
 for f in TRANSC:
     out.append(f"  {f} = {{")
     for t, a in INS.items():
-        x = a if t in ("f64", "f32") else a.astype(np.float64)
+        x = a if t in ("f64", "f32") else a.astype(np.float32 if t in ("u8", "bool") else np.float64)
         r = getattr(np, f)(x)
         out.append(f"    {t} = {{{TY[r.dtype]!r}, {tbl(r)}}},".replace("'", '"'))
     out.append("  },")

@@ -83,6 +83,10 @@ void ty_dtype_limits(ty_dtype t, int64_t *lo, uint64_t *hi);
 ty_status ty_dtype_parse(const char *name, ty_dtype *out);
 /* numpy's result_type for two arrays of these dtypes (see docs/dtypes.md). */
 ty_dtype ty_dtype_promote(ty_dtype a, ty_dtype b);
+/* The dtype of a float function (sqrt, sin, arctan2, ...) of t: floats keep
+ * theirs, integers of 16 bits or fewer and bool give f32 (numpy: f16 for
+ * 8 bits and bool, which tycho lacks), wider integers f64. */
+ty_dtype ty_dtype_float_of(ty_dtype t);
 
 /* ---- policy ------------------------------------------------------------------
  * How launches are split, scheduled and computed (DESIGN.md section 3). A

@@ -112,6 +112,11 @@ ty_dtype ty_dtype_promote(ty_dtype a, ty_dtype b) {
   return su == 8 ? TY_F64 : int_of(false, 2 * su);
 }
 
+ty_dtype ty_dtype_float_of(ty_dtype t) {
+  if (ty_dtype_is_float(t)) return t;
+  return (unsigned)t < TY_NDTYPES && ty_dtype_size(t) <= 2 ? TY_F32 : TY_F64;
+}
+
 const char *ty_status_name(ty_status s) {
   switch (s) {
   case TY_OK: return "TY_OK";

@@ -101,6 +101,8 @@
 #define ty__linspace_variant TY__ISA_NAME(ty__linspace_variant)
 /* fused_cpu.c */
 #define ty__fused_variant TY__ISA_NAME(ty__fused_variant)
+/* kernels_conv.c */
+#define ty__convolve_variant TY__ISA_NAME(ty__convolve_variant)
 #endif
 
 /* ---- choosing a level (isa.c) ----------------------------------------------------------- */

@@ -82,7 +82,7 @@ ty_dtype ty__unary_compute_dtype(ty_op op, ty_dtype in) {
   case TY_OP_LOG2:
   case TY_OP_LOG10:
   case TY_OP_EXP2:
-  case TY_OP_CBRT: return ty_dtype_is_float(in) ? in : TY_F64;
+  case TY_OP_CBRT: return ty_dtype_float_of(in);
   case TY_OP_RECIPROCAL: return in == TY_BOOL ? TY_I64 : in;
   /* abs floor ceil rint trunc sign invert keep integers (and bool: sign has
    * no bool kernel); not isnan isinf isfinite read any dtype */
@@ -100,10 +100,10 @@ ty_dtype ty__binary_compute_dtype(ty_op op, ty_dtype a, ty_dtype b) {
   case TY_OP_FLOORDIV:
   case TY_OP_LSHIFT:
   case TY_OP_RSHIFT: return c == TY_BOOL ? TY_I64 : c;
-  case TY_OP_DIV:
-  case TY_OP_POW:
-  case TY_OP_ARCTAN2:
-  case TY_OP_HYPOT: return ty_dtype_is_float(c) ? c : TY_F64;
+  case TY_OP_DIV: /* true division of integers is f64 in numpy too */
+  case TY_OP_POW: return ty_dtype_is_float(c) ? c : TY_F64;
+  case TY_OP_ARCTAN2: /* numpy's first float loop both cast to safely: i16 with u16 is f32 */
+  case TY_OP_HYPOT: return ty_dtype_promote(ty_dtype_float_of(a), ty_dtype_float_of(b));
   default: return c; /* maximum/minimum of bools stay bool (or/and), as numpy */
   }
 }

@@ -248,6 +248,17 @@ void ty__run_tiles(const ty_task_ctx *ctx, ty_loop1d fn, const void *aux);
  * or its compiled kernel when the piece has the kernel's layout. */
 int ty__fused_variant(ty_task_ctx *ctx);
 
+/* ---- convolution (kernels_conv.c; launched by ops_convolve.c) ------------------------------------ */
+
+/* The scalars of the task "convolve": per dim, how far the first output's
+ * first tap lies before x's start (w's extent - 1, / 2 or 0 by mode). */
+typedef struct ty__conv_args {
+  int64_t left[TY_MAX_RANK];
+} ty__conv_args;
+
+/* The CPU variant of "convolve": out ALIGNED, x and w read WHOLE. */
+int ty__convolve_variant(ty_task_ctx *ctx);
+
 /* ---- one level's entry points (kernels_table.c, isa.h) ---------------------------------------- */
 
 typedef struct ty__kernels {
@@ -262,7 +273,7 @@ typedef struct ty__kernels {
   const ty_argloop *argmin_loops;
   const ty_argloop *argmax_loops;
   ty_variant_fn reduce_variant, argreduce_variant, random_variant, arange_variant,
-      linspace_variant, fused_variant;
+      linspace_variant, fused_variant, convolve_variant;
 } ty__kernels;
 
 /* The table of the level this process runs with (isa.c; chosen at the first
@@ -290,6 +301,7 @@ const ty__kernels *ty__kern(void);
 #define ty__arange_variant (ty__kern()->arange_variant)
 #define ty__linspace_variant (ty__kern()->linspace_variant)
 #define ty__fused_variant (ty__kern()->fused_variant)
+#define ty__convolve_variant (ty__kern()->convolve_variant)
 #endif
 
 #endif /* TY_KERNELS_H */

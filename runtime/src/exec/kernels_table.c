@@ -30,4 +30,5 @@ const ty__kernels TABLE_NAME = {
     .arange_variant = ty__arange_variant,
     .linspace_variant = ty__linspace_variant,
     .fused_variant = ty__fused_variant,
+    .convolve_variant = ty__convolve_variant,
 };

@@ -1,6 +1,7 @@
 /*
  * ops_convolve.c — convolve and correlate (tycho/products.h): the
- * "convolve" task and the operations that launch it.
+ * "convolve" task and the operations that launch it (its CPU variant,
+ * per instruction-set level, is in exec/kernels_conv.c).
  *
  * Both are one correlation launch: out[o] = sum_j x[o - left + j] w[j] over
  * the kernel's multi-indices j (terms whose x index falls outside x are
@@ -9,12 +10,9 @@
  * out ALIGNED, x and w read WHOLE, so a piece computes its box of outputs
  * reading the halo of x it needs, and any dim may be split.
  *
- * Same bits under any partition: every output element adds its terms in one
- * order, the kernel's multi-indices in C order, whatever its piece. The
- * kernel walks the piece's output rows (all dims but the last) in chunks of
- * ROW_CHUNK outputs; for each kernel index it adds one term to every output
- * of the chunk (an axpy along the row, vectorised when x's last stride is
- * 1), so each element's terms still come in that order.
+ * Same bits under any partition and level: every output element adds its
+ * terms in one order, the kernel's multi-indices in C order, whatever its
+ * piece (kernels_conv.c says how the variant keeps it).
  *
  * Modes and the numpy/scipy rules (tycho/products.h): `left` per dim is
  * w's extent - 1 (full), w's extent / 2 (same), 0 (valid). 1-D operands are
@@ -23,132 +21,18 @@
  * when v is the larger in every dim (scipy).
  */
 #include "internal.h"
+#include "kernels.h"
 
 #include "tycho/products.h"
 #include "tycho/shape.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #define CONVOLVE_TASK "convolve"
-#define ROW_CHUNK 2048 /* outputs per accumulator chunk: 16 KiB of f64, in L1 */
-
-typedef struct conv_args {
-  int64_t left[TY_MAX_RANK];
-} conv_args;
-
-/* One output row chunk [i0, i0 + len) at output multi-index o (its leading
- * dims; o[nd - 1] is the global index of the row's first element), all
- * kernel indices in C order. acc holds len accumulators. */
-#define CONV_ROW(NAME, T, TW)                                                                \
-  static void NAME(const ty_tile *O, const ty_tile *X, const ty_tile *W, const int64_t *left, \
-                   const int64_t *o, int64_t len, TW *acc, char *dst, int64_t ds) {           \
-    const int nd = O->ndim, last = nd - 1;                                                   \
-    const T *x = (const T *)X->data, *w = (const T *)W->data;                                \
-    const int64_t xs = X->strides[last], ws = W->strides[last], xn = X->shape[last];         \
-    const int64_t wn = W->shape[last];                                                       \
-    for (int64_t i = 0; i < len; i++) acc[i] = 0;                                            \
-    int64_t j[TY_MAX_RANK] = {0};                                                            \
-    for (;;) {                                                                               \
-      /* the leading dims of this kernel index: x's row, or skip it */                       \
-      int64_t xoff = 0, woff = 0;                                                            \
-      bool inside = true;                                                                    \
-      for (int d = 0; d < last; d++) {                                                       \
-        const int64_t xi = o[d] - left[d] + j[d];                                            \
-        if (xi < 0 || xi >= X->shape[d]) inside = false;                                     \
-        xoff += xi * X->strides[d];                                                          \
-        woff += j[d] * W->strides[d];                                                        \
-      }                                                                                      \
-      if (inside) {                                                                          \
-        for (int64_t jl = 0; jl < wn; jl++) {                                                \
-          const TW wv = (TW)w[woff + jl * ws];                                               \
-          const int64_t base = o[last] - left[last] + jl; /* x index of acc[0] */            \
-          int64_t lo = -base, hi = xn - base;                                                \
-          if (lo < 0) lo = 0;                                                                \
-          if (hi > len) hi = len;                                                            \
-          const T *xr = x + xoff + base * xs;                                                \
-          if (xs == 1)                                                                       \
-            for (int64_t i = lo; i < hi; i++) acc[i] = (TW)(acc[i] + (TW)xr[i] * wv);        \
-          else                                                                               \
-            for (int64_t i = lo; i < hi; i++) acc[i] = (TW)(acc[i] + (TW)xr[i * xs] * wv);   \
-        }                                                                                    \
-      }                                                                                      \
-      int d = last - 1;                                                                      \
-      for (; d >= 0; d--) {                                                                  \
-        if (++j[d] < W->shape[d]) break;                                                     \
-        j[d] = 0;                                                                            \
-      }                                                                                      \
-      if (d < 0) break;                                                                      \
-    }                                                                                        \
-    for (int64_t i = 0; i < len; i++) ((T *)dst)[i * ds] = (T)acc[i];                        \
-  }
-CONV_ROW(row_f64, double, double)
-CONV_ROW(row_f32, float, float)
-CONV_ROW(row_i64, int64_t, uint64_t)
-CONV_ROW(row_i32, int32_t, uint32_t)
-CONV_ROW(row_u8, uint8_t, uint8_t)
-/* 16-bit products go through uint32_t: two uint16_t would multiply as int */
-CONV_ROW(row_i8, int8_t, uint8_t)
-CONV_ROW(row_i16, int16_t, uint32_t)
-CONV_ROW(row_u16, uint16_t, uint32_t)
-CONV_ROW(row_u32, uint32_t, uint32_t)
-CONV_ROW(row_u64, uint64_t, uint64_t)
-
-static int convolve_variant(ty_task_ctx *ctx) {
-  const conv_args *ca = ctx->scalars;
-  const ty_tile *O = &ctx->args[0], *X = &ctx->args[1], *W = &ctx->args[2];
-  const int nd = O->ndim, last = nd - 1;
-  if (ctx->nargs != 3 || nd < 1 || X->ndim != nd || W->ndim != nd || X->dtype != O->dtype ||
-      W->dtype != O->dtype || ctx->scalar_bytes != sizeof *ca)
-    return ty_ctx_fail(ctx, "convolve: bad arguments");
-  for (int d = 0; d < nd; d++)
-    if (O->shape[d] == 0) return 0;
-  const ty_dtype t = O->dtype;
-  const int64_t es = (int64_t)ty_dtype_size(t);
-  uint64_t *acc = ty__malloc(ROW_CHUNK * sizeof(uint64_t)); /* 8 bytes: any dtype's TW */
-  if (!acc) return ty_ctx_fail(ctx, "convolve: out of memory for a row of accumulators");
-  int64_t r[TY_MAX_RANK] = {0}; /* index within the piece's box */
-  for (;;) {
-    int64_t o[TY_MAX_RANK], doff = 0;
-    for (int d = 0; d < last; d++) {
-      o[d] = O->lo[d] + r[d];
-      doff += r[d] * O->strides[d];
-    }
-    for (int64_t i0 = 0; i0 < O->shape[last]; i0 += ROW_CHUNK) {
-      const int64_t len = O->shape[last] - i0 < ROW_CHUNK ? O->shape[last] - i0 : ROW_CHUNK;
-      o[last] = O->lo[last] + i0;
-      char *dst = O->data + (doff + i0 * O->strides[last]) * es;
-      const int64_t ds = O->strides[last];
-      switch (t) {
-      case TY_F64: row_f64(O, X, W, ca->left, o, len, (double *)acc, dst, ds); break;
-      case TY_F32: row_f32(O, X, W, ca->left, o, len, (float *)acc, dst, ds); break;
-      case TY_I64: row_i64(O, X, W, ca->left, o, len, (uint64_t *)acc, dst, ds); break;
-      case TY_I32: row_i32(O, X, W, ca->left, o, len, (uint32_t *)acc, dst, ds); break;
-      case TY_U8: row_u8(O, X, W, ca->left, o, len, (uint8_t *)acc, dst, ds); break;
-      case TY_I8: row_i8(O, X, W, ca->left, o, len, (uint8_t *)acc, dst, ds); break;
-      case TY_I16: row_i16(O, X, W, ca->left, o, len, (uint32_t *)acc, dst, ds); break;
-      case TY_U16: row_u16(O, X, W, ca->left, o, len, (uint32_t *)acc, dst, ds); break;
-      case TY_U32: row_u32(O, X, W, ca->left, o, len, (uint32_t *)acc, dst, ds); break;
-      case TY_U64: row_u64(O, X, W, ca->left, o, len, (uint64_t *)acc, dst, ds); break;
-      default:
-        free(acc);
-        return ty_ctx_fail(ctx, "convolve: no kernel for dtype %s", ty_dtype_name(t));
-      }
-    }
-    int d = last - 1;
-    for (; d >= 0; d--) {
-      if (++r[d] < O->shape[d]) break;
-      r[d] = 0;
-    }
-    if (d < 0) break;
-  }
-  free(acc);
-  return 0;
-}
 
 ty_status ty__register_convolve_ops(ty_runtime *rt) {
-  /* no signature: conv_args is not a binding's scalar list */
-  ty_task_desc d = {.name = CONVOLVE_TASK, .cpu = convolve_variant};
+  /* no signature: ty__conv_args is not a binding's scalar list */
+  ty_task_desc d = {.name = CONVOLVE_TASK, .cpu = ty__convolve_variant};
   return ty_task_register(rt, &d, NULL);
 }
 
@@ -218,7 +102,7 @@ static ty_status conv(ty_runtime *rt, const char *fn, ty_store *a, ty_store *v, 
   ty_dtype t = ty_dtype_promote(a->dtype, v->dtype);
   const bool logical = t == TY_BOOL; /* counted in i64, then != 0 */
   if (logical) t = TY_I64;
-  conv_args ca;
+  ty__conv_args ca;
   memset(&ca, 0, sizeof ca);
   int64_t oshape[TY_MAX_RANK];
   for (int d = 0; d < nd; d++) {
