@@ -186,6 +186,10 @@ typedef struct ty_pending {
   char fused_ops[192];
   char fuse_end[TY_MAX_ORIGIN];
   int8_t fop; /* the fusion pass's class of the launch (fuse.c), 0 until it asks */
+  /* a fused launch written in place, line-buffered (fuse.c, exec/linebuf.c):
+   * argument lb_arg - 1 is written while its storage is read through views
+   * reaching lb_up rows back and lb_dn rows on along dim 0; 0: an ordinary one */
+  int8_t lb_arg, lb_up, lb_dn;
   char origin[TY_MAX_ORIGIN]; /* ty_launch_desc.origin, or "" */
 } ty_pending;
 
