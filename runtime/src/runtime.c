@@ -12,6 +12,7 @@
 #include "trace.h"
 #include "exec_gpu.h"
 #include "gpu_kernels.h"
+#include "linebuf.h"
 
 #include <errno.h>
 #include <omp.h>
@@ -213,6 +214,7 @@ const char *ty_gpu_status(const ty_runtime *rt) {
 
 static void runtime_free(ty_runtime *rt) {
   ty__team_free(rt->team);
+  ty__linebuf_free(rt);
   if (rt->gpu) ty__gpu_close(rt->gpu);
   ty__cache_drop(rt);
   ty__pending_cache_free(rt);

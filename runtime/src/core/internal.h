@@ -275,6 +275,8 @@ struct ty_runtime {
   struct ty__gpu *gpu; /* gpu_kernels.c: devices, pools, streams (NULL: none probed) */
   const struct ty__devices *devices; /* the GPU executor's entry points (NULL: none) */
   struct ty_team *team; /* the CPU workers (core/team.c), started by the first split launch */
+  struct ty__lbring *lb_rings; /* exec/linebuf.c: each worker's row buffer, kept between launches */
+  int lb_nrings;
   struct ty__gstore *gstores; /* exec_gpu.c: the storages a GPU touched */
   uint64_t gpu_turn;          /* exec_gpu.c: the next GPU of a task-mode launch */
   uint64_t gpu_clock;         /* exec_gpu.c: launches' touches of stores, for eviction */

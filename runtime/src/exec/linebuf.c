@@ -39,9 +39,11 @@
 #include <string.h>
 
 /* A chunk is about this many bytes of W (at least `up` rows, at least one):
- * one kernel call computes it, so a call's fixed cost (~0.3 us) is spread
- * over a few thousand elements. */
-enum { LB_CHUNK_BYTES = 32 << 10 };
+ * one kernel call computes it, and a call costs ~2,400 instructions of
+ * setup (fused_cpu.c): at 32 KiB (5 rows of the quick stencil's 768) that
+ * was a quarter of the compiled kernel's own work, at 128 KiB (21 rows)
+ * ~6%. The ring is two chunks: 256 KiB, in L2. */
+enum { LB_CHUNK_BYTES = 128 << 10 };
 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
@@ -100,16 +102,29 @@ static void held_rows(int64_t a, int64_t b, int64_t d0, int64_t d1, int up, int 
   *bot = b < d1 ? (b - up > *top ? b - up : *top) : b;
 }
 
+/* memcpy in pieces of 1 KiB: glibc copies a row of a few KiB with `rep
+ * movsb`, which took 23% of the quick stencil's time on the AMD EPYC here
+ * (perf), against the vector loop it uses below its threshold. */
+static void copy_run(char *dst, const char *src, size_t n) {
+  enum { PIECE = 1024 };
+  for (; n > PIECE; n -= PIECE, dst += PIECE, src += PIECE) memcpy(dst, src, PIECE);
+  memcpy(dst, src, n);
+}
+
 /* Copy one dense row (dims 1 ..) to a strided view's row at dst. */
 static void put_row(char *dst, int nd, const int64_t *shape, const int64_t *strides, size_t es,
                     const char *src) {
   const int64_t n = shape[nd - 1], s = strides[nd - 1];
+  if (nd == 2 && (s == 1 || n == 1)) { /* a 2-D view's row: one run */
+    copy_run(dst, src, (size_t)n * es);
+    return;
+  }
   int64_t idx[TY_MAX_RANK] = {0};
   for (;;) {
     char *p = dst;
     for (int d = 1; d < nd - 1; d++) p += idx[d] * strides[d] * (int64_t)es;
     if (s == 1 || n == 1) {
-      memcpy(p, src, (size_t)n * es);
+      copy_run(p, src, (size_t)n * es);
     } else {
       for (int64_t j = 0; j < n; j++) memcpy(p + j * s * (int64_t)es, src + j * (int64_t)es, es);
     }
@@ -123,8 +138,31 @@ static void put_row(char *dst, int nd, const int64_t *shape, const int64_t *stri
   }
 }
 
+/* A worker's row buffer: kept between launches, as a fresh 256 KiB block
+ * is an mmap and 64 zeroed pages each time (9% of the quick stencil's
+ * time). Entry k belongs to worker k, which alone grows it. */
+struct ty__lbring {
+  char *p;
+  size_t cap;
+};
+
+void ty__linebuf_free(ty_runtime *rt) {
+  for (int k = 0; k < rt->lb_nrings; k++) free(rt->lb_rings[k].p);
+  free(rt->lb_rings);
+  rt->lb_rings = NULL;
+  rt->lb_nrings = 0;
+}
+
 ty_status ty__linebuf_prepare(ty_runtime *rt, prepared *pr) {
   const ty_pending *l = pr->l;
+  const int workers = rt->cfg.cpus > rt->cfg.omps ? rt->cfg.cpus : rt->cfg.omps;
+  if (rt->lb_nrings < workers) { /* on the driving thread: no piece runs now */
+    struct ty__lbring *r = ty__realloc(rt->lb_rings, (size_t)workers * sizeof *r);
+    if (!r) return ty__fail(rt, TY_ENOMEM, "%s: out of memory for row buffers", l->task->name);
+    memset(r + rt->lb_nrings, 0, (size_t)(workers - rt->lb_nrings) * sizeof *r);
+    rt->lb_rings = r;
+    rt->lb_nrings = workers;
+  }
   const ty_store *w = l->args[l->lb_arg - 1].store;
   pr->lb_rows = l->lb_up + l->lb_dn;
   pr->lb_row = (size_t)row_elems(l->ndim, l->domain) * ty_dtype_size(w->dtype);
@@ -156,14 +194,26 @@ int ty__linebuf_piece(prepared *pr, ty_task_ctx *ctx, ty_variant_fn body) {
   if (C < 1) C = 1;
   if (C > b - a) C = b - a; /* one chunk: nothing is written before the piece's end */
   const size_t ring_bytes = ((size_t)(2 * C) * rowb + 63) / 64 * 64;
-  char *ring = ty__aligned_alloc(64, ring_bytes ? ring_bytes : 64);
-  if (!ring) {
-    ty_ctx_fail(ctx, "line-buffered launch: out of memory for a %zu-byte row buffer", ring_bytes);
-    return TY_ENOMEM;
+  if (ctx->worker < 0 || ctx->worker >= ctx->rt->lb_nrings)
+    return ty_ctx_fail(ctx, "line-buffered launch: worker %d has no row buffer", ctx->worker);
+  struct ty__lbring *mine = &ctx->rt->lb_rings[ctx->worker];
+  if (mine->cap < ring_bytes) {
+    free(mine->p);
+    mine->cap = 0;
+    mine->p = ty__aligned_alloc(64, ring_bytes ? ring_bytes : 64);
+    if (!mine->p) {
+      ty_ctx_fail(ctx, "line-buffered launch: out of memory for a %zu-byte row buffer", ring_bytes);
+      return TY_ENOMEM;
+    }
+    mine->cap = ring_bytes;
   }
+  char *ring = mine->p;
   const ty_tile *W = &ctx->args[w];
   const size_t es = ty_dtype_size(W->dtype);
   ty_tile tiles[TY_MAX_ARGS];
+  int64_t row_bytes[TY_MAX_ARGS]; /* bytes from one row of a tile to the next */
+  for (int i = 0; i < ctx->nargs; i++)
+    row_bytes[i] = ctx->args[i].strides[0] * (int64_t)ty_dtype_size(ctx->args[i].dtype);
   ty_task_ctx child = *ctx;
   child.args = tiles;
   int rc = 0;
@@ -186,7 +236,7 @@ int ty__linebuf_piece(prepared *pr, ty_task_ctx *ctx, ty_variant_fn body) {
           st *= t->shape[d];
         }
       } else if (t->data) {
-        t->data += (r0 - a) * t->strides[0] * (int64_t)ty_dtype_size(t->dtype);
+        t->data += (r0 - a) * row_bytes[i];
       }
     }
     child.lo[0] = r0;
@@ -210,7 +260,6 @@ int ty__linebuf_piece(prepared *pr, ty_task_ctx *ctx, ty_variant_fn body) {
     else if (i >= bot) memcpy(held + (size_t)(top - a + i - bot) * rowb, src, rowb);
     else put_row(W->data + (i - a) * W->strides[0] * (int64_t)es, nd, W->shape, W->strides, es, src);
   }
-  free(ring);
   return rc;
 }
 

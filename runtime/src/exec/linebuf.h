@@ -41,4 +41,7 @@ int ty__linebuf_piece(struct prepared *pr, ty_task_ctx *ctx, ty_variant_fn body)
 /* After every piece ran: write the held rows back when `ok`, free them. */
 void ty__linebuf_finish(struct prepared *pr, bool ok);
 
+/* The workers' row buffers (runtime teardown). */
+void ty__linebuf_free(ty_runtime *rt);
+
 #endif
