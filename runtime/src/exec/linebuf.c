@@ -102,21 +102,12 @@ static void held_rows(int64_t a, int64_t b, int64_t d0, int64_t d1, int up, int 
   *bot = b < d1 ? (b - up > *top ? b - up : *top) : b;
 }
 
-/* memcpy in pieces of 1 KiB: glibc copies a row of a few KiB with `rep
- * movsb`, which took 23% of the quick stencil's time on the AMD EPYC here
- * (perf), against the vector loop it uses below its threshold. */
-static void copy_run(char *dst, const char *src, size_t n) {
-  enum { PIECE = 1024 };
-  for (; n > PIECE; n -= PIECE, dst += PIECE, src += PIECE) memcpy(dst, src, PIECE);
-  memcpy(dst, src, n);
-}
-
 /* Copy one dense row (dims 1 ..) to a strided view's row at dst. */
 static void put_row(char *dst, int nd, const int64_t *shape, const int64_t *strides, size_t es,
                     const char *src) {
   const int64_t n = shape[nd - 1], s = strides[nd - 1];
   if (nd == 2 && (s == 1 || n == 1)) { /* a 2-D view's row: one run */
-    copy_run(dst, src, (size_t)n * es);
+    memcpy(dst, src, (size_t)n * es);
     return;
   }
   int64_t idx[TY_MAX_RANK] = {0};
@@ -124,7 +115,7 @@ static void put_row(char *dst, int nd, const int64_t *shape, const int64_t *stri
     char *p = dst;
     for (int d = 1; d < nd - 1; d++) p += idx[d] * strides[d] * (int64_t)es;
     if (s == 1 || n == 1) {
-      copy_run(p, src, (size_t)n * es);
+      memcpy(p, src, (size_t)n * es);
     } else {
       for (int64_t j = 0; j < n; j++) memcpy(p + j * s * (int64_t)es, src + j * (int64_t)es, es);
     }
