@@ -570,6 +570,7 @@ static int l_stats(lua_State *L) {
   setint(L, "fused_runs", s.fused_runs);
   setint(L, "fused_launches", s.fused_launches);
   setint(L, "fused_compiled", s.fused_compiled);
+  setint(L, "fused_inplace", s.fused_inplace);
   setint(L, "bytes_elided", s.bytes_elided);
   setint(L, "waves", s.waves);
   setint(L, "concurrent_launches", s.concurrent_launches);

@@ -12,6 +12,7 @@
 #include "trace.h"
 #include "exec_gpu.h"
 #include "gpu_kernels.h"
+#include "linebuf.h"
 
 #include <errno.h>
 #include <omp.h>
@@ -213,6 +214,7 @@ const char *ty_gpu_status(const ty_runtime *rt) {
 
 static void runtime_free(ty_runtime *rt) {
   ty__team_free(rt->team);
+  ty__linebuf_free(rt);
   if (rt->gpu) ty__gpu_close(rt->gpu);
   ty__cache_drop(rt);
   ty__pending_cache_free(rt);
@@ -275,14 +277,14 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       "bytes_live", "bytes_peak", "bytes_reserved", "bytes_elided", "peak_transient",
       "stores_live", "stream_groups", "stream_pieces", "stream_peak", "gpu_launches",
       "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_evictions", "dist_launches",
-      "dist_bytes", "dist_collectives"};
+      "dist_bytes", "dist_collectives", "fused_inplace"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.fused_compiled, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
                      s.bytes_allocated, s.bytes_freed, s.bytes_live, s.bytes_peak,
                      s.bytes_reserved, s.bytes_elided, s.peak_transient, s.stores_live,
                      s.stream_groups, s.stream_pieces, s.stream_peak, s.gpu_launches,
                      s.gpu_h2d_bytes, s.gpu_d2h_bytes, s.gpu_d2d_bytes, s.gpu_evictions,
-                     s.dist_launches, s.dist_bytes, s.dist_collectives};
+                     s.dist_launches, s.dist_bytes, s.dist_collectives, s.fused_inplace};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
   char *b = ty__malloc(cap);
@@ -314,10 +316,10 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
     ty_format_bytes((double)s.bytes_elided, elided, sizeof elided);
     PUT("tycho stats\n");
     PUT("  launches        %llu appended, %llu run after fusion (%llu fused runs of %llu launches, "
-        "%llu compiled)\n",
+        "%llu compiled, %llu in place)\n",
         (unsigned long long)s.launches, (unsigned long long)s.launches_run,
         (unsigned long long)s.fused_runs, (unsigned long long)s.fused_launches,
-        (unsigned long long)s.fused_compiled);
+        (unsigned long long)s.fused_compiled, (unsigned long long)s.fused_inplace);
     PUT("  flushes         %llu, point tasks %llu\n", (unsigned long long)s.flushes,
         (unsigned long long)s.pieces);
     PUT("  waves           %llu, critical path %llu, widest wave %llu\n", (unsigned long long)s.waves,

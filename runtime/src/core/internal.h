@@ -210,6 +210,10 @@ typedef struct ty_pending {
   char fused_ops[192];
   ty_fuse_note fuse_end;
   int8_t fop; /* the fusion pass's class of the launch (fuse.c), 0 until it asks */
+  /* a fused launch written in place, line-buffered (fuse.c, exec/linebuf.c):
+   * argument lb_arg - 1 is written while its storage is read through views
+   * reaching lb_up rows back and lb_dn rows on along dim 0; 0: an ordinary one */
+  int8_t lb_arg, lb_up, lb_dn;
   char origin[TY_MAX_ORIGIN]; /* ty_launch_desc.origin, or "" */
 } ty_pending;
 
@@ -296,6 +300,8 @@ struct ty_runtime {
   const struct ty__devices *devices; /* the GPU executor's entry points (NULL: none) */
   char chunk_why[192]; /* exec.c: why the GPUs gave a streamed chunk back to the CPU */
   struct ty_team *team; /* the CPU workers (core/team.c), started by the first split launch */
+  struct ty__lbring *lb_rings; /* exec/linebuf.c: each worker's row buffer, kept between launches */
+  int lb_nrings;
   struct ty__gstore *gstores; /* exec_gpu.c: the storages a GPU touched */
   uint64_t gpu_turn;          /* exec_gpu.c: the next GPU of a task-mode launch */
   uint64_t gpu_clock;         /* exec_gpu.c: launches' touches of stores, for eviction */

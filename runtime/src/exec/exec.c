@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "exec.h"
 #include "kernels.h"
+#include "linebuf.h"
 #include "prepared.h"
 #include "team.h"
 #include "trace.h"
@@ -328,6 +329,7 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
       return ty__fail(rt, TY_ENOMEM, "%s: out of memory", l->task->name);
     }
   }
+  if (l->lb_arg) return ty__linebuf_prepare(rt, pr);
   return TY_OK;
 }
 
@@ -377,7 +379,9 @@ static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
     ctx.hi[k] = hi[k];
   }
   res->msg[0] = 0;
-  int rc = pr->omp ? l->task->omp(&ctx) : l->task->cpu(&ctx);
+  int rc = pr->omp      ? l->task->omp(&ctx)
+           : l->lb_arg ? ty__linebuf_piece(pr, &ctx, l->task->cpu)
+                       : l->task->cpu(&ctx);
   if (rc != 0) {
     res->failed = rc < 0 ? rc : TY_ETASK;
     if (!res->msg[0]) snprintf(res->msg, sizeof res->msg, "%s", ty_status_name(res->failed));
@@ -441,6 +445,7 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
         break;
       }
   }
+  if (pr->lb_held) ty__linebuf_finish(pr, st == TY_OK && !pr->skip && !pr->gpu);
   if (pr->privates) {
     for (int piece = 0; piece < pieces; piece++) {
       int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];

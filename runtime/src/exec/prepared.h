@@ -44,6 +44,11 @@ typedef struct prepared {
   int first, last;
   bool dist; /* its pieces are split among ranks: finish sees the others' */
   uint64_t xmask; /* dist: the written arguments exchanged (bit i: argument i) */
+  /* line-buffered in place (linebuf.c): rows next to a neighbour piece,
+   * lb_rows of lb_row bytes per piece, written back by finish */
+  char *lb_held;
+  int64_t lb_rows;
+  size_t lb_row;
   piece_result one; /* last: prepare clears what comes before (its 2 KiB message is
                        written by run_piece before anyone reads it) */
 } prepared;

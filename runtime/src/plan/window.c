@@ -179,6 +179,7 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
   l->fused_ops[0] = 0;
   l->fuse_end.kind = TY_NOTE_NONE;
   l->fop = 0;
+  l->lb_arg = 0;
   l->origin[0] = 0;
   if (d->origin) snprintf(l->origin, sizeof l->origin, "%s", d->origin);
   l->pol = pol;
