@@ -99,7 +99,8 @@ typedef enum {
   TY_NOTE_STOP,     /* "#seq[0] task: why" (the launch the run stopped at) */
   TY_NOTE_NOT_WITH, /* "not fused with #seq[0](-#seq[1]): why" */
   TY_NOTE_FULL,     /* "window full (n launches)" */
-  TY_NOTE_FUSE_OFF  /* "not fused: fuse = false (origin)" */
+  TY_NOTE_FUSE_OFF, /* "not fused: fuse = false (origin)" */
+  TY_NOTE_INPLACE   /* "#seq[0] task: in place, line-buffered (reads rows -n..+seq[1])" */
 } ty_note_kind;
 
 typedef struct ty_fuse_note {

@@ -38,6 +38,11 @@ void ty__fuse_note_text(const ty_fuse_note *note, char *buf, size_t len) {
       snprintf(buf, len, "not fused with #%llu: %s", (unsigned long long)note->seq[0], note->why);
     break;
   case TY_NOTE_FULL: snprintf(buf, len, "window full (%d launches)", note->n); break;
+  case TY_NOTE_INPLACE:
+    snprintf(buf, len, "#%llu %s: in place, line-buffered (reads rows -%d..+%llu)",
+             (unsigned long long)note->seq[0], ty_task_name(note->task), note->n,
+             (unsigned long long)note->seq[1]);
+    break;
   case TY_NOTE_FUSE_OFF:
     ty__origin_text(&note->origin, TY_AXIS_FUSE, note->task, origin, sizeof origin);
     snprintf(buf, len, "not fused: fuse = false (%s)", origin);
