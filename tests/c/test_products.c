@@ -115,6 +115,48 @@ TEST(convolve_same_is_the_centred_direct_sum) {
 /* Each allocation from the k-th on fails once: every call returns TY_OK or
  * TY_ENOMEM and the runtime stays usable; the sanitizer build checks that
  * nothing leaks. */
+/* The short-k products (ops_matmul_ew.c): a strided B (copied), a 1-D
+ * side, f32 promoted to f64; each allocation failing in turn. */
+TEST(short_k_products_fail_cleanly_under_allocation_faults) {
+  for (long k = 1; k < 400; k++) {
+    ty_runtime *rt = make_rt(2);
+    ty_store *a = ramp(rt, 2, (const int64_t[]){5, 2}), *c = ramp(rt, 2, (const int64_t[]){3, 2});
+    ty_store *v = ramp(rt, 1, (const int64_t[]){2}), *ct = NULL, *a32 = NULL;
+    REQ(rt, ty_store_transpose(rt, c, 0, 1, &ct));
+    REQ(rt, ty_cast(rt, a, TY_F32, &a32));
+    REQ(rt, ty_flush(rt));
+    ty_store *r[4] = {NULL, NULL, NULL, NULL};
+    const long before = ty_fault_failures();
+    ty_fault_fail_alloc(k);
+    ty_status st[4];
+    st[0] = ty_matmul(rt, a, ct, &r[0]);
+    st[1] = ty_matmul(rt, v, ct, &r[1]);
+    st[2] = ty_matmul(rt, c, v, &r[2]);
+    st[3] = ty_matmul(rt, a32, ct, &r[3]);
+    ty_status fl = ty_flush(rt);
+    ty_fault_fail_alloc(0);
+    const bool injected = ty_fault_failures() != before;
+    for (int i = 0; i < 4; i++) {
+      CHECK(st[i] == TY_OK || st[i] == TY_ENOMEM);
+      CHECK((st[i] == TY_OK) == (r[i] != NULL));
+      ty_store_release(r[i]);
+    }
+    (void)fl;
+    ty_store *again = NULL;
+    REQ(rt, ty_matmul(rt, a, ct, &again));
+    REQ(rt, ty_flush(rt));
+    double x[15];
+    REQ(rt, ty_store_read(rt, again, x, sizeof x));
+    /* row 0 of a (-5/4, 2/4) by column 0 of c^T (-5/4, 2/4): 25/16 + 4/16 */
+    CHECK(x[0] == 29.0 / 16);
+    ty_store_release(again);
+    ty_store_release(a), ty_store_release(c), ty_store_release(v), ty_store_release(ct);
+    ty_store_release(a32);
+    ty_runtime_destroy(rt);
+    if (!injected) break; /* past the last allocation */
+  }
+}
+
 TEST(products_fail_cleanly_under_allocation_faults) {
   for (long k = 1; k < 400; k++) {
     ty_runtime *rt = make_rt(2);
@@ -152,5 +194,6 @@ static const check_case cases[] = {
     CASE(einsum_of_a_matrix_product_is_matmul),
     CASE(convolve_same_is_the_centred_direct_sum),
     CASE(products_fail_cleanly_under_allocation_faults),
+    CASE(short_k_products_fail_cleanly_under_allocation_faults),
 };
 CHECK_MAIN(cases)

@@ -428,6 +428,11 @@ ty_status ty__register_linalg_ops(ty_runtime *rt); /* ops_linalg.c: LAPACK */
 ty_status ty__register_convolve_ops(ty_runtime *rt); /* ops_convolve.c: convolve, correlate */
 /* ty_matmul with an operand of 3 or more dims (ops_products.c). */
 ty_status ty__matmul_batched(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out);
+/* A float product with inner dim k <= TY__MATMUL_EW_K as element-wise
+ * multiply-adds in p order, into res (ops_matmul_ew.c). */
+#define TY__MATMUL_EW_K 8
+bool ty__matmul_ew_fits(ty_dtype t, int64_t k);
+ty_status ty__matmul_ew(ty_runtime *rt, ty_store *a, ty_store *b, ty_dtype t, ty_store *res);
 /* x (nb batch dims, nr row dims, then column dims) as (batch..., rows, cols):
  * a view when the strides allow, else a view of a copy (ops_products.c). */
 ty_status ty__as_batched_matrix(ty_runtime *rt, ty_store *x, int nb, int nr, ty_store **out);

@@ -887,6 +887,10 @@ ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
     *out = res;
     return TY_OK;
   }
+  if (!logical && ty__matmul_ew_fits(t, k)) { /* a short inner dim: ops_matmul_ew.c */
+    st = ty__matmul_ew(rt, a, b, t, res);
+    return ty__logical_result(rt, st, false, res, out);
+  }
   ty_store *A = NULL, *Bm = NULL, *C = NULL;
   st = matrix_view(rt, a, t, true, &A);
   if (!st) st = matrix_view(rt, b, t, false, &Bm);
