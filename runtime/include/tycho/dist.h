@@ -39,6 +39,13 @@ typedef struct ty_dist {
   /* Stop every rank. msg (non-NULL): print it, then stop all; NULL: another
    * rank prints (it was seen to fail): wait to be stopped. Never returns. */
   void (*abort)(void *ud, const char *msg);
+  /* Optional (NULL: a split store is made whole instead, by allgatherv):
+   * each rank sends scounts[q] bytes at send + sdispls[q] to rank q and
+   * receives rcounts[q] bytes from rank q at recv + rdispls[q]; a count of
+   * 0 is no message. Every rank calls it; the counts match pair by pair.
+   * Brings the halos of split stores (docs/mpi.md). */
+  int (*alltoallv)(void *ud, const void *send, const size_t *scounts, const size_t *sdispls,
+                   void *recv, const size_t *rcounts, const size_t *rdispls);
 } ty_dist;
 
 /* Install the transport before the first launch (copied; ud must outlive

@@ -28,4 +28,9 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
  * diverged at launch #N on rank R" and both launches described. */
 void ty__dist_check(ty_runtime *rt, ty_pending **w, int n);
 
+/* Several ranks: before host code reads storage stg, the pieces other
+ * ranks hold come back (dist_data.c; one collective, on every rank in the
+ * same order, like the read itself). Nothing when it is whole. */
+void ty__dist_whole(ty_runtime *rt, ty_storage *stg);
+
 #endif

@@ -27,6 +27,7 @@
 #include "npy.h"
 
 #include "internal.h"
+#include "exec.h"
 #include "exec_gpu.h"
 #include "savefile.h"
 
@@ -688,6 +689,7 @@ ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
   void *buf = NULL;
   ty_status st = ty_flush(rt);
   if (st) return st;
+  ty__dist_whole(rt, s->storage); /* several ranks: the pieces others hold */
   if (nbytes > 0) {
     if (s->storage->cancelled) return ty__unavailable(rt, "ty_save_npy", s->storage);
     uint64_t lo, hi;
