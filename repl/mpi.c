@@ -134,11 +134,13 @@ static int setup(lua_State *L, ty_runtime *rt, void *ud) {
   (void)ud;
   const char *check = getenv("TYCHO_MPI_CHECK");
   const char *min = getenv("TYCHO_MPI_MIN_ELEMS");
+  const char *repl = getenv("TYCHO_MPI_REPLICATED");
   ty_dist d = {
       .rank = rank,
       .nranks = nranks,
       .check = check && *check && strcmp(check, "0") != 0,
       .min_elems = min && *min ? strtoll(min, NULL, 10) : 0,
+      .replicated = repl && *repl && strcmp(repl, "0") != 0,
       .allgatherv = mpi_allgatherv,
       .bcast = mpi_bcast,
       .abort = mpi_abort,

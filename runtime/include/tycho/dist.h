@@ -28,6 +28,10 @@ typedef struct ty_dist {
   /* Launches over fewer elements than this run whole on every rank, with
    * no communication (0: the default, 131072: 1 MiB of float64). */
   int64_t min_elems;
+  /* Every store whole on every rank after each wave (the first version's
+   * scheme: what split launches wrote goes to every rank at once) instead
+   * of split stores with halos (TYCHO_MPI_REPLICATED=1; for comparison). */
+  bool replicated;
   void *ud;
   /* Rank r's counts[r] bytes (at `mine` on rank r) land at all + displs[r]
    * on every rank; counts and displs are the same on every rank. 0, or

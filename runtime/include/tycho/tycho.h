@@ -297,7 +297,8 @@ typedef struct ty_stats {
   uint64_t dist_launches;   /* launches whose pieces were split among ranks (docs/mpi.md) */
   uint64_t dist_bytes;      /* bytes this rank received from the others for them */
   uint64_t dist_collectives; /* collective calls this rank made (votes, exchanges, checks) */
-  uint64_t dist_messages;   /* messages with data this rank received (an allgather: one per other rank) */
+  uint64_t dist_messages;   /* messages of store data this rank received: a halo from one rank, or
+                               one rank's part of a gather (votes and failure records not counted) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 

@@ -369,6 +369,7 @@ void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int 
     stop_all(rt, me, "rank %d: the transport failed (exchange of %zu bytes)", me, total);
   rt->stats.dist_collectives++;
   rt->stats.dist_bytes += total - counts[me];
+  for (int r = 0; r < N; r++) rt->stats.dist_messages += r != me && counts[r] > head; /* store data */
   for (int k = 0; k < nd; k++) { /* explain: what the exchange of this wave brought */
     ty_record *e = prs[dist[k]].explain;
     size_t len = e ? strlen(e->ranks) : 0;

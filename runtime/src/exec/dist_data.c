@@ -355,6 +355,7 @@ static bool may_stay_split(const prepared *pr, int i) {
 }
 
 void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int count) {
+  if (rt->dist.replicated) return; /* exchanged after the wave: no record is ever made */
   /* which written arguments stay split: the only split write of their storage */
   stglist written = {0}, twice = {0};
   for (int m = 0; m < count; m++) {
