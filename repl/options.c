@@ -86,6 +86,7 @@ static void print_help(FILE *f) {
           "                 print from rank 0 only (all ranks)        TYCHO_MPI_PRINT=all\n"
           "                 compare every flush's launches on all ranks  TYCHO_MPI_CHECK=1\n"
           "                 launches split among ranks from N elements  TYCHO_MPI_MIN_ELEMS\n"
+          "                 no split stores (every store whole)  TYCHO_MPI_REPLICATED=1\n"
           "\nFigures (docs/scheduling.md):\n"
           "  --stats        print launches, waves, memory at exit (stderr)\n"
           "  --stats-format F  text (default), json or csv\n"
