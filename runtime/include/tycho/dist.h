@@ -4,8 +4,9 @@
  * Every process (rank) runs the same script with its own runtime; the
  * runtimes agree on the plan (the same launches, fused and tiled the same
  * way), each runs the pieces it owns of a large launch, and they exchange
- * what those pieces wrote, so that every store holds the same bytes on every
- * rank, the bytes a single process computes. The core links no transport:
+ * what other ranks' pieces need of what those pieces wrote (halos), and
+ * whole stores before the host reads them, so that every value read holds
+ * the same bytes on every rank, the bytes a single process computes. The core links no transport:
  * the host installs one (the `tycho` shell installs MPI's, repl/mpi.c) as
  * this table of collective operations. Every rank calls them in the same
  * order; none is called when nranks is 1.

@@ -29,6 +29,7 @@
 #include "exec.h"
 #include "prepared.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,9 +56,7 @@ static int64_t box_elems(int ndim, const int64_t *lo, const int64_t *hi) {
   return n;
 }
 
-/* Copy the box [lo, hi) of the view (offset, strides, elements of es bytes)
- * of `data` to buf (pack) or from it; returns the end of buf's part. */
-static char *copy_view(char *data, size_t es, int64_t offset, const int64_t *strides, int ndim,
+char *ty__copy_view(char *data, size_t es, int64_t offset, const int64_t *strides, int ndim,
                        const int64_t *lo, const int64_t *hi, char *buf, bool pack) {
   if (box_elems(ndim, lo, hi) == 0) return buf;
   char *base = data + offset * (int64_t)es;
@@ -114,7 +113,7 @@ static char *move_held(ty_storage *stg, int r, int N, char *buf, bool pack) {
   for (int q = first_piece(sp->tiling.pieces, r, N); q < first_piece(sp->tiling.pieces, r + 1, N); q++) {
     int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
     ty__piece_box(sp->ndim, sp->shape, &sp->tiling, q, lo, hi);
-    buf = copy_view(stg->data, es, sp->offset, sp->strides, sp->ndim, lo, hi, buf, pack);
+    buf = ty__copy_view(stg->data, es, sp->offset, sp->strides, sp->ndim, lo, hi, buf, pack);
   }
   return buf;
 }
@@ -135,6 +134,7 @@ static void make_whole(ty_runtime *rt, ty_storage **list, int n) {
   if (!mine || !all) fail_all(rt, "rank %d: out of memory to gather %zu bytes of split stores", me, total);
   char *p = mine;
   for (int i = 0; i < n; i++) p = move_held(list[i], me, N, p, true);
+  assert(p == mine + counts[me]);
   if (rt->dist.allgatherv(rt->dist.ud, mine, all, counts, displs))
     fail_all(rt, "rank %d: the transport failed (gathering split stores)", me);
   free(mine);
@@ -145,6 +145,7 @@ static void make_whole(ty_runtime *rt, ty_storage **list, int n) {
     rt->stats.dist_messages += counts[r] > 0;
     char *q = all + displs[r];
     for (int i = 0; i < n; i++) q = move_held(list[i], r, N, q, false);
+    assert(q == all + displs[r] + counts[r]);
   }
   free(all);
   for (int i = 0; i < n; i++) {
@@ -275,7 +276,7 @@ static size_t walk(const halo *hs, int nh, int q, int r, int N, char *buf, int m
         if (n == 0) continue;
         bytes += n;
         if (mode != WALK_COUNT)
-          buf = copy_view(hs[h].stg->data, es, sp->offset, sp->strides, nd, lo, hi, buf,
+          buf = ty__copy_view(hs[h].stg->data, es, sp->offset, sp->strides, nd, lo, hi, buf,
                           mode == WALK_PACK);
       }
     }

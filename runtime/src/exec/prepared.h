@@ -83,6 +83,12 @@ typedef struct ty__split {
   ty_tiling tiling;
 } ty__split;
 
+/* Copy the box [lo, hi) of the view (offset, strides, in elements of es
+ * bytes) of `data` to buf (pack) or from buf into the view; returns the end
+ * of buf's part (elements in C order of the box). */
+char *ty__copy_view(char *data, size_t es, int64_t offset, const int64_t *strides, int ndim,
+                    const int64_t *lo, const int64_t *hi, char *buf, bool pack);
+
 /* Several ranks, before the pieces of a wave run and after the vote split
  * them (dist.c): decide which written arguments stay split (pr->lazy) and
  * which are exchanged after the wave (pr->xmask), make whole the split
