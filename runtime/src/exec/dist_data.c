@@ -239,12 +239,45 @@ static bool shifted_view(const ty__split *sp, const ty_store *s, int ldim, int64
   return true;
 }
 
-/* One read of a split storage by a split launch. */
+/* What a rank needs of a split storage for one argument of a launch:
+ *  - READ_PIECES: the boxes this rank's pieces of a split launch read (its
+ *    pieces moved by the shift into the written view's coordinates);
+ *  - READ_OUTSIDE: the elements of the written view that a new split write
+ *    through the view at shift leaves out (every rank holds those after);
+ *  - READ_ALL: the whole view at shift, read by a launch every rank runs
+ *    whole (a small one: an edge row of a stencil, regions.c's cut). Every
+ *    rank computes it alike, so what it writes stays valid everywhere. */
+enum { READ_PIECES = 0, READ_OUTSIDE, READ_ALL };
 typedef struct halo {
   ty_storage *stg;
-  const prepared *pr; /* the reading launch: its domain and agreed tiling */
+  const prepared *pr; /* the reading (or rewriting) launch: its domain and agreed tiling */
   int64_t shift[TY_MAX_RANK];
+  int kind;
 } halo;
+
+/* Box a minus box b, as at most 2 * nd disjoint boxes (out: lo then hi per
+ * box), in a fixed order: along each dim k the slabs below and above b,
+ * within b's range on the dims before k. */
+static int box_minus(int nd, const int64_t *alo, const int64_t *ahi, const int64_t *blo,
+                     const int64_t *bhi, int64_t (*out)[2][TY_MAX_RANK]) {
+  int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+  int n = 0;
+  for (int k = 0; k < nd; k++) lo[k] = alo[k], hi[k] = ahi[k];
+  for (int k = 0; k < nd; k++) {
+    if (hi[k] <= lo[k]) return n;
+    const int64_t cut[2][2] = {{lo[k], blo[k] < hi[k] ? blo[k] : hi[k]}, {bhi[k] > lo[k] ? bhi[k] : lo[k], hi[k]}};
+    for (int side = 0; side < 2; side++) {
+      if (cut[side][1] <= cut[side][0]) continue;
+      for (int j = 0; j < nd; j++) out[n][0][j] = lo[j], out[n][1][j] = hi[j];
+      out[n][0][k] = cut[side][0];
+      out[n][1][k] = cut[side][1];
+      n++;
+    }
+    lo[k] = lo[k] > blo[k] ? lo[k] : blo[k]; /* what is left lies within b along k */
+    hi[k] = hi[k] < bhi[k] ? hi[k] : bhi[k];
+  }
+  return n;
+}
 
 enum { WALK_COUNT = 0, WALK_PACK, WALK_UNPACK };
 
@@ -261,6 +294,31 @@ static size_t walk(const halo *hs, int nh, int q, int r, int N, char *buf, int m
     const ty_tiling *lt = &hs[h].pr->tiling;
     const int nd = sp->ndim;
     const size_t es = ty_dtype_size(sp->dtype);
+    if (hs[h].kind != READ_PIECES) { /* q's pieces of the old view, less (or met with) the view */
+      int64_t nlo[TY_MAX_RANK], nhi[TY_MAX_RANK], parts[2 * TY_MAX_RANK][2][TY_MAX_RANK];
+      for (int k = 0; k < nd; k++) nlo[k] = hs[h].shift[k], nhi[k] = hs[h].shift[k] + l->domain[k];
+      for (int v = first_piece(sp->tiling.pieces, q, N); v < first_piece(sp->tiling.pieces, q + 1, N); v++) {
+        int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+        ty__piece_box(nd, sp->shape, &sp->tiling, v, lo, hi);
+        int np = 1;
+        if (hs[h].kind == READ_OUTSIDE) {
+          np = box_minus(nd, lo, hi, nlo, nhi, parts);
+        } else {
+          for (int k = 0; k < nd; k++) {
+            parts[0][0][k] = lo[k] > nlo[k] ? lo[k] : nlo[k];
+            parts[0][1][k] = hi[k] < nhi[k] ? hi[k] : nhi[k];
+          }
+        }
+        for (int b = 0; b < np; b++) {
+          const size_t n = (size_t)box_elems(nd, parts[b][0], parts[b][1]) * es;
+          bytes += n;
+          if (mode != WALK_COUNT && n)
+            buf = ty__copy_view(hs[h].stg->data, es, sp->offset, sp->strides, nd, parts[b][0],
+                                parts[b][1], buf, mode == WALK_PACK);
+        }
+      }
+      continue;
+    }
     for (int p = first_piece(lt->pieces, r, N); p < first_piece(lt->pieces, r + 1, N); p++) {
       int64_t alo[TY_MAX_RANK], ahi[TY_MAX_RANK];
       ty__piece_box(l->ndim, l->domain, lt, p, alo, ahi);
@@ -355,6 +413,20 @@ static bool may_stay_split(const prepared *pr, int i) {
   return true;
 }
 
+typedef struct read_at {
+  int m, i, kind;
+} read_at;
+
+static void add_read(ty_runtime *rt, read_at **reads, int *n, int *cap, int m, int i, int kind) {
+  if (*n == *cap) {
+    *cap = *cap ? 2 * *cap : 8;
+    read_at *v = realloc(*reads, (size_t)*cap * sizeof *v);
+    if (!v) fail_all(rt, "rank %d: out of memory for the halos of a wave", rt->dist.rank);
+    *reads = v;
+  }
+  (*reads)[(*n)++] = (read_at){m, i, kind};
+}
+
 void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int count) {
   if (rt->dist.replicated) return; /* exchanged after the wave: no record is ever made */
   /* which written arguments stay split: the only split write of their storage */
@@ -385,9 +457,7 @@ void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int
   /* what each launch needs of the split storages it touches */
   stglist whole = {0};
   int nreads = 0, cap = 0;
-  struct {
-    int m, i;
-  } *reads = NULL;
+  read_at *reads = NULL;
   for (int m = 0; m < count; m++) {
     const prepared *pr = &prs[m];
     const ty_pending *l = pr->l;
@@ -400,17 +470,27 @@ void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int
         if (a->priv == TY_PRIV_IN) {
           int64_t shift[TY_MAX_RANK];
           ok = rt->dist.alltoallv && shifted_view(stg->split, a->store, l->ndim, shift);
-          if (ok && nreads == cap) {
-            cap = cap ? 2 * cap : 8;
-            void *v = realloc(reads, (size_t)cap * sizeof *reads);
-            if (!v) fail_all(rt, "rank %d: out of memory for the halos of a wave", rt->dist.rank);
-            reads = v;
-          }
-          if (ok) reads[nreads].m = m, reads[nreads++].i = i;
-        } else if ((pr->lazy >> i) & 1u) { /* rewritten as it was split: reads its own pieces */
+          if (ok) add_read(rt, &reads, &nreads, &cap, m, i, READ_PIECES);
+        } else if ((pr->lazy >> i) & 1u) {
           ty__split sp = record_of(pr, a);
-          ok = same_record(&sp, stg->split);
+          int64_t shift[TY_MAX_RANK];
+          if (same_record(&sp, stg->split)) { /* rewritten as it was split: its own pieces */
+            ok = true;
+          } else if (rt->dist.alltoallv && shifted_view(stg->split, a->store, l->ndim, shift)) {
+            /* split again through another view or tiling: each rank gets what
+             * its new pieces hold of others' old ones (as a read) and what
+             * the new view leaves out of the old one (every rank holds it) */
+            ok = true;
+            add_read(rt, &reads, &nreads, &cap, m, i, READ_PIECES);
+            add_read(rt, &reads, &nreads, &cap, m, i, READ_OUTSIDE);
+          }
         }
+      } else if (!pr->dist && a->proj == TY_PROJ_ALIGNED && a->priv != TY_PRIV_REDUCE) {
+        /* run whole on every rank: it needs the whole view it reads; what it
+         * writes, every rank writes alike (an OUT view needs nothing) */
+        int64_t shift[TY_MAX_RANK];
+        ok = rt->dist.alltoallv && shifted_view(stg->split, a->store, l->ndim, shift);
+        if (ok && a->priv != TY_PRIV_OUT) add_read(rt, &reads, &nreads, &cap, m, i, READ_ALL);
       }
       if (!ok) add_storage(rt, &whole, stg);
     }
@@ -428,6 +508,7 @@ void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int
     if (!s->storage->split) continue;
     hs[nh].stg = s->storage;
     hs[nh].pr = pr;
+    hs[nh].kind = reads[k].kind;
     shifted_view(s->storage->split, s, pr->l->ndim, hs[nh].shift);
     nh++;
   }
