@@ -2,7 +2,9 @@
 # run.sh [TYCHO] [REPS]: weak scaling of split stores at np = 1 and 2 (one
 # thread per rank), not a test. Runs stream.lua (x = x * 1.0001 + 1, 1M
 # float64 per rank, 20 iterations) and stencil.lua (bench/workloads/
-# stencil.lua's step, about 1000 x 1000 points per rank, 20 iterations),
+# stencil.lua's step, about 1000 x 1000 points per rank, 20 iterations;
+# cg.lua: bench/workloads/cg.lua, 500 x 500 per rank, 2 x 30 iterations,
+# its whole run timed),
 # np=1 and np=2 in alternation (A B A B ...), and prints each one's median
 # time, the weak-scaling efficiency t(np=1) / t(np=2), and the bytes,
 # messages and collectives rank 0 received per iteration; np=2 runs with
@@ -49,3 +51,4 @@ echo "weak scaling, $reps runs each in alternation, medians; load: $(cut -d' ' -
 bench stream stream "n=1000000 iters=20" "n=1000000 iters=20"
 bench stream_fused stream "n=1000000 iters=20 flush=0" "n=1000000 iters=20 flush=0"
 bench stencil stencil "n=1000 iters=20" "n=1414 iters=20"
+bench cg cg "n=500 max_iters=30" "n=707 max_iters=30"
