@@ -281,11 +281,13 @@ static int box_minus(int nd, const int64_t *alo, const int64_t *ahi, const int64
 
 enum { WALK_COUNT = 0, WALK_PACK, WALK_UNPACK };
 
-/* What rank q sends rank r for the reads hs: for each read, each of r's
- * pieces of the reading launch (its box moved by the shift into the written
- * view's coordinates) met with each of q's pieces of the written view, in
- * that order. Counts the bytes, or packs (q: this rank) or unpacks (r: this
- * rank) them. Within one read the boxes are disjoint (r's pieces are). */
+/* What rank q sends rank r for the reads hs, in order: for READ_PIECES,
+ * each of r's pieces of the reading launch (its box moved by the shift into
+ * the written view's coordinates) met with each of q's pieces of the
+ * written view; for READ_OUTSIDE and READ_ALL, each of q's pieces less, or
+ * met with, the view at shift (the same for every r). Counts the bytes, or
+ * packs (q: this rank) or unpacks (r: this rank) them. Within one read the
+ * boxes are disjoint (r's pieces are, q's pieces are). */
 static size_t walk(const halo *hs, int nh, int q, int r, int N, char *buf, int mode) {
   size_t bytes = 0;
   for (int h = 0; h < nh; h++) {
@@ -335,7 +337,7 @@ static size_t walk(const halo *hs, int nh, int q, int r, int N, char *buf, int m
         bytes += n;
         if (mode != WALK_COUNT)
           buf = ty__copy_view(hs[h].stg->data, es, sp->offset, sp->strides, nd, lo, hi, buf,
-                          mode == WALK_PACK);
+                              mode == WALK_PACK);
       }
     }
   }
