@@ -591,6 +591,7 @@ static int l_stats(lua_State *L) {
   setint(L, "dist_launches", s.dist_launches);
   setint(L, "dist_bytes", s.dist_bytes);
   setint(L, "dist_collectives", s.dist_collectives);
+  setint(L, "dist_messages", s.dist_messages);
   /* the last flush: how it was cut into waves */
   ty_flush_stats f;
   ty_last_flush_stats(tl_rt(L), &f);

@@ -121,6 +121,30 @@ static int mpi_write_at_all(void *ud, const char *path, uint64_t off, const void
   return rc != MPI_SUCCESS;
 }
 
+/* point to point: a message per rank with bytes for it (in rounds of
+ * CHUNK), all posted before any is waited for */
+static int mpi_alltoallv(void *ud, const void *send, const size_t *scounts, const size_t *sdispls,
+                         void *recv, const size_t *rcounts, const size_t *rdispls) {
+  (void)ud;
+  size_t nreq = 0;
+  for (int r = 0; r < nranks; r++) nreq += (scounts[r] + CHUNK - 1) / CHUNK + (rcounts[r] + CHUNK - 1) / CHUNK;
+  MPI_Request *req = malloc((nreq ? nreq : 1) * sizeof *req);
+  if (!req) return 1;
+  int n = 0, err = 0;
+  for (int r = 0; r < nranks && !err; r++)
+    for (size_t off = 0; off < rcounts[r] && !err; off += CHUNK)
+      err = MPI_Irecv((char *)recv + rdispls[r] + off, (int)(rcounts[r] - off < CHUNK ? rcounts[r] - off : CHUNK),
+                      MPI_BYTE, r, 7, MPI_COMM_WORLD, &req[n++]);
+  for (int r = 0; r < nranks && !err; r++)
+    for (size_t off = 0; off < scounts[r] && !err; off += CHUNK)
+      err = MPI_Isend((const char *)send + sdispls[r] + off,
+                      (int)(scounts[r] - off < CHUNK ? scounts[r] - off : CHUNK), MPI_BYTE, r, 7,
+                      MPI_COMM_WORLD, &req[n++]);
+  if (!err) err = MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+  free(req);
+  return err;
+}
+
 static void mpi_abort(void *ud, const char *msg) {
   (void)ud;
   if (msg) {
@@ -159,15 +183,18 @@ static int setup(lua_State *L, ty_runtime *rt, void *ud) {
   (void)ud;
   const char *check = getenv("TYCHO_MPI_CHECK");
   const char *min = getenv("TYCHO_MPI_MIN_ELEMS");
+  const char *repl = getenv("TYCHO_MPI_REPLICATED");
   ty_dist d = {
       .rank = rank,
       .nranks = nranks,
       .check = check && *check && strcmp(check, "0") != 0,
       .min_elems = min && *min ? strtoll(min, NULL, 10) : 0,
+      .replicated = repl && *repl && strcmp(repl, "0") != 0,
       .allgatherv = mpi_allgatherv,
       .bcast = mpi_bcast,
       .abort = mpi_abort,
       .write_at_all = mpi_write_at_all,
+      .alltoallv = mpi_alltoallv,
   };
   if (min && *min && d.min_elems < 1) {
     shell_message("TYCHO_MPI_MIN_ELEMS: expected a positive number of elements");

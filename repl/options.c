@@ -89,6 +89,7 @@ static void print_help(FILE *f) {
           "                 --trace F: one file per rank, F.json -> F.rank1.json\n"
           "                 save/load of .npy are collective (MPI-IO); os.exit(code)\n"
           "                 finalizes MPI and ends the job with code\n"
+          "                 no split stores (every store whole)  TYCHO_MPI_REPLICATED=1\n"
           "\nFigures (docs/scheduling.md):\n"
           "  --stats        print launches, waves, memory at exit (stderr)\n"
           "  --stats-format F  text (default), json or csv\n"

@@ -4,8 +4,9 @@
  * Every process (rank) runs the same script with its own runtime; the
  * runtimes agree on the plan (the same launches, fused and tiled the same
  * way), each runs the pieces it owns of a large launch, and they exchange
- * what those pieces wrote, so that every store holds the same bytes on every
- * rank, the bytes a single process computes. The core links no transport:
+ * what other ranks' pieces need of what those pieces wrote (halos), and
+ * whole stores before the host reads them, so that every value read holds
+ * the same bytes on every rank, the bytes a single process computes. The core links no transport:
  * the host installs one (the `tycho` shell installs MPI's, repl/mpi.c) as
  * this table of collective operations. Every rank calls them in the same
  * order; none is called when nranks is 1.
@@ -28,6 +29,10 @@ typedef struct ty_dist {
   /* Launches over fewer elements than this run whole on every rank, with
    * no communication (0: the default, 131072: 1 MiB of float64). */
   int64_t min_elems;
+  /* Every store whole on every rank after each wave (the first version's
+   * scheme: what split launches wrote goes to every rank at once) instead
+   * of split stores with halos (TYCHO_MPI_REPLICATED=1; for comparison). */
+  bool replicated;
   void *ud;
   /* Rank r's counts[r] bytes (at `mine` on rank r) land at all + displs[r]
    * on every rank; counts and displs are the same on every rank. 0, or
@@ -46,6 +51,13 @@ typedef struct ty_dist {
    * returns. 0, or nonzero with a message in err (errlen bytes). */
   int (*write_at_all)(void *ud, const char *path, uint64_t off, const void *part, size_t n,
                       char *err, size_t errlen);
+  /* Optional (NULL: a split store is made whole instead, by allgatherv):
+   * each rank sends scounts[q] bytes at send + sdispls[q] to rank q and
+   * receives rcounts[q] bytes from rank q at recv + rdispls[q]; a count of
+   * 0 is no message. Every rank calls it; the counts match pair by pair.
+   * Brings the halos of split stores (docs/mpi.md). */
+  int (*alltoallv)(void *ud, const void *send, const size_t *scounts, const size_t *sdispls,
+                   void *recv, const size_t *rcounts, const size_t *rdispls);
 } ty_dist;
 
 /* Install the transport before the first launch (copied; ud must outlive

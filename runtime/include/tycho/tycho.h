@@ -303,6 +303,8 @@ typedef struct ty_stats {
   uint64_t dist_collectives; /* collective calls this rank made (votes, exchanges, checks) */
   uint64_t fused_inplace;   /* fused runs that write a store in place while reading it through
                                row-shifted views, line-buffered (docs/fusion.md) */
+  uint64_t dist_messages;   /* messages of store data this rank received: a halo from one rank, or
+                               one rank's part of a gather (votes and failure records not counted) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 

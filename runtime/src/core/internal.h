@@ -48,6 +48,9 @@ typedef struct ty_storage {
   void (*release)(void *ud);
   void *release_ud;
   struct ty__gstore *gpu; /* exec_gpu.c: its copies on GPUs (NULL: no GPU touched it) */
+  /* several ranks (exec/dist_data.c): the split launch that wrote it last left
+   * each rank only its own pieces valid (NULL: whole on this rank) */
+  struct ty__split *split;
   /* scratch of the flush that last touched it (window.c's graph building) */
   uint64_t epoch;
   int idx;

@@ -121,6 +121,8 @@ static ty_storage *storage_alloc(ty_runtime *rt) {
 static void storage_free(ty_runtime *rt, ty_storage *st) {
   free(st->cancel_why);
   st->cancel_why = NULL;
+  free(st->split); /* rank-local: freeing never communicates */
+  st->split = NULL;
   pool_put(rt->pool_storage, &rt->npool_storage, st);
 }
 

@@ -3,8 +3,9 @@
  * which pieces of a launch, and bringing back what the other ranks wrote.
  *
  * Every rank runs the same script, so the same launches reach the same
- * window, are fused and scheduled into the same waves. Every store is
- * replicated: each rank holds all of it. Rules:
+ * window, are fused and scheduled into the same waves. What split launches
+ * write stays with the rank that wrote it where it can (dist_data.c: split
+ * stores, halos); the rest is exchanged after the wave. Rules:
  *  - Ownership comes from the plan alone: a launch over at least
  *    dist.min_elems elements with P >= 2 pieces gives rank r the pieces
  *    [P*r/N, P*(r+1)/N) of N ranks, in the tiling's row-major order. Smaller
@@ -21,7 +22,8 @@
  *    argument (a store one rank writes and another elided is unreachable
  *    from Lua on both: nobody reads it again), in order of store id.
  *  - After the pieces ran (one allgatherv per wave), every rank holds every
- *    piece's output tiles, reduction privates and failure, and finish
+ *    piece's reduction privates and failure (and the output tiles that do
+ *    not stay split: xmask), and finish
  *    combines privates in piece order on every rank: the bits of one
  *    process, never an MPI reduction on floats. The first failed piece's
  *    message comes from its owner, so every rank raises the same error.
@@ -277,40 +279,8 @@ static int64_t piece_elems(const ty_arg *a, int ndim, const int64_t *lo, const i
 /* Copy the box [lo, hi) of store s to buf (pack) or back (unpack). */
 static void copy_box(const ty_store *s, int ndim, const int64_t *lo, const int64_t *hi, char *buf,
                      bool pack) {
-  const size_t es = ty_dtype_size(s->dtype);
-  char *base = ty__store_base(s);
-  for (int k = 0; k < ndim; k++)
-    if (hi[k] <= lo[k]) return;
-  if (ndim == 0) {
-    if (pack) memcpy(buf, base, es);
-    else memcpy(base, buf, es);
-    return;
-  }
-  const int in = ndim - 1;
-  const int64_t run = hi[in] - lo[in], stride = s->strides[in];
-  int64_t idx[TY_MAX_RANK];
-  for (int k = 0; k < ndim; k++) idx[k] = lo[k];
-  for (;;) {
-    int64_t off = 0;
-    for (int k = 0; k < ndim; k++) off += idx[k] * s->strides[k];
-    char *p = base + off * (int64_t)es;
-    if (stride == 1) {
-      if (pack) memcpy(buf, p, (size_t)run * es);
-      else memcpy(p, buf, (size_t)run * es);
-      buf += (size_t)run * es;
-    } else {
-      for (int64_t j = 0; j < run; j++, buf += es) {
-        if (pack) memcpy(buf, p + j * stride * (int64_t)es, es);
-        else memcpy(p + j * stride * (int64_t)es, buf, es);
-      }
-    }
-    int k = in - 1;
-    for (; k >= 0; k--) {
-      if (++idx[k] < hi[k]) break;
-      idx[k] = lo[k];
-    }
-    if (k < 0) return;
-  }
+  ty__copy_view(s->storage->data, ty_dtype_size(s->dtype), s->offset, s->strides, ndim, lo, hi, buf,
+                pack);
 }
 
 typedef struct failure {
@@ -409,6 +379,7 @@ void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int 
     stop_all(rt, me, "rank %d: the transport failed (exchange of %zu bytes)", me, total);
   rt->stats.dist_collectives++;
   rt->stats.dist_bytes += total - counts[me];
+  for (int r = 0; r < N; r++) rt->stats.dist_messages += r != me && counts[r] > head; /* store data */
   for (int k = 0; k < nd; k++) { /* explain: what the exchange of this wave brought */
     ty_record *e = prs[dist[k]].explain;
     size_t len = e ? strlen(e->ranks) : 0;

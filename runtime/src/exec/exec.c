@@ -488,6 +488,7 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
 
 static ty_status exec_launch(ty_runtime *rt, ty_pending *l) {
   prepared pr;
+  if (rt->dist.nranks > 1) ty__dist_launch_whole(rt, l); /* runs whole on every rank */
   ty_status st = prepare(rt, l, &pr, 0);
   if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
   return finish(rt, &pr, st);
@@ -501,6 +502,7 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
   ty_status st;
   char place[192] = "";
   rt->chunk_why[0] = 0;
+  if (rt->dist.nranks > 1) ty__dist_launch_whole(rt, l); /* runs whole on every rank */
   if (rt->devices && rt->devices->place(rt, l, place, sizeof place)) {
     /* on a GPU: the chunk staged through device memory (exec_gpu.c) */
     ty_record *e = new_record(rt, l);
@@ -588,10 +590,14 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   bool any_omp = false;
   /* on GPUs, what earlier waves queued on any stream comes before this wave */
   if (rt->gstores && rt->devices) note_error(rt, rt->devices->join(rt), first, firstmsg, msglen);
+  if (rt->dist.nranks > 1) ty__dist_wave_gpu(rt, w, members, count);
   for (int m = 0; m < count; m++) {
     sts[m] = prepare(rt, w[members[m]], &prs[m], m);
   }
-  if (rt->dist.nranks > 1) ty__dist_wave_begin(rt, prs, sts, count);
+  if (rt->dist.nranks > 1) {
+    ty__dist_wave_begin(rt, prs, sts, count);
+    ty__dist_wave_data(rt, prs, sts, count);
+  }
   for (int m = 0; m < count; m++) {
     if (sts[m] == TY_OK && !prs[m].skip) {
       total += prs[m].last - prs[m].first;

@@ -33,4 +33,9 @@ void ty__dist_check(ty_runtime *rt, ty_pending **w, int n);
  * others stops with "control diverged on rank R: ..." instead of waiting. */
 void ty__dist_check_mark(ty_runtime *rt, const char *what);
 
+/* Several ranks: before host code reads storage stg, the pieces other
+ * ranks hold come back (dist_data.c; one collective, on every rank in the
+ * same order, like the read itself). Nothing when it is whole. */
+void ty__dist_whole(ty_runtime *rt, ty_storage *stg);
+
 #endif

@@ -49,6 +49,7 @@ typedef struct prepared {
   char *lb_held;
   int64_t lb_rows;
   size_t lb_row;
+  uint64_t lazy;  /* dist: the written arguments left split (dist_data.c), not exchanged */
   piece_result one; /* last: prepare clears what comes before (its 2 KiB message is
                        written by run_piece before anyone reads it) */
 } prepared;
@@ -78,5 +79,37 @@ void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int 
  * another rank runs it, every rank stops with this rank's message; when
  * every rank refused it, all run it one launch at a time, whole. */
 void ty__dist_wave_refused(ty_runtime *rt, ty_pending **w, const int *members, int count);
+
+/* A storage split among ranks (dist_data.c): the view of it that a split
+ * launch wrote (offset, strides, its domain as shape) and that launch's
+ * tiling; rank r holds valid the pieces [P*r/N, P*(r+1)/N) of it and every
+ * element outside the view. Every rank computes the same record. */
+typedef struct ty__split {
+  int ndim;
+  ty_dtype dtype;
+  int64_t offset;
+  int64_t shape[TY_MAX_RANK];
+  int64_t strides[TY_MAX_RANK];
+  ty_tiling tiling;
+} ty__split;
+
+/* Copy the box [lo, hi) of the view (offset, strides, in elements of es
+ * bytes) of `data` to buf (pack) or from buf into the view; returns the end
+ * of buf's part (elements in C order of the box). */
+char *ty__copy_view(char *data, size_t es, int64_t offset, const int64_t *strides, int ndim,
+                    const int64_t *lo, const int64_t *hi, char *buf, bool pack);
+
+/* Several ranks, before the pieces of a wave run and after the vote split
+ * them (dist.c): decide which written arguments stay split (pr->lazy) and
+ * which are exchanged after the wave (pr->xmask), make whole the split
+ * storages a launch cannot read in place, and bring each rank the boxes its
+ * pieces read that other ranks hold (halos), as every rank computes them. */
+void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int count);
+/* Before the wave's launches are prepared: a launch the GPUs will run
+ * reads and writes host memory whole, so its split storages are made whole. */
+void ty__dist_wave_gpu(ty_runtime *rt, ty_pending **w, const int *members, int count);
+/* Every split storage launch l touches is made whole (a launch run whole on
+ * every rank: streamed, or one at a time). */
+void ty__dist_launch_whole(ty_runtime *rt, const ty_pending *l);
 
 #endif

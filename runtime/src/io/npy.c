@@ -694,6 +694,9 @@ ty_status ty_save_npy(ty_runtime *rt, const char *path, ty_store *s) {
   const bool ranks = rt->dist.nranks > 1 && rt->dist.write_at_all;
   ty_status st = ty_flush(rt);
   if (st) return st;
+  /* check mode meets a rank still flushing before any collective of the save */
+  if (ranks) ty__dist_check_mark(rt, "saves a .npy file");
+  ty__dist_whole(rt, s->storage); /* several ranks: the pieces others hold */
   if (nbytes > 0) {
     if (s->storage->cancelled) return ty__unavailable(rt, "ty_save_npy", s->storage);
     uint64_t lo, hi;

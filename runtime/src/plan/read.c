@@ -4,6 +4,7 @@
  * bytes valid in host memory (a GPU may hold the newest copy: rt->devices).
  */
 #include "internal.h"
+#include "exec.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 static ty_status prepare_read(ty_runtime *rt, ty_store *s) {
   ty_status st = ty_flush(rt);
   if (st) return st;
+  ty__dist_whole(rt, s->storage); /* several ranks: the pieces others hold */
   if (s->storage->cancelled) return ty__unavailable(rt, NULL, s->storage);
   st = ty__storage_ensure(rt, s->storage, true);
   if (st || !s->storage->gpu) return st;
