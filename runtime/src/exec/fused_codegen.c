@@ -551,13 +551,19 @@ static void pow_flags(sbuf *b, const ty__fhead *h, uint64_t c, const char *inden
   }
 }
 
-/* The whole file for a fused launch; false when the run is not supported. */
-static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
-  const ty__fhead *h = (const ty__fhead *)f->scalars;
+/* The layout of a flat run's store arguments: bit k of *contig when argument
+ * k is contiguous, clear when it is one broadcast element; false for any
+ * other view or dtype. Argument acc (>= 0: a sum's accumulator, generate3)
+ * is never touched by the kernel: an f64 REDUCE argument. */
+static bool flat_args(const ty_pending *f, int acc, uint64_t *contig) {
   uint64_t c = 0;
   for (int k = 0; k < f->nargs; k++) {
     const ty_arg *a = &f->args[k];
     const ty_store *s = a->store;
+    if (k == acc) {
+      if (a->priv != TY_PRIV_REDUCE || s->dtype != TY_F64) return false;
+      continue;
+    }
     if (!vtype(s->dtype) || a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_REDUCE) return false;
     bool zero = true;
     for (int d = 0; d < s->ndim; d++) zero &= s->shape[d] <= 1 || s->strides[d] == 0;
@@ -565,32 +571,37 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
     else if (!zero) return false;
   }
   *contig = c;
-  preamble(b);
-  gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
-  /* the body: one vector of W elements; p[k] is argument k's address */
+  return true;
+}
+
+/* The body's head: one vector of W elements; p[k] is argument k's address
+ * (o: where a summed run stores the values its sum reads). */
+static void flat_body_head(sbuf *b, bool sum) {
   put(b, "static inline void body(char *const *p, const char *D, const int *sq, const double *K,\n"
-         "                        const double *Bc) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n");
-  const ty__fsub *s = ty__fsub_first(h);
-  for (int k = 0; k < h->nsub && g.ok; k++, s = ty__fsub_next(s)) {
-    if (s->kind == TY__FK_REDUCE || s->kind == TY__FK_TASK || s->kind == TY__FK_ARGREDUCE) return false;
-    sub(&g, s, k);
-  }
-  if (!g.ok) return false;
-  put(b, "}\n\n");
-  /* entry: pow squaring flags, then the vector loop and a zero-padded tail */
-  put(b, "void ty_fk(i64 n, char *const *a, const char *D) {\n  int sq[%d];\n", g.npow + 1);
+         "                        const double *Bc%s) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n",
+      sum ? ", char *o" : "");
+}
+
+/* A flat run's entry point: pow squaring flags, then the vector loop and a
+ * zero-padded tail; ty_fk, or ty_fk3 when acc >= 0 (a sum's accumulator,
+ * not an argument of the loop; the values go to o). */
+static void flat_entry(sbuf *b, const ty_pending *f, const ty__fhead *h, uint64_t c, int npow, int acc) {
+  const bool sum = acc >= 0;
+  if (sum) put(b, "void ty_fk3(i64 n, char *const *a, const char *D, char *o) {\n  int sq[%d];\n", npow + 1);
+  else put(b, "void ty_fk(i64 n, char *const *a, const char *D) {\n  int sq[%d];\n", npow + 1);
   pow_flags(b, h, c, "  ", "a");
   put(b, "  double K[%d], Bc[%d];\n", h->nconsts + 1, f->nargs + 1);
   put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
   for (int k = 0; k < f->nargs; k++)
-    if (!((c >> k) & 1u) && f->args[k].store->dtype == TY_F64) put(b, "  Bc[%d] = *(const double *)a[%d];\n", k, k);
+    if (k != acc && !((c >> k) & 1u) && f->args[k].store->dtype == TY_F64)
+      put(b, "  Bc[%d] = *(const double *)a[%d];\n", k, k);
   put(b, "  char *p[%d];\n  i64 i = 0;\n", f->nargs + 1);
   put(b, "  for (; i + W <= n; i += W) {\n");
   for (int k = 0; k < f->nargs; k++) {
     if ((c >> k) & 1u) put(b, "    p[%d] = a[%d] + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
     else put(b, "    p[%d] = a[%d];\n", k, k);
   }
-  put(b, "    body(p, D, sq, K, Bc);\n  }\n  if (i < n) {\n    i64 m = n - i;\n");
+  put(b, "    body(p, D, sq, K, Bc%s);\n  }\n  if (i < n) {\n    i64 m = n - i;\n", sum ? ", o + i * 8" : "");
   for (int k = 0; k < f->nargs; k++) {
     if (!((c >> k) & 1u)) {
       put(b, "    p[%d] = a[%d];\n", k, k);
@@ -600,13 +611,34 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
     put(b, "    char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
     put(b, "    __builtin_memcpy(t%d, a[%d] + i * %d, (unsigned long)m * %d);\n    p[%d] = t%d;\n", k, k, es, es, k, k);
   }
-  put(b, "    body(p, D, sq, K, Bc);\n");
+  if (sum) put(b, "    char to[W * 8] __attribute__((aligned(64)));\n    body(p, D, sq, K, Bc, to);\n");
+  else put(b, "    body(p, D, sq, K, Bc);\n");
   for (int k = 0; k < f->nargs; k++)
     if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
       int es = (int)ty_dtype_size(f->args[k].store->dtype);
       put(b, "    __builtin_memcpy(a[%d] + i * %d, t%d, (unsigned long)m * %d);\n", k, es, k, es);
     }
+  if (sum) put(b, "    __builtin_memcpy(o + i * 8, to, (unsigned long)m * 8);\n");
   put(b, "  }\n}\n");
+}
+
+/* The whole file for a fused launch; false when the run is not supported. */
+static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
+  const ty__fhead *h = (const ty__fhead *)f->scalars;
+  uint64_t c = 0;
+  if (!flat_args(f, -1, &c)) return false;
+  *contig = c;
+  preamble(b);
+  gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
+  flat_body_head(b, false);
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub && g.ok; k++, s = ty__fsub_next(s)) {
+    if (s->kind == TY__FK_REDUCE || s->kind == TY__FK_TASK || s->kind == TY__FK_ARGREDUCE) return false;
+    sub(&g, s, k);
+  }
+  if (!g.ok) return false;
+  put(b, "}\n\n");
+  flat_entry(b, f, h, c, g.npow, -1);
   return !b->failed;
 }
 
@@ -824,60 +856,18 @@ static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig) {
     return false;
   const int acc = last->opnd[0].ref;
   uint64_t c = 0;
-  for (int k = 0; k < f->nargs; k++) {
-    const ty_arg *a = &f->args[k];
-    const ty_store *s = a->store;
-    if (k == acc) {
-      if (a->priv != TY_PRIV_REDUCE || s->dtype != TY_F64) return false;
-      continue;
-    }
-    if (!vtype(s->dtype) || a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_REDUCE) return false;
-    bool zero = true;
-    for (int d = 0; d < s->ndim; d++) zero &= s->shape[d] <= 1 || s->strides[d] == 0;
-    if (ty_store_is_contiguous(s) && !zero) c |= UINT64_C(1) << k;
-    else if (!zero) return false;
-  }
+  if (!flat_args(f, acc, &c)) return false;
   *contig = c;
   preamble(b);
   gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
-  put(b, "static inline void body(char *const *p, const char *D, const int *sq, const double *K,\n"
-         "                        const double *Bc, char *o) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n");
+  flat_body_head(b, true);
   const ty__fsub *s = ty__fsub_first(h);
   for (int k = 0; k + 1 < h->nsub && g.ok; k++, s = ty__fsub_next(s)) sub(&g, s, k);
   char x[96];
   operand(&g, &last->opnd[1], x, sizeof x);
   if (!g.ok) return false;
   put(b, "  st(o, %s);\n}\n\n", x);
-  put(b, "void ty_fk3(i64 n, char *const *a, const char *D, char *o) {\n  int sq[%d];\n", g.npow + 1);
-  pow_flags(b, h, c, "  ", "a");
-  put(b, "  double K[%d], Bc[%d];\n", h->nconsts + 1, f->nargs + 1);
-  put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
-  for (int k = 0; k < f->nargs; k++)
-    if (k != acc && !((c >> k) & 1u) && f->args[k].store->dtype == TY_F64)
-      put(b, "  Bc[%d] = *(const double *)a[%d];\n", k, k);
-  put(b, "  char *p[%d];\n  i64 i = 0;\n", f->nargs + 1);
-  put(b, "  for (; i + W <= n; i += W) {\n");
-  for (int k = 0; k < f->nargs; k++) {
-    if ((c >> k) & 1u) put(b, "    p[%d] = a[%d] + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
-    else put(b, "    p[%d] = a[%d];\n", k, k);
-  }
-  put(b, "    body(p, D, sq, K, Bc, o + i * 8);\n  }\n  if (i < n) {\n    i64 m = n - i;\n");
-  for (int k = 0; k < f->nargs; k++) {
-    if (!((c >> k) & 1u)) {
-      put(b, "    p[%d] = a[%d];\n", k, k);
-      continue;
-    }
-    int es = (int)ty_dtype_size(f->args[k].store->dtype);
-    put(b, "    char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
-    put(b, "    __builtin_memcpy(t%d, a[%d] + i * %d, (unsigned long)m * %d);\n    p[%d] = t%d;\n", k, k, es, es, k, k);
-  }
-  put(b, "    char to[W * 8] __attribute__((aligned(64)));\n    body(p, D, sq, K, Bc, to);\n");
-  for (int k = 0; k < f->nargs; k++)
-    if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
-      int es = (int)ty_dtype_size(f->args[k].store->dtype);
-      put(b, "    __builtin_memcpy(a[%d] + i * %d, t%d, (unsigned long)m * %d);\n", k, es, k, es);
-    }
-  put(b, "    __builtin_memcpy(o + i * 8, to, (unsigned long)m * 8);\n  }\n}\n");
+  flat_entry(b, f, h, c, g.npow, acc);
   return !b->failed;
 }
 
