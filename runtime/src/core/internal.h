@@ -435,6 +435,9 @@ ty_status ty__matmul_batched(ty_runtime *rt, ty_store *a, ty_store *b, ty_store 
  * multiply-adds in p order, into res (ops_matmul_ew.c). */
 #define TY__MATMUL_EW_K 8
 bool ty__matmul_ew_fits(ty_dtype t, int64_t k);
+/* A 2-D store's shape and strides as they are; a 1-D one's as a row (1, n)
+ * or a column (n, 1) with stride 0 on the added dim (ops.c). */
+void ty__matrix_dims(const ty_store *c, bool as_row, int64_t shape[2], int64_t strides[2]);
 ty_status ty__matmul_ew(ty_runtime *rt, ty_store *a, ty_store *b, ty_dtype t, ty_store *res);
 /* x (nb batch dims, nr row dims, then column dims) as (batch..., rows, cols):
  * a view when the strides allow, else a view of a copy (ops_products.c). */

@@ -744,14 +744,7 @@ ty_status ty_reduce(ty_runtime *rt, ty_reduce_op op, ty_store *a, int axis, ty_s
 
 /* ---- matmul ---------------------------------------------------------------------------------- */
 
-/* x (1-D or 2-D, dtype t) as a (rows, cols) view; a 1-D x becomes a row
- * (as_row) or a column. Floats that BLAS cannot take as they are are copied. */
-static ty_status matrix_view(ty_runtime *rt, ty_store *x, ty_dtype t, bool as_row,
-                             ty_store **out) {
-  ty_store *c = NULL, *v = NULL;
-  ty_status st = cast_to(rt, x, t, &c);
-  if (st) return st;
-  int64_t shape[2], strides[2];
+void ty__matrix_dims(const ty_store *c, bool as_row, int64_t shape[2], int64_t strides[2]) {
   if (c->ndim == 2) {
     shape[0] = c->shape[0], shape[1] = c->shape[1];
     strides[0] = c->strides[0], strides[1] = c->strides[1];
@@ -762,6 +755,17 @@ static ty_status matrix_view(ty_runtime *rt, ty_store *x, ty_dtype t, bool as_ro
     shape[0] = c->shape[0], shape[1] = 1;
     strides[0] = c->strides[0], strides[1] = 0;
   }
+}
+
+/* x (1-D or 2-D, dtype t) as a (rows, cols) view; a 1-D x becomes a row
+ * (as_row) or a column. Floats that BLAS cannot take as they are are copied. */
+static ty_status matrix_view(ty_runtime *rt, ty_store *x, ty_dtype t, bool as_row,
+                             ty_store **out) {
+  ty_store *c = NULL, *v = NULL;
+  ty_status st = cast_to(rt, x, t, &c);
+  if (st) return st;
+  int64_t shape[2], strides[2];
+  ty__matrix_dims(c, as_row, shape, strides);
   bool trans;
   int64_t ld;
   if (ty_dtype_is_float(t) && !ty__blas_layout(shape[0], shape[1], strides[0], strides[1], &trans, &ld)) {

@@ -111,16 +111,7 @@ static ty_status operand(ty_runtime *rt, ty_store *x, ty_dtype t, bool as_row, t
     ty_store_retain(c);
   }
   int64_t shape[2], strides[2];
-  if (c->ndim == 2) {
-    shape[0] = c->shape[0], shape[1] = c->shape[1];
-    strides[0] = c->strides[0], strides[1] = c->strides[1];
-  } else if (as_row) {
-    shape[0] = 1, shape[1] = c->shape[0];
-    strides[0] = 0, strides[1] = c->strides[0];
-  } else {
-    shape[0] = c->shape[0], shape[1] = 1;
-    strides[0] = c->strides[0], strides[1] = 0;
-  }
+  ty__matrix_dims(c, as_row, shape, strides);
   st = ty__store_view(rt, c, 2, shape, strides, c->offset, out);
   ty_store_release(c);
   return st;
