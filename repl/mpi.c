@@ -128,8 +128,14 @@ static int mpi_alltoallv(void *ud, const void *send, const size_t *scounts, cons
   (void)ud;
   size_t nreq = 0;
   for (int r = 0; r < nranks; r++) nreq += (scounts[r] + CHUNK - 1) / CHUNK + (rcounts[r] + CHUNK - 1) / CHUNK;
+  /* statuses of our own: MPICH's MPI_STATUSES_IGNORE is an address GCC's
+   * -Wstringop-overflow takes for a zero-length array */
   MPI_Request *req = malloc((nreq ? nreq : 1) * sizeof *req);
-  if (!req) return 1;
+  MPI_Status *sts = malloc((nreq ? nreq : 1) * sizeof *sts);
+  if (!req || !sts) {
+    free(req), free(sts);
+    return 1;
+  }
   int n = 0, err = 0;
   for (int r = 0; r < nranks && !err; r++)
     for (size_t off = 0; off < rcounts[r] && !err; off += CHUNK)
@@ -140,8 +146,8 @@ static int mpi_alltoallv(void *ud, const void *send, const size_t *scounts, cons
       err = MPI_Isend((const char *)send + sdispls[r] + off,
                       (int)(scounts[r] - off < CHUNK ? scounts[r] - off : CHUNK), MPI_BYTE, r, 7,
                       MPI_COMM_WORLD, &req[n++]);
-  if (!err) err = MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
-  free(req);
+  if (!err) err = MPI_Waitall(n, req, sts);
+  free(req), free(sts);
   return err;
 }
 
