@@ -151,12 +151,23 @@ static int mpi_alltoallv(void *ud, const void *send, const size_t *scounts, cons
   return err;
 }
 
+/* Before MPI_Abort: what this rank wrote reaches the launcher. MPI_Abort
+ * kills the job at once, and a launcher that forwards output through pipes
+ * (MPICH's hydra) dropped a message written just before it (seen in CI:
+ * both streams empty); a buffered stdout would be lost too. */
+static void before_abort(void) {
+  fflush(stdout);
+  fflush(stderr);
+  usleep(200000);
+}
+
 static void mpi_abort(void *ud, const char *msg) {
   (void)ud;
   if (msg) {
     fprintf(stderr, SHELL_PROGNAME ": %s\n", msg);
-    fflush(stderr);
+    before_abort();
   } else {
+    fflush(stdout);
     sleep(10); /* the rank that prints stops the job meanwhile */
   }
   MPI_Abort(MPI_COMM_WORLD, 1);
@@ -308,6 +319,7 @@ int ty_mpi_main(int argc, char **argv) {
   }
   print_held(true);
   free(held);
+  before_abort();
   MPI_Abort(MPI_COMM_WORLD, status == EXIT_SUCCESS ? EXIT_FAILURE : status);
   return EXIT_FAILURE;
 }
