@@ -13,6 +13,15 @@ local dir = src .. "/bench/workloads/"
 
 local small = {
   black_scholes = {"n=20000"},
+  ["blas gemv"] = {"op=gemv", "n=200", "iters=3"},
+  ["blas gemvt"] = {"op=gemvt", "m=5000", "f=8", "iters=3"},
+  ["blas gemm"] = {"op=gemm", "n=96"},
+  ["linalg solve"] = {"op=solve", "n=64"},
+  ["linalg cholesky"] = {"op=cholesky", "n=64"},
+  ["products bmm"] = {"op=bmm", "b=4", "n=32"},
+  ["products einsum"] = {"op=einsum", "b=2", "h=2", "n=32", "d=8"},
+  ["products conv2d"] = {"op=conv2d", "n=64", "k=5"},
+  ["products conv1d"] = {"op=conv1d", "n=5000", "k=7"},
   cg = {"n=24", "max_iters=40", "check=5"},
   jacobi = {"n=96", "iters=8"},
   kmeans = {"n=20000", "k=5", "iters=3"},
