@@ -55,6 +55,28 @@ function spec_same(got, want, path)
   end
 end
 
+-- spec_close(got, want, tol, path): got (a store or a value) and want
+-- (nested tables or numbers) agree within tol (default 1e-12) relative to
+-- max(1, |want|); NaN equals NaN, infinities must be equal.
+function spec_close(got, want, tol, path)
+  tol, path = tol or 1e-12, path or ""
+  if type(got) == "userdata" then got = got.ndim == 0 and got:item() or got:totable() end
+  if type(want) == "table" then
+    assert(type(got) == "table", path .. ": expected a table, got " .. tostring(got))
+    assert(#got == #want, string.format("%s: expected %d elements, got %d", path, #want, #got))
+    for i = 1, #want do spec_close(got[i], want[i], tol, path .. "[" .. i .. "]") end
+    return
+  end
+  assert(type(got) == "number", path .. ": expected a number, got " .. tostring(got))
+  if want ~= want then return assert(got ~= got, path .. ": expected NaN, got " .. got) end
+  if want == math.huge or want == -math.huge then
+    return assert(got == want, string.format("%s: got %.17g, expected %.17g", path, got, want))
+  end
+  local scale = math.max(1, math.abs(want))
+  assert(math.abs(got - want) <= tol * scale,
+         string.format("%s: got %.17g, expected %.17g (tol %g)", path, got, want, tol))
+end
+
 function spec_fails(wants, f, ...)
   local ok, err = pcall(f, ...)
   assert(not ok, "expected an error containing '" .. wants[1] .. "', the call succeeded")

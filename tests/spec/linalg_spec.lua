@@ -6,26 +6,7 @@
 local tycho = tycho or require "tycho"
 local la = tycho.linalg
 
--- got and want (nested tables or numbers) agree within tol relative to
--- max(1, |want|); NaN equals NaN, infinities must be equal.
-local function near(got, want, tol, path)
-  tol, path = tol or 1e-12, path or ""
-  if type(got) == "userdata" then got = got.ndim == 0 and got:item() or got:totable() end
-  if type(want) == "table" then
-    assert(type(got) == "table", path .. ": expected a table, got " .. tostring(got))
-    assert(#got == #want, string.format("%s: expected %d elements, got %d", path, #want, #got))
-    for i = 1, #want do near(got[i], want[i], tol, path .. "[" .. i .. "]") end
-    return
-  end
-  assert(type(got) == "number", path .. ": expected a number, got " .. tostring(got))
-  if want ~= want then return assert(got ~= got, path .. ": expected NaN, got " .. got) end
-  if want == math.huge or want == -math.huge then
-    return assert(got == want, string.format("%s: got %.17g, expected %.17g", path, got, want))
-  end
-  local scale = math.max(1, math.abs(want))
-  assert(math.abs(got - want) <= tol * scale,
-         string.format("%s: got %.17g, expected %.17g (tol %g)", path, got, want, tol))
-end
+local near = spec_close
 
 local E = {
   solve_A_b = {-1.3877787807814457e-17, 0.14285714285714285, 0.4285714285714286},

@@ -5,20 +5,7 @@
 local tycho = tycho or require "tycho"
 
 local N = 0 / 0
-local function near(got, want, tol, path)
-  tol, path = tol or 1e-12, path or ""
-  if type(got) == "userdata" then got = got.ndim == 0 and got:item() or got:totable() end
-  if type(want) == "table" then
-    assert(type(got) == "table", path .. ": expected a table, got " .. tostring(got))
-    assert(#got == #want, string.format("%s: expected %d elements, got %d", path, #want, #got))
-    for i = 1, #want do near(got[i], want[i], tol, path .. "[" .. i .. "]") end
-    return
-  end
-  assert(type(got) == "number", path .. ": expected a number, got " .. tostring(got))
-  if want ~= want then return assert(got ~= got, path .. ": expected NaN, got " .. got) end
-  assert(math.abs(got - want) <= tol * math.max(1, math.abs(want)),
-         string.format("%s: got %.17g, expected %.17g", path, got, want))
-end
+local function near(got, want, tol, path) return spec_close(got, want, tol or 1e-12, path) end
 
 local E = {
   std = 5.851014869234225,
