@@ -658,6 +658,21 @@ static bool evict_one(ty_runtime *rt, const ty_pending *l, int d, ty_record *e) 
   return st == TY_OK;
 }
 
+/* The GPUs are open (opened now at the first launch that may run there);
+ * false with the reason in why when they cannot be. */
+static bool gpus_open(ty__gpu *g, char *why, size_t whylen) {
+  char err[1024] = "";
+  if (!g->active && ty__gpu_activate(g, err, sizeof err) != TY_OK) {
+    snprintf(why, whylen, "the GPUs could not be opened: %s", err);
+    return false;
+  }
+  if (g->ndev == 0) {
+    snprintf(why, whylen, "no GPU is open");
+    return false;
+  }
+  return true;
+}
+
 ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, bool *fallback,
                       char *why, size_t whylen) {
   lane %= TY__GPU_STREAMS;
@@ -669,13 +684,7 @@ ty_status ty__gpu_run(ty_runtime *rt, ty_pending *l, int lane, ty_record *e, boo
     *fallback = true;
     return TY_OK;
   }
-  if (!g->active && ty__gpu_activate(g, err, sizeof err) != TY_OK) {
-    snprintf(why, whylen, "the GPUs could not be opened: %s", err);
-    *fallback = true;
-    return TY_OK;
-  }
-  if (g->ndev == 0) {
-    snprintf(why, whylen, "no GPU is open");
+  if (!gpus_open(g, why, whylen)) {
     *fallback = true;
     return TY_OK;
   }
@@ -832,13 +841,7 @@ ty_status ty__gpu_run_chunk(ty_runtime *rt, ty_pending *l, int dim, int64_t lo_,
     *fallback = true;
     return TY_OK;
   }
-  if (!g->active && ty__gpu_activate(g, err, sizeof err) != TY_OK) {
-    snprintf(why, whylen, "the GPUs could not be opened: %s", err);
-    *fallback = true;
-    return TY_OK;
-  }
-  if (g->ndev == 0) {
-    snprintf(why, whylen, "no GPU is open");
+  if (!gpus_open(g, why, whylen)) {
     *fallback = true;
     return TY_OK;
   }
