@@ -34,7 +34,10 @@ static bool int_arg(lua_State *L, const tl_sig *s, int pos, const char *key, int
  * their weights), v = 0, 1, ..., max(x); the length is max(max(x) + 1,
  * minlength), never less, so no value is dropped; a negative value is an
  * error. Finding max(x) and min(x) reads two values: bincount flushes the
- * window. The result is i64, or f64 with weights (f32 with f32 weights). */
+ * window, unless x's values are known to lie in 0 .. minlength - 1 without
+ * reading them (ty_store_value_range: labels = d:argmin(2) - 1 with
+ * minlength = d's number of columns, or u8 labels with minlength = 256).
+ * The result is i64, or f64 with weights (f32 with f32 weights). */
 static const tl_sig sig_bincount = {
     "bincount", 1, 3, "minlength", true,
     "tycho.bincount(x [, weights] [, minlength] [, {minlength = n}]), x:bincount(...)"};
@@ -61,8 +64,11 @@ static int l_bincount(lua_State *L) {
     tl_shape_str(ty_store_ndim(x), ty_store_shape(x), sh, sizeof sh);
     return tl_error(L, fn, "x must be 1-D, got shape %s", sh);
   }
-  int64_t nbins = minlength;
-  if (ty_store_size(x) > 0) {
+  int64_t nbins = minlength, klo, khi;
+  /* bounds known from how x was made (argmin(...) - 1 below minlength):
+   * the length is minlength, no value needs reading, the window stays open */
+  bool known = ty_store_value_range(x, &klo, &khi) && klo >= 0 && khi < minlength;
+  if (ty_store_size(x) > 0 && !known) {
     /* the smallest and largest values: two reductions, one flush */
     ty_store **mn = tl_newslot(L), **mx = tl_newslot(L);
     ty_status st;

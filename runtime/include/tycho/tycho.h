@@ -352,6 +352,12 @@ int64_t ty_store_size(const ty_store *s);            /* number of elements */
 uint64_t ty_store_id(const ty_store *s);             /* unique per runtime, from 1 */
 bool ty_store_is_contiguous(const ty_store *s);      /* C order, no gaps */
 bool ty_store_same_storage(const ty_store *a, const ty_store *b);
+/* Bounds every element of an integer or bool store is known to lie in,
+ * without reading it (no flush): the dtype's limits, narrowed by how the
+ * store was made (argmin/argmax along an axis of length K: 0..K-1; a scalar
+ * added or subtracted shifts them; any later write forgets them). False for
+ * float dtypes. */
+bool ty_store_value_range(const ty_store *s, int64_t *lo, int64_t *hi);
 
 /* Views: no copy, the result shares storage with `s`. */
 /* Elements [start, stop) with `step` >= 1 along dim; start <= stop. */

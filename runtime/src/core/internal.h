@@ -45,6 +45,10 @@ typedef struct ty_storage {
    * into regions: every element gets written, so a region's OUT view needs no
    * zeroing (0: never) */
   uint64_t covered_gen;
+  /* known bounds of its integer values (range.c): set by the op that made
+   * it, cleared by any launch that writes it */
+  bool has_range;
+  int64_t range_lo, range_hi;
   void (*release)(void *ud);
   void *release_ud;
   struct ty__gstore *gpu; /* exec_gpu.c: its copies on GPUs (NULL: no GPU touched it) */
@@ -416,6 +420,14 @@ double ty__load_f64(const void *p, ty_dtype t);
 int64_t ty__load_i64(const void *p, ty_dtype t);
 void ty__store_f64(void *p, ty_dtype t, double v);
 void ty__store_i64(void *p, ty_dtype t, int64_t v);
+
+/* Known bounds of a storage's integer values (range.c): set on a fresh
+ * result by the op that made it, cleared by every launch writing it. */
+void ty__range_set(ty_store *s, int64_t lo, int64_t hi);
+void ty__range_clear(ty_store *s);
+void ty__range_scalar(ty_store *s); /* a 0-d store just written from a number */
+void ty__range_binary(ty_op op, const ty_store *a, const ty_store *b, ty_store *out);
+void ty__range_copy(const ty_store *a, ty_store *out); /* a cast or copy of a */
 
 /* Free a task and its data (task.c). */
 void ty__task_free(ty_task *t);

@@ -726,13 +726,19 @@ static ty_status scalar_new(ty_runtime *rt, ty_dtype t, ty_store **out) {
 
 ty_status ty_scalar_f64(ty_runtime *rt, ty_dtype t, double v, ty_store **out) {
   ty_status st = scalar_new(rt, t, out);
-  if (!st) ty__store_f64((*out)->storage->data, t, v);
+  if (!st) {
+    ty__store_f64((*out)->storage->data, t, v);
+    ty__range_scalar(*out);
+  }
   return st;
 }
 
 ty_status ty_scalar_i64(ty_runtime *rt, ty_dtype t, int64_t v, ty_store **out) {
   ty_status st = scalar_new(rt, t, out);
-  if (!st) ty__store_i64((*out)->storage->data, t, v);
+  if (!st) {
+    ty__store_i64((*out)->storage->data, t, v);
+    ty__range_scalar(*out);
+  }
   return st;
 }
 

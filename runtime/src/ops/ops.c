@@ -344,7 +344,9 @@ ty_status ty_binary(ty_runtime *rt, ty_op op, ty_store *a, ty_store *b, ty_store
   if (!ty__binary_loops[op][ct]) return no_loop(rt, op, ct);
   ty_store *ins[2] = {a, b};
   const ty_dtype in_t[2] = {ct, ct};
-  return ew_launch(rt, tasks(rt)->op[op], ty__op_out_dtype(op, ct), nd, shape, 2, ins, in_t, out);
+  st = ew_launch(rt, tasks(rt)->op[op], ty__op_out_dtype(op, ct), nd, shape, 2, ins, in_t, out);
+  if (!st) ty__range_binary(op, a, b, *out); /* labels - 1 keeps known bounds */
+  return st;
 }
 
 ty_status ty_where(ty_runtime *rt, ty_store *cond, ty_store *a, ty_store *b, ty_store **out) {
@@ -379,7 +381,9 @@ ty_status ty_cast(ty_runtime *rt, ty_store *a, ty_dtype t, ty_store **out) {
   *out = NULL;
   if ((st = check_store(rt, "ty_cast", "a", a))) return st;
   if ((st = check_dtype(rt, "ty_cast", t))) return st;
-  return new_copy(rt, a, t, out);
+  st = new_copy(rt, a, t, out);
+  if (!st) ty__range_copy(a, *out);
+  return st;
 }
 
 /* ---- writes into existing stores ------------------------------------------------------------- */
@@ -730,6 +734,7 @@ ty_status ty_reduce(ty_runtime *rt, ty_reduce_op op, ty_store *a, int axis, ty_s
       res = mean;
     } else if (op == TY_RED_ARGMIN || op == TY_RED_ARGMAX) {
       st = reduce_arg(rt, op, a, axis, res);
+      if (!st) ty__range_set(res, 0, count - 1); /* bincount's length without a flush */
     } else {
       st = reduce_basic(rt, op, a, axis, res);
     }

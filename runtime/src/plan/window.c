@@ -124,6 +124,9 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
       }
     }
   }
+  /* a write forgets the bounds its store's op left (range.c) */
+  for (int i = 0; i < d->nargs; i++)
+    if (writes(d->args[i].priv)) ty__range_clear(d->args[i].store);
   if (d->options && (((d->options->set & TY_POL_MODE) && (unsigned)d->options->mode > TY_MODE_TASK) ||
                      ((d->options->set & TY_POL_OVERDECOMPOSE) && d->options->overdecompose < 1) ||
                      ((d->options->set & TY_POL_MIN_CHUNK) && d->options->min_chunk < 1)))
