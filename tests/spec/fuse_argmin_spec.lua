@@ -44,7 +44,10 @@ describe("fused argmin/argmax", function()
     local labels, mins = step()
     local f = fused_with(32, "argmin")
     assert.is_not_nil(f)
-    assert.are.equal(7, f.fused) -- add, mul mul add (the product, k = 2), mul, sub, argmin
+    -- add, mul mul add (the product, k = 2), mul, sub, argmin, and dist:min(2)
+    -- as the arg reduction's second output
+    assert.are.equal(8, f.fused)
+    assert.is_true(has(f.fused_ops, "argmin min"), f.fused_ops)
     assert.is_true(has(f.fuse_end, "reduction is terminal"), f.fuse_end)
     local ul, um = off(step)
     assert.are.same(ul:totable(), labels:totable())

@@ -1,10 +1,30 @@
--- tests/spec/kmeans_fusion_spec.lua — bincount of labels whose bounds are
--- known from how they were made (core/range.c): labels = dist:argmin(2) - 1
--- hold 0 .. K-1, so bincount(labels, {minlength = K}) has length K without
--- reading max(labels): no flush, k-means' iteration stays in one window.
--- Expected values from numpy (np.bincount, dist.argmin(1)).
+-- tests/spec/kmeans_fusion_spec.lua — k-means' iteration in one window and
+-- one pass over the distances:
+--  - bincount of labels whose bounds are known from how they were made
+--    (core/range.c): labels = dist:argmin(2) - 1 hold 0 .. K-1, so
+--    bincount(labels, {minlength = K}) has length K without reading
+--    max(labels): no flush;
+--  - dist:min(2) after dist:argmin(2) (bincounts in between) becomes the arg
+--    reduction's second output in the fused pass (plan/fuse.c, pair_of), with
+--    the unfused values, NaN signs included.
+-- Expected values from numpy (np.bincount, dist.argmin(1), dist.min(1)).
 
 local function flushes() return tycho.stats().flushes end
+local has = function(str, needle) return str ~= nil and str:find(needle, 1, true) ~= nil end
+
+local function fused_with(n, name)
+  for _, e in ipairs(tycho.explain(n)) do
+    if e.task == "fused" and has(e.fused_ops, name) then return e end
+  end
+  return nil
+end
+
+-- values as text: tells -nan from nan, -0.0 from 0.0
+local function text(store)
+  local o = {}
+  for i, v in ipairs(store:totable()) do o[i] = tostring(v) end
+  return table.concat(o, " ")
+end
 
 -- 12 points, 3 centroids (exact in binary: the distances are integers)
 local X = { { 1, 2 }, { 0, 0 }, { 5, 5 }, { 6, 4 }, { -1, 3 }, { 2, 2 }, { 7, 7 }, { 0, 1 },
@@ -108,5 +128,118 @@ describe("bincount of labels with known bounds", function()
     assert.are.equal(256, #t)
     assert.are.same({ 1, 0, 0, 2, 1 }, { t[1], t[2], t[3], t[4], t[256] })
     spec_same(cm:totable(), { 1, 2 })
+  end)
+
+  it("computes dist:min(2) in the pass that computes the labels", function()
+    local rows = {}
+    for r = 1, 3 do for i = 1, #X do rows[#rows + 1] = X[i] end end -- 36 points
+    local data, cent = tycho.array(rows):astype("f64"), tycho.array(C):astype("f64")
+    tycho.flush()
+    local f0 = flushes()
+    local dist = distances(data, cent)
+    local labels = dist:argmin(2) - 1
+    local counts = tycho.bincount(labels, { minlength = 3 })
+    local sx = tycho.bincount(labels, data[{ {}, 1 }], { minlength = 3 })
+    local mins = dist:min(2)
+    dist = nil
+    collectgarbage()
+    assert.are.equal(f0, flushes())
+    tycho.flush()
+    local f = fused_with(30, "argmin min")
+    assert.is_not_nil(f)
+    assert.are.equal(8, f.fused) -- add, the product (3), mul, sub, argmin, min
+    spec_same(counts:totable(), { 12, 15, 9 })
+    spec_same(sx:totable(), { 12.0, 84.0, 6.0 })
+    assert.are.equal(99.0, mins:sum():item())
+    local m = mins:totable()
+    spec_same({ m[1], m[2], m[3], m[13], m[36] }, { 1.0, 0.0, 0.0, 1.0, 2.0 })
+  end)
+
+  -- rows of 10 with ties, NaNs of both signs, -0/+0 and infinities
+  local function tricky(rows)
+    local nan = 0 / 0
+    local t = {}
+    for i = 1, rows do
+      local r = {}
+      for j = 1, 10 do r[j] = ((i * 7 + j * 3) % 5) - 2.0 end
+      if i % 4 == 1 then r[(i % 10) + 1] = nan end
+      if i % 6 == 2 then r[3], r[8] = nan, -nan end
+      if i % 6 == 3 then r[3], r[8] = -nan, nan end
+      if i % 5 == 3 then for j = 1, 10 do r[j] = (j % 2 == 0) and 0.0 or -0.0 end end
+      if i % 7 == 6 then for j = 1, 10 do r[j] = (j % 3 == 0) and math.huge or -math.huge end end
+      if i % 9 == 4 then for j = 1, 10 do r[j] = math.huge end end
+      t[i] = r
+    end
+    return tycho.array(t)
+  end
+
+  it("gives the unfused min and max, NaN signs and zeros included", function()
+    local x = tricky(48)
+    tycho.flush()
+    local function step()
+      local y = x * 1
+      return y:argmin(2), y:min(2), y:argmax(2), y:max(2)
+    end
+    local a, b, c, d = step()
+    assert.is_not_nil(fused_with(12, "argmin min"))
+    assert.is_not_nil(fused_with(12, "argmax max"))
+    local a2, b2, c2, d2 = tycho.parallel({ fuse = false }, step)
+    assert.are.equal(text(a2), text(a))
+    assert.are.equal(text(b2), text(b))
+    assert.are.equal(text(c2), text(c))
+    assert.are.equal(text(d2), text(d))
+    -- row 2: NaN at 3, -NaN at 8: argmin gives the first NaN, min the last
+    local t = b2:totable()
+    assert.are.equal(tostring(-(0 / 0)), tostring(t[2]))
+    assert.are.equal(3, a2:totable()[2])
+  end)
+
+  it("gives the unfused values with compiled kernels on any number of processors", function()
+    local code = [[
+      local nan = 0 / 0
+      local t = {}
+      for i = 1, 48 do
+        local r = {}
+        for j = 1, 10 do r[j] = ((i * 7 + j * 3) % 5) - 2.0 end
+        if i % 6 == 2 then r[3], r[8] = nan, -nan end
+        if i % 6 == 3 then r[3], r[8] = -nan, nan end
+        if i % 5 == 3 then for j = 1, 10 do r[j] = (j % 2 == 0) and 0.0 or -0.0 end end
+        t[i] = r
+      end
+      local x = tycho.array(t)
+      tycho.flush()
+      local function step()
+        local y = x * 1
+        return y:argmin(2), y:min(2), y:argmax(2), y:max(2)
+      end
+      local r = { step() }
+      local compiled = false
+      for _, e in ipairs(tycho.explain(12)) do
+        if e.fused_ops and e.fused_ops:find("[compiled] argmax max", 1, true) then compiled = true end
+      end
+      local u = { tycho.parallel({ fuse = false }, step) }
+      local same = true
+      for k = 1, 4 do
+        local p, q = r[k]:totable(), u[k]:totable()
+        for i = 1, #q do same = same and tostring(p[i]) == tostring(q[i]) end
+      end
+      print(string.format("compiled %s same %s", tostring(compiled), tostring(same)))
+    ]]
+    for _, cpus in ipairs({ "1", "3" }) do
+      local out = spec_lua(code, { TYCHO_CODEGEN = "always", TYCHO_CPUS = cpus })
+      assert.is_true(has(out, "compiled true same true"), out)
+    end
+  end)
+
+  it("leaves dist:min(2) alone when dist is written in between", function()
+    local x = tricky(32)
+    tycho.flush()
+    local y = x * 1
+    local i = y:argmin(2)
+    y[{ 7, 1 }] = -100 -- row 7: no NaN, its first -2 in column 2
+    local m = y:min(2)
+    assert.is_nil(fused_with(6, "argmin min"))
+    assert.are.equal(-100, m:totable()[7])
+    assert.are.equal(2, i:totable()[7])
   end)
 end)

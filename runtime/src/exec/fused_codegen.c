@@ -667,8 +667,11 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
     if (s->kind == TY__FK_TASK) return false;
     if (s->kind == TY__FK_ARGREDUCE) {
-      if (k != h->nsub - 1 || s->dt != TY_I64 || s->dt2 != TY_F64 || s->nops != 2 ||
+      if (k != h->nsub - 1 || s->dt != TY_I64 || s->dt2 != TY_F64 || (s->nops != 2 && s->nops != 3) ||
           s->opnd[0].ref < 0 || TY__FREF_IS_CONST(s->opnd[0].ref))
+        return false;
+      if (s->nops == 3 && (s->opnd[2].ref < 0 || TY__FREF_IS_CONST(s->opnd[2].ref) ||
+                           s->opnd[2].dtype != TY_F64))
         return false;
       ared = s;
     }
@@ -680,14 +683,15 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
     }
   }
   const int acc = red ? red->opnd[0].ref : -1, aacc = ared ? ared->opnd[0].ref : -1;
+  const int vacc = ared && ared->nops == 3 ? ared->opnd[2].ref : -1; /* its best values */
   if (ared && f->domain[1] > TY__FUSE_ARG_ROW) return false; /* rv below: 4 KiB at most */
   uint64_t c = 0;
   for (int k = 0; k < f->nargs; k++) {
     const ty_arg *a = &f->args[k];
     const ty_store *st = a->store;
-    if (k == aacc) { /* the arg reduction's output: one i64 per row, written */
-      if (st->dtype != TY_I64 || a->priv != TY_PRIV_OUT || a->proj != TY_PROJ_ALIGNED ||
-          st->ndim != 2 || st->strides[1] != 0)
+    if (k == aacc || k == vacc) { /* the arg reduction's outputs: one element per row, written */
+      if (st->dtype != (k == aacc ? TY_I64 : TY_F64) || a->priv != TY_PRIV_OUT ||
+          a->proj != TY_PROJ_ALIGNED || st->ndim != 2 || st->strides[1] != 0)
         return false;
       continue;
     }
@@ -732,7 +736,7 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   put(b, "  for (i64 r = 0; r < n0; r++) {\n");
   for (int k = 0; k < f->nargs; k++) put(b, "    ra[%d] = a[%d] + r * os[%d];\n", k, k, k);
   for (int k = 0; k < f->nargs; k++)
-    if (!((c >> k) & 1u) && f->args[k].store->dtype == TY_F64 && k != acc)
+    if (!((c >> k) & 1u) && f->args[k].store->dtype == TY_F64 && k != acc && k != vacc)
       put(b, "    Bc[%d] = *(const double *)ra[%d];\n", k, k);
   pow_flags(b, h, c, "    ", "ra");
   if (rowacc) {
@@ -831,6 +835,9 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
     put(b, "      best = x %s m ? j : best;\n      m = x %s m ? x : m;\n      nan |= x != x;\n    }\n", cmp, cmp);
     put(b, "    if (nan) for (best = 0; rv[best] == rv[best]; best++) {}\n");
     put(b, "    *(i64 *)ra[%d] = best;\n", aacc);
+    if (vacc >= 0) /* the unfused min/max's value: the best element, or the row's last NaN */
+      put(b, "    if (nan) for (best = n1 - 1; rv[best] == rv[best]; best--) {}\n"
+             "    *(double *)ra[%d] = rv[best];\n", vacc);
   }
   put(b, "  }\n}\n");
   return !b->failed;

@@ -194,7 +194,8 @@ static int resolve(piece_state *ps) {
       break;
     case TY__FK_ARGREDUCE:
       r->arg = dt2 < TY_NDTYPES ? (s->op ? ty__argmax_loops : ty__argmin_loops)[dt2] : NULL;
-      if (!r->arg || s->nops != 2 || dt != TY_I64 || ps->nd < 2 ||
+      if (!r->arg || (s->nops != 2 && s->nops != 3) || dt != TY_I64 || ps->nd < 2 ||
+          (s->nops == 3 && (s->opnd[2].dtype != dt2 || (dt2 != TY_F64 && dt2 != TY_F32))) ||
           ctx->lo[ps->nd - 1] != 0 || ps->P[ps->nd - 1] != ty__fhead_domain(h)[ps->nd - 1] ||
           ps->P[ps->nd - 1] > TY__FUSE_ARG_ROW)
         return ty_ctx_fail(ctx, "fused: arg reduction %d needs whole rows of at most %d", k + 1,
@@ -308,20 +309,53 @@ static void run_flat_sum(piece_state *ps, int64_t n, const rsub *r, ty__fused_ke
   }
 }
 
+/* The best value of a row whose arg reduction is i, as the unfused min/max
+ * along the row gives it (kernels_reduce.c: NaN sticks, a later NaN
+ * replaces it, so a row with NaN gives its last NaN; otherwise the first
+ * best element, which is element i). */
+static void best_value(char *o, const char *in, int64_t n, int64_t step, int64_t i, ty_dtype t) {
+  if (t == TY_F64) {
+    double v = *(const double *)(in + i * step);
+    for (int64_t j = n - 1; v != v && j >= 0; j--) {
+      const double x = *(const double *)(in + j * step);
+      if (x != x) {
+        v = x;
+        break;
+      }
+    }
+    *(double *)o = v;
+  } else {
+    float v = *(const float *)(in + i * step);
+    for (int64_t j = n - 1; v != v && j >= 0; j--) {
+      const float x = *(const float *)(in + j * step);
+      if (x != x) {
+        v = x;
+        break;
+      }
+    }
+    *(float *)o = v;
+  }
+}
+
 /* An arg reduction over a box block: rows along the last dim, whole in the
- * block (see the top); one output element per row. */
+ * block (see the top); one output element per row, and with a third operand
+ * the row's best value (fuse.c's pair: dist:min(2) after dist:argmin(2)). */
 static void arg_rows(const rsub *r, int nd, const int64_t *cur, char *const *bases,
                      const int64_t (*bst)[TY_MAX_RANK]) {
   const int64_t n = cur[nd - 1], step = bst[1][nd - 1];
+  const bool best = r->s->nops == 3;
   int64_t idx[TY_MAX_RANK] = {0};
   for (;;) {
-    char *o = bases[0];
+    char *o = bases[0], *v = best ? bases[2] : NULL;
     const char *in = bases[1];
     for (int e = 0; e < nd - 1; e++) {
       o += idx[e] * bst[0][e];
       in += idx[e] * bst[1][e];
+      if (best) v += idx[e] * bst[2][e];
     }
-    *(int64_t *)o = r->arg(n, in, step);
+    const int64_t i = r->arg(n, in, step);
+    *(int64_t *)o = i;
+    if (best) best_value(v, in, n, step, i, (ty_dtype)r->s->dt2);
     int e = nd - 2;
     for (; e >= 0; e--) {
       if (++idx[e] < cur[e]) break;
