@@ -35,12 +35,15 @@ local chain = received() - before
 -- nothing: the outputs stay split, and a built-in element-wise launch cannot
 -- fail on its data, so no failure records are exchanged either
 assert(not bytes_checked or chain == 0, "the element-wise chain moved " .. chain .. " bytes; expected 0")
--- item, totable, save: made whole first
+-- reading an element or a short slice: only its elements come back
 print("chain_item", hex(x[1]), hex(x[n]))
 local t = x[{{n - 4, n}}]:totable()
 print("chain_totable", hex(t[1]), hex(t[5]))
+local part = received() - before - chain
+assert(not bytes_checked or part <= 7 * 8, "two elements and a 5-element slice moved " .. part .. " bytes")
+-- save: made whole first
 tycho.save(out .. "/chain.npy", x)
-local whole = received() - before - chain
+local whole = received() - before - chain - part
 assert(not bytes_checked or whole <= n * 8, "making x whole moved " .. whole .. " bytes; expected at most " .. n * 8)
 
 -- 2. a reduction of a split store (its partials, in piece order)
