@@ -16,11 +16,12 @@ arg = { [0] = here .. "../workloads/cg.lua", "n=" .. p.n, "max_iters=" .. p.max_
         "check=" .. p.max_iters, "reps=1" }
 local quiet = print
 print = function() end -- the workload's own lines
-local s0, t0 = tycho.stats(), tycho.clock()
+local s0, t0, c0 = tycho.stats(), tycho.clock(), os.clock()
 dofile(arg[0])
-local t, s1 = tycho.clock() - t0, tycho.stats()
+local t, c, s1 = tycho.clock() - t0, os.clock() - c0, tycho.stats()
 print = quiet
 local iters = 2 * p.max_iters -- the warm-up step and one timed step
-print(string.format("cg np=%d n=%d iters=%d time=%.4f s bytes/iter=%.0f msgs/iter=%.2f "
-  .. "collectives/iter=%.2f", np, p.n, iters, t, (s1.dist_bytes - s0.dist_bytes) / iters,
-  (s1.dist_messages - s0.dist_messages) / iters, (s1.dist_collectives - s0.dist_collectives) / iters))
+print(string.format("cg np=%d n=%d iters=%d time=%.4f s cpu=%.4f bytes/iter=%.0f msgs/iter=%.2f "
+  .. "collectives/iter=%.2f mpi/iter=%.4f", np, p.n, iters, t, c, (s1.dist_bytes - s0.dist_bytes) / iters,
+  (s1.dist_messages - s0.dist_messages) / iters, (s1.dist_collectives - s0.dist_collectives) / iters,
+  (s1.dist_wait_ns - s0.dist_wait_ns) * 1e-9 / iters))

@@ -13,14 +13,15 @@ local np = tycho.nranks()
 local x = tycho.arange(p.n * np) * 1e-6
 tycho.flush()
 collectgarbage()
-local s0, t0 = tycho.stats(), tycho.clock()
+local s0, t0, c0 = tycho.stats(), tycho.clock(), os.clock()
 for _ = 1, p.iters do
   x = x * 1.0001 + 1
   if p.flush == 1 then tycho.flush() end -- one wave per update, as a loop with reads would
 end
 tycho.flush()
-local t, s1 = tycho.clock() - t0, tycho.stats()
-print(string.format("stream np=%d n/rank=%d iters=%d time=%.4f s bytes/iter=%.0f msgs/iter=%.2f "
-  .. "collectives/iter=%.2f", np, p.n, p.iters, t, (s1.dist_bytes - s0.dist_bytes) / p.iters,
-  (s1.dist_messages - s0.dist_messages) / p.iters, (s1.dist_collectives - s0.dist_collectives) / p.iters))
+local t, c, s1 = tycho.clock() - t0, os.clock() - c0, tycho.stats()
+print(string.format("stream np=%d n/rank=%d iters=%d time=%.4f s cpu=%.4f bytes/iter=%.0f msgs/iter=%.2f "
+  .. "collectives/iter=%.2f mpi/iter=%.4f", np, p.n, p.iters, t, c, (s1.dist_bytes - s0.dist_bytes) / p.iters,
+  (s1.dist_messages - s0.dist_messages) / p.iters, (s1.dist_collectives - s0.dist_collectives) / p.iters,
+  (s1.dist_wait_ns - s0.dist_wait_ns) * 1e-9 / p.iters))
 print(string.format("checksum %.17g", x:sum():item()))

@@ -37,6 +37,8 @@ typedef struct rank_ctx {
   double *col;     /* 257 column sums */
   uint64_t split;  /* stats.dist_launches */
   uint64_t bytes, messages; /* stats.dist_bytes, dist_messages */
+  uint64_t chain_collectives; /* smoother: the element-wise chain's flush */
+  uint64_t wait_ns;           /* stats.dist_wait_ns */
   char explained[128]; /* the ranks line of the first split launch's explain */
   ty_status st;
   void (*prog)(ty_runtime *rt, struct rank_ctx *c);
@@ -204,6 +206,15 @@ static void smoother(ty_runtime *rt, rank_ctx *c) {
   CHECK(ty_unary(rt, TY_OP_SIN, u, &v) == TY_OK);
   CHECK(ty_flush(rt) == TY_OK);
   ty_get_stats(rt, &st);
+  /* and over its output, with the same tiling: no halo either */
+  const uint64_t before = st.dist_collectives;
+  ty_store *w = NULL;
+  CHECK(ty_unary(rt, TY_OP_COS, v, &w) == TY_OK);
+  CHECK(ty_flush(rt) == TY_OK);
+  ty_store_release(w);
+  ty_get_stats(rt, &st);
+  c->chain_collectives = st.dist_collectives - before;
+  c->wait_ns = st.dist_wait_ns;
   c->bytes = st.dist_bytes - first;
   c->messages = st.dist_messages;
   c->split = st.dist_launches;
@@ -241,6 +252,11 @@ static void split_stores_match_one(int nranks) {
     CHECK(c[r].bytes > 0);
     CHECK(c[r].bytes < (uint64_t)ITERS * 64 * 8 * (uint64_t)nranks);
     CHECK(c[r].messages > 0);
+    /* the last chain's flush: the check and the vote; no halo, no exchange
+     * after it (its output stays split, a built-in element-wise launch
+     * fails on no data) */
+    CHECK_EQ_INT((int)c[r].chain_collectives, 2);
+    CHECK(c[r].wait_ns > 0); /* time in the transport's calls (barriers here) */
     free(c[r].z);
   }
   free(one.z);

@@ -154,6 +154,32 @@ TEST(hint_travels_to_outputs) {
   ty_runtime_destroy(rt);
 }
 
+/* A near-tie (within 1/16) goes to the outer dim: 200 x 201 is cut by rows,
+ * as the 202 x 202 grid it is a view of would be (partition.c). */
+TEST(tiling_near_tie_cuts_rows) {
+  ty_runtime *rt = make_rt(2);
+  const ty_task *t = reg(rt, "mark", mark_task, (ty_policy){0});
+  ty_policy all = {.set = TY_POL_MODE, .mode = TY_MODE_ALL};
+  int64_t shape[2] = {200, 201};
+  ty_store *s;
+  CHECK(ty_store_create(rt, TY_F64, 2, shape, &s) == TY_OK);
+  launch_mark(rt, t, s, &all);
+  ty_explain_entry e = last_explain(rt);
+  CHECK_EQ_INT(e.pieces, 2);
+  CHECK_EQ_INT(e.tiles[0], 2);
+  CHECK_EQ_INT(e.tiles[1], 1);
+  ty_store_release(s);
+  /* a clearly longer inner dim still takes the factor */
+  int64_t wide[2] = {200, 240};
+  CHECK(ty_store_create(rt, TY_F64, 2, wide, &s) == TY_OK);
+  launch_mark(rt, t, s, &all);
+  e = last_explain(rt);
+  CHECK_EQ_INT(e.tiles[0], 1);
+  CHECK_EQ_INT(e.tiles[1], 2);
+  ty_store_release(s);
+  ty_runtime_destroy(rt);
+}
+
 TEST(tiling_factors_towards_square_tiles) {
   ty_runtime *rt = make_rt(6);
   const ty_task *t = reg(rt, "mark", mark_task, (ty_policy){0});
@@ -385,6 +411,7 @@ static const check_case cases[] = {
     CASE(precedence_launch_trait_hint_scope_global),
     CASE(hint_travels_to_outputs),
     CASE(tiling_factors_towards_square_tiles),
+    CASE(tiling_near_tie_cuts_rows),
     CASE(prime_piece_counts_and_short_dims_fall_back),
     CASE(key_partition_reused_only_when_it_fits),
     CASE(task_mode_runs_independent_launches_at_once),

@@ -305,6 +305,8 @@ typedef struct ty_stats {
                                row-shifted views, line-buffered (docs/fusion.md) */
   uint64_t dist_messages;   /* messages of store data this rank received: a halo from one rank, or
                                one rank's part of a gather (votes and failure records not counted) */
+  uint64_t dist_wait_ns;    /* nanoseconds this rank spent in the transport's collective calls:
+                               waiting for the other ranks and moving the bytes */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 

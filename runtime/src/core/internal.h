@@ -325,6 +325,7 @@ struct ty_runtime {
 
   /* the other ranks of a run on several processes (exec/dist.c); nranks 0: none */
   ty_dist dist;
+  ty_dist transport; /* the table given to ty_set_dist: dist's calls time it (dist.c) */
 };
 
 /* Processors with memory of their own (GPUs: gpu/exec_gpu.c), as the

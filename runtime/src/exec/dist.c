@@ -27,11 +27,20 @@
  *    combines privates in piece order on every rank: the bits of one
  *    process, never an MPI reduction on floats. The first failed piece's
  *    message comes from its owner, so every rank raises the same error.
+ *    A wave whose split launches move nothing after it (outputs left split,
+ *    no reduction) and cannot fail on their data (built-in element-wise
+ *    launches and fused runs of them) makes no exchange: one collective
+ *    (the vote) per wave; a piece that fails anyway (out of memory, an
+ *    internal error) stops every rank, as any rank-local failure does.
  */
 #include "internal.h"
+#include "builtins.h"
 #include "exec.h"
+#include "fused.h"
 #include "kernels.h"
+#include "linebuf.h"
 #include "prepared.h"
+#include "trace.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,6 +51,53 @@
  * than the messages that would bring them back. */
 #define TY__DIST_MIN_ELEMS 131072
 
+/* ---- the transport, timed: rt->dist's calls go through these --------------------- */
+
+static void waited(ty_runtime *rt, double t0) {
+  rt->stats.dist_wait_ns += (uint64_t)((ty__now() - t0) * 1e9);
+}
+
+static int timed_allgatherv(void *ud, const void *mine, void *all, const size_t *counts,
+                            const size_t *displs) {
+  ty_runtime *rt = ud;
+  double t0 = ty__now();
+  int rc = rt->transport.allgatherv(rt->transport.ud, mine, all, counts, displs);
+  waited(rt, t0);
+  return rc;
+}
+
+static int timed_bcast(void *ud, void *buf, size_t bytes, int root) {
+  ty_runtime *rt = ud;
+  double t0 = ty__now();
+  int rc = rt->transport.bcast(rt->transport.ud, buf, bytes, root);
+  waited(rt, t0);
+  return rc;
+}
+
+static void timed_abort(void *ud, const char *msg) {
+  ty_runtime *rt = ud;
+  rt->transport.abort(rt->transport.ud, msg);
+}
+
+static int timed_write_at_all(void *ud, const char *path, uint64_t off, const void *part, size_t n,
+                              char *err, size_t errlen) {
+  ty_runtime *rt = ud;
+  double t0 = ty__now();
+  int rc = rt->transport.write_at_all(rt->transport.ud, path, off, part, n, err, errlen);
+  waited(rt, t0);
+  return rc;
+}
+
+static int timed_alltoallv(void *ud, const void *send, const size_t *scounts,
+                           const size_t *sdispls, void *recv, const size_t *rcounts,
+                           const size_t *rdispls) {
+  ty_runtime *rt = ud;
+  double t0 = ty__now();
+  int rc = rt->transport.alltoallv(rt->transport.ud, send, scounts, sdispls, recv, rcounts, rdispls);
+  waited(rt, t0);
+  return rc;
+}
+
 ty_status ty_set_dist(ty_runtime *rt, const ty_dist *d) {
   if (!rt || !d) return TY_EINVAL;
   if (d->nranks < 1 || d->rank < 0 || d->rank >= d->nranks)
@@ -50,8 +106,16 @@ ty_status ty_set_dist(ty_runtime *rt, const ty_dist *d) {
     return ty__fail(rt, TY_EINVAL, "ty_set_dist: the table needs allgatherv, bcast and abort");
   if (rt->nwindow > 0)
     return ty__fail(rt, TY_EINVAL, "ty_set_dist: launches are waiting in the window");
-  rt->dist = *d;
+  rt->dist = rt->transport = *d;
   if (rt->dist.min_elems <= 0) rt->dist.min_elems = TY__DIST_MIN_ELEMS;
+  if (d->nranks > 1) { /* the same calls, timed (ty_stats.dist_wait_ns) */
+    rt->dist.ud = rt;
+    rt->dist.allgatherv = timed_allgatherv;
+    rt->dist.bcast = timed_bcast;
+    rt->dist.abort = timed_abort;
+    rt->dist.write_at_all = d->write_at_all ? timed_write_at_all : NULL;
+    rt->dist.alltoallv = d->alltoallv ? timed_alltoallv : NULL;
+  }
   return TY_OK;
 }
 
@@ -155,6 +219,12 @@ static void retile(ty_runtime *rt, prepared *pr, const vote *v0) {
              (unsigned long long)l->seq);
   pr->tiling.pieces = pieces;
   for (int k = 0; k < l->ndim; k++) pr->tiling.tiles[k] = v0->tiles[k];
+  if (l->lb_arg) { /* in place, line-buffered: the held rows of rank 0's pieces */
+    free(pr->lb_held);
+    pr->lb_held = NULL;
+    if (ty__linebuf_prepare(rt, pr) != TY_OK)
+      stop_all(rt, rt->dist.rank, "rank %d: %s", rt->dist.rank, rt->errmsg);
+  }
   if (pr->explain) {
     pr->explain->pieces = pieces;
     for (int k = 0; k < l->ndim; k++) pr->explain->tiles[k] = v0->tiles[k];
@@ -345,12 +415,65 @@ static char *move_pieces(ty_runtime *rt, prepared *pr, const int *order, int nx,
   return buf;
 }
 
+/* A built-in element-wise task or generator: its pieces fail only where
+ * the runtime cannot go on (no kernel for a dtype), never on the data. */
+static bool builtin_pointwise(const ty_runtime *rt, const ty_task *t) {
+  const ty__builtins *b = rt->builtins;
+  if (!b || !(t->flags & TY_TASK_POINTWISE)) return false;
+  for (int op = 0; op < TY_NOPS; op++)
+    if (t == b->op[op]) return true;
+  return t == b->where || t == b->cast || t == b->copy || t == b->fill || t == b->arange ||
+         t == b->linspace || t == b->random;
+}
+
+/* Whether a piece of launch l can fail on its data or its box (a user
+ * task's error, an arg reduction's rows): then every rank must learn which
+ * piece failed first. Built-in element-wise launches and fused runs of them
+ * fail only on an internal error or out of memory. */
+static bool may_fail(const ty_runtime *rt, const ty_pending *l) {
+  if (builtin_pointwise(rt, l->task)) return false;
+  if (!rt->builtins || l->task != rt->builtins->fused) return true;
+  const ty__fhead *h = (const ty__fhead *)l->scalars;
+  if (l->scalar_bytes < sizeof *h || h->magic != TY__FUSE_MAGIC || h->bytes > l->scalar_bytes)
+    return true;
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
+    if (s->kind == TY__FK_ARGREDUCE) return true;
+    if (s->kind == TY__FK_TASK) {
+      const ty_task *t = ty_task_at(rt, s->task);
+      if (!t || !builtin_pointwise(rt, t)) return true;
+    }
+  }
+  return false;
+}
+
+/* A wave whose split launches exchange nothing (their outputs stay split,
+ * no reduction) and cannot fail on their data makes no exchange: a piece
+ * that fails anyway (out of memory) stops every rank with its message. */
+static bool exchange_needed(ty_runtime *rt, prepared *prs, const int *dist, int nd) {
+  for (int k = 0; k < nd; k++)
+    if (prs[dist[k]].xmask || may_fail(rt, prs[dist[k]].l)) return true;
+  for (int k = 0; k < nd; k++) {
+    const prepared *pr = &prs[dist[k]];
+    for (int q = pr->first; q < pr->last; q++)
+      if (pr->results[q].failed)
+        stop_all(rt, rt->dist.rank, "rank %d: launch #%llu (%s) failed in piece %d of %d: %s",
+                 rt->dist.rank, (unsigned long long)pr->l->seq, pr->l->task->name, q + 1,
+                 pr->tiling.pieces, pr->results[q].msg);
+  }
+  return false;
+}
+
 void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int count) {
   const int N = rt->dist.nranks, me = rt->dist.rank;
   int dist[count], nd = 0;
   for (int m = 0; m < count; m++)
     if (prs[m].dist && sts[m] == TY_OK) dist[nd++] = m;
-  if (nd == 0) return;
+  if (nd == 0 || !exchange_needed(rt, prs, dist, nd)) return;
+  /* a launch written in place, line-buffered, holds rows of its pieces that
+   * finish would write: written now, so that the exchange sends them */
+  for (int k = 0; k < nd; k++)
+    if (prs[dist[k]].lb_held && prs[dist[k]].xmask) ty__linebuf_finish(&prs[dist[k]], true);
   int (*orders)[TY_MAX_ARGS] = ty__malloc((size_t)nd * sizeof *orders);
   int *nxs = ty__malloc((size_t)nd * sizeof *nxs);
   size_t *counts = ty__malloc((size_t)N * 2 * sizeof *counts), *displs = counts + N;

@@ -158,6 +158,95 @@ void ty__dist_whole(ty_runtime *rt, ty_storage *stg) {
   if (rt->dist.nranks > 1 && stg && stg->split) make_whole(rt, &stg, 1);
 }
 
+enum { RANGE_COUNT = 0, RANGE_PACK, RANGE_UNPACK };
+
+/* The elements of rank r's pieces of split storage stg that lie in its
+ * element range [lo, hi): counted, packed (r: this rank) or unpacked (r:
+ * another rank), row by row of each piece, in piece order. */
+static size_t move_range(ty_storage *stg, int r, int N, int64_t lo, int64_t hi, char *buf,
+                         int mode) {
+  const ty__split *sp = stg->split;
+  const size_t es = ty_dtype_size(sp->dtype);
+  const int nd = sp->ndim, in = nd - 1;
+  const int64_t st = sp->strides[in];
+  size_t bytes = 0;
+  for (int q = first_piece(sp->tiling.pieces, r, N); q < first_piece(sp->tiling.pieces, r + 1, N); q++) {
+    int64_t blo[TY_MAX_RANK], bhi[TY_MAX_RANK], idx[TY_MAX_RANK];
+    ty__piece_box(nd, sp->shape, &sp->tiling, q, blo, bhi);
+    if (box_elems(nd, blo, bhi) == 0) continue;
+    for (int k = 0; k < nd; k++) idx[k] = blo[k];
+    for (;;) { /* the row at idx: n elements at p0 + j * st (st >= 1: base_coords' views) */
+      int64_t p0 = sp->offset + blo[in] * st;
+      for (int k = 0; k < in; k++) p0 += idx[k] * sp->strides[k];
+      const int64_t n = bhi[in] - blo[in];
+      int64_t j0 = lo > p0 ? (lo - p0 + st - 1) / st : 0, j1 = hi > p0 ? (hi - p0 + st - 1) / st : 0;
+      if (j1 > n) j1 = n;
+      if (j0 < j1) {
+        bytes += (size_t)(j1 - j0) * es;
+        for (int64_t j = j0; mode != RANGE_COUNT && j < j1; j++, buf += es) {
+          char *e = stg->data + (p0 + j * st) * (int64_t)es;
+          if (mode == RANGE_PACK) memcpy(buf, e, es);
+          else memcpy(e, buf, es);
+        }
+      }
+      int k = in - 1;
+      for (; k >= 0; k--) {
+        if (++idx[k] < bhi[k]) break;
+        idx[k] = blo[k];
+      }
+      if (k < 0) break;
+    }
+  }
+  return bytes;
+}
+
+void ty__dist_read(ty_runtime *rt, const ty_store *s, const int64_t *index) {
+  ty_storage *stg = s->storage;
+  if (rt->dist.nranks <= 1 || !stg->split) return;
+  const ty__split *sp = stg->split;
+  const int N = rt->dist.nranks, me = rt->dist.rank;
+  int64_t lo, hi;
+  if (index) { /* one element */
+    lo = s->offset;
+    for (int d = 0; d < s->ndim; d++) lo += index[d] * s->strides[d];
+    hi = lo + 1;
+  } else {
+    uint64_t blo, bhi;
+    bool dense;
+    ty__store_range(s, &blo, &bhi, &dense);
+    lo = (int64_t)(blo / ty_dtype_size(s->dtype));
+    hi = (int64_t)((bhi + ty_dtype_size(s->dtype) - 1) / ty_dtype_size(s->dtype));
+  }
+  int64_t held = 1; /* elements of the split view */
+  for (int k = 0; k < sp->ndim; k++) held *= sp->shape[k];
+  bool strides_ok = s->dtype == sp->dtype && sp->ndim >= 1 && sp->strides[sp->ndim - 1] >= 1;
+  if (!strides_ok || (hi - lo) * 4 >= held) { /* a large part: the whole store, once */
+    make_whole(rt, &stg, 1);
+    return;
+  }
+  size_t counts[N], displs[N], total = 0;
+  for (int r = 0; r < N; r++) {
+    counts[r] = move_range(stg, r, N, lo, hi, NULL, RANGE_COUNT);
+    displs[r] = total;
+    total += counts[r];
+  }
+  if (total == 0) return; /* the range lies outside the split view: every rank holds it */
+  char *mine = ty__malloc(counts[me] + 1), *all = ty__malloc(total + 1);
+  if (!mine || !all) fail_all(rt, "rank %d: out of memory to gather %zu bytes of a split store", me, total);
+  move_range(stg, me, N, lo, hi, mine, RANGE_PACK);
+  if (rt->dist.allgatherv(rt->dist.ud, mine, all, counts, displs))
+    fail_all(rt, "rank %d: the transport failed (gathering part of a split store)", me);
+  free(mine);
+  rt->stats.dist_collectives++;
+  rt->stats.dist_bytes += total - counts[me];
+  for (int r = 0; r < N; r++) {
+    if (r == me || counts[r] == 0) continue;
+    rt->stats.dist_messages++;
+    move_range(stg, r, N, lo, hi, all + displs[r], RANGE_UNPACK);
+  }
+  free(all);
+}
+
 /* A list of distinct storages, each added once, in the order first met. */
 typedef struct stglist {
   ty_storage **v;

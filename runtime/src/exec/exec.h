@@ -37,5 +37,10 @@ void ty__dist_check_mark(ty_runtime *rt, const char *what);
  * ranks hold come back (dist_data.c; one collective, on every rank in the
  * same order, like the read itself). Nothing when it is whole. */
 void ty__dist_whole(ty_runtime *rt, ty_storage *stg);
+/* The same for a host read of view s (index: of its element at index
+ * alone): when it spans less than a quarter of the split view (an element,
+ * a short slice), only the elements in its range come back and the storage
+ * stays split; otherwise it is made whole. */
+void ty__dist_read(ty_runtime *rt, const ty_store *s, const int64_t *index);
 
 #endif

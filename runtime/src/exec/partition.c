@@ -11,7 +11,10 @@
  *    would write the same elements).
  *  - The piece count is factored over the splittable dims towards square-ish
  *    tiles: each prime factor, largest first, goes to the dim whose current
- *    tile is longest (the outer dim on ties, which keeps tiles contiguous). A
+ *    tile is longest (the outer dim on ties and near-ties, within 1/16,
+ *    which keeps tiles contiguous; on several ranks a 2894 x 2895 view is
+ *    then cut by rows like the 2896 x 2896 grid it lies in, not by columns,
+ *    so that ranks hold the same rows of both: exec/dist_data.c). A
  *    factor no dim can take is dropped: fewer pieces, never a failure. There
  *    is no cap on prime factors.
  *  - Key partitions: when an aligned argument's store has a key partition
@@ -148,7 +151,7 @@ static int factor_tiles(const ty_pending *l, uint32_t allowed, int want, int *ti
       if (!((allowed >> k) & 1u)) continue;
       if ((int64_t)tiles[k] * f > l->domain[k]) continue;
       double extent = (double)l->domain[k] / tiles[k];
-      if (extent > best_extent) {
+      if (extent > best_extent * (best < 0 ? 1.0 : 1.0625)) {
         best_extent = extent;
         best = k;
       }

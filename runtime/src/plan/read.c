@@ -9,11 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Flush, then make sure the store's storage can be read on the host. */
-static ty_status prepare_read(ty_runtime *rt, ty_store *s) {
+/* Flush, then make sure the store's storage can be read on the host (of
+ * its element at index alone, when index is not NULL). */
+static ty_status prepare_read(ty_runtime *rt, ty_store *s, const int64_t *index) {
   ty_status st = ty_flush(rt);
   if (st) return st;
-  ty__dist_whole(rt, s->storage); /* several ranks: the pieces others hold */
+  ty__dist_read(rt, s, index); /* several ranks: what others hold of the view */
   if (s->storage->cancelled) return ty__unavailable(rt, NULL, s->storage);
   st = ty__storage_ensure(rt, s->storage, true);
   if (st || !s->storage->gpu) return st;
@@ -28,7 +29,7 @@ ty_status ty_store_read(ty_runtime *rt, ty_store *s, void *dst, size_t dstlen) {
   if (dstlen < need)
     return ty__fail(rt, TY_EINVAL, "ty_store_read: buffer of %zu bytes is smaller than the %zu needed",
                     dstlen, need);
-  ty_status st = prepare_read(rt, s);
+  ty_status st = prepare_read(rt, s, NULL);
   if (st) return st;
   ty__gather(s, dst);
   return TY_OK;
@@ -47,7 +48,7 @@ ty_status ty_item(ty_runtime *rt, ty_store *s, ty_value *out) {
     return ty__fail(rt, TY_ESHAPE, "item: the store has shape %s (%lld elements), not one element",
                     sh, (long long)s->size);
   }
-  ty_status st = prepare_read(rt, s);
+  ty_status st = prepare_read(rt, s, NULL);
   if (st) return st;
   value_at(s, ty__store_base(s), out);
   return TY_OK;
@@ -61,7 +62,7 @@ ty_status ty_store_get(ty_runtime *rt, ty_store *s, const int64_t *index, ty_val
                       (long long)index[d], d, (long long)s->shape[d]);
     off += index[d] * s->strides[d];
   }
-  ty_status st = prepare_read(rt, s);
+  ty_status st = prepare_read(rt, s, index);
   if (st) return st;
   value_at(s, ty__store_base(s) + off * (int64_t)ty_dtype_size(s->dtype), out);
   return TY_OK;
