@@ -24,7 +24,8 @@
  *    combine pieces, float matmul) get a tiling fixed by their shape, so that
  *    their bits do not depend on the processors: a reduction the tiles of
  *    ty__ordered_tiles, a matmul the row blocks of ty__matmul_blocks (and
- *    whole matrices of a batched one). When
+ *    whole matrices of a batched one); a whole f64 sum or product of one tile
+ *    the two halves of its tree (ordered_halves), same bits. When
  *    the mode asks for one piece (single, task, one processor, a small
  *    launch) they run as one piece, whose kernel walks the same tiles in the
  *    same order. So `all`, `overdecompose` and min_chunk only decide between
@@ -123,6 +124,42 @@ static int64_t matmul_operand_bytes(const ty_pending *l) {
   return bytes;
 }
 
+/* A whole f64 sum or product of one ordered tile (at most TY__ORDER_CHUNK
+ * elements: CG's dot products at 256 x 256) would run on one processor. Its
+ * tree splits in two without changing a bit: the stream over L leaves
+ * (kernels_reduce.c) is S1 op S2, where S1 is the first 2^h leaves (2^h the
+ * largest power of two below L, a complete subtree) and S2 the stream of the
+ * rest, and the runtime combines two private tiles as (id op S1) op (id op
+ * S2), which is id op (S1 op S2) also for zeros of either sign and NaNs (an
+ * f64 accumulator: an f32 one would round each half). So the launch takes
+ * two pieces when halving its first dim longer than 1 cuts the elements,
+ * in C order, at 128 * 2^h; the halves are fixed by the shape, and the
+ * result is the one piece's on any number of processors. */
+static bool ordered_halves(const ty_pending *l, uint32_t allowed, ty_tiling *t) {
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    if (a->priv != TY_PRIV_REDUCE) continue;
+    if (a->store->dtype != TY_F64 || (a->redop != TY_REDOP_SUM && a->redop != TY_REDOP_PROD))
+      return false;
+    for (int k = 0; k < l->ndim; k++)
+      if (l->domain[k] > 1 && a->store->strides[k] != 0) return false; /* kept dims: not whole */
+  }
+  int d = 0;
+  while (d < l->ndim && l->domain[d] < 2) d++;
+  if (d == l->ndim || !((allowed >> d) & 1u) || l->domain[d] % 2 != 0) return false;
+  int64_t n = 1, inner = 1;
+  for (int k = 0; k < l->ndim; k++) n *= l->domain[k];
+  for (int k = d + 1; k < l->ndim; k++) inner *= l->domain[k];
+  const int64_t leaves = (n + TY__OLEAF - 1) / TY__OLEAF;
+  if (leaves < 2) return false;
+  int64_t half = 1; /* the largest power of two below `leaves` */
+  while (half * 2 < leaves) half *= 2;
+  if (l->domain[d] / 2 * inner != half * TY__OLEAF) return false;
+  t->tiles[d] = 2;
+  t->pieces = 2;
+  return true;
+}
+
 /* The fixed tiling of an ordered launch, or one piece when its dims cannot
  * all be split as the tiling needs (the kernel then walks the tiles). */
 static void ordered_partition(const ty_pending *l, int kind, uint32_t allowed, ty_tiling *out) {
@@ -132,6 +169,7 @@ static void ordered_partition(const ty_pending *l, int kind, uint32_t allowed, t
     matmul_tiling(l, &t);
   } else {
     ty__ordered_tiles(l->ndim, l->domain, &t);
+    if (t.pieces == 1 && !ordered_halves(l, allowed, &t)) return;
   }
   bool ok = l->nosplit == 0 && (l->max_pieces <= 0 || t.pieces <= l->max_pieces);
   for (int k = 0; k < l->ndim && ok; k++) ok = t.tiles[k] == 1 || ((allowed >> k) & 1u);
@@ -221,6 +259,7 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
   uint32_t allowed = splittable_dims(l);
   if (ordered) {
     ordered_partition(l, ordered, allowed, out);
+    if (r->ordered == 1 && out->pieces == 2) r->ordered = 2; /* the two halves of one tile */
     return;
   }
   /* reuse a key partition that fits exactly */
