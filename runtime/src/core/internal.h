@@ -185,6 +185,10 @@ struct ty_store {
  * int64 that window.c writes when the axis allows the 4-ULP functions, so
  * launches that do not fuse honour it too. */
 #define TY__TASK_FASTMATH_ARG (1u << 16)
+/* A built-in whose time follows the bytes it touches (element-wise ops,
+ * reductions, where, cast, copy, fill, fused runs): a wave of such launches
+ * small enough runs on the flushing thread (exec.c, tiny_wave). */
+#define TY__TASK_BYTES_BOUND (1u << 17)
 
 struct ty_task {
   char name[TY_MAX_NAME];

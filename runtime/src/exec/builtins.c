@@ -204,18 +204,18 @@ ty_status ty__register_builtins(ty_runtime *rt) {
   rt->builtins = b;
   ty_status st = TY_OK;
   for (int op = 0; op < TY_NOPS && !st; op++)
-    st = reg(rt, op_names[op], ew_variant, &op_codes[op], TY_TASK_POINTWISE | TY__TASK_FASTMATH_ARG,
+    st = reg(rt, op_names[op], ew_variant, &op_codes[op], TY_TASK_POINTWISE | TY__TASK_FASTMATH_ARG | TY__TASK_BYTES_BOUND,
              &b->op[op]);
   for (int r = 0; r < TY_NREDUCE && !st; r++) {
     if (r == TY_RED_MEAN) continue;
     bool arg = r == TY_RED_ARGMIN || r == TY_RED_ARGMAX;
-    st = reg(rt, reduce_names[r], arg ? ty__argreduce_variant : ty__reduce_variant, &op_codes[r], 0,
+    st = reg(rt, reduce_names[r], arg ? ty__argreduce_variant : ty__reduce_variant, &op_codes[r], TY__TASK_BYTES_BOUND,
              &b->reduce[r]);
   }
-  if (!st) st = reg(rt, "where", where_variant, NULL, TY_TASK_POINTWISE, &b->where);
-  if (!st) st = reg(rt, "cast", cast_variant, NULL, TY_TASK_POINTWISE, &b->cast);
-  if (!st) st = reg(rt, "copy", cast_variant, NULL, TY_TASK_POINTWISE, &b->copy);
-  if (!st) st = reg(rt, "fill", fill_variant, NULL, TY_TASK_POINTWISE, &b->fill);
+  if (!st) st = reg(rt, "where", where_variant, NULL, TY_TASK_POINTWISE | TY__TASK_BYTES_BOUND, &b->where);
+  if (!st) st = reg(rt, "cast", cast_variant, NULL, TY_TASK_POINTWISE | TY__TASK_BYTES_BOUND, &b->cast);
+  if (!st) st = reg(rt, "copy", cast_variant, NULL, TY_TASK_POINTWISE | TY__TASK_BYTES_BOUND, &b->copy);
+  if (!st) st = reg(rt, "fill", fill_variant, NULL, TY_TASK_POINTWISE | TY__TASK_BYTES_BOUND, &b->fill);
   if (!st) st = reg(rt, "arange", ty__arange_variant, NULL, TY_TASK_POINTWISE, &b->arange);
   if (!st) st = reg(rt, "linspace", ty__linspace_variant, NULL, TY_TASK_POINTWISE, &b->linspace);
   if (!st) st = reg(rt, "random", ty__random_variant, NULL, TY_TASK_POINTWISE, &b->random);
@@ -223,7 +223,7 @@ ty_status ty__register_builtins(ty_runtime *rt) {
   if (!st) {
     /* the fused launches' task: its data is fusion's state (compiled kernels, scratch) */
     ty_task_desc d = {.name = "fused", .cpu = ty__fused_variant, .data = ty__fusion_new(),
-                      .release = ty__fusion_free};
+                      .release = ty__fusion_free, .flags = TY__TASK_BYTES_BOUND};
     st = ty_task_register(rt, &d, &b->fused);
     if (st) ty__fusion_free((void *)d.data);
   }

@@ -571,6 +571,25 @@ static void note_error(ty_runtime *rt, ty_status st, ty_status *first, char *msg
   }
 }
 
+/* prepared.h: its pieces run one after another on the flushing thread
+ * (waking a worker for a few microseconds of work costs more than the
+ * work: cg at 64^2 has waves of two 32 KiB launches). Each piece computes
+ * what it would on any worker, so the bits are the same; explain's
+ * processor is the flushing thread's for them. */
+bool ty__tiny_wave(const prepared *prs, const ty_status *sts, int count) {
+  int64_t bytes = 0, chunk = INT64_MAX;
+  for (int m = 0; m < count; m++) {
+    const prepared *pr = &prs[m];
+    if (sts[m] != TY_OK || pr->skip || pr->gpu || pr->last - pr->first == 0) continue;
+    if (pr->omp || pr->tiling.pieces != 1 || !pr->explain ||
+        !(pr->l->task->flags & TY__TASK_BYTES_BOUND))
+      return false;
+    bytes += pr->explain->bytes;
+    if (pr->l->pol.p.min_chunk < chunk) chunk = pr->l->pol.p.min_chunk;
+  }
+  return bytes <= chunk;
+}
+
 void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count, int wave,
                      int nwaves, ty_status *first, char *firstmsg, size_t msglen) {
   /* most waves are small: their bookkeeping lives on the stack */
@@ -637,8 +656,10 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
     bool points = true;
     for (int k = 0; k < total; k++)
       points &= slots[k].pr->tiling.pieces == 1 && slots[k].pr->l->pol.p.mode == TY_MODE_TASK;
+    const bool fixed = points && total <= threads;
+    if (!fixed && ty__tiny_wave(prs, sts, count)) threads = 1; /* no worker is woken */
     wave_job job = {rt, slots, tp};
-    ty__team_for(team(rt), threads, total, points && total <= threads, run_slot, &job);
+    ty__team_for(threads > 1 ? team(rt) : NULL, threads, total, fixed, run_slot, &job);
     if (tp)
       for (int k = 0; k < total; k++) {
         tp[k].piece = slots[k].piece;

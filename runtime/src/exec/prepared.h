@@ -55,6 +55,14 @@ typedef struct prepared {
 } prepared;
 
 
+/* A wave too small to share among workers: each of its launches that runs
+ * here is one piece of a built-in whose time follows its bytes
+ * (TY__TASK_BYTES_BOUND, not on OpenMP processors), and their bytes together
+ * (as the partitioner counts them, explain's bytes) are within the smallest
+ * min_chunk among them, the size under which one launch stays one piece.
+ * ty__exec_wave then runs its pieces on the flushing thread. */
+bool ty__tiny_wave(const prepared *prs, const ty_status *sts, int count);
+
 /* A REDUCE argument's private tile for the piece over box [lo, hi): its
  * strides and a buffer holding the operator's identity. */
 ty_status ty__private_init(const ty_arg *a, int ndim, const int64_t *lo, const int64_t *hi,
