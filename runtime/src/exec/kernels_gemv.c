@@ -39,27 +39,34 @@
 #define GEMV_BLOCK_BYTES (128 * 1024) /* X's rows per step: in L2 with z and e */
 #define ACC_WIDTH 32                  /* columns whose sums stay in registers */
 
-#define THIN_DOT(NAME, T)                                                                    \
+/* Lane l of a row's sum: the products p = l mod 8, in p order. The
+ * contiguous rows use 8-lane vectors (GCC's vector extension: element-wise
+ * IEEE operations, lowered to the level's registers), the others the same
+ * sums one element at a time; then the fixed tree. */
+#define THIN_DOT(NAME, T, V)                                                                 \
   static void NAME(int64_t rows, int64_t k, const T *restrict X, int64_t x0, int64_t x1,     \
                    const T *restrict w, int64_t ws, T *restrict z, int64_t zs) {             \
+    const int64_t kv = x1 == 1 && ws == 1 ? k / LANES * LANES : 0;                           \
     for (int64_t i = 0; i < rows; i++) {                                                     \
       const T *xi = X + i * x0;                                                              \
-      T acc[LANES] = {0};                                                                    \
-      int64_t p = 0;                                                                         \
-      if (x1 == 1 && ws == 1) {                                                              \
-        for (; p + LANES <= k; p += LANES)                                                   \
-          for (int l = 0; l < LANES; l++) acc[l] = acc[l] + xi[p + l] * w[p + l];            \
-      } else {                                                                               \
-        for (; p + LANES <= k; p += LANES)                                                   \
-          for (int l = 0; l < LANES; l++)                                                    \
-            acc[l] = acc[l] + xi[(p + l) * x1] * w[(p + l) * ws];                            \
+      V av = {0};                                                                            \
+      for (int64_t p = 0; p < kv; p += LANES) {                                              \
+        V xv, wv;                                                                            \
+        memcpy(&xv, xi + p, sizeof xv);                                                      \
+        memcpy(&wv, w + p, sizeof wv);                                                       \
+        av = av + xv * wv;                                                                   \
       }                                                                                      \
-      for (int l = 0; p < k; p++, l++) acc[l] = acc[l] + xi[p * x1] * w[p * ws];             \
+      T acc[LANES];                                                                          \
+      memcpy(acc, &av, sizeof acc);                                                          \
+      for (int64_t p = kv; p < k; p++)                                                       \
+        acc[p % LANES] = acc[p % LANES] + xi[p * x1] * w[p * ws];                            \
       z[i * zs] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7])); \
     }                                                                                        \
   }
-THIN_DOT(dot_f64, double)
-THIN_DOT(dot_f32, float)
+typedef double v8_f64 __attribute__((vector_size(8 * sizeof(double))));
+typedef float v8_f32 __attribute__((vector_size(8 * sizeof(float))));
+THIN_DOT(dot_f64, double, v8_f64)
+THIN_DOT(dot_f32, float, v8_f32)
 
 /* g[j] += e_i X[i, j] for the rows i in order; ACC_WIDTH columns at a time,
  * their sums in registers across the rows (the order per column is the

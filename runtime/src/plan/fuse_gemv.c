@@ -120,6 +120,10 @@ static bool match(const ty_runtime *rt, ty_pending **w, int i, int n, chain *ch)
     if (s->storage == X->storage || s->storage == W->storage ||
         s->storage == l3->args[0].store->storage)
       return false;
+    /* z through its own view only: a block's rows of F read the rows of z
+     * the block has made (a reversed or shifted z would read rows not made) */
+    if (s->storage == Z->storage && (s->offset != Z->offset || s->strides[0] != Z->strides[0]))
+      return false;
     if (fa->priv != TY_PRIV_IN && s->ndim == 1 && at(A, s, s->offset) &&
         A->strides[ad] == s->strides[0] && s->dtype == t)
       e_arg = a;
