@@ -41,13 +41,43 @@
 
 /* Lane l of a row's sum: the products p = l mod 8, in p order. The
  * contiguous rows use 8-lane vectors (GCC's vector extension: element-wise
- * IEEE operations, lowered to the level's registers), the others the same
- * sums one element at a time; then the fixed tree. */
-#define THIN_DOT(NAME, T, V)                                                                 \
+ * IEEE operations, lowered to the level's registers), four rows at a time
+ * (w's vector loaded once for them), the others the same sums one element
+ * at a time; then the fixed tree ((a0 + a4) + (a2 + a6)) + ((a1 + a5) +
+ * (a3 + a7)), as halves added. */
+#define TREE(V4, V2, av)                                                                     \
+  ({                                                                                         \
+    const V4 b_ = __builtin_shufflevector(av, av, 0, 1, 2, 3) +                              \
+                  __builtin_shufflevector(av, av, 4, 5, 6, 7);                               \
+    const V2 c_ = __builtin_shufflevector(b_, b_, 0, 1) + __builtin_shufflevector(b_, b_, 2, 3); \
+    c_[0] + c_[1];                                                                           \
+  })
+#define THIN_DOT(NAME, T, V, V4, V2)                                                         \
   static void NAME(int64_t rows, int64_t k, const T *restrict X, int64_t x0, int64_t x1,     \
                    const T *restrict w, int64_t ws, T *restrict z, int64_t zs) {             \
     const int64_t kv = x1 == 1 && ws == 1 ? k / LANES * LANES : 0;                           \
-    for (int64_t i = 0; i < rows; i++) {                                                     \
+    int64_t i = 0;                                                                           \
+    for (; kv == k && i + 4 <= rows; i += 4) {                                               \
+      const T *r0 = X + i * x0, *r1 = r0 + x0, *r2 = r1 + x0, *r3 = r2 + x0;                 \
+      V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                                              \
+      for (int64_t p = 0; p < kv; p += LANES) {                                              \
+        V wv, x;                                                                             \
+        memcpy(&wv, w + p, sizeof wv);                                                       \
+        memcpy(&x, r0 + p, sizeof x);                                                        \
+        a0 = a0 + x * wv;                                                                    \
+        memcpy(&x, r1 + p, sizeof x);                                                        \
+        a1 = a1 + x * wv;                                                                    \
+        memcpy(&x, r2 + p, sizeof x);                                                        \
+        a2 = a2 + x * wv;                                                                    \
+        memcpy(&x, r3 + p, sizeof x);                                                        \
+        a3 = a3 + x * wv;                                                                    \
+      }                                                                                      \
+      z[i * zs] = TREE(V4, V2, a0);                                                          \
+      z[(i + 1) * zs] = TREE(V4, V2, a1);                                                    \
+      z[(i + 2) * zs] = TREE(V4, V2, a2);                                                    \
+      z[(i + 3) * zs] = TREE(V4, V2, a3);                                                    \
+    }                                                                                        \
+    for (; i < rows; i++) {                                                                  \
       const T *xi = X + i * x0;                                                              \
       V av = {0};                                                                            \
       for (int64_t p = 0; p < kv; p += LANES) {                                              \
@@ -56,17 +86,24 @@
         memcpy(&wv, w + p, sizeof wv);                                                       \
         av = av + xv * wv;                                                                   \
       }                                                                                      \
-      T acc[LANES];                                                                          \
-      memcpy(acc, &av, sizeof acc);                                                          \
-      for (int64_t p = kv; p < k; p++)                                                       \
-        acc[p % LANES] = acc[p % LANES] + xi[p * x1] * w[p * ws];                            \
-      z[i * zs] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7])); \
+      if (kv < k) { /* the products past the last whole vector */                          \
+        T acc[LANES];                                                                        \
+        memcpy(acc, &av, sizeof acc);                                                        \
+        for (int64_t p = kv; p < k; p++)                                                     \
+          acc[p % LANES] = acc[p % LANES] + xi[p * x1] * w[p * ws];                          \
+        memcpy(&av, acc, sizeof av);                                                         \
+      }                                                                                      \
+      z[i * zs] = TREE(V4, V2, av);                                                          \
     }                                                                                        \
   }
 typedef double v8_f64 __attribute__((vector_size(8 * sizeof(double))));
+typedef double v4_f64 __attribute__((vector_size(4 * sizeof(double))));
+typedef double v2_f64 __attribute__((vector_size(2 * sizeof(double))));
 typedef float v8_f32 __attribute__((vector_size(8 * sizeof(float))));
-THIN_DOT(dot_f64, double, v8_f64)
-THIN_DOT(dot_f32, float, v8_f32)
+typedef float v4_f32 __attribute__((vector_size(4 * sizeof(float))));
+typedef float v2_f32 __attribute__((vector_size(2 * sizeof(float))));
+THIN_DOT(dot_f64, double, v8_f64, v4_f64, v2_f64)
+THIN_DOT(dot_f32, float, v8_f32, v4_f32, v2_f32)
 
 /* g[j] += e_i X[i, j] for the rows i in order; ACC_WIDTH columns at a time,
  * their sums in registers across the rows (the order per column is the
