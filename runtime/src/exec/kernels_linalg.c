@@ -10,7 +10,11 @@
  * shape (stride 0): a piece runs the 2-D kernel on each matrix of its box, so
  * each matrix's bits are those of the same 2-D product.
  *
- * f64/f32 go to OpenBLAS (cblas_dgemm/sgemm; cblas_dgemv/sgemv when C's
+ * Thin f64/f32 products (C one column with k <= TY__THIN_K, or C one row of
+ * 2..TY__THIN_K columns) use kernels_gemv.c's fixed-order loops instead,
+ * whose bits do not depend on the call, so that the gemv chain (fusion,
+ * plan/fuse_gemv.c) computes them block by block with the same bits.
+ * Other f64/f32 go to OpenBLAS (cblas_dgemm/sgemm; cblas_dgemv/sgemv when C's
  * block is one column or one row, a matrix-vector product, which gemm would
  * run by packing the whole matrix) when each operand is row-major
  * or a transposed row-major matrix (ty__blas_layout; ops.c copies the others
