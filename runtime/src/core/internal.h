@@ -545,6 +545,9 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d);
  * fusible runs by fused launches (nwindow may shrink). Runs at the start of a
  * flush, after the flush hook. */
 void ty__fuse(ty_runtime *rt);
+/* After it (fuse_gemv.c): z = X w, a fused element-wise run and e X over
+ * the same X become one launch that reads X once (the gemv chain). */
+void ty__fuse_gemv(ty_runtime *rt);
 
 /* Window (window.c). */
 void ty__window_drop(ty_runtime *rt); /* release every pending launch */

@@ -103,6 +103,10 @@
 #define ty__fused_variant TY__ISA_NAME(ty__fused_variant)
 /* kernels_conv.c */
 #define ty__convolve_variant TY__ISA_NAME(ty__convolve_variant)
+/* kernels_gemv.c */
+#define ty__thin_dot TY__ISA_NAME(ty__thin_dot)
+#define ty__thin_acc TY__ISA_NAME(ty__thin_acc)
+#define ty__gemv_chain_variant TY__ISA_NAME(ty__gemv_chain_variant)
 #endif
 
 /* ---- choosing a level (isa.c) ----------------------------------------------------------- */

@@ -227,6 +227,7 @@ ty_status ty__register_builtins(ty_runtime *rt) {
     st = ty_task_register(rt, &d, &b->fused);
     if (st) ty__fusion_free((void *)d.data);
   }
+  if (!st) st = reg(rt, "gemv_chain", ty__gemv_chain_variant, NULL, TY_TASK_NOFUSE, &b->gemv_chain);
   return st;
 }
 
@@ -239,6 +240,8 @@ void ty__free_builtins(ty_runtime *rt) {
 static const ty__builtins *tasks(const ty_runtime *rt) { return rt->builtins; }
 
 const ty_task *ty__fused_task(const ty_runtime *rt) { return tasks(rt)->fused; }
+
+const ty_task *ty__gemv_chain_task(const ty_runtime *rt) { return tasks(rt)->gemv_chain; }
 
 bool ty__fuse_builtin(const ty_runtime *rt, const ty_pending *l, ty__fsub *o, ty__fillval *fill) {
   const ty__builtins *b = tasks(rt);
@@ -315,5 +318,6 @@ int ty__ordered_launch(const ty_pending *l) {
   if (t->cpu == ty__fused_variant) return fused_ordered(l);
   if (t->cpu == ty__matmul_variant && l->nargs == 3 && l->ndim >= 2)
     return ty_dtype_is_float(l->args[0].store->dtype) ? 2 : 0;
+  if (t->cpu == ty__gemv_chain_variant) return 2; /* tiled as the matmul of its sums */
   return 0;
 }

@@ -12,6 +12,7 @@ typedef struct ty__builtins {
   const ty_task *reduce[TY_NREDUCE]; /* mean has none: it is sum, then div */
   const ty_task *where, *cast, *copy, *fill, *arange, *linspace, *random, *matmul;
   const ty_task *fused; /* the launches the fusion pass makes (fuse.c, fused_cpu.c) */
+  const ty_task *gemv_chain; /* z = X w, a fused run, e X in one pass (fuse_gemv.c, kernels_gemv.c) */
 } ty__builtins;
 
 #endif

@@ -135,6 +135,8 @@ static inline const ty__fsub *ty__fsub_next(const ty__fsub *s) {
 bool ty__fuse_builtin(const ty_runtime *rt, const ty_pending *l, ty__fsub *out, ty__fillval *fill);
 /* The task "fused" (registered with the built-ins, ops.c). */
 const ty_task *ty__fused_task(const ty_runtime *rt);
+/* The task "gemv_chain" (plan/fuse_gemv.c makes its launches). */
+const ty_task *ty__gemv_chain_task(const ty_runtime *rt);
 
 /* Its CPU variant, ty__fused_variant, is declared in kernels.h (it is
  * compiled once per instruction-set level, isa.h). */

@@ -259,6 +259,29 @@ typedef struct ty__conv_args {
 /* The CPU variant of "convolve": out ALIGNED, x and w read WHOLE. */
 int ty__convolve_variant(ty_task_ctx *ctx);
 
+/* ---- thin products and the gemv chain (kernels_gemv.c; fusion: plan/fuse_gemv.c) ------------- */
+
+/* The widest side of a thin product: C (m x 1) = A (m x k) B with k <= it,
+ * or C (1 x n) = A (1 x k) B with 2 <= n <= it (kernels_gemv.c). */
+#define TY__THIN_K 256
+/* z[i zs] = X's row i (element strides x0, x1) . w (stride ws), i < rows,
+ * in a fixed order (8 lanes, a fixed tree): bits independent of the rows
+ * around it. t is TY_F64 or TY_F32. */
+void ty__thin_dot(ty_dtype t, int64_t rows, int64_t k, const char *X, int64_t x0, int64_t x1,
+                  const char *w, int64_t ws, char *z, int64_t zs);
+/* g[j] += e[i es] X[i, j] for the rows i < rows in order, j < n; g
+ * contiguous, in dtype t. */
+void ty__thin_acc(ty_dtype t, int64_t rows, int64_t n, const char *e, int64_t es, const char *X,
+                  int64_t x0, int64_t x1, char *g);
+/* The scalars of the task "gemv_chain", before the fused run's description. */
+typedef struct ty__gemv_chain_args {
+  int64_t kc;    /* rows per chunk (the last chunk runs to the end) */
+  int32_t e_arg; /* the argument holding e, the vector the sums read */
+  int32_t pad;
+} ty__gemv_chain_args;
+/* The CPU variant of "gemv_chain" (kernels_gemv.c's header). */
+int ty__gemv_chain_variant(ty_task_ctx *ctx);
+
 /* ---- one level's entry points (kernels_table.c, isa.h) ---------------------------------------- */
 
 typedef struct ty__kernels {
@@ -273,7 +296,11 @@ typedef struct ty__kernels {
   const ty_argloop *argmin_loops;
   const ty_argloop *argmax_loops;
   ty_variant_fn reduce_variant, argreduce_variant, random_variant, arange_variant,
-      linspace_variant, fused_variant, convolve_variant;
+      linspace_variant, fused_variant, convolve_variant, gemv_chain_variant;
+  void (*thin_dot)(ty_dtype, int64_t, int64_t, const char *, int64_t, int64_t, const char *,
+                   int64_t, char *, int64_t);
+  void (*thin_acc)(ty_dtype, int64_t, int64_t, const char *, int64_t, const char *, int64_t,
+                   int64_t, char *);
 } ty__kernels;
 
 /* The table of the level this process runs with (isa.c; chosen at the first
@@ -302,6 +329,9 @@ const ty__kernels *ty__kern(void);
 #define ty__linspace_variant (ty__kern()->linspace_variant)
 #define ty__fused_variant (ty__kern()->fused_variant)
 #define ty__convolve_variant (ty__kern()->convolve_variant)
+#define ty__gemv_chain_variant (ty__kern()->gemv_chain_variant)
+#define ty__thin_dot (ty__kern()->thin_dot)
+#define ty__thin_acc (ty__kern()->thin_acc)
 #endif
 
 #endif /* TY_KERNELS_H */

@@ -10,7 +10,11 @@
  * shape (stride 0): a piece runs the 2-D kernel on each matrix of its box, so
  * each matrix's bits are those of the same 2-D product.
  *
- * f64/f32 go to OpenBLAS (cblas_dgemm/sgemm; cblas_dgemv/sgemv when C's
+ * Thin f64/f32 products (C one column with k <= TY__THIN_K, or C one row of
+ * 2..TY__THIN_K columns) use kernels_gemv.c's fixed-order loops instead,
+ * whose bits do not depend on the call, so that the gemv chain (fusion,
+ * plan/fuse_gemv.c) computes them block by block with the same bits.
+ * Other f64/f32 go to OpenBLAS (cblas_dgemm/sgemm; cblas_dgemv/sgemv when C's
  * block is one column or one row, a matrix-vector product, which gemm would
  * run by packing the whole matrix) when each operand is row-major
  * or a transposed row-major matrix (ty__blas_layout; ops.c copies the others
@@ -211,6 +215,31 @@ static void blas_rows(ty_dtype t, int64_t r0, int64_t mm, int64_t n, int64_t k, 
                 (const float *)B->data, (int)ldb, 0.0f, (float *)c, (int)ldc);
 }
 
+/* A thin float product (kernels_gemv.c) in its fixed order instead of
+ * BLAS: C's rows of one column each a ty__thin_dot, or C's one row's
+ * columns as ty__thin_acc sums over all of k. False: not thin. */
+static bool thin(const ty_tile *C, const ty_tile *A, const ty_tile *B) {
+  const ty_dtype t = C->dtype;
+  const int64_t es = (int64_t)ty_dtype_size(t);
+  const int64_t M = C->gshape[0], N = C->gshape[1], k = A->shape[1];
+  const int64_t m = C->shape[0], n = C->shape[1];
+  if (N == 1 && M >= 2 && k <= TY__THIN_K) {
+    const char *a = A->data + C->lo[0] * A->strides[0] * es;
+    ty__thin_dot(t, m, k, a, A->strides[0], A->strides[1], B->data, B->strides[0], C->data,
+                 C->strides[0]);
+    return true;
+  }
+  if (M == 1 && N >= 2 && N <= TY__THIN_K) {
+    _Alignas(64) char g[TY__THIN_K * 8];
+    memset(g, 0, (size_t)(n * es));
+    const char *b = B->data + C->lo[1] * B->strides[1] * es; /* the box's columns */
+    ty__thin_acc(t, k, n, A->data, A->strides[1], b, B->strides[0], B->strides[1], g);
+    for (int64_t j = 0; j < n; j++) memcpy(C->data + j * C->strides[1] * es, g + j * es, (size_t)es);
+    return true;
+  }
+  return false;
+}
+
 /* C's box of one matrix product; all three tiles 2-D. */
 static int matmul_2d(ty_task_ctx *ctx, const ty_tile *C, const ty_tile *A, const ty_tile *B) {
   const ty_dtype t = C->dtype;
@@ -218,6 +247,7 @@ static int matmul_2d(ty_task_ctx *ctx, const ty_tile *C, const ty_tile *A, const
   const int64_t m = C->shape[0], n = C->shape[1], k = A->shape[1];
   if (m == 0 || n == 0) return 0;
 
+  if ((t == TY_F64 || t == TY_F32) && thin(C, A, B)) return 0;
   if (t == TY_F64 || t == TY_F32) {
     /* the whole of A and B, and C's rows with all its columns */
     const int64_t M = C->gshape[0], N = C->gshape[1];

@@ -31,4 +31,7 @@ const ty__kernels TABLE_NAME = {
     .linspace_variant = ty__linspace_variant,
     .fused_variant = ty__fused_variant,
     .convolve_variant = ty__convolve_variant,
+    .gemv_chain_variant = ty__gemv_chain_variant,
+    .thin_dot = ty__thin_dot,
+    .thin_acc = ty__thin_acc,
 };

@@ -218,7 +218,8 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
     if (l->args[i].proj == TY_PROJ_ALIGNED && s > es) es = s;
   }
   int64_t bytes = elems * (int64_t)es;
-  if (l->task->cpu == ty__matmul_variant) bytes += matmul_operand_bytes(l);
+  if (l->task->cpu == ty__matmul_variant || l->task->cpu == ty__gemv_chain_variant)
+    bytes += matmul_operand_bytes(l); /* the gemv chain reads its X whole too */
   int64_t cap = (int64_t)procs * p->overdecompose;
   int64_t want = 1, raw = 1;
   switch (p->mode) {

@@ -408,6 +408,7 @@ static ty_status flush_window(ty_runtime *rt) {
   rt->window_gen++; /* storage made from now on belongs to the next window */
   uint64_t explained = rt->nexplained;
   ty__fuse(rt);
+  ty__fuse_gemv(rt);
   ty_status first = TY_OK;
   char firstmsg[TY_ERRLEN] = "";
   int n = rt->nwindow;

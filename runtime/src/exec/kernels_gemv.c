@@ -1,0 +1,207 @@
+/*
+ * kernels_gemv.c — thin float matrix-vector products in a fixed order of
+ * operations, and the one-pass kernel of the "gemv chain" that the fusion
+ * pass makes of logistic regression's gradient (plan/fuse_gemv.c):
+ *
+ *   z = X w;  e = chain(z, ...) (element-wise);  g = e X
+ *
+ * Thin products (kernels_linalg.c's matmul_2d takes them instead of BLAS):
+ *  - a tall matrix times a short vector, C (m x 1) = A (m x k) B (k x 1)
+ *    with k <= TY__THIN_K: element i is ty__thin_dot of row i, its k
+ *    products in 8 lanes (lane l sums the products p = l mod 8 in p order)
+ *    added as a fixed tree, whatever the rows around it;
+ *  - a row vector times a narrow matrix, C (1 x n) = A (1 x k) B (k x n)
+ *    with 2 <= n <= TY__THIN_K: element j is 0 + a_0 b_0j + a_1 b_1j + ...
+ *    added in p order (ty__thin_acc carries the sums across calls).
+ * OpenBLAS's gemv gives an element bits that depend on the call's shape;
+ * these do not, so a product computed block by block inside another pass
+ * has the bits of the product computed alone. Part of the kernel set
+ * (compiled per instruction-set level without contraction: the same bits
+ * at every level).
+ *
+ * The gemv chain's variant (args: P (chunks, 1, f) ALIGNED, X (n, f), w
+ * (f, 1), z (n, 1), then the fused run's arguments, all WHOLE; scalars: a
+ * ty__gemv_chain_args, then the fused run's description): for each chunk j
+ * of its box, rows [j kc, (j + 1) kc) (the last chunk to n), one block of
+ * GEMV_BLOCK_BYTES of X at a time: z's rows of the block (ty__thin_dot),
+ * the fused run over the block's rows (ty__fused_variant on a child
+ * context), and e's rows times X's into the chunk's sums (ty__thin_acc),
+ * while the block is in cache; then P[j] = the sums. Unfused, the same
+ * chunk is one matmul launch of ty__thin_acc over its rows (ops.c's k
+ * split), so P, and the ordered sum over it, have the same bits.
+ */
+#include "fused.h"
+#include "kernels.h"
+
+#include <string.h>
+
+#define LANES 8
+#define GEMV_BLOCK_BYTES (128 * 1024) /* X's rows per step: in L2 with z and e */
+#define ACC_WIDTH 32                  /* columns whose sums stay in registers */
+
+/* Lane l of a row's sum: the products p = l mod 8, in p order. The
+ * contiguous rows use 8-lane vectors (GCC's vector extension: element-wise
+ * IEEE operations, lowered to the level's registers), four rows at a time
+ * (w's vector loaded once for them), the others the same sums one element
+ * at a time; then the fixed tree ((a0 + a4) + (a2 + a6)) + ((a1 + a5) +
+ * (a3 + a7)), as halves added. */
+#define TREE(V4, V2, av)                                                                     \
+  ({                                                                                         \
+    const V4 b_ = __builtin_shufflevector(av, av, 0, 1, 2, 3) +                              \
+                  __builtin_shufflevector(av, av, 4, 5, 6, 7);                               \
+    const V2 c_ = __builtin_shufflevector(b_, b_, 0, 1) + __builtin_shufflevector(b_, b_, 2, 3); \
+    c_[0] + c_[1];                                                                           \
+  })
+#define THIN_DOT(NAME, T, V, V4, V2)                                                         \
+  static void NAME(int64_t rows, int64_t k, const T *restrict X, int64_t x0, int64_t x1,     \
+                   const T *restrict w, int64_t ws, T *restrict z, int64_t zs) {             \
+    const int64_t kv = x1 == 1 && ws == 1 ? k / LANES * LANES : 0;                           \
+    int64_t i = 0;                                                                           \
+    for (; kv == k && i + 4 <= rows; i += 4) {                                               \
+      const T *r0 = X + i * x0, *r1 = r0 + x0, *r2 = r1 + x0, *r3 = r2 + x0;                 \
+      V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                                              \
+      for (int64_t p = 0; p < kv; p += LANES) {                                              \
+        V wv, x;                                                                             \
+        memcpy(&wv, w + p, sizeof wv);                                                       \
+        memcpy(&x, r0 + p, sizeof x);                                                        \
+        a0 = a0 + x * wv;                                                                    \
+        memcpy(&x, r1 + p, sizeof x);                                                        \
+        a1 = a1 + x * wv;                                                                    \
+        memcpy(&x, r2 + p, sizeof x);                                                        \
+        a2 = a2 + x * wv;                                                                    \
+        memcpy(&x, r3 + p, sizeof x);                                                        \
+        a3 = a3 + x * wv;                                                                    \
+      }                                                                                      \
+      z[i * zs] = TREE(V4, V2, a0);                                                          \
+      z[(i + 1) * zs] = TREE(V4, V2, a1);                                                    \
+      z[(i + 2) * zs] = TREE(V4, V2, a2);                                                    \
+      z[(i + 3) * zs] = TREE(V4, V2, a3);                                                    \
+    }                                                                                        \
+    for (; i < rows; i++) {                                                                  \
+      const T *xi = X + i * x0;                                                              \
+      V av = {0};                                                                            \
+      for (int64_t p = 0; p < kv; p += LANES) {                                              \
+        V xv, wv;                                                                            \
+        memcpy(&xv, xi + p, sizeof xv);                                                      \
+        memcpy(&wv, w + p, sizeof wv);                                                       \
+        av = av + xv * wv;                                                                   \
+      }                                                                                      \
+      if (kv < k) { /* the products past the last whole vector */                          \
+        T acc[LANES];                                                                        \
+        memcpy(acc, &av, sizeof acc);                                                        \
+        for (int64_t p = kv; p < k; p++)                                                     \
+          acc[p % LANES] = acc[p % LANES] + xi[p * x1] * w[p * ws];                          \
+        memcpy(&av, acc, sizeof av);                                                         \
+      }                                                                                      \
+      z[i * zs] = TREE(V4, V2, av);                                                          \
+    }                                                                                        \
+  }
+typedef double v8_f64 __attribute__((vector_size(8 * sizeof(double))));
+typedef double v4_f64 __attribute__((vector_size(4 * sizeof(double))));
+typedef double v2_f64 __attribute__((vector_size(2 * sizeof(double))));
+typedef float v8_f32 __attribute__((vector_size(8 * sizeof(float))));
+typedef float v4_f32 __attribute__((vector_size(4 * sizeof(float))));
+typedef float v2_f32 __attribute__((vector_size(2 * sizeof(float))));
+THIN_DOT(dot_f64, double, v8_f64, v4_f64, v2_f64)
+THIN_DOT(dot_f32, float, v8_f32, v4_f32, v2_f32)
+
+/* g[j] += e_i X[i, j] for the rows i in order; ACC_WIDTH columns at a time,
+ * their sums in registers across the rows (the order per column is the
+ * same whatever the width). */
+#define THIN_ACC(NAME, T)                                                                    \
+  static void NAME(int64_t rows, int64_t n, const T *restrict e, int64_t es,                 \
+                   const T *restrict X, int64_t x0, int64_t x1, T *restrict g) {             \
+    int64_t j0 = 0;                                                                          \
+    for (; j0 + ACC_WIDTH <= n && x1 == 1; j0 += ACC_WIDTH) {                                \
+      T a[ACC_WIDTH];                                                                        \
+      for (int j = 0; j < ACC_WIDTH; j++) a[j] = g[j0 + j];                                  \
+      for (int64_t i = 0; i < rows; i++) {                                                   \
+        const T ei = e[i * es];                                                              \
+        const T *xi = X + i * x0 + j0;                                                       \
+        for (int j = 0; j < ACC_WIDTH; j++) a[j] = a[j] + ei * xi[j];                        \
+      }                                                                                      \
+      for (int j = 0; j < ACC_WIDTH; j++) g[j0 + j] = a[j];                                  \
+    }                                                                                        \
+    for (int64_t i = 0; i < rows && j0 < n; i++) {                                           \
+      const T ei = e[i * es];                                                                \
+      const T *xi = X + i * x0;                                                              \
+      for (int64_t j = j0; j < n; j++) g[j] = g[j] + ei * xi[j * x1];                        \
+    }                                                                                        \
+  }
+THIN_ACC(acc_f64, double)
+THIN_ACC(acc_f32, float)
+
+void ty__thin_dot(ty_dtype t, int64_t rows, int64_t k, const char *X, int64_t x0, int64_t x1,
+                  const char *w, int64_t ws, char *z, int64_t zs) {
+  if (t == TY_F64)
+    dot_f64(rows, k, (const double *)X, x0, x1, (const double *)w, ws, (double *)z, zs);
+  else
+    dot_f32(rows, k, (const float *)X, x0, x1, (const float *)w, ws, (float *)z, zs);
+}
+
+void ty__thin_acc(ty_dtype t, int64_t rows, int64_t n, const char *e, int64_t es, const char *X,
+                  int64_t x0, int64_t x1, char *g) {
+  if (t == TY_F64)
+    acc_f64(rows, n, (const double *)e, es, (const double *)X, x0, x1, (double *)g);
+  else
+    acc_f32(rows, n, (const float *)e, es, (const float *)X, x0, x1, (float *)g);
+}
+
+/* Rows [r0, r1) of a WHOLE 1-D tile of the fused run, as its ALIGNED tile
+ * for a piece with that box would be. */
+static ty_tile rows_of(const ty_tile *x, int64_t r0, int64_t r1) {
+  ty_tile t = *x;
+  t.data = x->data + r0 * x->strides[0] * (int64_t)ty_dtype_size(x->dtype);
+  t.shape[0] = r1 - r0;
+  t.lo[0] = r0;
+  return t;
+}
+
+int ty__gemv_chain_variant(ty_task_ctx *ctx) {
+  const ty__gemv_chain_args *ga = ctx->scalars;
+  if (ctx->nargs < 5 || ctx->scalar_bytes < sizeof *ga || ctx->ndim != 3)
+    return ty_ctx_fail(ctx, "gemv chain: the launch is not a gemv chain");
+  const ty_tile *P = &ctx->args[0], *X = &ctx->args[1], *W = &ctx->args[2], *Z = &ctx->args[3];
+  const ty_dtype t = P->dtype;
+  const int64_t es = (int64_t)ty_dtype_size(t);
+  const int64_t n = X->gshape[0], f = X->gshape[1], nb = P->gshape[0], kc = ga->kc;
+  const int nf = ctx->nargs - 4; /* the fused run's arguments */
+  if ((t != TY_F64 && t != TY_F32) || X->ndim != 2 || P->ndim != 3 || f > TY__THIN_K ||
+      ga->e_arg < 4 || ga->e_arg >= ctx->nargs || nf > TY_MAX_ARGS || kc < 1)
+    return ty_ctx_fail(ctx, "gemv chain: unexpected operands");
+  const ty_tile *E = &ctx->args[ga->e_arg];
+  int64_t block = GEMV_BLOCK_BYTES / (f * es);
+  if (block < 64) block = 64;
+  ty_tile sub[TY_MAX_ARGS];
+  ty_task_ctx child = *ctx;
+  child.task = ty__fused_task(ctx->rt);
+  child.task_name = "fused";
+  child.task_data = ty_task_data(child.task);
+  child.ndim = 1;
+  child.nargs = nf;
+  child.args = sub;
+  child.scalars = (const char *)ctx->scalars + sizeof *ga;
+  child.scalar_bytes = ctx->scalar_bytes - sizeof *ga;
+  _Alignas(64) char g[TY__THIN_K * 8];
+  for (int64_t j = P->lo[0]; j < P->lo[0] + P->shape[0]; j++) {
+    const int64_t r0 = j * kc, r1 = j == nb - 1 ? n : r0 + kc;
+    memset(g, 0, (size_t)(f * es));
+    for (int64_t b0 = r0; b0 < r1; b0 += block) {
+      const int64_t b1 = b0 + block < r1 ? b0 + block : r1;
+      const char *xb = X->data + b0 * X->strides[0] * es;
+      ty__thin_dot(t, b1 - b0, f, xb, X->strides[0], X->strides[1], W->data, W->strides[0],
+                   Z->data + b0 * Z->strides[0] * es, Z->strides[0]);
+      for (int a = 0; a < nf; a++) sub[a] = rows_of(&ctx->args[4 + a], b0, b1);
+      child.lo[0] = b0;
+      child.hi[0] = b1;
+      const int rc = ty__fused_variant(&child);
+      if (rc) return rc;
+      ty__thin_acc(t, b1 - b0, f, E->data + b0 * E->strides[0] * es, E->strides[0], xb,
+                   X->strides[0], X->strides[1], g);
+    }
+    char *pj = P->data + (j - P->lo[0]) * P->strides[0] * es;
+    for (int64_t c = P->lo[2]; c < P->lo[2] + P->shape[2]; c++)
+      memcpy(pj + (c - P->lo[2]) * P->strides[2] * es, g + c * es, (size_t)es);
+  }
+  return 0;
+}
