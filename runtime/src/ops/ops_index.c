@@ -54,6 +54,34 @@ typedef struct bin_out {
   int64_t ws;      /* elements */
 } bin_out;
 
+/* k-means' case without a dtype switch per element: i64 labels, at most
+ * one count (i64, first) and then 1 .. 3 f64 weighted sums. False when the
+ * outputs are otherwise. */
+#define BIN_F64(k) ((double *)o[c + (k)].out)[j * o[c + (k)].os] += ((const double *)o[c + (k)].w)[i * o[c + (k)].ws]
+#define BIN_KM(BODY)                                                                       \
+  for (int64_t i = 0; i < n; i++) {                                                        \
+    const int64_t j = x[i * xs] - base;                                                    \
+    if (j < 0 || j >= nbins) continue;                                                     \
+    if (cnt) cnt[j * cs] += 1;                                                             \
+    BODY;                                                                                  \
+  }
+static bool bincount_kmeans(const bin_out *o, int nout, const int64_t *x, int64_t xs, int64_t n,
+                            int64_t nbins, int64_t base) {
+  const int c = o[0].t == TY_I64 && !o[0].w ? 1 : 0; /* a count first */
+  const int m = nout - c;
+  if (m < 1 || m > 3) return false;
+  for (int k = c; k < nout; k++)
+    if (o[k].t != TY_F64 || !o[k].w) return false;
+  int64_t *cnt = c ? (int64_t *)o[0].out : NULL;
+  const int64_t cs = o[0].os;
+  switch (m) {
+  case 1: BIN_KM(BIN_F64(0)) break;
+  case 2: BIN_KM(BIN_F64(0); BIN_F64(1)) break;
+  default: BIN_KM(BIN_F64(0); BIN_F64(1); BIN_F64(2)) break;
+  }
+  return true;
+}
+
 /* Several bincounts of the same labels in one pass: each label is read once
  * and added into every output. Each output's bins get their terms in the
  * order of i, as the single loop above adds them, so the sums are the same
@@ -79,6 +107,7 @@ static int bincount_many(ty_task_ctx *ctx, const bincount_args *a) {
     at = (k == 0 ? 2 : at + 1) + (weighted ? 1 : 0);
   }
   if (n == 0 || nbins == 0) return 0;
+  if (xt == TY_I64 && bincount_kmeans(o, nout, (const int64_t *)x, xs / 8, n, nbins, base)) return 0;
   for (int64_t i = 0; i < n; i++) {
     const int64_t j = load_label(x + i * xs, xt) - base;
     if (j < 0 || j >= nbins) continue;
