@@ -549,6 +549,22 @@ void ty__fuse(ty_runtime *rt);
  * the same X become one launch that reads X once (the gemv chain). */
 void ty__fuse_gemv(ty_runtime *rt);
 
+/* bincount's scalars (ops_index.c). A launch of several bincounts of the same
+ * labels (plan/bincount_merge.c) has args {out, x, [w]} and then, for each
+ * of `nmore` merged ones, {out_k, [w_k]} (weighted[k] says whether w_k is
+ * there); one pass over the labels adds into every output. */
+#define TY__BINCOUNT_MAX 8
+typedef struct ty__bincount_args {
+  int64_t base;
+  int32_t weighted; /* the first output's: args = {out, x} or {out, x, weights} */
+  int32_t nmore;    /* merged outputs after the first */
+  uint8_t more_weighted[TY__BINCOUNT_MAX];
+} ty__bincount_args;
+
+/* Merge bincounts of the same labels in rt->window into one launch each
+ * (plan/bincount_merge.c); runs before ty__fuse. */
+void ty__bincount_merge(ty_runtime *rt);
+
 /* Window (window.c). */
 void ty__window_drop(ty_runtime *rt); /* release every pending launch */
 void ty__pending_cache_free(ty_runtime *rt);

@@ -23,12 +23,7 @@
 
 #define BINCOUNT_TASK "bincount"
 
-/* scalars of the "bincount" launch */
-typedef struct bincount_args {
-  int64_t base;
-  int32_t weighted; /* args = {out, x} or {out, x, weights} */
-  int32_t pad;
-} bincount_args;
+typedef ty__bincount_args bincount_args; /* internal.h: plan/bincount_merge.c merges them */
 
 /* Integer label of any integer (or bool) dtype; floats never reach here. */
 static inline int64_t load_label(const char *p, ty_dtype t) {
@@ -50,8 +45,87 @@ static inline int64_t load_label(const char *p, ty_dtype t) {
     ((T *)out)[j * os] += w ? ((const T *)w)[i * ws] : (T)(ONE);                          \
   }
 
+/* One output of a merged launch (plan/bincount_merge.c) */
+typedef struct bin_out {
+  ty_dtype t;
+  char *out;
+  int64_t os;      /* elements */
+  const char *w;   /* NULL: counts */
+  int64_t ws;      /* elements */
+} bin_out;
+
+/* k-means' case without a dtype switch per element: i64 labels, at most
+ * one count (i64, first) and then 1 .. 3 f64 weighted sums. False when the
+ * outputs are otherwise. */
+#define BIN_F64(k) ((double *)o[c + (k)].out)[j * o[c + (k)].os] += ((const double *)o[c + (k)].w)[i * o[c + (k)].ws]
+#define BIN_KM(BODY)                                                                       \
+  for (int64_t i = 0; i < n; i++) {                                                        \
+    const int64_t j = x[i * xs] - base;                                                    \
+    if (j < 0 || j >= nbins) continue;                                                     \
+    if (cnt) cnt[j * cs] += 1;                                                             \
+    BODY;                                                                                  \
+  }
+static bool bincount_kmeans(const bin_out *o, int nout, const int64_t *x, int64_t xs, int64_t n,
+                            int64_t nbins, int64_t base) {
+  const int c = o[0].t == TY_I64 && !o[0].w ? 1 : 0; /* a count first */
+  const int m = nout - c;
+  if (m < 1 || m > 3) return false;
+  for (int k = c; k < nout; k++)
+    if (o[k].t != TY_F64 || !o[k].w) return false;
+  int64_t *cnt = c ? (int64_t *)o[0].out : NULL;
+  const int64_t cs = o[0].os;
+  switch (m) {
+  case 1: BIN_KM(BIN_F64(0)) break;
+  case 2: BIN_KM(BIN_F64(0); BIN_F64(1)) break;
+  default: BIN_KM(BIN_F64(0); BIN_F64(1); BIN_F64(2)) break;
+  }
+  return true;
+}
+
+/* Several bincounts of the same labels in one pass: each label is read once
+ * and added into every output. Each output's bins get their terms in the
+ * order of i, as the single loop above adds them, so the sums are the same
+ * bits as separate launches over the same pieces. */
+static int bincount_many(ty_task_ctx *ctx, const bincount_args *a) {
+  bin_out o[TY__BINCOUNT_MAX + 1];
+  const int nout = 1 + a->nmore;
+  const ty_tile *tx = &ctx->args[1];
+  const int64_t n = tx->shape[0], nbins = ctx->args[0].shape[1], base = a->base;
+  const ty_dtype xt = tx->dtype;
+  const char *x = tx->data;
+  const int64_t xs = tx->strides[0] * (int64_t)ty_dtype_size(xt);
+  for (int k = 0, at = 0; k < nout; k++) { /* out at `at`, then its weights if any */
+    const bool weighted = k == 0 ? a->weighted != 0 : a->more_weighted[k - 1] != 0;
+    const ty_tile *to = &ctx->args[at], *tw = weighted ? &ctx->args[k == 0 ? 2 : at + 1] : NULL;
+    if (to->dtype != TY_I64 && to->dtype != TY_F64 && to->dtype != TY_F32)
+      return ty_ctx_fail(ctx, "bincount: no kernel for output dtype %s", ty_dtype_name(to->dtype));
+    o[k] = (bin_out){.t = to->dtype,
+                     .out = to->data,
+                     .os = to->strides[1],
+                     .w = tw ? tw->data : NULL,
+                     .ws = tw ? tw->strides[0] : 0};
+    at = (k == 0 ? 2 : at + 1) + (weighted ? 1 : 0);
+  }
+  if (n == 0 || nbins == 0) return 0;
+  if (xt == TY_I64 && bincount_kmeans(o, nout, (const int64_t *)x, xs / 8, n, nbins, base)) return 0;
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t j = load_label(x + i * xs, xt) - base;
+    if (j < 0 || j >= nbins) continue;
+    for (int k = 0; k < nout; k++) {
+      const bin_out *b = &o[k];
+      switch (b->t) {
+      case TY_I64: ((int64_t *)b->out)[j * b->os] += b->w ? ((const int64_t *)b->w)[i * b->ws] : 1; break;
+      case TY_F64: ((double *)b->out)[j * b->os] += b->w ? ((const double *)b->w)[i * b->ws] : 1.0; break;
+      default: ((float *)b->out)[j * b->os] += b->w ? ((const float *)b->w)[i * b->ws] : 1.0f; break;
+      }
+    }
+  }
+  return 0;
+}
+
 static int bincount_variant(ty_task_ctx *ctx) {
   const bincount_args *a = ctx->scalars;
+  if (a->nmore > 0) return bincount_many(ctx, a);
   const ty_tile *to = &ctx->args[0], *tx = &ctx->args[1];
   const ty_tile *tw = a->weighted ? &ctx->args[2] : NULL;
   const int64_t n = tx->shape[0], nbins = to->shape[1], base = a->base;
@@ -142,7 +216,7 @@ ty_status ty_bincount(ty_runtime *rt, ty_store *x, ty_store *weights, int64_t ba
           {.store = xv, .priv = TY_PRIV_IN, .redop = TY_REDOP_NONE, .proj = TY_PROJ_ALIGNED},
           {.store = wv, .priv = TY_PRIV_IN, .redop = TY_REDOP_NONE, .proj = TY_PROJ_ALIGNED},
       };
-      bincount_args ba = {.base = base, .weighted = wv != NULL, .pad = 0};
+      bincount_args ba = {.base = base, .weighted = wv != NULL};
       ty_launch_desc d = {.task = task,
                           .ndim = 2,
                           .domain = dom,

@@ -407,6 +407,7 @@ static ty_status flush_window(ty_runtime *rt) {
   rt->stats.flushes++;
   rt->window_gen++; /* storage made from now on belongs to the next window */
   uint64_t explained = rt->nexplained;
+  ty__bincount_merge(rt); /* before fusion: bincounts of the same labels in one pass */
   ty__fuse(rt);
   ty__fuse_gemv(rt);
   ty_status first = TY_OK;
