@@ -7,13 +7,6 @@ local has = function(s, needle) return s:find(needle, 1, true) ~= nil end
 
 local function off(f) return tycho.parallel({ fuse = false }, f) end
 
-local function fused_with(n, name)
-  for _, e in ipairs(tycho.explain(n)) do
-    if e.task == "fused" and has(e.fused_ops, name) then return e end
-  end
-  return nil
-end
-
 -- rows of 10 with ties, NaNs, -0/+0 and infinities
 local function tricky(rows)
   local t = {}
@@ -42,7 +35,7 @@ describe("fused argmin/argmax", function()
       return dist:argmin(2), dist:min(2)
     end
     local labels, mins = step()
-    local f = fused_with(32, "argmin")
+    local f = spec_fused_with(32, "argmin")
     assert.is_not_nil(f)
     -- add, mul mul add (the product, k = 2), mul, sub, argmin, and dist:min(2)
     -- as the arg reduction's second output
@@ -60,7 +53,7 @@ describe("fused argmin/argmax", function()
     for _, op in ipairs({ "argmin", "argmax" }) do
       local y = x * 1 -- keeps -0 and NaN
       local got = y[op](y, 2)
-      assert.is_not_nil(fused_with(4, op))
+      assert.is_not_nil(spec_fused_with(4, op))
       local ref = off(function()
         local z = x * 1
         return z[op](z, 2)
@@ -75,7 +68,7 @@ describe("fused argmin/argmax", function()
     local x = tycho.random({ 4, 513 })
     tycho.flush()
     local i = (x * 2):argmin(2)
-    assert.is_nil(fused_with(8, "argmin"))
+    assert.is_nil(spec_fused_with(8, "argmin"))
     assert.are.same(off(function() return (x * 2):argmin(2) end):totable(), i:totable())
   end)
 end)

@@ -77,6 +77,15 @@ function spec_close(got, want, tol, path)
          string.format("%s: got %.17g, expected %.17g (tol %g)", path, got, want, tol))
 end
 
+-- spec_fused_with(n, name): the explain entry of a fused launch among the
+-- last n whose ops include `name` (e.g. "argmin"), or nil.
+function spec_fused_with(n, name)
+  for _, e in ipairs(tycho.explain(n)) do
+    if e.task == "fused" and e.fused_ops and e.fused_ops:find(name, 1, true) then return e end
+  end
+  return nil
+end
+
 function spec_fails(wants, f, ...)
   local ok, err = pcall(f, ...)
   assert(not ok, "expected an error containing '" .. wants[1] .. "', the call succeeded")

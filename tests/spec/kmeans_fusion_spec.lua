@@ -12,13 +12,6 @@
 local function flushes() return tycho.stats().flushes end
 local has = function(str, needle) return str ~= nil and str:find(needle, 1, true) ~= nil end
 
-local function fused_with(n, name)
-  for _, e in ipairs(tycho.explain(n)) do
-    if e.task == "fused" and has(e.fused_ops, name) then return e end
-  end
-  return nil
-end
-
 -- values as text: tells -nan from nan, -0.0 from 0.0
 local function text(store)
   local o = {}
@@ -145,7 +138,7 @@ describe("bincount of labels with known bounds", function()
     collectgarbage()
     assert.are.equal(f0, flushes())
     tycho.flush()
-    local f = fused_with(30, "argmin min")
+    local f = spec_fused_with(30, "argmin min")
     assert.is_not_nil(f)
     assert.are.equal(8, f.fused) -- add, the product (3), mul, sub, argmin, min
     spec_same(counts:totable(), { 12, 15, 9 })
@@ -181,8 +174,8 @@ describe("bincount of labels with known bounds", function()
       return y:argmin(2), y:min(2), y:argmax(2), y:max(2)
     end
     local a, b, c, d = step()
-    assert.is_not_nil(fused_with(12, "argmin min"))
-    assert.is_not_nil(fused_with(12, "argmax max"))
+    assert.is_not_nil(spec_fused_with(12, "argmin min"))
+    assert.is_not_nil(spec_fused_with(12, "argmax max"))
     local a2, b2, c2, d2 = tycho.parallel({ fuse = false }, step)
     assert.are.equal(text(a2), text(a))
     assert.are.equal(text(b2), text(b))
@@ -238,7 +231,7 @@ describe("bincount of labels with known bounds", function()
     local i = y:argmin(2)
     y[{ 7, 1 }] = -100 -- row 7: no NaN, its first -2 in column 2
     local m = y:min(2)
-    assert.is_nil(fused_with(6, "argmin min"))
+    assert.is_nil(spec_fused_with(6, "argmin min"))
     assert.are.equal(-100, m:totable()[7])
     assert.are.equal(2, i:totable()[7])
   end)

@@ -11,13 +11,6 @@ local has = function(s, needle) return s:find(needle, 1, true) ~= nil end
 
 local function off(f) return tycho.parallel({ fuse = false }, f) end
 
-local function fused_with(n, name)
-  for _, e in ipairs(tycho.explain(n)) do
-    if e.task == "fused" and has(e.fused_ops, name) then return e end
-  end
-  return nil
-end
-
 local function dists(data, cent)
   local dd = (data * data):sum(2)
   local cd = (cent * cent):sum(2)
@@ -84,7 +77,7 @@ describe("matmul with a short inner dim", function()
     local labels = (dd:expand(2) + cd:expand(1) - data:dot(cent:t()) * 2.0):argmin(2)
     tycho.flush()
     local s1 = tycho.stats()
-    local f = fused_with(8, "argmin")
+    local f = spec_fused_with(8, "argmin")
     assert.is_not_nil(f)
     assert.is_true(has(f.fused_ops, "matmul(k=2)"), f.fused_ops)
     assert.are.equal(7, f.fused) -- add, mul mul add (the product), mul, sub, argmin

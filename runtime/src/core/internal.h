@@ -506,7 +506,8 @@ void ty__cancel_outputs(ty_pending *l, ty_status cause, const char *why);
 void ty__cancel_storage(ty_storage *stg, ty_status cause, const char *why);
 /* Do two views of one storage share a byte (by the byte ranges they span)? */
 bool ty__store_overlap(const ty_store *a, const ty_store *b);
-/* The same elements in the same order: storage, dtype, offset, shape, strides. */
+/* The same elements in the same order: storage, dtype, offset, shape, and the
+ * strides of the dims longer than 1. */
 bool ty__same_view(const ty_store *a, const ty_store *b);
 /* The error for reading a cancelled storage: "<fn>: the value is
  * unavailable: <cause>", with the cause's status. */

@@ -383,8 +383,10 @@ bool ty__same_view(const ty_store *a, const ty_store *b) {
   if (a->storage != b->storage || a->ndim != b->ndim || a->offset != b->offset ||
       a->dtype != b->dtype)
     return false;
+  /* a dim of extent 1 addresses one element whatever its stride */
   for (int k = 0; k < a->ndim; k++)
-    if (a->shape[k] != b->shape[k] || a->strides[k] != b->strides[k]) return false;
+    if (a->shape[k] != b->shape[k] || (a->shape[k] > 1 && a->strides[k] != b->strides[k]))
+      return false;
   return true;
 }
 

@@ -25,15 +25,6 @@
 
 static bool writes(ty_privilege p) { return p != TY_PRIV_IN; }
 
-static bool same_view(const ty_store *a, const ty_store *b) {
-  if (a == b) return true;
-  if (a->storage != b->storage || a->dtype != b->dtype || a->offset != b->offset || a->ndim != b->ndim)
-    return false;
-  for (int d = 0; d < a->ndim; d++)
-    if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d])) return false;
-  return true;
-}
-
 /* the widest aligned element: what partition.c sizes pieces by */
 static size_t widest(const ty_pending *l) {
   size_t es = 1;
@@ -61,7 +52,7 @@ static bool compatible(const ty_pending *a, const ty_pending *b) {
   if (pa->mode != pb->mode || pa->overdecompose != pb->overdecompose || pa->min_chunk != pb->min_chunk ||
       pa->target != pb->target)
     return false;
-  return same_view(a->args[1].store, b->args[1].store) && widest(a) == widest(b) &&
+  return ty__same_view(a->args[1].store, b->args[1].store) && widest(a) == widest(b) &&
          a->nargs + b->nargs - 1 <= TY_MAX_ARGS;
 }
 

@@ -81,15 +81,6 @@ typedef struct group {
 
 static bool writes(ty_privilege p) { return p != TY_PRIV_IN; }
 
-static bool same_view(const ty_store *a, const ty_store *b) {
-  if (a == b) return true;
-  if (a->storage != b->storage || a->dtype != b->dtype || a->offset != b->offset || a->ndim != b->ndim)
-    return false;
-  for (int d = 0; d < a->ndim; d++)
-    if (a->shape[d] != b->shape[d] || a->strides[d] != b->strides[d]) return false;
-  return true;
-}
-
 static bool same_box(const box *a, const box *b, int nd) {
   for (int d = 0; d < nd; d++)
     if (a->lo[d] != b->lo[d] || a->hi[d] != b->hi[d]) return false;
@@ -147,7 +138,7 @@ static bool add(const ty_runtime *rt, group *g, ty_pending *l) {
   for (int i = 0; i < l->nargs; i++) {
     const ty_store *s = l->args[i].store;
     if (s->storage != g->S) continue;
-    if (sv && !same_view(sv, s)) return false; /* S through two views: a stencil on S */
+    if (sv && !ty__same_view(sv, s)) return false; /* S through two views: a stencil on S */
     sv = s;
   }
   if (!sv) return false;
@@ -184,7 +175,7 @@ static bool add(const ty_runtime *rt, group *g, ty_pending *l) {
       continue;
     }
     if (o - g->o < no0 && nsaved < TY_MAX_ARGS) saved[nsaved++] = *o;
-    const bool same = same_view(o->view, a->store) && same_box(&g->b[o->member], &b, g->nd);
+    const bool same = ty__same_view(o->view, a->store) && same_box(&g->b[o->member], &b, g->nd);
     if (!same) {
       if (o->written || writes(a->priv)) ok = false; /* data would cross positions */
       o->spread = true;
