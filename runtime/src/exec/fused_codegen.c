@@ -729,7 +729,15 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
     put(b, better, "v", "m", "v", "v");
     put(b, ") ? v : m; }\n");
   }
-  put(b, "void ty_fk2(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D) {\n");
+  /* An arg reduction's rows are whole and short (at most 512: fuse.c), and
+   * rv is sized by the row length already: the rows go through an inlined
+   * copy with the length a constant (k-means' 10: the loops unrolled, the
+   * tail's mask fixed), another length through the general copy. */
+  if (ared)
+    put(b, "static inline __attribute__((always_inline)) void rows(i64 n0, i64 n1, char *const *a, "
+           "const i64 *os, const char *D) {\n");
+  else
+    put(b, "void ty_fk2(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D) {\n");
   put(b, "  double K[%d], Bc[%d];\n  int sq[%d];\n  char *ra[%d], *p[%d];\n", h->nconsts + 1,
       f->nargs + 1, g.npow + 1, f->nargs + 1, f->nargs + 1);
   put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
@@ -840,6 +848,10 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
              "    *(double *)ra[%d] = rv[best];\n", vacc);
   }
   put(b, "  }\n}\n");
+  if (ared)
+    put(b, "\nvoid ty_fk2(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D) {\n"
+           "  if (n1 == %lld) rows(n0, %lld, a, os, D);\n  else rows(n0, n1, a, os, D);\n}\n",
+        (long long)f->domain[1], (long long)f->domain[1]);
   return !b->failed;
 }
 
