@@ -24,7 +24,7 @@ build = {
   type = "command",
   build_command = [[
 cmake -S . -B build.luarocks -DCMAKE_BUILD_TYPE=Release -DTYCHO_WERROR=OFF &&
-cmake --build build.luarocks --target tycho_lua_module
+cmake --build build.luarocks --target tycho_lua_module --parallel "$(nproc 2>/dev/null || echo 2)"
 ]],
   install = {
     lib = { tycho = "build.luarocks/lua/tycho.so" },
