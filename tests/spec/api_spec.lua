@@ -700,9 +700,17 @@ describe("runtime", function()
   it("clock is monotonic with sub-millisecond steps", function()
     local t0 = tycho.clock()
     assert.are.equal("float", math.type(t0))
-    local t1 = tycho.clock()
-    while t1 == t0 do t1 = tycho.clock() end
-    assert.is_true(t1 > t0 and t1 - t0 < 1e-3)
+    -- the smallest of 100 steps: one step may hold a preemption of the
+    -- process (the ASan suite beside other tests saw 1 ms once)
+    local smallest = math.huge
+    for _ = 1, 100 do
+      local t1 = tycho.clock()
+      while t1 == t0 do t1 = tycho.clock() end
+      assert.is_true(t1 > t0)
+      smallest = math.min(smallest, t1 - t0)
+      t0 = t1
+    end
+    assert.is_true(smallest < 1e-3)
   end)
 
   it("__close releases a store at the end of its scope", function()
