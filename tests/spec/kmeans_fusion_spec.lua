@@ -31,15 +31,20 @@ local function distances(data, cent)
   return dd:expand(2) + cd:expand(1) - data:dot(cent:t()) * 2.0
 end
 
+-- k-means' labels, counts and x sums of the points `data` for centroids `cent`
+local function labels_of(data, cent)
+  local dist = distances(data, cent)
+  local labels = dist:argmin(2) - 1
+  return dist, labels, tycho.bincount(labels, { minlength = 3 }),
+         tycho.bincount(labels, data[{ {}, 1 }], { minlength = 3 })
+end
+
 describe("bincount of labels with known bounds", function()
   it("does not flush for argmin(2) - 1 with minlength = K (k-means)", function()
     local data, cent = tycho.array(X), tycho.array(C)
     tycho.flush()
     local f0 = flushes()
-    local dist = distances(data, cent)
-    local labels = dist:argmin(2) - 1
-    local counts = tycho.bincount(labels, { minlength = 3 })
-    local sx = tycho.bincount(labels, data[{ {}, 1 }], { minlength = 3 })
+    local dist, labels, counts, sx = labels_of(data, cent)
     local sy = tycho.bincount(labels, data[{ {}, 2 }], { minlength = 3 })
     local dsum = dist:min(2):sum()
     assert.are.equal(f0, flushes()) -- nothing read yet: no flush
@@ -129,10 +134,7 @@ describe("bincount of labels with known bounds", function()
     local data, cent = tycho.array(rows):astype("f64"), tycho.array(C):astype("f64")
     tycho.flush()
     local f0 = flushes()
-    local dist = distances(data, cent)
-    local labels = dist:argmin(2) - 1
-    local counts = tycho.bincount(labels, { minlength = 3 })
-    local sx = tycho.bincount(labels, data[{ {}, 1 }], { minlength = 3 })
+    local dist, labels, counts, sx = labels_of(data, cent)
     local mins = dist:min(2)
     dist = nil
     collectgarbage()
