@@ -340,6 +340,8 @@ describe("solve, inv, det and cholesky on a in C order (LAPACK reads a^T)", func
     local s3 = tycho.array({ { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } })
     spec_fails({ "tycho.linalg.solve: matrix is singular" }, la.solve, s3, tycho.array({ 1, 2, 3 }))
     near(la.det(tycho.array({ { 1, 2 }, { 2, 4 } })), 0)
+    -- no right-hand side: nothing to solve, no error (numpy's)
+    assert.are.same({ 2, 0 }, la.solve(tycho.zeros({ 2, 2 }), tycho.zeros({ 2, 0 })).shape)
   end)
 end)
 
