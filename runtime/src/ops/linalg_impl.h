@@ -76,7 +76,7 @@ static bool FN(finite)(const T *a, int64_t n) {
 #define LD(x) ((lapack_int)((x) > 1 ? (x) : 1))
 
 /* solve and inv: getrf + getrs, numpy's gesv, on a's copy in C order w
- * (la_layout's work: n^2 of the pack row), which LAPACK reads as a^T:
+ * (n^2: FN(lu)), which LAPACK reads as a^T:
  * getrf factors a^T = P L U, a x = b is solved as (a^T)^T x = b by
  * getrs('T'), and inv(a) is inv(a^T) read in C order: getrs('N') on the
  * identity, written straight into the output. The pivoting is then over
@@ -313,14 +313,28 @@ static int FN(gelsd)(la_item *it, const ty_tile *A, const ty_tile *B, T *o) {
   return st;
 }
 
-/* o: the matrix's row of the pack; its work (la_layout) follows the outputs */
+/* getrf's n^2 work: the pack's after the outputs (la_work), else scratch */
+static int FN(lu)(la_item *it, const ty_tile *A, const ty_tile *B, T *o) {
+  const int64_t n = it->a->m;
+  T *own = NULL, *w = o + la_work_at(it->a);
+  if (!la_work(it->a)) {
+    own = FN(scratch)(n * n);
+    if (!own) return la_nomem(it);
+    w = own;
+  }
+  const int st = it->a->op == LA_SOLVE || it->a->op == LA_INV ? FN(gesv)(it, A, B, o, w)
+                                                              : FN(getrf)(it, A, o, w);
+  free(own);
+  return st;
+}
+
+/* o: the matrix's row of the pack */
 static int FN(item)(la_item *it, const ty_tile *A, const ty_tile *B, T *o) {
-  T *w = o + la_work_at(it->a);
   switch (it->a->op) {
   case LA_SOLVE:
-  case LA_INV: return FN(gesv)(it, A, B, o, w);
+  case LA_INV:
   case LA_DET:
-  case LA_SLOGDET: return FN(getrf)(it, A, o, w);
+  case LA_SLOGDET: return FN(lu)(it, A, B, o);
   case LA_CHOLESKY: return FN(potrf)(it, A, o);
   case LA_QR: return FN(geqrf)(it, A, o);
   case LA_SVD:

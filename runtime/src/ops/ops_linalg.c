@@ -5,8 +5,8 @@
  * One launch per call, over a domain (b, W): b matrices of the stack (the
  * batch dims flattened) and W the values one matrix produces, all outputs
  * packed side by side in one row of a (b, W) store (la_layout gives each
- * output's offset and length), then the matrix's work (la_work: the copy
- * of a that getrf factors). The pack is the launch's only output, ALIGNED
+ * output's offset and length), then, for a lone matrix, its work (la_work:
+ * the copy of a that getrf factors). The pack is the launch's only output, ALIGNED
  * and never split along W, so a piece owns whole rows: whole matrices. The
  * inputs, viewed as (b or 1, rows, cols), are WHOLE: a piece reads the
  * matrices of its rows (batch 1: the same one for every row, numpy's
@@ -97,12 +97,14 @@ static int la_fail(la_item *it, const char *fmt, ...) {
 
 static int la_nomem(la_item *it) { return la_fail(it, "needs scratch memory: out of memory"); }
 
-/* Work after the outputs in a matrix's row of the pack: the copy of a that
- * getrf factors (solve, inv, det, slogdet). In the pack, not malloc'd, so
- * that a call like the last one gets the store cache's block back, its
+/* Work after the outputs in a lone matrix's row of the pack: the copy of a
+ * that getrf factors (solve, inv, det, slogdet). In the pack, not malloc'd,
+ * so that a call like the last one gets the store cache's block back, its
  * pages already faulted in (a fresh 128 MiB scratch: ~60 ms of page faults
- * of a 4096^2 solve). */
+ * of a 4096^2 solve). A stack's matrices take malloc'd scratch instead, one
+ * at a time per piece, so that its pack does not double the stack's memory. */
 static int64_t la_work(const la_args *g) {
+  if (g->batch != 1) return 0;
   switch (g->op) {
   case LA_SOLVE: return g->k ? g->m * g->m : 0; /* no right-hand side: no launch, numpy's */
   case LA_INV:
@@ -294,8 +296,9 @@ static ty_status la_run(ty_runtime *rt, const char *fn, la_args *g, ty_dtype t, 
   int64_t off[4], len[4];
   const int c = la_layout(g, off, len);
   if (c != nout) return ty__fail(rt, TY_EINVAL, "%s: %d outputs, the layout has %d", fn, nout, c);
-  const int64_t B = prod(nb, batch), work = la_work(g), W = off[c - 1] + len[c - 1] + work;
+  const int64_t B = prod(nb, batch);
   g->batch = B;
+  const int64_t work = la_work(g), W = off[c - 1] + len[c - 1] + work;
   ty_store *pack = NULL;
   const int64_t dom[2] = {B, W};
   ty_status st = ty_store_create(rt, t, 2, dom, &pack);
