@@ -176,11 +176,68 @@ TEST(a_stack_gives_the_same_bits_under_any_processor_count) {
   }
 }
 
+/* solve (2 right-hand sides), cholesky and det of a stack of 12 matrices
+ * of 30 x 30, and solve and cholesky of a lone 100 x 100 (below the
+ * OpenBLAS-threaded size, tycho/linalg.h): the same bits under 1 and 2
+ * processors (LAPACK on the C-order copy, linalg_impl.h). */
+TEST(solve_cholesky_det_give_the_same_bits_under_1_and_2_processors) {
+  enum { B = 12, M = 30, L = 100 };
+  static double v[B * M * M], rhs[B * M * 2], lone[L * L], first[B * M * M + B * M * 2 + B + L + L * L],
+      got[B * M * M + B * M * 2 + B + L + L * L];
+  for (int i = 0; i < B * M * M; i++) v[i] = (double)((i * 7919) % 1009) / 1009.0;
+  for (int k = 0; k < B; k++) /* symmetric, diagonally dominant: SPD */
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < i; j++) v[k * M * M + j * M + i] = v[k * M * M + i * M + j];
+  for (int k = 0; k < B; k++)
+    for (int i = 0; i < M; i++) v[k * M * M + i * M + i] += M;
+  for (int i = 0; i < B * M * 2; i++) rhs[i] = (double)((i * 104729) % 997) / 997.0;
+  for (int i = 0; i < L * L; i++) lone[i] = (double)((i * 7919) % 1009) / 1009.0;
+  for (int i = 0; i < L; i++)
+    for (int j = 0; j < i; j++) lone[j * L + i] = lone[i * L + j];
+  for (int i = 0; i < L; i++) lone[i * L + i] += L;
+  for (int c = 1; c <= 2; c++) {
+    ty_runtime *rt = make_rt(c);
+    ty_store *a = mk(rt, 3, (const int64_t[3]){B, M, M}, v);
+    ty_store *b = mk(rt, 3, (const int64_t[3]){B, M, 2}, rhs);
+    ty_store *la = mk(rt, 2, (const int64_t[2]){L, L}, lone);
+    ty_store *lb = mk(rt, 1, (const int64_t[1]){L}, rhs);
+    ty_store *x = NULL, *l = NULL, *d = NULL, *lx = NULL, *ll = NULL;
+    REQ(rt, ty_linalg_solve(rt, a, b, &x));
+    REQ(rt, ty_linalg_cholesky(rt, a, &l));
+    REQ(rt, ty_linalg_det(rt, a, &d));
+    REQ(rt, ty_linalg_solve(rt, la, lb, &lx));
+    REQ(rt, ty_linalg_cholesky(rt, la, &ll));
+    double *g = got;
+    read_f64(rt, l, g, B * M * M), g += B * M * M;
+    read_f64(rt, x, g, B * M * 2), g += B * M * 2;
+    read_f64(rt, d, g, B), g += B;
+    read_f64(rt, lx, g, L), g += L;
+    read_f64(rt, ll, g, L * L);
+    /* the factor is lower triangular and reproduces a (lone: a l l^T check) */
+    double worst = 0;
+    for (int i = 0; i < L; i++)
+      for (int j = 0; j < L; j++) {
+        double s = 0;
+        for (int q = 0; q < L; q++) s += g[i * L + q] * g[j * L + q];
+        const double e = s - lone[i * L + j];
+        if ((e < 0 ? -e : e) > worst) worst = e < 0 ? -e : e;
+        if (j > i) CHECK(g[i * L + j] == 0);
+      }
+    CHECK(worst < 1e-10);
+    if (c == 1) memcpy(first, got, sizeof got);
+    else CHECK(memcmp(first, got, sizeof got) == 0);
+    ty_store *all[] = {a, b, la, lb, x, l, d, lx, ll};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) ty_store_release(all[i]);
+    ty_runtime_destroy(rt);
+  }
+}
+
 static const check_case cases[] = {
     CASE(solve_inv_det_cholesky_match_numpy),
     CASE(singular_matrix_fails_the_flush_naming_function_and_matrix),
     CASE(shapes_are_checked_before_any_launch),
     CASE(qr_svd_lstsq_shapes_and_values),
     CASE(a_stack_gives_the_same_bits_under_any_processor_count),
+    CASE(solve_cholesky_det_give_the_same_bits_under_1_and_2_processors),
 };
 CHECK_MAIN(cases)

@@ -230,8 +230,13 @@ TEST(bucketed_put_matches_a_serial_loop) {
   for (int64_t k = 0; k < m; k++) want[k] = 0;
   for (int64_t k = 0; k < n; k++) want[idx[k] < 0 ? (int64_t)idx[k] + m : (int64_t)idx[k]] = vals[k];
   static const ty_dtype types[] = {TY_F64, TY_I32, TY_U8};
-  for (int c = 0; c < NCPUS + 1; c++)
+  /* bucketed (TYCHO_SCATTER_DIRECT=0) under each processor count, then the
+   * default: a line this short (2.4 MB at most) goes to the plain put */
+  for (int run = 0; run < 2 * (NCPUS + 1); run++)
     for (int t = 0; t < 3; t++) {
+      const int c = run % (NCPUS + 1);
+      if (run > NCPUS) unsetenv("TYCHO_SCATTER_DIRECT");
+      else setenv("TYCHO_SCATTER_DIRECT", "0", 1);
       ty_runtime *rt = c < NCPUS ? make_rt(cpu_counts[c]) : make_rt_mem(2, (size_t)16 << 20);
       ty_store *x = NULL, *i = mk1(rt, TY_I64, n, idx), *v = mk1(rt, types[t], n, vals);
       REQ(rt, ty_full(rt, types[t], 1, &m, 0, &x));

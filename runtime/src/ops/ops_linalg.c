@@ -5,19 +5,23 @@
  * One launch per call, over a domain (b, W): b matrices of the stack (the
  * batch dims flattened) and W the values one matrix produces, all outputs
  * packed side by side in one row of a (b, W) store (la_layout gives each
- * output's offset and length). The pack is the launch's only output, ALIGNED
+ * output's offset and length), then, for a lone matrix, its work (la_work:
+ * the copy of a that getrf factors). The pack is the launch's only output, ALIGNED
  * and never split along W, so a piece owns whole rows: whole matrices. The
  * inputs, viewed as (b or 1, rows, cols), are WHOLE: a piece reads the
  * matrices of its rows (batch 1: the same one for every row, numpy's
  * broadcast). After the launch each output is a copy of its columns of the
- * pack under its own shape (no copy when the pack holds one output).
+ * pack under its own shape (no copy when the pack holds one output and no
+ * work).
  *
- * A matrix is one LAPACK call in column-major scratch: single-threaded
+ * A matrix is one LAPACK call in column-major scratch (or, for solve, inv,
+ * det, slogdet and cholesky, its C-order copy read as its transpose,
+ * linalg_impl.h): single-threaded
  * (OpenBLAS runs on one thread, kernels_linalg.c), so the same bits for a
  * matrix whatever the pieces or --cpus, and the parallelism is the batch's;
  * except a lone large matrix, factored on --cpus threads (la_threaded).
  *
- * Routines are numpy's: gesv (solve, inv), getrf (det, slogdet), potrf
+ * Routines are numpy's: getrf + getrs (gesv: solve, inv), getrf (det, slogdet), potrf
  * (cholesky), geqrf + orgqr (qr), gesdd (svd, pinv, matrix_rank), syevd
  * (eigh), gelsd (lstsq). LAPACKE's NaN check is off (LAPACKE_set_nancheck):
  * NaN inputs give NaN results as numpy's, not an argument error.
@@ -93,6 +97,23 @@ static int la_fail(la_item *it, const char *fmt, ...) {
 
 static int la_nomem(la_item *it) { return la_fail(it, "needs scratch memory: out of memory"); }
 
+/* Work after the outputs in a lone matrix's row of the pack: the copy of a
+ * that getrf factors (solve, inv, det, slogdet). In the pack, not malloc'd,
+ * so that a call like the last one gets the store cache's block back, its
+ * pages already faulted in (a fresh 128 MiB scratch: ~60 ms of page faults
+ * of a 4096^2 solve). A stack's matrices take malloc'd scratch instead, one
+ * at a time per piece, so that its pack does not double the stack's memory. */
+static int64_t la_work(const la_args *g) {
+  if (g->batch != 1) return 0;
+  switch (g->op) {
+  case LA_SOLVE: return g->k ? g->m * g->m : 0; /* no right-hand side: no launch, numpy's */
+  case LA_INV:
+  case LA_DET:
+  case LA_SLOGDET: return g->m * g->m;
+  default: return 0;
+  }
+}
+
 /* The outputs of one matrix in a row of the pack: count, offsets, lengths. */
 static int la_layout(const la_args *g, int64_t *off, int64_t *len) {
   const int64_t m = g->m, n = g->n, k = g->k, mn = m < n ? m : n;
@@ -128,6 +149,13 @@ static int la_layout(const la_args *g, int64_t *off, int64_t *len) {
   int64_t at = 0;
   for (int j = 0; j < c; j++) off[j] = at, at += len[j];
   return c;
+}
+
+/* where la_work starts in a row: after the outputs */
+static int64_t la_work_at(const la_args *g) {
+  int64_t off[4], len[4];
+  const int c = la_layout(g, off, len);
+  return off[c - 1] + len[c - 1];
 }
 
 #define T double
@@ -268,8 +296,9 @@ static ty_status la_run(ty_runtime *rt, const char *fn, la_args *g, ty_dtype t, 
   int64_t off[4], len[4];
   const int c = la_layout(g, off, len);
   if (c != nout) return ty__fail(rt, TY_EINVAL, "%s: %d outputs, the layout has %d", fn, nout, c);
-  const int64_t B = prod(nb, batch), W = off[c - 1] + len[c - 1];
+  const int64_t B = prod(nb, batch);
   g->batch = B;
+  const int64_t work = la_work(g), W = off[c - 1] + len[c - 1] + work;
   ty_store *pack = NULL;
   const int64_t dom[2] = {B, W};
   ty_status st = ty_store_create(rt, t, 2, dom, &pack);
@@ -285,7 +314,7 @@ static ty_status la_run(ty_runtime *rt, const char *fn, la_args *g, ty_dtype t, 
     memcpy(shape, batch, sizeof(int64_t) * (size_t)nb);
     memcpy(shape + nb, o->shape, sizeof(int64_t) * (size_t)o->ndim);
     ty_store *col = NULL, *dense = NULL, *res = NULL;
-    if (c == 1) {
+    if (c == 1 && !work) {
       dense = pack;
       ty_store_retain(pack);
     } else {
