@@ -21,7 +21,7 @@ static void firsts(int ndim, const int64_t *domain, const ty_tiling *t, bool by_
 TEST(pieces_by_number) {
   const int64_t dom[2] = {100, 10};
   ty_tiling t = {.ndim = 2, .pieces = 6, .tiles = {3, 2}};
-  int f[4];
+  int f[5];
   firsts(2, dom, &t, false, 3, f);
   CHECK_EQ_INT(f[0], 0);
   CHECK_EQ_INT(f[1], 2);
