@@ -117,3 +117,43 @@ tycho.flush()
 print("int_sum", hex(k:sum():item()), hex((k * k):max():item()))
 local sel = x[x:gt(x:mean())]
 print("mask", sel.shape[1], hex(sel:sum():item()))
+
+-- 8. a split 1-D vector read as a grid (bench/workloads' C.seq: a reshape):
+-- each rank receives only the elements its row pieces lack (element
+-- ranges), not the whole vector
+local G = 120 -- 112.5 KiB: 2 pieces of whole rows on any machine (64 KiB min chunk)
+local v = (tycho.arange(G * G) + 0.5) * 0.6180339887498949
+v = v - tycho.floor(v)
+tycho.flush()
+before = received()
+local g = v:reshape({ G, G }) - 0.5
+tycho.flush()
+local reshaped = received() - before
+-- a rank boundary of the vector and of the grid's rows lie within a row
+-- (and the failure records): at most two rows for each of the np ranks
+assert(not bytes_checked or np == 1 or reshaped <= np * 2 * G * 8 + 64,
+       "reading a split vector as a grid moved " .. reshaped .. " bytes; expected at most " .. np * 2 * G * 8 + 64)
+print("reshape_read", hex(g:sum():item()), hex(g[{ G, 1 }]:item()), hex(g[{ 1, G }]:item()))
+-- the same vector read whole by a small launch, and a grid of one column
+print("reshape_small", hex((v:reshape({ G, G })[{ { 1, 3 }, {} }] * 2):sum():item()))
+
+-- 9. dot products of row-split vectors (ordered bands, fixed by the shape):
+-- each band is computed on the rank holding most of its rows, also where
+-- the rank count does not divide the band count (3 ranks, 4 bands)
+local a2 = tycho.random.normal({ 500, 400 }) * 1.5
+local b2 = tycho.random.normal({ 500, 400 }) + 0.25
+tycho.flush()
+before = received()
+local dots = {}
+for i = 1, 3 do
+  dots[i] = (a2 * b2):sum()
+  a2 = a2 + 0.125
+end
+print("dots", hex(dots[1]:item()), hex(dots[2]:item()), hex(dots[3]:item()))
+local dotbytes = received() - before
+-- 200,000 elements: 4 bands of 125 rows (ty__ordered_tiles); a band goes to
+-- the rank holding its middle row, so a rank reads at most half a band (63
+-- rows of 3200 bytes) of each vector from each neighbour, besides the
+-- partials (the exact split: tests/c/test_dist_owner.c)
+assert(not bytes_checked or dotbytes <= 3 * (2 * 2 * 63 * 3200 + 4096),
+       "three dot products moved " .. dotbytes .. " bytes; expected at most half a band from each neighbour")

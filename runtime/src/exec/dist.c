@@ -8,8 +8,10 @@
  * stores, halos); the rest is exchanged after the wave. Rules:
  *  - Ownership comes from the plan alone: a launch over at least
  *    dist.min_elems elements with P >= 2 pieces gives rank r the pieces
- *    [P*r/N, P*(r+1)/N) of N ranks, in the tiling's row-major order. Smaller
- *    launches run whole on every rank and communicate nothing.
+ *    [P*r/N, P*(r+1)/N) of N ranks, in the tiling's row-major order; an
+ *    ordered launch's (a dot product's bands) go by rows instead, to the
+ *    rank holding their rows in a vector cut by rows (ty__dist_first).
+ *    Smaller launches run whole on every rank and communicate nothing.
  *  - Before such launches run, the ranks vote (one allgather per wave):
  *    every rank sends each large launch's sequence number, state (runs,
  *    skipped, on GPUs), tiling and the store ids it writes. A rank that could
@@ -317,8 +319,9 @@ void ty__dist_wave_begin(ty_runtime *rt, prepared *prs, const ty_status *sts, in
       if (exchanged(&l->args[i])) pr->xmask |= (uint64_t)1 << i;
     pr->dist = true;
     rt->stats.dist_launches++;
-    pr->first = (int)((int64_t)v0->pieces * me / N);
-    pr->last = (int)((int64_t)v0->pieces * (me + 1) / N);
+    pr->by_rows = ty__ordered_launch(l) != 0; /* its bands where their rows are */
+    pr->first = ty__dist_first(l->ndim, l->domain, &pr->tiling, pr->by_rows, me, N);
+    pr->last = ty__dist_first(l->ndim, l->domain, &pr->tiling, pr->by_rows, me + 1, N);
     if (pr->explain)
       snprintf(pr->explain->ranks, sizeof pr->explain->ranks, "split among %d ranks, pieces %d-%d here (rank %d)",
                N, pr->first + 1, pr->last, me);
@@ -366,12 +369,17 @@ static failure failure_of(const char *from, int k) {
   return f;
 }
 
+/* The first of rank r's pieces of split launch pr. */
+static int first_of(const prepared *pr, int r, int N) {
+  return ty__dist_first(pr->l->ndim, pr->l->domain, &pr->tiling, pr->by_rows, r, N);
+}
+
 /* Bytes rank r sends for launch pr's pieces (not its failure record). */
 static size_t rank_bytes(const ty_runtime *rt, const prepared *pr, const int *order, int nx, int r) {
   const ty_pending *l = pr->l;
-  const int N = rt->dist.nranks, P = pr->tiling.pieces;
+  const int N = rt->dist.nranks;
   size_t n = 0;
-  for (int p = (int)((int64_t)P * r / N); p < (int)((int64_t)P * (r + 1) / N); p++) {
+  for (int p = first_of(pr, r, N); p < first_of(pr, r + 1, N); p++) {
     int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
     ty__piece_box(l->ndim, l->domain, &pr->tiling, p, lo, hi);
     for (int x = 0; x < nx; x++) {
@@ -386,8 +394,8 @@ static size_t rank_bytes(const ty_runtime *rt, const prepared *pr, const int *or
 static char *move_pieces(ty_runtime *rt, prepared *pr, const int *order, int nx, int r, char *buf,
                          bool pack) {
   ty_pending *l = pr->l;
-  const int N = rt->dist.nranks, P = pr->tiling.pieces;
-  for (int p = (int)((int64_t)P * r / N); p < (int)((int64_t)P * (r + 1) / N); p++) {
+  const int N = rt->dist.nranks;
+  for (int p = first_of(pr, r, N); p < first_of(pr, r + 1, N); p++) {
     int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
     ty__piece_box(l->ndim, l->domain, &pr->tiling, p, lo, hi);
     for (int x = 0; x < nx; x++) {

@@ -47,8 +47,30 @@ __attribute__((noreturn, format(printf, 2, 3))) static void fail_all(ty_runtime 
   abort(); /* the transport's abort does not return */
 }
 
-/* The first of rank r's pieces among P (its last is first_piece(r + 1)). */
-static int first_piece(int P, int r, int N) { return (int)((int64_t)P * r / N); }
+int ty__dist_first(int ndim, const int64_t *domain, const ty_tiling *t, bool by_rows, int r, int N) {
+  const int P = t->pieces;
+  if (r <= 0) return 0;
+  if (r >= N) return P;
+  if (!by_rows || ndim < 1) return (int)((int64_t)P * r / N);
+  const int64_t row = domain[0] * r / N; /* rank r's first row of a vector cut evenly by rows */
+  for (int p = 0; p < P; p++) {
+    int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+    ty__piece_box(ndim, domain, t, p, lo, hi);
+    if ((lo[0] + hi[0] - 1) / 2 >= row) return p; /* its middle row is r's or later */
+  }
+  return P;
+}
+
+/* The first of rank r's pieces of split storage record sp (its last is
+ * first_piece(sp, r + 1, N)). */
+static int first_piece(const ty__split *sp, int r, int N) {
+  return ty__dist_first(sp->ndim, sp->shape, &sp->tiling, sp->by_rows, r, N);
+}
+
+/* The first of rank r's pieces of split launch pr. */
+static int first_of(const prepared *pr, int r, int N) {
+  return ty__dist_first(pr->l->ndim, pr->l->domain, &pr->tiling, pr->by_rows, r, N);
+}
 
 static int64_t box_elems(int ndim, const int64_t *lo, const int64_t *hi) {
   int64_t n = 1;
@@ -98,7 +120,7 @@ char *ty__copy_view(char *data, size_t es, int64_t offset, const int64_t *stride
 static size_t held_bytes(const ty__split *sp, int r, int N) {
   const size_t es = ty_dtype_size(sp->dtype);
   size_t n = 0;
-  for (int q = first_piece(sp->tiling.pieces, r, N); q < first_piece(sp->tiling.pieces, r + 1, N); q++) {
+  for (int q = first_piece(sp, r, N); q < first_piece(sp, r + 1, N); q++) {
     int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
     ty__piece_box(sp->ndim, sp->shape, &sp->tiling, q, lo, hi);
     n += (size_t)box_elems(sp->ndim, lo, hi) * es;
@@ -110,7 +132,7 @@ static size_t held_bytes(const ty__split *sp, int r, int N) {
 static char *move_held(ty_storage *stg, int r, int N, char *buf, bool pack) {
   const ty__split *sp = stg->split;
   const size_t es = ty_dtype_size(sp->dtype);
-  for (int q = first_piece(sp->tiling.pieces, r, N); q < first_piece(sp->tiling.pieces, r + 1, N); q++) {
+  for (int q = first_piece(sp, r, N); q < first_piece(sp, r + 1, N); q++) {
     int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
     ty__piece_box(sp->ndim, sp->shape, &sp->tiling, q, lo, hi);
     buf = ty__copy_view(stg->data, es, sp->offset, sp->strides, sp->ndim, lo, hi, buf, pack);
@@ -170,7 +192,7 @@ static size_t move_range(ty_storage *stg, int r, int N, int64_t lo, int64_t hi, 
   const int nd = sp->ndim, in = nd - 1;
   const int64_t st = sp->strides[in];
   size_t bytes = 0;
-  for (int q = first_piece(sp->tiling.pieces, r, N); q < first_piece(sp->tiling.pieces, r + 1, N); q++) {
+  for (int q = first_piece(sp, r, N); q < first_piece(sp, r + 1, N); q++) {
     int64_t blo[TY_MAX_RANK], bhi[TY_MAX_RANK], idx[TY_MAX_RANK];
     ty__piece_box(nd, sp->shape, &sp->tiling, q, blo, bhi);
     if (box_elems(nd, blo, bhi) == 0) continue;
@@ -335,14 +357,81 @@ static bool shifted_view(const ty__split *sp, const ty_store *s, int ldim, int64
  *    through the view at shift leaves out (every rank holds those after);
  *  - READ_ALL: the whole view at shift, read by a launch every rank runs
  *    whole (a small one: an edge row of a stencil, regions.c's cut). Every
- *    rank computes it alike, so what it writes stays valid everywhere. */
-enum { READ_PIECES = 0, READ_OUTSIDE, READ_ALL };
+ *    rank computes it alike, so what it writes stays valid everywhere;
+ *  - READ_RANGE, READ_RANGE_ALL: as READ_PIECES and READ_ALL for a view of
+ *    another shape (a reshape: C.seq's 1-D vector read as a grid), by
+ *    storage elements: each piece (or the whole view) needs the range from
+ *    its first element to its last (range_of), met with the pieces others
+ *    hold (move_range). */
+enum { READ_PIECES = 0, READ_OUTSIDE, READ_ALL, READ_RANGE, READ_RANGE_ALL };
 typedef struct halo {
   ty_storage *stg;
   const prepared *pr; /* the reading (or rewriting) launch: its domain and agreed tiling */
   int64_t shift[TY_MAX_RANK];
   int kind;
+  int arg; /* READ_RANGE*: the reading argument of pr's launch */
 } halo;
+
+/* The storage elements [*lo, *hi) from the first to the last element of box
+ * [blo, bhi) of view s (strides >= 0: range_view); empty for an empty box. */
+static void range_of(const ty_store *s, int ndim, const int64_t *blo, const int64_t *bhi,
+                     int64_t *lo, int64_t *hi) {
+  *lo = *hi = s->offset;
+  if (box_elems(ndim, blo, bhi) == 0) return;
+  for (int k = 0; k < ndim; k++) {
+    *lo += blo[k] * s->strides[k];
+    *hi += (bhi[k] - 1) * s->strides[k];
+  }
+  *hi += 1;
+}
+
+/* Whether argument view s (launch domain of ldim dims) can read split
+ * storage sp by element ranges: the same dtype, no negative stride, and a
+ * record move_range can walk (its last stride >= 1). */
+static bool range_view(const ty__split *sp, const ty_store *s, int ldim) {
+  if (s->dtype != sp->dtype || s->ndim != ldim || sp->ndim < 1 || sp->strides[sp->ndim - 1] < 1)
+    return false;
+  for (int k = 0; k < s->ndim; k++)
+    if (s->strides[k] < 0) return false;
+  return true;
+}
+
+/* The storage elements [*lo, *hi) that rank r's pieces of split launch pr
+ * read through view s: the range of their bounding box (the pieces of a
+ * rank are consecutive in row-major order: whole rows of a grid cut 3 x 2
+ * among 3 ranks). */
+static void rank_range(const prepared *pr, const ty_store *s, int r, int N, int64_t *lo,
+                       int64_t *hi) {
+  const ty_pending *l = pr->l;
+  int64_t blo[TY_MAX_RANK], bhi[TY_MAX_RANK], plo[TY_MAX_RANK], phi[TY_MAX_RANK];
+  for (int k = 0; k < l->ndim; k++) blo[k] = l->domain[k], bhi[k] = 0;
+  for (int p = first_of(pr, r, N); p < first_of(pr, r + 1, N); p++) {
+    ty__piece_box(l->ndim, l->domain, &pr->tiling, p, plo, phi);
+    if (box_elems(l->ndim, plo, phi) == 0) continue;
+    for (int k = 0; k < l->ndim; k++) {
+      blo[k] = plo[k] < blo[k] ? plo[k] : blo[k];
+      bhi[k] = phi[k] > bhi[k] ? phi[k] : bhi[k];
+    }
+  }
+  range_of(s, l->ndim, blo, bhi, lo, hi);
+}
+
+/* Whether the ranks' pieces of launch pr read view s by ranges without
+ * sending much twice: their ranges together no longer than 9/8 of the
+ * whole view's (a grid cut by rows: each rank's rows, once; cut by columns
+ * among ranks: each rank's range spans nearly the whole view, and the
+ * storage goes whole instead). */
+static bool ranges_fit(const prepared *pr, const ty_store *s, int N) {
+  const ty_pending *l = pr->l;
+  int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK], a, b, sum = 0;
+  for (int r = 0; r < N; r++) {
+    rank_range(pr, s, r, N, &a, &b);
+    sum += b - a;
+  }
+  for (int k = 0; k < l->ndim; k++) lo[k] = 0, hi[k] = l->domain[k];
+  range_of(s, l->ndim, lo, hi, &a, &b);
+  return sum <= (b - a) + (b - a) / 8;
+}
 
 /* Box a minus box b, as at most 2 * nd disjoint boxes (out: lo then hi per
  * box), in a fixed order: along each dim k the slabs below and above b,
@@ -385,10 +474,26 @@ static size_t walk(const halo *hs, int nh, int q, int r, int N, char *buf, int m
     const ty_tiling *lt = &hs[h].pr->tiling;
     const int nd = sp->ndim;
     const size_t es = ty_dtype_size(sp->dtype);
+    if (hs[h].kind == READ_RANGE_ALL || hs[h].kind == READ_RANGE) {
+      const ty_store *s = l->args[hs[h].arg].store;
+      int64_t lo, hi;
+      if (hs[h].kind == READ_RANGE) {
+        rank_range(hs[h].pr, s, r, N, &lo, &hi);
+      } else {
+        int64_t vlo[TY_MAX_RANK], vhi[TY_MAX_RANK];
+        for (int k = 0; k < l->ndim; k++) vlo[k] = 0, vhi[k] = l->domain[k];
+        range_of(s, l->ndim, vlo, vhi, &lo, &hi);
+      }
+      const size_t n = move_range(hs[h].stg, q, N, lo, hi, buf,
+                                  mode == WALK_COUNT ? RANGE_COUNT : mode == WALK_PACK ? RANGE_PACK : RANGE_UNPACK);
+      bytes += n;
+      if (mode != WALK_COUNT) buf += n;
+      continue;
+    }
     if (hs[h].kind != READ_PIECES) { /* q's pieces of the old view, less (or met with) the view */
       int64_t nlo[TY_MAX_RANK], nhi[TY_MAX_RANK], parts[2 * TY_MAX_RANK][2][TY_MAX_RANK];
       for (int k = 0; k < nd; k++) nlo[k] = hs[h].shift[k], nhi[k] = hs[h].shift[k] + l->domain[k];
-      for (int v = first_piece(sp->tiling.pieces, q, N); v < first_piece(sp->tiling.pieces, q + 1, N); v++) {
+      for (int v = first_piece(sp, q, N); v < first_piece(sp, q + 1, N); v++) {
         int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
         ty__piece_box(nd, sp->shape, &sp->tiling, v, lo, hi);
         int np = 1;
@@ -410,11 +515,11 @@ static size_t walk(const halo *hs, int nh, int q, int r, int N, char *buf, int m
       }
       continue;
     }
-    for (int p = first_piece(lt->pieces, r, N); p < first_piece(lt->pieces, r + 1, N); p++) {
+    for (int p = first_of(hs[h].pr, r, N); p < first_of(hs[h].pr, r + 1, N); p++) {
       int64_t alo[TY_MAX_RANK], ahi[TY_MAX_RANK];
       ty__piece_box(l->ndim, l->domain, lt, p, alo, ahi);
       for (int k = 0; k < nd; k++) alo[k] += hs[h].shift[k], ahi[k] += hs[h].shift[k];
-      for (int v = first_piece(sp->tiling.pieces, q, N); v < first_piece(sp->tiling.pieces, q + 1, N); v++) {
+      for (int v = first_piece(sp, q, N); v < first_piece(sp, q + 1, N); v++) {
         int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
         ty__piece_box(nd, sp->shape, &sp->tiling, v, lo, hi);
         for (int k = 0; k < nd; k++) {
@@ -470,7 +575,8 @@ static size_t exchange_halos(ty_runtime *rt, const halo *hs, int nh) {
 /* The record a split launch leaves on the storage of written argument a. */
 static ty__split record_of(const prepared *pr, const ty_arg *a) {
   const ty_store *s = a->store;
-  ty__split sp = {.ndim = pr->l->ndim, .dtype = s->dtype, .offset = s->offset, .tiling = pr->tiling};
+  ty__split sp = {.ndim = pr->l->ndim, .dtype = s->dtype, .offset = s->offset, .tiling = pr->tiling,
+                  .by_rows = pr->by_rows};
   for (int k = 0; k < sp.ndim; k++) {
     sp.shape[k] = pr->l->domain[k];
     sp.strides[k] = s->strides[k];
@@ -480,7 +586,7 @@ static ty__split record_of(const prepared *pr, const ty_arg *a) {
 
 static bool same_record(const ty__split *a, const ty__split *b) {
   if (a->ndim != b->ndim || a->dtype != b->dtype || a->offset != b->offset ||
-      a->tiling.pieces != b->tiling.pieces)
+      a->tiling.pieces != b->tiling.pieces || a->by_rows != b->by_rows)
     return false;
   for (int k = 0; k < a->ndim; k++)
     if (a->shape[k] != b->shape[k] || a->strides[k] != b->strides[k] ||
@@ -560,8 +666,14 @@ void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int
       if (runs_split(pr, sts[m]) && a->proj == TY_PROJ_ALIGNED) {
         if (a->priv == TY_PRIV_IN) {
           int64_t shift[TY_MAX_RANK];
-          ok = rt->dist.alltoallv && shifted_view(stg->split, a->store, l->ndim, shift);
-          if (ok) add_read(rt, &reads, &nreads, &cap, m, i, READ_PIECES);
+          if (rt->dist.alltoallv && shifted_view(stg->split, a->store, l->ndim, shift)) {
+            ok = true;
+            add_read(rt, &reads, &nreads, &cap, m, i, READ_PIECES);
+          } else if (rt->dist.alltoallv && range_view(stg->split, a->store, l->ndim) &&
+                     ranges_fit(pr, a->store, rt->dist.nranks)) { /* another shape: by element ranges */
+            ok = true;
+            add_read(rt, &reads, &nreads, &cap, m, i, READ_RANGE);
+          }
         } else if ((pr->lazy >> i) & 1u) {
           ty__split sp = record_of(pr, a);
           int64_t shift[TY_MAX_RANK];
@@ -580,8 +692,11 @@ void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int
         /* run whole on every rank: it needs the whole view it reads; what it
          * writes, every rank writes alike (an OUT view needs nothing) */
         int64_t shift[TY_MAX_RANK];
+        int kind = READ_ALL;
         ok = rt->dist.alltoallv && shifted_view(stg->split, a->store, l->ndim, shift);
-        if (ok && a->priv != TY_PRIV_OUT) add_read(rt, &reads, &nreads, &cap, m, i, READ_ALL);
+        if (!ok && rt->dist.alltoallv && range_view(stg->split, a->store, l->ndim))
+          ok = true, kind = READ_RANGE_ALL; /* another shape: the view's element range */
+        if (ok && a->priv != TY_PRIV_OUT) add_read(rt, &reads, &nreads, &cap, m, i, kind);
       }
       if (!ok) add_storage(rt, &whole, stg);
     }
@@ -600,7 +715,8 @@ void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int
     hs[nh].stg = s->storage;
     hs[nh].pr = pr;
     hs[nh].kind = reads[k].kind;
-    shifted_view(s->storage->split, s, pr->l->ndim, hs[nh].shift);
+    hs[nh].arg = reads[k].i;
+    if (reads[k].kind < READ_RANGE) shifted_view(s->storage->split, s, pr->l->ndim, hs[nh].shift);
     nh++;
   }
   size_t got = exchange_halos(rt, hs, nh);

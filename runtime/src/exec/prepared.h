@@ -50,6 +50,7 @@ typedef struct prepared {
   int64_t lb_rows;
   size_t lb_row;
   uint64_t lazy;  /* dist: the written arguments left split (dist_data.c), not exchanged */
+  bool by_rows;   /* dist: pieces go to ranks by rows (ty__dist_first), not by number */
   piece_result one; /* last: prepare clears what comes before (its 2 KiB message is
                        written by run_piece before anyone reads it) */
 } prepared;
@@ -88,9 +89,18 @@ void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int 
  * every rank refused it, all run it one launch at a time, whole. */
 void ty__dist_wave_refused(ty_runtime *rt, ty_pending **w, const int *members, int count);
 
+/* The first of rank r's pieces (rank r + 1's first ends them) among the
+ * pieces of tiling t of a launch over domain, of N ranks: [P*r/N, P*(r+1)/N)
+ * in piece order, or with by_rows (ordered launches: their tiling is fixed
+ * by the shape, a reduction's bands) the pieces whose middle row (dim 0) is
+ * in [D*r/N, D*(r+1)/N), the rows rank r holds of a vector that split
+ * launches cut evenly by rows: a band of a dot product is computed where
+ * its rows are, at any rank count (docs/mpi.md). */
+int ty__dist_first(int ndim, const int64_t *domain, const ty_tiling *t, bool by_rows, int r, int N);
+
 /* A storage split among ranks (dist_data.c): the view of it that a split
  * launch wrote (offset, strides, its domain as shape) and that launch's
- * tiling; rank r holds valid the pieces [P*r/N, P*(r+1)/N) of it and every
+ * tiling; rank r holds valid its pieces (ty__dist_first) of it and every
  * element outside the view. Every rank computes the same record. */
 typedef struct ty__split {
   int ndim;
@@ -99,6 +109,7 @@ typedef struct ty__split {
   int64_t shape[TY_MAX_RANK];
   int64_t strides[TY_MAX_RANK];
   ty_tiling tiling;
+  bool by_rows; /* the launch's pieces went to ranks by rows (ty__dist_first) */
 } ty__split;
 
 /* Copy the box [lo, hi) of the view (offset, strides, in elements of es
