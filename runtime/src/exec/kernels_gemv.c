@@ -42,9 +42,10 @@
 /* Lane l of a row's sum: the products p = l mod 8, in p order. The
  * contiguous rows use 8-lane vectors (GCC's vector extension: element-wise
  * IEEE operations, lowered to the level's registers), four rows at a time
- * (w's vector loaded once for them), the others the same sums one element
- * at a time; then the fixed tree ((a0 + a4) + (a2 + a6)) + ((a1 + a5) +
- * (a3 + a7)), as halves added. */
+ * (w's vector loaded once for them), the products past the last whole
+ * vector added to their lanes one at a time (TAIL); other layouts the same
+ * sums one element at a time; then the fixed tree ((a0 + a4) + (a2 + a6)) +
+ * ((a1 + a5) + (a3 + a7)), as halves added. */
 #define TREE(V4, V2, av)                                                                     \
   ({                                                                                         \
     const V4 b_ = __builtin_shufflevector(av, av, 0, 1, 2, 3) +                              \
@@ -52,12 +53,24 @@
     const V2 c_ = __builtin_shufflevector(b_, b_, 0, 1) + __builtin_shufflevector(b_, b_, 2, 3); \
     c_[0] + c_[1];                                                                           \
   })
+/* The products p in [kv, k) of a contiguous row xi and w added to lanes
+ * p mod 8 of av, in p order. */
+#define TAIL(T, V, av, xi, kv, k, w)                                                         \
+  ({                                                                                         \
+    T acc_[LANES];                                                                           \
+    memcpy(acc_, &(av), sizeof acc_);                                                        \
+    for (int64_t p_ = (kv); p_ < (k); p_++)                                                  \
+      acc_[p_ % LANES] = acc_[p_ % LANES] + (xi)[p_] * (w)[p_];                              \
+    V r_;                                                                                    \
+    memcpy(&r_, acc_, sizeof r_);                                                            \
+    r_;                                                                                      \
+  })
 #define THIN_DOT(NAME, T, V, V4, V2)                                                         \
   static void NAME(int64_t rows, int64_t k, const T *restrict X, int64_t x0, int64_t x1,     \
                    const T *restrict w, int64_t ws, T *restrict z, int64_t zs) {             \
     const int64_t kv = x1 == 1 && ws == 1 ? k / LANES * LANES : 0;                           \
     int64_t i = 0;                                                                           \
-    for (; kv == k && i + 4 <= rows; i += 4) {                                               \
+    for (; kv > 0 && i + 4 <= rows; i += 4) {                                                \
       const T *r0 = X + i * x0, *r1 = r0 + x0, *r2 = r1 + x0, *r3 = r2 + x0;                 \
       V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                                              \
       for (int64_t p = 0; p < kv; p += LANES) {                                              \
@@ -71,6 +84,12 @@
         a2 = a2 + x * wv;                                                                    \
         memcpy(&x, r3 + p, sizeof x);                                                        \
         a3 = a3 + x * wv;                                                                    \
+      }                                                                                      \
+      if (kv < k) {                                                                          \
+        a0 = TAIL(T, V, a0, r0, kv, k, w);                                                   \
+        a1 = TAIL(T, V, a1, r1, kv, k, w);                                                   \
+        a2 = TAIL(T, V, a2, r2, kv, k, w);                                                   \
+        a3 = TAIL(T, V, a3, r3, kv, k, w);                                                   \
       }                                                                                      \
       z[i * zs] = TREE(V4, V2, a0);                                                          \
       z[(i + 1) * zs] = TREE(V4, V2, a1);                                                    \

@@ -13,7 +13,11 @@
  * Thin f64/f32 products (C one column with k <= TY__THIN_K, or C one row of
  * 2..TY__THIN_K columns) use kernels_gemv.c's fixed-order loops instead,
  * whose bits do not depend on the call, so that the gemv chain (fusion,
- * plan/fuse_gemv.c) computes them block by block with the same bits.
+ * plan/fuse_gemv.c) computes them block by block with the same bits. So
+ * does a matrix with contiguous rows times a contiguous vector at any k
+ * (A x, issue 19): the four-row dot streams A at the memory's bandwidth,
+ * where OpenBLAS 0.3.21's dgemv on each 128-row block did not (8192^2 f64,
+ * 2 Zen 4 cores: 0.83x numpy's OpenBLAS 0.3.31, bench/README "Issue 19").
  * Other f64/f32 go to OpenBLAS (cblas_dgemm/sgemm; cblas_dgemv/sgemv when C's
  * block is one column or one row, a matrix-vector product, which gemm would
  * run by packing the whole matrix) when each operand is row-major
@@ -216,14 +220,15 @@ static void blas_rows(ty_dtype t, int64_t r0, int64_t mm, int64_t n, int64_t k, 
 }
 
 /* A thin float product (kernels_gemv.c) in its fixed order instead of
- * BLAS: C's rows of one column each a ty__thin_dot, or C's one row's
- * columns as ty__thin_acc sums over all of k. False: not thin. */
+ * BLAS: C's rows of one column each a ty__thin_dot (any k when A's rows
+ * and B's column are contiguous), or C's one row's columns as
+ * ty__thin_acc sums over all of k. False: not thin. */
 static bool thin(const ty_tile *C, const ty_tile *A, const ty_tile *B) {
   const ty_dtype t = C->dtype;
   const int64_t es = (int64_t)ty_dtype_size(t);
   const int64_t M = C->gshape[0], N = C->gshape[1], k = A->shape[1];
   const int64_t m = C->shape[0], n = C->shape[1];
-  if (N == 1 && M >= 2 && k <= TY__THIN_K) {
+  if (N == 1 && M >= 2 && (k <= TY__THIN_K || (A->strides[1] == 1 && B->strides[0] == 1))) {
     const char *a = A->data + C->lo[0] * A->strides[0] * es;
     ty__thin_dot(t, m, k, a, A->strides[0], A->strides[1], B->data, B->strides[0], C->data,
                  C->strides[0]);

@@ -1,0 +1,84 @@
+-- tests/spec/gemv_spec.lua — a float matrix whose rows are contiguous times
+-- a vector, at any inner length: each element is kernels_gemv.c's
+-- fixed-order dot (8 lanes, lane l the products p = l mod 8 in p order, the
+-- products past the last whole vector added to their lanes one at a time,
+-- then a fixed tree), not a BLAS call, so its bits do not depend on the row
+-- blocks, the pieces or --cpus (issue 19). Expected values: numpy emulating
+-- that order (acc = acc + A[:, p:p+8] * x[p:p+8] over the whole vectors,
+-- acc[:, p % 8] += A[:, p] * x[p] after, b = acc[:, :4] + acc[:, 4:],
+-- c = b[:, :2] + b[:, 2:], c[:, 0] + c[:, 1]) and numpy's A @ x.
+
+-- frac((i + 0.5) * a), i from 0 (bench/workloads/common.lua's seq)
+local SEQ = [[
+local function seq(n, a)
+  local u = (tycho.arange(n) + 0.5) * a
+  return u - tycho.floor(u)
+end
+]]
+local seq = load(SEQ .. "return seq", "seq", "t", setmetatable({ tycho = tycho }, { __index = _G }))()
+
+local function close(got, want, rtol)
+  assert(math.abs(got - want) <= rtol * math.abs(want),
+         string.format("%.17g is not %.17g within %g", got, want, rtol))
+end
+
+describe("a matrix times a vector", function()
+  -- 301 rows (75 groups of four and one row alone), k = 1003 (125 whole
+  -- vectors of 8 and 3 products past them)
+  local A = seq(301 * 1003, 0.6180339887498949):reshape({ 301, 1003 })
+  local x = seq(1003, 0.7548776662466927)
+
+  it("gives the fixed order's bits in f64, within 1e-15 of numpy's A @ x", function()
+    local y = A:dot(x):totable()
+    assert.are.equal(301, #y)
+    assert.are.equal("0x1.f7af88bead18cp+7", string.format("%a", y[1]))
+    assert.are.equal("0x1.f7ef5360a6fedp+7", string.format("%a", y[150]))
+    assert.are.equal("0x1.f668e77003c9cp+7", string.format("%a", y[301]))
+    local s = 0
+    for i = 1, 301 do s = s + y[i] end
+    close(s, 75525.73542316558, 1e-15)
+    close(y[1], 251.84284015524855, 1e-15)
+    close(y[150], 251.9674329952099, 1e-15)
+    close(y[301], 251.20489072843773, 1e-15)
+  end)
+
+  it("gives the fixed order's bits in f32, within 1e-6 of numpy's A @ x", function()
+    local y = A:astype("f32"):dot(x:astype("f32")):totable()
+    assert.are.equal("0x1.f7af88p+7", string.format("%a", y[1]))
+    assert.are.equal("0x1.f7ef58p+7", string.format("%a", y[150]))
+    assert.are.equal("0x1.f668e6p+7", string.format("%a", y[301]))
+    close(y[1], 251.84283447265625, 1e-6)
+    close(y[150], 251.9674072265625, 1e-6)
+    close(y[301], 251.20486450195312, 1e-6)
+  end)
+
+  it("gives the same bits under any --cpus and --parallel mode", function()
+    -- 2000 rows: 16 row blocks of 125, split among the pieces
+    local code = SEQ .. [[
+      local A = seq(2000 * 1003, 0.6180339887498949):reshape({ 2000, 1003 })
+      local x = seq(1003, 0.7548776662466927)
+      for _, t in ipairs({ "f64", "f32" }) do
+        local y = A:astype(t):dot(x:astype(t))
+        print(string.format("%a %a %a %a", y[1], y[777], y[2000],
+                            y:astype("f64"):sum():item()))
+      end
+    ]]
+    local ref = spec_lua(code, { TYCHO_CPUS = "1" })
+    assert(ref:find("0x1%.") and select(2, ref:gsub("\n", "")) == 2, ref)
+    for _, env in ipairs({ { TYCHO_CPUS = "2" }, { TYCHO_CPUS = "3", TYCHO_PARALLEL = "all" },
+                          { TYCHO_CPUS = "8", TYCHO_PARALLEL = "all", TYCHO_OVERDECOMPOSE = "3" },
+                          { TYCHO_CPUS = "2", TYCHO_PARALLEL = "single" } }) do
+      assert.are.equal(ref, spec_lua(code, env))
+    end
+  end)
+
+  it("still takes a transposed matrix (BLAS's gemv) to numpy's values", function()
+    local At = seq(1003 * 301, 0.6180339887498949):reshape({ 1003, 301 }):t()
+    local y = At:dot(x):totable()
+    assert.are.equal(301, #y)
+    -- numpy: (seq(1003*301, a1).reshape(1003, 301).T @ seq(1003, a2))[[0, 150, 300]]
+    close(y[1], 251.983506520819, 1e-13)
+    close(y[151], 247.34470441860668, 1e-13)
+    close(y[301], 251.97849484550244, 1e-13)
+  end)
+end)
