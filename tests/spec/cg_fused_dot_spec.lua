@@ -146,6 +146,39 @@ describe("CG's p.Ap in the Laplacian's pass", function()
     assert.are.equal(0.12539999999999998, tonumber(c))
   end)
 
+  it("a dot product over part of the grid: its regions only, the largest first", function()
+    local code = LAPLACIAN .. [[
+      local N = 600
+      local v = ((tycho.arange(N * N) % 97) * 0.01 - 0.3):reshape(N, N)
+      tycho.flush()
+      local out = {}
+      for _, box in ipairs({ { { 2, -1 }, { 2, -1 } }, { { 1, -2 }, {} } }) do
+        local Av = laplacian(v)
+        local s = (v[box] * Av[box]):sum():item()
+        local ops
+        for _, e in ipairs(tycho.explain(30)) do
+          if e.shape[1] == N - 2 and e.shape[2] == N - 2 then ops = e.fused_ops:gsub("%[compiled%] ", "") end
+        end
+        out[#out + 1] = string.format("%a|%s", s, ops)
+      end
+      print(table.concat(out, " "))
+    ]]
+    local ref
+    for _, cpus in ipairs({ 1, 2, 3 }) do
+      local out = run(code, cpus)
+      local a, oa, b, ob = out:match("^(%S+)|([^|]+) (%S+)|([^\n]+)")
+      assert(a, out)
+      ref = ref or (a .. " " .. b)
+      assert.are.equal(ref, a .. " " .. b)
+      -- numpy (600 x 600): (v[1:, 1:] * lap(v)[1:, 1:]).sum() = 54550.5535,
+      -- (v[:-1] * lap(v)[:-1]).sum() = 54706.0835
+      assert.is_true(rel(tonumber(a), 54550.5535) < 1e-12, a)
+      assert.is_true(rel(tonumber(b), 54706.0835) < 1e-12, b)
+      assert.are.equal("mul sub copy sub copy sub copy sub copy mul sum", oa)
+      assert.are.equal("mul sub copy sub copy sub copy sub copy mul sum", ob)
+    end
+  end)
+
   -- the loop of bench/workloads/cg.lua on a 512 x 512 grid, a flush per
   -- iteration: r.r after each, x.sum(), the last iteration's passes
   local CG = LAPLACIAN .. [[

@@ -415,11 +415,11 @@ static bool emit(ty_runtime *rt, const group *g, int64_t cuts[][REG_MAX_CUTS], c
   bool *dies = ty__calloc((size_t)g->no + 1, sizeof *dies);
   bool ok = fresh && dies;
   for (int i = 0; ok && i < g->no; i++) dies[i] = dies_in_group(g, &g->o[i]);
-  /* the regions in order, the largest first when a dot product ends the
-   * group (sum_tail): its sum may be split into pieces, combined into the
-   * 0-d output one by one, which gives one piece's bits only while the
-   * output holds the fill's 0; the other regions' launches then run as one
-   * piece each (max_pieces 1). */
+  /* the regions in order, the largest the sum covers first when a dot
+   * product ends the group (sum_tail): its sum may be split into pieces,
+   * added into the 0-d output one by one, which gives one piece's bits only
+   * while the output holds the fill's 0; the other regions' launches then
+   * run as one piece each (max_pieces 1). */
   box regs[REG_MAX_REGIONS];
   int nregs = 0, idx[TY_MAX_RANK] = {0};
   for (;;) {
@@ -432,10 +432,15 @@ static bool emit(ty_runtime *rt, const group *g, int64_t cuts[][REG_MAX_CUTS], c
     while (d >= 0 && ++idx[d] == ncuts[d] - 1) idx[d--] = 0;
     if (d < 0) break;
   }
-  if (g->fill) {
+  if (g->fill) { /* the largest region the sum covers (its box: the last member's) */
+    const box *sb = &g->b[g->n - 1];
     int big = 0;
     int64_t most = -1;
     for (int j = 0; j < nregs; j++) {
+      bool inside = true;
+      for (int d = 0; d < g->nd && inside; d++)
+        inside = regs[j].lo[d] >= sb->lo[d] && regs[j].hi[d] <= sb->hi[d];
+      if (!inside) continue;
       int64_t el = 1;
       for (int d = 0; d < g->nd; d++) el *= regs[j].hi[d] - regs[j].lo[d];
       if (el > most) most = el, big = j;
