@@ -218,8 +218,9 @@ static void trim(const ty_runtime *rt, group *g, ty_pending **w) {
  * writing t, add's rules), the fill of a 0-d store R, `R += sum(t)` (a whole
  * sum with R REDUCE, over t's view and domain). The product and the sum
  * join the group, the sum as its last member over the product's box, and
- * the fill goes before the group (it touches only R, which no member
- * touches): each region then sums its own part of t into R, in the fused
+ * the fill stays whole, emitted right before the first region's sum (it
+ * touches only R, which no member touches; emit): each region then sums its
+ * own part of t into R, in the fused
  * run that computes S there (CG's p.Ap in the Laplacian's pass). The sum's
  * order changes from the whole t's tree to region after region, each region
  * its own ordered tree, all fixed by the shapes: other bits, the same on any
