@@ -58,8 +58,8 @@ typedef struct ty__fhead {
   uint32_t bytes;    /* the whole description */
   uint32_t first;    /* offset of the first sub-operation record */
   uint32_t consts;   /* offset of the constants */
-  uint32_t kernel_kind; /* TY__FK_FLAT (ty__fused_kernel), TY__FK_ROWS (ty__fused_kernel2) or
-                           TY__FK_SUM (ty__fused_kernel3) */
+  uint32_t kernel_kind; /* TY__FK_FLAT (ty__fused_kernel), TY__FK_ROWS (ty__fused_kernel2),
+                           TY__FK_SUM (ty__fused_kernel3) or TY__FK_ROWSUM (ty__fused_kernel4) */
   uint64_t kernel;   /* a compiled kernel for the run (fused_codegen.c), or 0 */
   uint64_t contig;   /* its layout: bit k set when argument k is contiguous, clear
                         when it is one broadcast element */
@@ -78,7 +78,11 @@ typedef void (*ty__fused_kernel2)(int64_t n0, int64_t n1, char *const *args, con
  * reads, for n elements, into out (contiguous f64); the caller feeds them to
  * the sum's ordered stream as the interpreter does, so the bits are its. */
 typedef void (*ty__fused_kernel3)(int64_t n, char *const *args, const char *desc, char *out);
-enum { TY__FK_FLAT = 0, TY__FK_ROWS = 1, TY__FK_SUM = 2 };
+/* A compiled 2-D run that ends in an f64 sum (generate4): n0 rows of n1 as
+ * ty__fused_kernel2, the values the sum reads into out in C order. */
+typedef void (*ty__fused_kernel4)(int64_t n0, int64_t n1, char *const *args, const int64_t *os,
+                                  const char *desc, char *out);
+enum { TY__FK_FLAT = 0, TY__FK_ROWS = 1, TY__FK_SUM = 2, TY__FK_ROWSUM = 3 };
 
 /* Operand references. */
 #define TY__FREF_CONST 0x4000 /* ref - TY__FREF_CONST: a constant (one element, read-only) */

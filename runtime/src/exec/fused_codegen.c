@@ -119,7 +119,8 @@ typedef struct cg_entry {
   uint64_t hash;
   uint32_t seen;
   bool failed;
-  uint32_t kind;      /* its entry point: ty_fk, ty_fk2 (TY__FK_ROWS) or ty_fk3 (TY__FK_SUM) */
+  uint32_t kind;      /* its entry point: ty_fk, ty_fk2 (TY__FK_ROWS), ty_fk3 (TY__FK_SUM) or
+                         ty_fk4 (TY__FK_ROWSUM) */
   ty__fused_kernel fn;
   void *handle;
   ty__ccjob *job;     /* its compile while in flight (codegen_cc.h) */
@@ -890,6 +891,95 @@ static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig) {
   return !b->failed;
 }
 
+/* A 2-D run ending in an f64 sum (ty_fk4): generate3's body over rows, as
+ * generate2 walks them (each argument contiguous along the rows or one
+ * element per row, any byte stride between rows). The values the sum reads
+ * go to out in C order, n1 per row; the caller (fused_cpu.c) feeds them to
+ * the sum's ordered stream as the interpreter would: the same bits. A
+ * region of CG's Laplacian with p.Ap (plan/regions.c, sum_tail) is such a
+ * run: its views are rows of the grid, not one flat run. */
+static bool rows_sum_args(const ty_pending *f, int acc, uint64_t *contig) {
+  uint64_t c = 0;
+  for (int k = 0; k < f->nargs; k++) {
+    const ty_arg *a = &f->args[k];
+    const ty_store *st = a->store;
+    if (k == acc) {
+      if (a->priv != TY_PRIV_REDUCE || st->dtype != TY_F64) return false;
+      continue;
+    }
+    if (!vtype(st->dtype) || a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_REDUCE || st->ndim != 2)
+      return false;
+    if (st->strides[1] == 1) c |= UINT64_C(1) << k;
+    else if (st->strides[1] != 0) return false;
+  }
+  *contig = c;
+  return true;
+}
+
+static bool generate4(const ty_pending *f, sbuf *b, uint64_t *contig) {
+  const ty__fhead *h = (const ty__fhead *)f->scalars;
+  if (f->ndim != 2 || h->nsub < 2) return false;
+  const ty__fsub *last = ty__fsub_first(h);
+  for (int k = 0; k + 1 < h->nsub; k++) {
+    if (last->kind == TY__FK_REDUCE || last->kind == TY__FK_TASK || last->kind == TY__FK_ARGREDUCE) return false;
+    last = ty__fsub_next(last);
+  }
+  if (last->kind != TY__FK_REDUCE || last->op != TY__RSUM || last->dt != TY_F64 || last->dt2 != TY_F64 ||
+      last->nops != 2 || last->opnd[0].ref < 0 || TY__FREF_IS_CONST(last->opnd[0].ref) ||
+      last->opnd[1].dtype != TY_F64)
+    return false;
+  const int acc = last->opnd[0].ref;
+  uint64_t c = 0;
+  if (!rows_sum_args(f, acc, &c)) return false;
+  *contig = c;
+  preamble(b);
+  gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
+  flat_body_head(b, true);
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k + 1 < h->nsub && g.ok; k++, s = ty__fsub_next(s)) sub(&g, s, k);
+  char x[96];
+  operand(&g, &last->opnd[1], x, sizeof x);
+  if (!g.ok) return false;
+  put(b, "  st(o, %s);\n}\n\n", x);
+  put(b, "void ty_fk4(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D, char *o) {\n");
+  put(b, "  double K[%d], Bc[%d];\n  int sq[%d];\n  char *ra[%d], *p[%d];\n", h->nconsts + 1,
+      f->nargs + 1, g.npow + 1, f->nargs + 1, f->nargs + 1);
+  put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
+  put(b, "  for (i64 r = 0; r < n0; r++) {\n    char *ro = o + r * n1 * 8;\n");
+  for (int k = 0; k < f->nargs; k++) put(b, "    ra[%d] = a[%d] + r * os[%d];\n", k, k, k);
+  for (int k = 0; k < f->nargs; k++)
+    if (k != acc && !((c >> k) & 1u) && f->args[k].store->dtype == TY_F64)
+      put(b, "    Bc[%d] = *(const double *)ra[%d];\n", k, k);
+  pow_flags(b, h, c, "    ", "ra");
+  put(b, "    i64 i = 0;\n    for (; i + W <= n1; i += W) {\n");
+  for (int k = 0; k < f->nargs; k++) {
+    if ((c >> k) & 1u) put(b, "      p[%d] = ra[%d] + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
+    else put(b, "      p[%d] = ra[%d];\n", k, k);
+  }
+  put(b, "      body(p, D, sq, K, Bc, ro + i * 8);\n    }\n    if (i < n1) {\n      i64 m = n1 - i;\n");
+  for (int k = 0; k < f->nargs; k++) {
+    if (!((c >> k) & 1u)) {
+      put(b, "      p[%d] = ra[%d];\n", k, k);
+      continue;
+    }
+    int es = (int)ty_dtype_size(f->args[k].store->dtype);
+    put(b, "      char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
+    put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(t%d + j * %d, ra[%d] + (i + j) * %d, %d);\n",
+        k, es, k, es, es);
+    put(b, "      p[%d] = t%d;\n", k, k);
+  }
+  put(b, "      char to[W * 8] __attribute__((aligned(64)));\n      body(p, D, sq, K, Bc, to);\n");
+  for (int k = 0; k < f->nargs; k++)
+    if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
+      int es = (int)ty_dtype_size(f->args[k].store->dtype);
+      put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(ra[%d] + (i + j) * %d, t%d + j * %d, %d);\n",
+          k, es, k, es, es);
+    }
+  put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(ro + (i + j) * 8, to + j * 8, 8);\n");
+  put(b, "    }\n  }\n}\n");
+  return !b->failed;
+}
+
 /* ---- compile, cache, load -------------------------------------------------------------- */
 
 static uint64_t fnv1a(const char *p, size_t n) {
@@ -934,8 +1024,8 @@ static cg_entry *lookup(ty__codegen *cg, uint64_t hash) {
 static bool open_so(cg_entry *e, const char *so) {
   e->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!e->handle) return false;
-  static const char *const entry[] = {"ty_fk", "ty_fk2", "ty_fk3"};
-  void *sym = dlsym(e->handle, entry[e->kind < 3 ? e->kind : 0]);
+  static const char *const entry[] = {"ty_fk", "ty_fk2", "ty_fk3", "ty_fk4"};
+  void *sym = dlsym(e->handle, entry[e->kind < 4 ? e->kind : 0]);
   if (!sym) {
     dlclose(e->handle);
     e->handle = NULL;
@@ -1121,10 +1211,15 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
       *kind = TY__FK_SUM;
       if (!generate3(f, &b, contig)) {
         free(b.p);
-        *contig = 0;
-        *kind = TY__FK_FLAT;
-        if (p) p->entry = -1;
-        return NULL;
+        b = (sbuf){0};
+        *kind = TY__FK_ROWSUM;
+        if (!generate4(f, &b, contig)) {
+          free(b.p);
+          *contig = 0;
+          *kind = TY__FK_FLAT;
+          if (p) p->entry = -1;
+          return NULL;
+        }
       }
     }
   }

@@ -309,6 +309,37 @@ static void run_flat_sum(piece_state *ps, int64_t n, const rsub *r, ty__fused_ke
   }
 }
 
+/* A 2-D piece whose run ends in an f64 sum, compiled (ty_fk4): blocks of
+ * whole rows (a row longer than a block: pieces of it), whose values the
+ * kernel writes to a buffer in C order, fed to the sum's stream: the values
+ * and their order of the interpreter, so the same bits. */
+static void run_rows_sum(piece_state *ps, const rsub *r, ty__fused_kernel4 fn) {
+  _Alignas(64) char buf[4096 * 8];
+  const ty_task_ctx *ctx = ps->ctx;
+  const ropnd *acc = &ps->ro[r->first];
+  const int64_t n0 = ps->P[0], n1 = ps->P[1], B = ps->block;
+  char *a[TY_MAX_ARGS];
+  int64_t os[TY_MAX_ARGS], es[TY_MAX_ARGS];
+  for (int k = 0; k < ctx->nargs; k++) {
+    const ty_tile *t = &ctx->args[k];
+    const int64_t sz = (int64_t)ty_dtype_size(t->dtype);
+    os[k] = t->strides[0] * sz;
+    es[k] = ((ps->h->contig >> k) & 1u) ? sz : 0;
+  }
+  const int64_t rows = n1 >= B ? 1 : B / n1;
+  for (int64_t i = 0; i < n0; i += rows) {
+    const int64_t nr = n0 - i < rows ? n0 - i : rows;
+    for (int64_t j = 0; j < n1; j += B) {
+      const int64_t len = n1 - j < B ? n1 - j : B;
+      for (int k = 0; k < ctx->nargs; k++) a[k] = ctx->args[k].data + i * os[k] + j * es[k];
+      fn(nr, len, a, os, (const char *)ps->h, buf);
+      char *p[2] = {acc->base, buf};
+      const int64_t st[2] = {acc->stride, 8};
+      r->feed(nr * len, p, st, r->os);
+    }
+  }
+}
+
 /* The best value of a row whose arg reduction is i, as the unfused min/max
  * along the row gives it (kernels_reduce.c: NaN sticks, a later NaN
  * replaces it, so a row with NaN gives its last NaN; otherwise the first
@@ -594,6 +625,22 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
       ty__fused_kernel3 fn;
       memcpy(&fn, &h->kernel, sizeof fn);
       run_flat_sum(&ps, n, r, fn);
+    }
+  }
+  if (rc == 0 && !compiled && !summed && h->kernel && h->kernel_kind == TY__FK_ROWSUM && ps.nd == 2 &&
+      nreduce == 1 && !has_task && !has_arg && ps.block <= 4096) {
+    /* a compiled 2-D run ending in a sum, with the layout it was compiled for */
+    const rsub *r = &ps.rs[ps.nsub - 1];
+    summed = r->s->kind == TY__FK_REDUCE && r->stream == STREAM_PIECE;
+    const int acc = r->s->opnd[0].ref;
+    for (int a = 0; a < ctx->nargs && summed; a++) {
+      const ty_tile *t = &ctx->args[a];
+      summed = a == acc || (t->ndim == 2 && (ps.P[1] == 1 || t->strides[1] == (((h->contig >> a) & 1u) ? 1 : 0)));
+    }
+    if (summed) {
+      ty__fused_kernel4 fn;
+      memcpy(&fn, &h->kernel, sizeof fn);
+      run_rows_sum(&ps, r, fn);
     }
   }
   if (rc == 0 && !compiled && !summed) rc = flat ? run_flat(&ps, n) : run_box(&ps);

@@ -52,6 +52,10 @@ enum {
   REG_MAX_GROUP = 64,    /* launches in a group */
   REG_MAX_CUTS = 9,      /* cut points per dim (8 intervals) */
   REG_MAX_REGIONS = 64,
+  /* a dot product joins (sum_tail) from 4 ordered tiles of its sum: below,
+   * the inside region's sum would be one tile, one piece on one processor,
+   * where the Laplacian alone runs on all of them */
+  REG_MIN_SUM_ELEMS = 4 * TY__ORDER_CHUNK,
 };
 
 typedef struct box {
@@ -72,6 +76,7 @@ typedef struct group {
   ty_storage *S;
   int nd;
   int64_t strides[TY_MAX_RANK];
+  ty_pending *fill; /* a dot product's tail (sum_tail): its 0-d output's fill */
   int n;
   ty_pending *m[REG_MAX_GROUP];
   box b[REG_MAX_GROUP];
@@ -208,6 +213,68 @@ static void trim(const ty_runtime *rt, group *g, ty_pending **w) {
   for (int k = 0; k <= last; k++) add(rt, g, w[k]);
 }
 
+/* A dot product of S with another store right after the group's last
+ * writer of S: `t = v * S` (a built-in element-wise launch reading S and
+ * writing t, add's rules), the fill of a 0-d store R, `R += sum(t)` (a whole
+ * sum with R REDUCE, over t's view and domain). The product and the sum
+ * join the group, the sum as its last member over the product's box, and
+ * the fill stays whole, emitted right before the first region's sum (it
+ * touches only R, which no member touches; emit): each region then sums its
+ * own part of t into R, in the fused
+ * run that computes S there (CG's p.Ap in the Laplacian's pass). The sum's
+ * order changes from the whole t's tree to region after region, each region
+ * its own ordered tree, all fixed by the shapes: other bits, the same on any
+ * number of processors. n: launches of the window from the group's start.
+ * False (the group unchanged) when the tail is not there. */
+static bool sum_tail(const ty_runtime *rt, group *g, ty_pending **w, int n) {
+  if (g->n < 1 || g->n + 3 > n || g->n + 2 > REG_MAX_GROUP) return false;
+  ty_pending *mul = w[g->n], *fill = w[g->n + 1], *red = w[g->n + 2];
+  ty__fsub sub;
+  ty__fillval fv;
+  /* the fill: a 0-d store that no member touches, set to +0 (the sum's
+   * identity: emit relies on it) */
+  static const ty__fillval zero = {0, 0};
+  if (!ty__fuse_builtin(rt, fill, &sub, &fv) || sub.kind != TY__FK_FILL || fill->ndim != 0 ||
+      fill->args[0].store->ndim != 0 || memcmp(&fv, &zero, sizeof fv) != 0)
+    return false;
+  ty_storage *R = fill->args[0].store->storage;
+  if (R == g->S || find_other(g, R)) return false;
+  /* the sum: R REDUCE (stride 0 everywhere), the input aligned */
+  if (!ty__fuse_builtin(rt, red, &sub, &fv) || sub.kind != TY__FK_REDUCE || sub.op != TY__RSUM ||
+      (sub.flags & TY__FS_INIT_OUT) || red->nargs != 2 || red->ndim != g->nd ||
+      !red->pol.p.fuse || red->pol.p.mode == TY_MODE_TASK || red->pol.p.memory > 0 ||
+      (red->task->omp && rt->cfg.omps > 0))
+    return false;
+  const ty_arg *acc = &red->args[0], *in = &red->args[1];
+  if (acc->priv != TY_PRIV_REDUCE || acc->store->storage != R ||
+      acc->store->offset != fill->args[0].store->offset || acc->proj != TY_PROJ_ALIGNED ||
+      in->priv != TY_PRIV_IN || in->proj != TY_PROJ_ALIGNED || in->store->storage->cancelled)
+    return false;
+  int64_t elems = 1;
+  for (int d = 0; d < g->nd; d++) {
+    if (acc->store->strides[d] != 0 || acc->store->shape[d] != red->domain[d]) return false;
+    elems *= red->domain[d];
+  }
+  if (elems < REG_MIN_SUM_ELEMS) return false;
+  /* the product: reads S (add checks it), writes t, a storage new to the
+   * group that only the sum reads next */
+  const ty_storage *t = in->store->storage;
+  if (mul->nargs < 2 || mul->args[0].priv != TY_PRIV_OUT || !ty__same_view(mul->args[0].store, in->store) ||
+      t == R || t == g->S || find_other(g, t))
+    return false;
+  for (int i = 1; i < mul->nargs; i++)
+    if (mul->args[i].store->storage == t || mul->args[i].store->storage == R) return false;
+  for (int d = 0; d < g->nd; d++)
+    if (mul->domain[d] != red->domain[d]) return false;
+  const int n0 = g->n;
+  if (!add(rt, g, mul)) return false;
+  g->m[g->n] = red;
+  g->b[g->n] = g->b[n0];
+  g->n++;
+  g->fill = fill;
+  return true;
+}
+
 /* Worth cutting: two boxes at least among S's writers, rows that never
  * wrap, enough elements, few cuts. Fills the cut points. */
 static bool worth_cutting(const group *g, int64_t cuts[][REG_MAX_CUTS], int *ncuts) {
@@ -300,7 +367,7 @@ static bool push(emitted *e, ty_pending *l) {
 /* Member k's launch over region r (inside its box); fresh[] holds the
  * region's stores for the temporaries. NULL when out of memory. */
 static ty_pending *cut(ty_runtime *rt, const group *g, int k, const box *r, ty_store **fresh,
-                       const bool *dies) {
+                       const bool *dies, bool single) {
   const ty_pending *l = g->m[k];
   const box *b = &g->b[k];
   ty_pending *p = ty__pending_take(rt);
@@ -312,6 +379,7 @@ static ty_pending *cut(ty_runtime *rt, const group *g, int k, const box *r, ty_s
   p->scalar_bytes = l->scalar_bytes;
   memcpy(p->scalars, l->scalars, l->scalar_bytes);
   memcpy(&p->max_pieces, &l->max_pieces, sizeof *p - offsetof(ty_pending, max_pieces));
+  if (single) p->max_pieces = 1;
   int64_t shape[TY_MAX_RANK];
   for (int d = 0; d < g->nd; d++) p->domain[d] = shape[d] = r->hi[d] - r->lo[d];
   for (int i = 0; i < l->nargs; i++) {
@@ -348,20 +416,57 @@ static bool emit(ty_runtime *rt, const group *g, int64_t cuts[][REG_MAX_CUTS], c
   bool *dies = ty__calloc((size_t)g->no + 1, sizeof *dies);
   bool ok = fresh && dies;
   for (int i = 0; ok && i < g->no; i++) dies[i] = dies_in_group(g, &g->o[i]);
-  int idx[TY_MAX_RANK] = {0};
-  covered_marks(rt, g, true);
-  while (ok) {
-    box r;
+  /* the regions in order, the largest the sum covers first when a dot
+   * product ends the group (sum_tail): its sum may be split into pieces,
+   * added into the 0-d output one by one, which gives one piece's bits only
+   * while the output holds the fill's 0; the other regions' launches then
+   * run as one piece each (max_pieces 1). */
+  box regs[REG_MAX_REGIONS];
+  int nregs = 0, idx[TY_MAX_RANK] = {0};
+  for (;;) {
+    box *r = &regs[nregs++];
     for (int d = 0; d < g->nd; d++) {
-      r.lo[d] = cuts[d][idx[d]];
-      r.hi[d] = cuts[d][idx[d] + 1];
+      r->lo[d] = cuts[d][idx[d]];
+      r->hi[d] = cuts[d][idx[d] + 1];
     }
+    int d = g->nd - 1;
+    while (d >= 0 && ++idx[d] == ncuts[d] - 1) idx[d--] = 0;
+    if (d < 0) break;
+  }
+  if (g->fill) { /* the largest region the sum covers (its box: the last member's) */
+    const box *sb = &g->b[g->n - 1];
+    int big = 0;
+    int64_t most = -1;
+    for (int j = 0; j < nregs; j++) {
+      bool inside = true;
+      for (int d = 0; d < g->nd && inside; d++)
+        inside = regs[j].lo[d] >= sb->lo[d] && regs[j].hi[d] <= sb->hi[d];
+      if (!inside) continue;
+      int64_t el = 1;
+      for (int d = 0; d < g->nd; d++) el *= regs[j].hi[d] - regs[j].lo[d];
+      if (el > most) most = el, big = j;
+    }
+    const box first = regs[big];
+    memmove(&regs[1], &regs[0], (size_t)big * sizeof regs[0]);
+    regs[0] = first;
+  }
+  covered_marks(rt, g, true);
+  for (int j = 0; ok && j < nregs; j++) {
+    const box r = regs[j];
+    const bool single = g->fill && j > 0;
     for (int k = 0; ok && k < g->n; k++) {
       bool inside = true;
       for (int d = 0; d < g->nd && inside; d++)
         inside = r.lo[d] >= g->b[k].lo[d] && r.hi[d] <= g->b[k].hi[d];
       if (!inside) continue;
-      ty_pending *p = cut(rt, g, k, &r, fresh, dies);
+      /* the dot product's fill, kept whole, right before the first region's
+       * sum: fusion moves it before the run, which the sum then joins (the
+       * fill's 0-d view ends a run the sum's view of its store would join) */
+      if (g->fill && j == 0 && k == g->n - 1 && !push(e, g->fill)) {
+        ok = false;
+        break;
+      }
+      ty_pending *p = cut(rt, g, k, &r, fresh, dies, single);
       ok = p != NULL;
       if (ok && !push(made, p)) {
         ty__pending_drop(rt, p);
@@ -376,9 +481,6 @@ static bool emit(ty_runtime *rt, const group *g, int64_t cuts[][REG_MAX_CUTS], c
       ty_store_release(fresh[i]);
       fresh[i] = NULL;
     }
-    int d = g->nd - 1;
-    while (d >= 0 && ++idx[d] == ncuts[d] - 1) idx[d--] = 0;
-    if (d < 0) break;
   }
   free(fresh);
   free(dies);
@@ -415,6 +517,8 @@ void ty__regions_cut(ty_runtime *rt) {
       while (i + g.n < n && add(rt, &g, w[i + g.n])) {
       }
       trim(rt, &g, w + i);
+      g.fill = NULL;
+      sum_tail(rt, &g, w + i, n - i);
       int64_t cuts[TY_MAX_RANK][REG_MAX_CUTS];
       int ncuts[TY_MAX_RANK];
       if (worth_cutting(&g, cuts, ncuts)) {
@@ -423,7 +527,7 @@ void ty__regions_cut(ty_runtime *rt) {
         const int n0 = out.n;
         if (ok && emit(rt, &g, cuts, ncuts, &out, &made)) {
           for (int k = 0; k < g.n && ok; k++) ok = push(&gone, g.m[k]);
-          len = g.n;
+          len = g.n + (g.fill != NULL);
         } else {
           out.n = n0;
         }
