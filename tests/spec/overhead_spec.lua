@@ -23,6 +23,31 @@ describe("per-operation shortcuts", function()
     spec_same(y:totable(), {-1, 0, 1, 2})
   end)
 
+  it("takes the operators' operands as the functions do", function()
+    -- numpy: x = np.arange(4, dtype=np.int32)
+    local x = tycho.arange(4):astype("i32")
+    assert.are.equal("i32", (x + 1).dtype)
+    assert.are.equal("f64", (1.5 * x).dtype)
+    spec_same((x + 1):totable(), {1, 2, 3, 4})
+    spec_same((10 - x):totable(), {10, 9, 8, 7})
+    spec_same((x * x):totable(), {0, 1, 4, 9})
+    spec_same((x / 2):totable(), {0, 0.5, 1, 1.5})
+    spec_same((x % 3):totable(), {0, 1, 2, 0})
+    spec_same((2 ^ x):totable(), {1, 2, 4, 8})
+    spec_same((x - x:astype("f64")):totable(), {0, 0, 0, 0})
+    spec_fails({"tycho.mul", "argument 2 must be a store or a number, got table"},
+               function() return x * {} end)
+    spec_fails({"tycho.sub", "argument 1 must be a store or a number, got string"},
+               function() return "a" - x end)
+    spec_fails({"tycho.add", "3000000000 is out of range for i32"},
+               function() return x + 3000000000 end)
+    -- the metamethod called with an out goes the functions' way
+    local out = tycho.zeros(4)
+    local r = getmetatable(x).__mul(x, 2, out)
+    assert.are.equal(out, r)
+    spec_same(out:totable(), {0, 2, 4, 6})
+  end)
+
   it("runs overhead.lua's loop to numpy's values", function()
     -- numpy: x = np.arange(1000) * 0.001; 100 times x = x * 0.999 + 0.001
     -- (200 launches: full windows flushed as they fill, then the read)
