@@ -129,6 +129,28 @@ static int binary(lua_State *L, ty_op op, const tl_sig *s) {
   return finish_out(L, rt, slot, st, s, out, from);
 }
 
+/* An arithmetic operator on stores (`x * 0.5`, `a + b`): Lua calls the
+ * metamethod with exactly the two operands, so there is no out and no
+ * options to look for; the operands are taken as binary() takes them. A
+ * call of the metamethod with other arguments goes through binary(). */
+static int meta_binary(lua_State *L, ty_op op, const tl_sig *s) {
+  tl_box *bx = lua_touserdata(L, lua_upvalueindex(1));
+  if (lua_gettop(L) != 2 || !bx) return binary(L, op, s);
+  const char *fn = s->fn;
+  ty_runtime *rt = tl_rt(L);
+  ty_store *a0 = tl_teststore_in(L, bx, 1, fn), *b0 = tl_teststore_in(L, bx, 2, fn);
+  if (!a0) check_weak_int(L, op, fn, 1, b0);
+  if (!b0) check_weak_int(L, op, fn, 2, a0);
+  ty_store *a = a0 ? a0 : b0 ? tl_const_operand(L, 1, fn, b0) : tl_operand(L, 1, fn, NULL);
+  ty_store *b = b0 ? b0 : a0 ? tl_const_operand(L, 2, fn, a0) : tl_operand(L, 2, fn, NULL);
+  ty_store **slot = tl_newslot(L);
+  ty_status st;
+  bx->consts_busy = !a0 || !b0; /* held across TL_TRY's flushes */
+  TL_TRY(L, rt, st, ty_binary(rt, op, a, b, slot));
+  bx->consts_busy = false;
+  return finish(L, rt, slot, st, fn);
+}
+
 /* where(cond, a, b): numbers for a or b are weak next to the other. */
 static const tl_sig sig_where = {"where", 1, 3, "", true,
                                  "tycho.where(cond, a, b [, {parallel = ...}]), "
@@ -332,6 +354,13 @@ ARGREDUCE(argmax, TY_RED_ARGMAX)
 static int op_dot(lua_State *L) { return matmul(L, &sig_dot); }
 static int op_matmul(lua_State *L) { return matmul(L, &sig_matmul); }
 
+static int m_add(lua_State *L) { return meta_binary(L, TY_OP_ADD, &sig_add); }
+static int m_sub(lua_State *L) { return meta_binary(L, TY_OP_SUB, &sig_sub); }
+static int m_mul(lua_State *L) { return meta_binary(L, TY_OP_MUL, &sig_mul); }
+static int m_div(lua_State *L) { return meta_binary(L, TY_OP_DIV, &sig_div); }
+static int m_mod(lua_State *L) { return meta_binary(L, TY_OP_MOD, &sig_mod); }
+static int m_pow(lua_State *L) { return meta_binary(L, TY_OP_POW, &sig_pow); }
+
 /* Lua calls __unm with the operand twice: the second is not an out. */
 static int m_unm(lua_State *L) {
   lua_settop(L, 1);
@@ -358,8 +387,8 @@ static int m_compare(lua_State *L) {
 
 const luaL_Reg tl_ops_funcs[] = {OPS_FUNCS, {"where", op_where}, {NULL, NULL}};
 const luaL_Reg tl_ops_methods[] = {OPS_FUNCS, {NULL, NULL}};
-const luaL_Reg tl_ops_meta[] = {{"__add", op_add}, {"__sub", op_sub}, {"__mul", op_mul},
-                                {"__div", op_div}, {"__mod", op_mod}, {"__pow", op_pow},
+const luaL_Reg tl_ops_meta[] = {{"__add", m_add}, {"__sub", m_sub}, {"__mul", m_mul},
+                                {"__div", m_div}, {"__mod", m_mod}, {"__pow", m_pow},
                                 {"__unm", m_unm}, {"__lt", m_compare},
                                 {"__le", m_compare}, {NULL, NULL}};
 

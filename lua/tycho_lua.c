@@ -125,8 +125,9 @@ static int box_gc(lua_State *L) {
   return 0;
 }
 
+/* The box's user value 1 is the store metatable once bound (tl_newslot). */
 static tl_box *push_box(lua_State *L, ty_runtime *rt, bool owned) {
-  tl_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+  tl_box *b = lua_newuserdatauv(L, sizeof *b, 1);
   b->rt = rt;
   b->owned = owned;
   b->tasks = NULL;
@@ -169,9 +170,21 @@ uint64_t tl_flushes(ty_runtime *rt) {
   return s.flushes;
 }
 
+/* The store metatable comes from the box's user value (an array read)
+ * rather than from the registry by name, whose string lookup was ~130
+ * instructions of every operation (callgrind, bench/workloads/overhead.lua). */
 ty_store **tl_newslot(lua_State *L) {
   ty_store **p = lua_newuserdatauv(L, sizeof *p, 0);
   *p = NULL;
+  const int up = lua_upvalueindex(1);
+  const tl_box *b = lua_type(L, up) == LUA_TUSERDATA ? lua_touserdata(L, up) : NULL;
+  if (b && b->store_meta) {
+    if (lua_getiuservalue(L, up, 1) == LUA_TTABLE && lua_topointer(L, -1) == b->store_meta) {
+      lua_setmetatable(L, -2);
+      return p;
+    }
+    lua_pop(L, 1);
+  }
   luaL_setmetatable(L, TL_STORE);
   return p;
 }
@@ -815,6 +828,8 @@ static int bind(lua_State *L) {
   luaL_newmetatable(L, TL_STORE); /* sets __name = "tycho.store" */
   int meta = lua_gettop(L);
   ((tl_box *)lua_touserdata(L, box))->store_meta = lua_topointer(L, meta);
+  lua_pushvalue(L, meta);
+  lua_setiuservalue(L, box, 1); /* for tl_newslot */
   setfuncs(L, meta, box, tl_store_meta);
   setfuncs(L, meta, box, tl_ops_meta);
   lua_pushvalue(L, box);

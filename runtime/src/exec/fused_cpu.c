@@ -463,6 +463,33 @@ static int run_box(piece_state *ps) {
   }
 }
 
+/* A compiled element-wise run (no reduction, task or arg reduction, no
+ * whole-store operand) over a piece whose arguments are each flat with the
+ * layout it was compiled for: the kernel takes the arguments' addresses
+ * only, so none of fused_piece's per-operand bookkeeping is made (it was
+ * about half of the instructions of a 1,000-element piece of 64 operations,
+ * bench/workloads/overhead.lua). The same call and bits as fused_piece's
+ * flat compiled path; false (nothing run) when the layout differs. */
+static bool run_compiled_flat(ty_task_ctx *ctx, const ty__fhead *h, const int64_t *P, int nd,
+                              int64_t n) {
+  char *bases[TY_MAX_ARGS];
+  for (int a = 0; a < ctx->nargs; a++) {
+    const ty_tile *t = &ctx->args[a];
+    int last = -1;
+    for (int d = 0; d < nd; d++) { /* flat_layout's test */
+      if (P[d] == 1) continue;
+      if (last >= 0 && t->strides[last] != t->strides[d] * P[d]) return false;
+      last = d;
+    }
+    if ((last >= 0 ? t->strides[last] : 0) != (((h->contig >> a) & 1u) ? 1 : 0)) return false;
+    bases[a] = t->data;
+  }
+  ty__fused_kernel fn;
+  memcpy(&fn, &h->kernel, sizeof fn);
+  fn(n, bases, (const char *)h);
+  return true;
+}
+
 /* One piece, or one ordered tile of a walked piece. */
 static int fused_piece(ty_task_ctx *ctx, void *ud) {
   (void)ud;
@@ -477,7 +504,7 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
 
   /* one allocation: sub-operations, operands, strides, task tiles, slots */
   int nops = 0, max_nops = 0, nreduce = 0;
-  bool has_task = false, has_arg = false;
+  bool has_task = false, has_arg = false, has_whole = false;
   const ty__fsub *s = ty__fsub_first(h);
   for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
     nops += s->nops;
@@ -485,7 +512,11 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
     has_task |= s->kind == TY__FK_TASK;
     has_arg |= s->kind == TY__FK_ARGREDUCE;
     nreduce += s->kind == TY__FK_REDUCE;
+    for (int j = 0; j < s->nops; j++) has_whole |= TY__FOPND_PROJ(&s->opnd[j]) == TY_PROJ_WHOLE;
   }
+  if (h->kernel && nreduce == 0 && !has_task && !has_arg && !has_whole &&
+      !(h->kernel_kind == TY__FK_ROWS && ps.nd == 2) && run_compiled_flat(ctx, h, ps.P, ps.nd, n))
+    return 0;
   ps.block = block_elems(h);
   /* element-wise runs: a row of up to 4096 elements is never cut (a row cut
    * in two is two short calls per sub-operation; reductions keep blocks of

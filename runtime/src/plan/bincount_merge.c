@@ -126,11 +126,23 @@ static int merge(ty_runtime *rt, ty_pending **w, int *n, int i, int q) {
   return i + moved;
 }
 
+/* The bincount task when a launch of the window runs it, else NULL: task
+ * names are unique, and a scan of the window's scalar sizes costs less than
+ * ty_task_find's string compares over every task, which were ~2,300
+ * instructions of every flush of a small-array loop. */
+static const ty_task *window_bincount(ty_pending *const *w, int n) {
+  for (int i = 0; i < n; i++)
+    if (w[i]->scalar_bytes == sizeof(ty__bincount_args) && strcmp(w[i]->task->name, "bincount") == 0)
+      return w[i]->task;
+  return NULL;
+}
+
 void ty__bincount_merge(ty_runtime *rt) {
-  const ty_task *bc = ty_task_find(rt, "bincount");
-  if (!bc || rt->nwindow < 2 || rt->dist.nranks > 1) return;
+  if (rt->nwindow < 2 || rt->dist.nranks > 1) return;
   ty_pending **w = rt->window;
   int n = rt->nwindow;
+  const ty_task *bc = window_bincount(w, n);
+  if (!bc) return;
   for (int i = 0; i < n; i++) {
     if (!is_bincount(w[i], bc)) continue;
     for (int q = i + 1; q < n && q <= i + BC_LOOKAHEAD;) {

@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "exec.h"
 #include "exec_gpu.h"
+#include "regions.h" /* TY__PENDING_KEEP */
 #include "schedule.h"
 #include "trace.h"
 
@@ -24,10 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Launches are ~6 KiB (inline arguments and scalars); a window's worth is
- * kept for reuse rather than going through malloc for every launch. */
+/* Launches are ~6 KiB (inline arguments and scalars); a window's worth (and
+ * a few, TY__PENDING_KEEP) is kept for reuse rather than going through
+ * malloc for every launch. */
 static void launch_free(ty_runtime *rt, ty_pending *l) {
-  if (rt && rt->nfree_pending < rt->cfg.window && !rt->destroyed) {
+  if (rt && rt->nfree_pending < TY__PENDING_KEEP(rt) && !rt->destroyed) {
     l->args[0].store = (ty_store *)rt->free_pending;
     rt->free_pending = l;
     rt->nfree_pending++;
