@@ -767,7 +767,9 @@ static bool across_rows(const ty_pending *f, const ty__fsub *ared, uint64_t c, i
  * scans them (kernels_reduce.c: a strict comparison keeps the first index,
  * no branch per element; a row with a NaN gives its first NaN), so the index
  * is the unfused one. Lane-wise best values and indices merged at the row's
- * end measured slower on rows of 10 (the merge's branches). */
+ * end measured slower on rows of 10 (the merge's branches). Rows of at most
+ * CG_ACROSS_ROW go W at a time through across() instead, the lanes being
+ * rows (above). */
 static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   const ty__fhead *h = (const ty__fhead *)f->scalars;
   if (f->ndim != 2 || f->domain[1] < 2) return false;
