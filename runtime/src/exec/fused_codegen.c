@@ -643,6 +643,115 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
   return !b->failed;
 }
 
+/* Short rows of an arg reduction, W rows at once (issue 19): lane l of every
+ * vector is row r + l, and a loop over the row's elements keeps each lane's
+ * best value and index in registers, so no row pays a setup, a masked tail
+ * and a scalar scan of its own (k-means' rows of 10 centroids). The scan is
+ * argmin_short_f64's, lane by lane: a strict comparison keeps the first
+ * index; a row with a NaN gives its first NaN's index and (the min/max
+ * value) its last NaN, as the scan after the row kernel does. Rows of at
+ * most CG_ACROSS_ROW elements: longer ones measured faster along the row
+ * (docs/fusion.md). Runs with a pow are left to the row kernel (its squaring
+ * flag reads the exponent per row). */
+#define CG_ACROSS_ROW 32
+
+static bool across_ok(const ty_pending *f, const ty__fhead *h) {
+  if (f->domain[1] > CG_ACROSS_ROW) return false;
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s))
+    if (s->kind == TY__FK_BINARY && s->op == TY_OP_POW) return false;
+  return true;
+}
+
+/* across(n0, a, os, D): the whole blocks of W rows of a piece whose rows are
+ * n1 = domain[1] long; returns the rows done (the rest go to rows()). Every
+ * argument but the outputs aacc, vacc is read (written) W lanes at a time
+ * from (to) t<k>: element j of each of the W rows (c: varies along the row),
+ * or each row's one element (gathered once per block). */
+static bool across_rows(const ty_pending *f, const ty__fsub *ared, uint64_t c, int aacc, int vacc, sbuf *b) {
+  const ty__fhead *h = (const ty__fhead *)f->scalars;
+  const long long n1 = (long long)f->domain[1];
+  const int w = CG_W;
+  uint64_t cx = 0;
+  for (int k = 0; k < f->nargs; k++)
+    if (k != aacc && k != vacc) cx |= UINT64_C(1) << k;
+  gen g = {.b = b, .h = h, .f = f, .contig = cx, .ok = true};
+  put(b, "static inline vd body_x(char *const *p, const char *D, const int *sq, const double *K,\n"
+         "                        const double *Bc) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n");
+  const ty__fsub *s = ty__fsub_first(h);
+  char rin[96] = "bc(0)";
+  for (int k = 0; k < h->nsub && g.ok; k++, s = ty__fsub_next(s)) {
+    if (s == ared) operand(&g, &s->opnd[1], rin, sizeof rin);
+    else sub(&g, s, k);
+  }
+  if (!g.ok) return false;
+  put(b, "  return %s;\n}\n\n", rin);
+  /* the lanes are written out (no loop over W for the compiler to keep),
+   * the strides are locals (no store can change them) */
+  put(b, "static inline __attribute__((always_inline)) i64 across(i64 n0, char *const *a, const i64 *os, "
+         "const char *D) {\n");
+  put(b, "  double K[%d], Bc[1] = {0};\n  int sq[1] = {0};\n  char *p[%d];\n", h->nconsts + 1, f->nargs + 1);
+  put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
+  for (int k = 0; k < f->nargs; k++) put(b, "  const i64 o%d = os[%d];\n", k, k);
+  for (int k = 0; k < f->nargs; k++)
+    if (k != aacc && k != vacc)
+      put(b, "  char t%d[W * %d] __attribute__((aligned(64)));\n  p[%d] = t%d;\n", k,
+          (int)ty_dtype_size(f->args[k].store->dtype), k, k);
+  put(b, "  i64 r = 0;\n  for (; r + W <= n0; r += W) {\n");
+  for (int k = 0; k < f->nargs; k++) put(b, "    char *b%d = a[%d] + r * o%d;\n", k, k, k);
+  for (int k = 0; k < f->nargs; k++) { /* each row's one element, once per block */
+    if (k == aacc || k == vacc || ((c >> k) & 1u)) continue;
+    int es = (int)ty_dtype_size(f->args[k].store->dtype);
+    if (es == 8) {
+      put(b, "    st(t%d, (vd){", k);
+      for (int l = 0; l < w; l++) put(b, "%s*(const double *)(b%d + %d * o%d)", l ? ", " : "", k, l, k);
+      put(b, "});\n");
+    } else {
+      for (int l = 0; l < w; l++) put(b, "    __builtin_memcpy(t%d + %d, b%d + %d * o%d, %d);\n", k, l * es, k, l, k, es);
+    }
+  }
+  put(b, "    vd m = bc(0), ln = bc(0);\n    vm best = (vm){0}, fn = (vm){0} - 1;\n");
+  put(b, "#pragma GCC unroll %lld\n    for (i64 j = 0; j < %lld; j++) {\n", n1, n1);
+  for (int k = 0; k < f->nargs; k++) { /* element j of each row */
+    if (k == aacc || k == vacc || !((c >> k) & 1u) || f->args[k].priv == TY_PRIV_OUT) continue;
+    int es = (int)ty_dtype_size(f->args[k].store->dtype);
+    if (es == 8) { /* a row shared by every row (stride 0: k-means' centroid norms): one broadcast */
+      put(b, "      if (!o%d) st(t%d, bc(*(const double *)(b%d + j * 8)));\n      else st(t%d, (vd){", k, k, k, k);
+      for (int l = 0; l < w; l++) put(b, "%s*(const double *)(b%d + %d * o%d + j * 8)", l ? ", " : "", k, l, k);
+      put(b, "});\n");
+    } else {
+      for (int l = 0; l < w; l++)
+        put(b, "      __builtin_memcpy(t%d + %d, b%d + %d * o%d + j * %d, %d);\n", k, l * es, k, l, k, es, es);
+    }
+  }
+  put(b, "      vd v = body_x(p, D, sq, K, Bc);\n");
+  for (int k = 0; k < f->nargs; k++) { /* written arguments: each lane to its row */
+    if (k == aacc || k == vacc || !((c >> k) & 1u) || f->args[k].priv == TY_PRIV_IN) continue;
+    int es = (int)ty_dtype_size(f->args[k].store->dtype);
+    if (es == 8) {
+      put(b, "      {\n        vd y = ld(t%d);\n", k);
+      for (int l = 0; l < w; l++) put(b, "        *(double *)(b%d + %d * o%d + j * 8) = y[%d];\n", k, l, k, l);
+      put(b, "      }\n");
+    } else {
+      for (int l = 0; l < w; l++)
+        put(b, "      __builtin_memcpy(b%d + %d * o%d + j * %d, t%d + %d, %d);\n", k, l, k, es, k, l * es, es);
+    }
+  }
+  /* j == 0 takes every lane (m = the row's first value, best = 0) */
+  put(b, "      vm bt = (v %s m) | bcm(j == 0), isn = v != v;\n", ared->op ? ">" : "<");
+  put(b, "      best = (bt & ((vm){0} + j)) | (~bt & best);\n      m = sel(bt, v, m);\n");
+  put(b, "      vm fnn = isn & (fn < 0);\n      fn = (fnn & ((vm){0} + j)) | (~fnn & fn);\n");
+  put(b, "      ln = sel(isn, v, ln);\n    }\n");
+  put(b, "    vm nan = fn >= 0;\n    best = (nan & fn) | (~nan & best);\n");
+  for (int l = 0; l < w; l++) put(b, "    *(i64 *)(b%d + %d * o%d) = best[%d];\n", aacc, l, aacc, l);
+  if (vacc >= 0) {
+    put(b, "    m = sel(nan, ln, m);\n");
+    for (int l = 0; l < w; l++) put(b, "    *(double *)(b%d + %d * o%d) = m[%d];\n", vacc, l, vacc, l);
+  }
+  put(b, "  }\n  return r;\n}\n\n");
+  return !b->failed;
+}
+
 /* A 2-D run (ty_fk2): rows of a piece, each argument contiguous along the
  * inner dim (bit k of *contig) or one element per row (stride 0 there), any
  * byte stride between rows (os[k] at run time). The last sub-operation may be
@@ -659,7 +768,9 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
  * scans them (kernels_reduce.c: a strict comparison keeps the first index,
  * no branch per element; a row with a NaN gives its first NaN), so the index
  * is the unfused one. Lane-wise best values and indices merged at the row's
- * end measured slower on rows of 10 (the merge's branches). */
+ * end measured slower on rows of 10 (the merge's branches). Rows of at most
+ * CG_ACROSS_ROW go W at a time through across() instead, the lanes being
+ * rows (above). */
 static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   const ty__fhead *h = (const ty__fhead *)f->scalars;
   if (f->ndim != 2 || f->domain[1] < 2) return false;
@@ -849,10 +960,19 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
              "    *(double *)ra[%d] = rv[best];\n", vacc);
   }
   put(b, "  }\n}\n");
-  if (ared)
+  if (ared && across_ok(f, h)) { /* whole blocks of W short rows at once, the rest by rows() */
+    put(b, "\n");
+    if (!across_rows(f, ared, c, aacc, vacc, b)) return false;
+    put(b, "void ty_fk2(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D) {\n"
+           "  if (n1 != %lld) {\n    rows(n0, n1, a, os, D);\n    return;\n  }\n"
+           "  i64 r = across(n0, a, os, D);\n  if (r == n0) return;\n  char *ar[%d];\n"
+           "  for (int k = 0; k < %d; k++) ar[k] = a[k] + r * os[k];\n  rows(n0 - r, %lld, ar, os, D);\n}\n",
+        (long long)f->domain[1], f->nargs + 1, f->nargs, (long long)f->domain[1]);
+  } else if (ared) {
     put(b, "\nvoid ty_fk2(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D) {\n"
            "  if (n1 == %lld) rows(n0, %lld, a, os, D);\n  else rows(n0, n1, a, os, D);\n}\n",
         (long long)f->domain[1], (long long)f->domain[1]);
+  }
   return !b->failed;
 }
 
