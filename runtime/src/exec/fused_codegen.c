@@ -976,28 +976,25 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   return !b->failed;
 }
 
-/* A flat run ending in an f64 sum (ty_fk3): the sub-operations before the
- * sum as in generate, then the value the sum reads stored to out; the caller
- * (fused_cpu.c) calls it block by block and feeds each block to the sum's
- * ordered stream, the interpreter's own call on the same values, so the sum
- * keeps its bits. The sum's accumulator is an argument the kernel never
- * touches. */
-static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig) {
-  const ty__fhead *h = (const ty__fhead *)f->scalars;
-  if (h->nsub < 2) return false;
+/* The last sub-operation of a run that ends in an f64 sum with nothing but
+ * element-wise sub-operations before it (ty_fk3, ty_fk4), or NULL. */
+static const ty__fsub *sum_tail_of(const ty__fhead *h) {
   const ty__fsub *last = ty__fsub_first(h);
   for (int k = 0; k + 1 < h->nsub; k++) {
-    if (last->kind == TY__FK_REDUCE || last->kind == TY__FK_TASK || last->kind == TY__FK_ARGREDUCE) return false;
+    if (last->kind == TY__FK_REDUCE || last->kind == TY__FK_TASK || last->kind == TY__FK_ARGREDUCE) return NULL;
     last = ty__fsub_next(last);
   }
   if (last->kind != TY__FK_REDUCE || last->op != TY__RSUM || last->dt != TY_F64 || last->dt2 != TY_F64 ||
       last->nops != 2 || last->opnd[0].ref < 0 || TY__FREF_IS_CONST(last->opnd[0].ref) ||
       last->opnd[1].dtype != TY_F64)
-    return false;
-  const int acc = last->opnd[0].ref;
-  uint64_t c = 0;
-  if (!flat_args(f, acc, &c)) return false;
-  *contig = c;
+    return NULL;
+  return last;
+}
+
+/* The body of a run ending in a sum: the sub-operations before the sum, then
+ * the value the sum reads stored to out; *npow: the body's pow slots. */
+static bool sum_body(const ty_pending *f, const ty__fhead *h, const ty__fsub *last, uint64_t c, sbuf *b,
+                     int *npow) {
   preamble(b);
   gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
   flat_body_head(b, true);
@@ -1007,7 +1004,28 @@ static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig) {
   operand(&g, &last->opnd[1], x, sizeof x);
   if (!g.ok) return false;
   put(b, "  st(o, %s);\n}\n\n", x);
-  flat_entry(b, f, h, c, g.npow, acc);
+  *npow = g.npow;
+  return true;
+}
+
+/* A flat run ending in an f64 sum (ty_fk3): the sub-operations before the
+ * sum as in generate, then the value the sum reads stored to out; the caller
+ * (fused_cpu.c) calls it block by block and feeds each block to the sum's
+ * ordered stream, the interpreter's own call on the same values, so the sum
+ * keeps its bits. The sum's accumulator is an argument the kernel never
+ * touches. */
+static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig) {
+  const ty__fhead *h = (const ty__fhead *)f->scalars;
+  if (h->nsub < 2) return false;
+  const ty__fsub *last = sum_tail_of(h);
+  if (!last) return false;
+  const int acc = last->opnd[0].ref;
+  uint64_t c = 0;
+  if (!flat_args(f, acc, &c)) return false;
+  *contig = c;
+  int npow = 0;
+  if (!sum_body(f, h, last, c, b, &npow)) return false;
+  flat_entry(b, f, h, c, npow, acc);
   return !b->failed;
 }
 
@@ -1039,31 +1057,17 @@ static bool rows_sum_args(const ty_pending *f, int acc, uint64_t *contig) {
 static bool generate4(const ty_pending *f, sbuf *b, uint64_t *contig) {
   const ty__fhead *h = (const ty__fhead *)f->scalars;
   if (f->ndim != 2 || h->nsub < 2) return false;
-  const ty__fsub *last = ty__fsub_first(h);
-  for (int k = 0; k + 1 < h->nsub; k++) {
-    if (last->kind == TY__FK_REDUCE || last->kind == TY__FK_TASK || last->kind == TY__FK_ARGREDUCE) return false;
-    last = ty__fsub_next(last);
-  }
-  if (last->kind != TY__FK_REDUCE || last->op != TY__RSUM || last->dt != TY_F64 || last->dt2 != TY_F64 ||
-      last->nops != 2 || last->opnd[0].ref < 0 || TY__FREF_IS_CONST(last->opnd[0].ref) ||
-      last->opnd[1].dtype != TY_F64)
-    return false;
+  const ty__fsub *last = sum_tail_of(h);
+  if (!last) return false;
   const int acc = last->opnd[0].ref;
   uint64_t c = 0;
   if (!rows_sum_args(f, acc, &c)) return false;
   *contig = c;
-  preamble(b);
-  gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
-  flat_body_head(b, true);
-  const ty__fsub *s = ty__fsub_first(h);
-  for (int k = 0; k + 1 < h->nsub && g.ok; k++, s = ty__fsub_next(s)) sub(&g, s, k);
-  char x[96];
-  operand(&g, &last->opnd[1], x, sizeof x);
-  if (!g.ok) return false;
-  put(b, "  st(o, %s);\n}\n\n", x);
+  int npow = 0;
+  if (!sum_body(f, h, last, c, b, &npow)) return false;
   put(b, "void ty_fk4(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D, char *o) {\n");
   put(b, "  double K[%d], Bc[%d];\n  int sq[%d];\n  char *ra[%d], *p[%d];\n", h->nconsts + 1,
-      f->nargs + 1, g.npow + 1, f->nargs + 1, f->nargs + 1);
+      f->nargs + 1, npow + 1, f->nargs + 1, f->nargs + 1);
   put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
   put(b, "  for (i64 r = 0; r < n0; r++) {\n    char *ro = o + r * n1 * 8;\n");
   for (int k = 0; k < f->nargs; k++) put(b, "    ra[%d] = a[%d] + r * os[%d];\n", k, k, k);
