@@ -165,9 +165,10 @@ static void print_help(FILE *f) {
           "LUA_CPATH; the shell keeps its history in $HOME/.tycho_history.\n"
           "Idle workers stay awake TYCHO_SPIN_US microseconds (default 200), giving\n"
           "their core to other processes meanwhile, then sleep (README, Global\n"
-          "settings); 0: sleep at once.\n"
+          "settings); 0: sleep at once (0..1000000; another value is an error).\n"
           "TYCHO_SCATTER_DIRECT=bytes: x[i] = y with a long i into a line of more\n"
-          "bytes (default 16 MiB) scatters bucketed by window (README); 0: always.\n");
+          "bytes (default 16 MiB) scatters bucketed by window (README); 0: always\n"
+          "(a value that is not a whole number of bytes is an error).\n");
 }
 
 /* A decimal integer in [lo, hi], the whole string. */

@@ -15,6 +15,7 @@
 #include "linebuf.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,16 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
       if (err) snprintf(err, errlen, "TYCHO_OMPTHREADS must be an integer in 1..4096, got '%s'", v);
       st = TY_EINVAL;
     }
+  }
+  /* read where they are used (core/team.c, ops/ops_scatter.c); checked here
+   * so that a bad value is an error, not the default in silence */
+  if ((v = getenv("TYCHO_SPIN_US")) && *v && parse_int(v, 0, 1000000, &n) != 0) {
+    if (err) snprintf(err, errlen, "TYCHO_SPIN_US must be an integer in 0..1000000, got '%s'", v);
+    st = TY_EINVAL;
+  }
+  if ((v = getenv("TYCHO_SCATTER_DIRECT")) && *v && parse_int(v, 0, LONG_MAX, &n) != 0) {
+    if (err) snprintf(err, errlen, "TYCHO_SCATTER_DIRECT must be a number of bytes >= 0, got '%s'", v);
+    st = TY_EINVAL;
   }
   static const struct {
     const char *env, *key;

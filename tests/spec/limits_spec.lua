@@ -220,6 +220,13 @@ local LIMITS = {
   { "TYCHO_CPUS", at = shell_ok({ "-e", "io.write(tycho.config().cpus)" }, { TYCHO_CPUS = 4096 }),
     value = "4096", past = shell_fails({ "-e", "" }, { TYCHO_CPUS = 4097 }),
     says = "TYCHO_CPUS must be an integer in 1..4096, got '4097'" },
+  { "TYCHO_SPIN_US", at = shell_ok({ "-e", "io.write(tycho.arange(100):sum():item())" }, { TYCHO_SPIN_US = 1000000 }),
+    value = "4950", past = shell_fails({ "-e", "" }, { TYCHO_SPIN_US = 1000001 }),
+    says = "TYCHO_SPIN_US must be an integer in 0..1000000, got '1000001'" },
+  { "TYCHO_SCATTER_DIRECT", at = shell_ok({ "-e", "local y = tycho.zeros(4); y[tycho.array({1, 3}, 'i64')] = 2; " ..
+                                                  "io.write(y:sum():item())" }, { TYCHO_SCATTER_DIRECT = 0 }),
+    value = "4", past = shell_fails({ "-e", "" }, { TYCHO_SCATTER_DIRECT = "16MB" }),
+    says = "TYCHO_SCATTER_DIRECT must be a number of bytes >= 0, got '16MB'" },
   { "--omps", at = shell_ok({ "--omps", "4096", "-e", "io.write(tycho.config().omps)" }), value = "4096",
     past = shell_fails({ "--omps", "4097", "-e", "" }), says = "--omps must be an integer in 0..4096, got '4097'" },
   { "--ompthreads", at = shell_ok({ "--omps", "1", "--ompthreads", "4096", "-e", "io.write('ok')" }),
