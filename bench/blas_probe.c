@@ -1,0 +1,307 @@
+/*
+ * blas_probe.c — the probes behind bench/README.md "Products: session 11"
+ * (issue 19), in CPU time of the threads that do the work
+ * (CLOCK_THREAD_CPUTIME_ID), which other load on a shared machine stretches
+ * far less than wall time.
+ *
+ *   blas_probe gemv LIBSCIPY_OPENBLAS [ROUNDS]   one thread
+ *     8192^2 f64 (512 MiB, advised as huge pages as numpy's and tycho's
+ *     stores are): GB per CPU second of numpy's OpenBLAS dgemv (the library
+ *     in bench/.venv's numpy.libs, its threads set to 1 so its time is the
+ *     caller's), tycho's fixed-order dot four rows at a time
+ *     (kernels_gemv.c), the same eight rows at a time, with software
+ *     prefetch, with x in 2048-element blocks as OpenBLAS's dgemv_t
+ *     (NBMAX), with the four rows a quarter of the matrix apart (four
+ *     contiguous streams), and a read-only sum. Each variant's bits are
+ *     checked against the four-row dot (each element depends on its row
+ *     only). Medians of ROUNDS (default 5) rounds, variants alternating.
+ *   blas_probe gemm [N] [ROUNDS]                  OpenBLAS of the build
+ *     the elements of C = A B (default 4096^3, then 2048^3, 1000^3 and three
+ *     odd shapes) whose bits differ from one single-threaded call when
+ *     computed on 2, 3, 4 threads, in 2/3/5/8 row blocks, in row blocks
+ *     cut on multiples of 64 rows, in 2/3 column blocks; then at N the
+ *     process CPU time of one call against 2, 4 and 8 row-block calls, on
+ *     2 OpenMP threads.
+ *
+ * Build (the peers' flags; no FMA contraction in the dot, as tycho's
+ * kernels):
+ *   cc -O2 -march=native -ffp-contract=off -fopenmp bench/blas_probe.c \
+ *     -I/usr/include/x86_64-linux-gnu/openblas-openmp \
+ *     -L/usr/lib/x86_64-linux-gnu/openblas-openmp \
+ *     -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -ldl -o blas_probe
+ */
+#define _GNU_SOURCE
+#include <cblas.h>
+#include <dlfcn.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+
+void openblas_set_num_threads(int num_threads);
+
+typedef double V8 __attribute__((vector_size(64)));
+typedef double V4 __attribute__((vector_size(32)));
+typedef double V2 __attribute__((vector_size(16)));
+
+static double thread_cpu(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double process_cpu(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+static double frac(double x) { return x - __builtin_floor(x); }
+
+static int by_value(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* ---- gemv ---------------------------------------------------------------- */
+
+enum { K = 8192, M = 8192 };
+static double *A, *X, *Y;
+
+/* kernels_gemv.c's tree: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) */
+static double tree(V8 a) {
+  const V4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+  const V2 c = __builtin_shufflevector(b, b, 0, 1) + __builtin_shufflevector(b, b, 2, 3);
+  return c[0] + c[1];
+}
+
+/* R rows at a time, `apart` rows between them (1: adjacent), PF bytes of
+ * software prefetch ahead (0: none), x in KB-element blocks (K: whole) with
+ * the lanes kept between blocks: every variant gives each row the bits of
+ * the four-row dot. */
+static void dot_rows(int R, int64_t apart, int pf, int64_t kb) {
+  V8 acc[8];
+  for (int64_t g = 0; g < M / R; g++) {
+    const int64_t i0 = apart == 1 ? g * R : g; /* rows i0 + r * apart */
+    for (int r = 0; r < R; r++) acc[r] = (V8){0};
+    for (int64_t k0 = 0; k0 < K; k0 += kb)
+      for (int64_t p = k0; p < k0 + kb; p += 8) {
+        V8 w;
+        memcpy(&w, X + p, sizeof w);
+        for (int r = 0; r < R; r++) {
+          const double *row = A + (i0 + r * apart) * K;
+          if (pf) __builtin_prefetch(row + p + pf / 8, 0, 0);
+          V8 a;
+          memcpy(&a, row + p, sizeof a);
+          acc[r] = acc[r] + a * w;
+        }
+      }
+    for (int r = 0; r < R; r++) Y[i0 + r * apart] = tree(acc[r]);
+  }
+}
+
+/* x in 2048-element blocks over all rows (OpenBLAS's dgemv_t order of
+ * traversal), the lanes of every row kept in memory between blocks. */
+static void dot_kblocks(void) {
+  V8 *acc = aligned_alloc(64, (size_t)M * sizeof(V8));
+  for (int64_t i = 0; i < M; i++) acc[i] = (V8){0};
+  for (int64_t k0 = 0; k0 < K; k0 += 2048)
+    for (int64_t i = 0; i < M; i += 4)
+      for (int64_t p = k0; p < k0 + 2048; p += 8) {
+        V8 w, a;
+        memcpy(&w, X + p, sizeof w);
+        for (int r = 0; r < 4; r++) {
+          memcpy(&a, A + (i + r) * K + p, sizeof a);
+          acc[i + r] = acc[i + r] + a * w;
+        }
+      }
+  for (int64_t i = 0; i < M; i++) Y[i] = tree(acc[i]);
+  free(acc);
+}
+
+static void read_sum(void) {
+  V8 a = {0}, b = {0};
+  for (int64_t i = 0; i < (int64_t)M * K; i += 16) {
+    V8 x;
+    memcpy(&x, A + i, sizeof x);
+    a = a + x;
+    memcpy(&x, A + i + 8, sizeof x);
+    b = b + x;
+  }
+  Y[0] = tree(a + b);
+}
+
+typedef void (*gemv64_fn)(int, int, int64_t, int64_t, double, const double *, int64_t,
+                          const double *, int64_t, double, double *, int64_t);
+static gemv64_fn np_dgemv;
+
+enum { NUMPY, DOT4, DOT8, DOT4_PF256, DOT4_PF512, DOT4_KBLOCKS, DOT4_APART, SUM, NV };
+static const char *gemv_names[NV] = {"numpy OpenBLAS dgemv", "dot, 4 rows (tycho)",
+                                     "dot, 8 rows", "dot, 4 rows, prefetch 256 B",
+                                     "dot, 4 rows, prefetch 512 B", "dot, x in 2048-blocks",
+                                     "dot, 4 rows M/4 apart", "read-only sum"};
+
+static void gemv_variant(int v) {
+  switch (v) {
+  case NUMPY: np_dgemv(101, 111, M, K, 1.0, A, K, X, 1, 0.0, Y, 1); break; /* row-major, N */
+  case DOT4: dot_rows(4, 1, 0, K); break;
+  case DOT8: dot_rows(8, 1, 0, K); break;
+  case DOT4_PF256: dot_rows(4, 1, 256, K); break;
+  case DOT4_PF512: dot_rows(4, 1, 512, K); break;
+  case DOT4_KBLOCKS: dot_kblocks(); break;
+  case DOT4_APART: dot_rows(4, M / 4, 0, K); break;
+  default: read_sum(); break;
+  }
+}
+
+static int probe_gemv(const char *lib, int rounds) {
+  void *h = dlopen(lib, RTLD_NOW);
+  if (!h) return fprintf(stderr, "blas_probe: %s\n", dlerror()), 1;
+  np_dgemv = (gemv64_fn)dlsym(h, "scipy_cblas_dgemv64_");
+  void (*set_threads)(int) = (void (*)(int))dlsym(h, "scipy_openblas_set_num_threads64_");
+  if (!np_dgemv || !set_threads) return fprintf(stderr, "blas_probe: not scipy-openblas\n"), 1;
+  set_threads(1);
+  const size_t bytes = (size_t)M * K * sizeof(double);
+  A = aligned_alloc(2 << 20, bytes);
+  X = aligned_alloc(64, K * sizeof(double));
+  Y = aligned_alloc(64, M * sizeof(double));
+  if (!A || !X || !Y) return fprintf(stderr, "blas_probe: out of memory\n"), 1;
+  madvise(A, bytes, MADV_HUGEPAGE);
+  for (int64_t i = 0; i < (int64_t)M * K; i++) A[i] = frac((double)i * 0.6180339887498949 + 0.31);
+  for (int64_t i = 0; i < K; i++) X[i] = frac((double)i * 0.7548776662466927 + 0.38);
+  double *ref = malloc(M * sizeof(double)), rate[NV][64];
+  dot_rows(4, 1, 0, K);
+  memcpy(ref, Y, M * sizeof(double));
+  for (int v = DOT8; v < SUM; v++) {
+    gemv_variant(v);
+    if (memcmp(ref, Y, M * sizeof(double)))
+      return fprintf(stderr, "blas_probe: %s changed the bits\n", gemv_names[v]), 1;
+  }
+  if (rounds > 64) rounds = 64;
+  for (int r = 0; r < rounds; r++)
+    for (int v = 0; v < NV; v++) {
+      const double t0 = thread_cpu();
+      for (int j = 0; j < 3; j++) gemv_variant(v);
+      rate[v][r] = 3.0 * (double)bytes / (thread_cpu() - t0) / 1e9;
+    }
+  printf("gemv 8192^2 f64, one thread, GB per CPU second (median of %d):\n", rounds);
+  for (int v = 0; v < NV; v++) {
+    qsort(rate[v], (size_t)rounds, sizeof(double), by_value);
+    printf("  %-28s %5.1f\n", gemv_names[v], rate[v][rounds / 2]);
+  }
+  free(ref);
+  return 0;
+}
+
+/* ---- gemm ---------------------------------------------------------------- */
+
+static long differ(const double *a, const double *b, long n) {
+  long d = 0;
+  for (long i = 0; i < n; i++) d += memcmp(a + i, b + i, sizeof *a) != 0;
+  return d;
+}
+
+/* C's rows in nb blocks (edges cut down to multiples of `align` rows when
+ * align > 1), one single-threaded call each, on `threads` OpenMP threads. */
+static void row_blocks(int m, int n, int k, const double *a, const double *b, double *c, int nb,
+                       int align, int threads) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (int j = 0; j < nb; j++) {
+    long b0 = (long)m * j / nb, b1 = (long)m * (j + 1) / nb;
+    if (align > 1) {
+      b0 = b0 / align * align;
+      b1 = j == nb - 1 ? m : b1 / align * align;
+    }
+    if (b1 > b0)
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(b1 - b0), n, k, 1.0, a + b0 * k,
+                  k, b, n, 0.0, c + b0 * n, n);
+  }
+}
+
+static void col_blocks(int m, int n, int k, const double *a, const double *b, double *c, int nb) {
+  for (int j = 0; j < nb; j++) {
+    const long b0 = (long)n * j / nb, b1 = (long)n * (j + 1) / nb;
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, (int)(b1 - b0), k, 1.0, a, k, b + b0,
+                n, 0.0, c + b0, n);
+  }
+}
+
+static void one_call(int m, int n, int k, const double *a, const double *b, double *c, int threads) {
+  openblas_set_num_threads(threads);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
+  openblas_set_num_threads(1);
+}
+
+static int probe_gemm(int big, int rounds) {
+  const int shapes[][3] = {{big, big, big}, {2048, 2048, 2048}, {1000, 1000, 1000},
+                           {1023, 777, 1531}, {3000, 500, 2500}, {517, 3001, 700}};
+  const int nb[4] = {2, 3, 5, 8};
+  printf("gemm: elements whose bits differ from one single-threaded call\n");
+  for (int s = 0; s < 6; s++) {
+    const int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+    double *a = malloc(sizeof(double) * (size_t)m * (size_t)k);
+    double *b = malloc(sizeof(double) * (size_t)k * (size_t)n);
+    double *ref = malloc(sizeof(double) * (size_t)m * (size_t)n);
+    double *c = malloc(sizeof(double) * (size_t)m * (size_t)n);
+    if (!a || !b || !ref || !c) return fprintf(stderr, "blas_probe: out of memory\n"), 1;
+    for (long i = 0; i < (long)m * k; i++) a[i] = frac((i + 0.5) * 0.6180339887498949) - 0.3;
+    for (long i = 0; i < (long)k * n; i++) b[i] = frac((i + 0.5) * 0.7548776662466927) - 0.4;
+    const long mn = (long)m * n;
+    one_call(m, n, k, a, b, ref, 1);
+    printf("  %dx%dx%d:", m, n, k);
+    for (int t = 2; t <= 4; t++) {
+      one_call(m, n, k, a, b, c, t);
+      printf(" %d threads %ld,", t, differ(ref, c, mn));
+    }
+    for (int i = 0; i < 4; i++) {
+      row_blocks(m, n, k, a, b, c, nb[i], 1, 1);
+      printf(" %d row blocks %ld,", nb[i], differ(ref, c, mn));
+    }
+    for (int i = 0; i < 4; i++) {
+      row_blocks(m, n, k, a, b, c, nb[i], 64, 1);
+      printf(" %d on 64s %ld,", nb[i], differ(ref, c, mn));
+    }
+    for (int i = 0; i < 2; i++) {
+      col_blocks(m, n, k, a, b, c, nb[i]);
+      printf(" %d column blocks %ld%s", nb[i], differ(ref, c, mn), i ? "\n" : ",");
+    }
+    fflush(stdout);
+    if (s == 0) { /* CPU time at the big size, on 2 threads */
+      double cpu[4][64];
+      if (rounds > 64) rounds = 64;
+      for (int r = 0; r < rounds; r++)
+        for (int v = 0; v < 4; v++) {
+          const double t0 = process_cpu();
+          if (v == 0)
+            one_call(m, n, k, a, b, c, 2);
+          else
+            row_blocks(m, n, k, a, b, c, 1 << v, 1, 2);
+          cpu[v][r] = process_cpu() - t0;
+        }
+      printf("  CPU seconds on 2 threads (median of %d):", rounds);
+      for (int v = 0; v < 4; v++) {
+        qsort(cpu[v], (size_t)rounds, sizeof(double), by_value);
+        if (v)
+          printf(" %d row blocks %.2f", 1 << v, cpu[v][rounds / 2]);
+        else
+          printf(" one call %.2f", cpu[v][rounds / 2]);
+      }
+      printf("\n");
+    }
+    free(a), free(b), free(ref), free(c);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 3 && !strcmp(argv[1], "gemv")) return probe_gemv(argv[2], argc > 3 ? atoi(argv[3]) : 5);
+  if (argc >= 2 && !strcmp(argv[1], "gemm"))
+    return probe_gemm(argc > 2 ? atoi(argv[2]) : 4096, argc > 3 ? atoi(argv[3]) : 3);
+  fprintf(stderr, "usage: blas_probe gemv LIBSCIPY_OPENBLAS [ROUNDS] | gemm [N] [ROUNDS]\n");
+  return 2;
+}
