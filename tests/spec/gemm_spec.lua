@@ -7,9 +7,10 @@
 -- block edges on multiples of 64 rows), by 2 column-block calls in 6783, and
 -- one call on 2, 3 or 4 threads in ~330000 of the 794871 (at 4096^3: 2 and 4
 -- threads the same bits, 3 threads 44794 elements apart). So tycho computes
--- C in row blocks fixed by the shape (ty__matmul_blocks: 8 blocks of 128
--- rows here, the last 127), each by one single-threaded call, whichever
--- processor runs it; this spec runs that shape on 1, 2 and 3 processors.
+-- C in row blocks fixed by the shape (ty__matmul_blocks: 8 blocks here,
+-- rows 1-127, then 128 rows each), each by one single-threaded call,
+-- whichever processor runs it; this spec runs that shape on 1, 2 and 3
+-- processors.
 -- Expected values: numpy's A @ B from the same inputs (numpy 1.24).
 
 -- frac((i + 0.5) * a), i from 0 (bench/workloads/common.lua's seq)
