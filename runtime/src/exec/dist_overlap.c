@@ -18,6 +18,7 @@
 #include "dist_halo.h"
 
 #include <assert.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,9 +32,14 @@ struct ty__halos {
 };
 
 /* This rank cannot go on (memory, transport): it prints, all stop. */
-__attribute__((noreturn)) static void stop(ty_runtime *rt, const char *what) {
+__attribute__((noreturn, format(printf, 2, 3))) static void stop(ty_runtime *rt,
+                                                                  const char *fmt, ...) {
   char msg[160];
-  snprintf(msg, sizeof msg, "rank %d: %s", rt->dist.rank, what);
+  int n = snprintf(msg, sizeof msg, "rank %d: ", rt->dist.rank);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  va_end(ap);
   rt->dist.abort(rt->dist.ud, msg);
   abort(); /* the transport's abort does not return */
 }
@@ -71,12 +77,12 @@ ty__halos *ty__dist_halos_post(ty_runtime *rt, halo *hs, int nh, size_t *got) {
   /* a write through another view changes the record after posting; the
    * unpacking walks the records, so that wave's exchange is blocking */
   for (int h = 0; h < nh; h++) overlap &= hs[h].kind != READ_OUTSIDE;
-  ty__halos *x = any ? ty__malloc(sizeof *x + 4 * (size_t)N * sizeof(size_t)) : NULL;
-  if (!any || !x) {
+  if (!any) {
     free(hs);
-    if (any) stop(rt, "out of memory for the halos of a wave");
     return NULL;
   }
+  ty__halos *x = ty__malloc(sizeof *x + 4 * (size_t)N * sizeof(size_t));
+  if (!x) stop(rt, "out of memory for the halos of a wave");
   *x = (ty__halos){.hs = hs, .nh = nh};
   size_t stot = 0, rtot = 0;
   size_t *rc = x->counts, *rd = rc + N, *sc = rd + N, *sd = sc + N; /* kept until the wait */
@@ -88,7 +94,7 @@ ty__halos *ty__dist_halos_post(ty_runtime *rt, halo *hs, int nh, size_t *got) {
   }
   x->send = ty__malloc(stot + 1);
   x->recv = ty__malloc(rtot + 1);
-  if (!x->send || !x->recv) stop(rt, "out of memory for the halos of a wave");
+  if (!x->send || !x->recv) stop(rt, "out of memory for halos of %zu bytes", stot + rtot);
   for (int r = 0; r < N; r++)
     if (sc[r]) ty__halo_walk(hs, nh, me, r, N, x->send + sd[r], WALK_PACK);
   *got = rtot;
