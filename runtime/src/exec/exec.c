@@ -652,7 +652,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
     /* with halos in flight, the pieces that read none first (early), the
      * others after the wait (dist_overlap.c); without, one round */
     int t = 0, early = total;
-    for (int later = 0; later < 2; later++) {
+    for (int later = 0; later < (halos ? 2 : 1); later++) {
       for (int m = 0; m < count; m++)
         if (sts[m] == TY_OK && !prs[m].skip)
           for (int p = prs[m].first; p < prs[m].last; p++)
