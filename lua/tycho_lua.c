@@ -606,6 +606,7 @@ static int l_stats(lua_State *L) {
   setint(L, "dist_collectives", s.dist_collectives);
   setint(L, "dist_messages", s.dist_messages);
   setint(L, "dist_wait_ns", s.dist_wait_ns);
+  setint(L, "dist_overlap_pieces", s.dist_overlap_pieces);
   /* the last flush: how it was cut into waves */
   ty_flush_stats f;
   ty_last_flush_stats(tl_rt(L), &f);

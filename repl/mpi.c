@@ -121,34 +121,64 @@ static int mpi_write_at_all(void *ud, const char *path, uint64_t off, const void
   return rc != MPI_SUCCESS;
 }
 
+/* An exchange in flight: its requests and their statuses (statuses of our
+ * own: MPICH's MPI_STATUSES_IGNORE is an address GCC's -Wstringop-overflow
+ * takes for a zero-length array). */
+typedef struct exchange {
+  int n;
+  MPI_Request *req;
+  MPI_Status *sts;
+} exchange;
+
+static void free_exchange(exchange *x) {
+  free(x->req), free(x->sts), free(x);
+}
+
 /* point to point: a message per rank with bytes for it (in rounds of
- * CHUNK), all posted before any is waited for */
-static int mpi_alltoallv(void *ud, const void *send, const size_t *scounts, const size_t *sdispls,
-                         void *recv, const size_t *rcounts, const size_t *rdispls) {
+ * CHUNK), all posted before any is waited for; mpi_wait waits */
+static int mpi_ialltoallv(void *ud, const void *send, const size_t *scounts, const size_t *sdispls,
+                          void *recv, const size_t *rcounts, const size_t *rdispls, void **out) {
   (void)ud;
   size_t nreq = 0;
   for (int r = 0; r < nranks; r++) nreq += (scounts[r] + CHUNK - 1) / CHUNK + (rcounts[r] + CHUNK - 1) / CHUNK;
-  /* statuses of our own: MPICH's MPI_STATUSES_IGNORE is an address GCC's
-   * -Wstringop-overflow takes for a zero-length array */
-  MPI_Request *req = malloc((nreq ? nreq : 1) * sizeof *req);
-  MPI_Status *sts = malloc((nreq ? nreq : 1) * sizeof *sts);
-  if (!req || !sts) {
-    free(req), free(sts);
+  exchange *x = calloc(1, sizeof *x);
+  if (x) x->req = malloc((nreq ? nreq : 1) * sizeof *x->req);
+  if (x) x->sts = malloc((nreq ? nreq : 1) * sizeof *x->sts);
+  if (!x || !x->req || !x->sts) {
+    if (x) free_exchange(x);
     return 1;
   }
-  int n = 0, err = 0;
+  int err = 0;
   for (int r = 0; r < nranks && !err; r++)
     for (size_t off = 0; off < rcounts[r] && !err; off += CHUNK)
       err = MPI_Irecv((char *)recv + rdispls[r] + off, (int)(rcounts[r] - off < CHUNK ? rcounts[r] - off : CHUNK),
-                      MPI_BYTE, r, 7, MPI_COMM_WORLD, &req[n++]);
+                      MPI_BYTE, r, 7, MPI_COMM_WORLD, &x->req[x->n++]);
   for (int r = 0; r < nranks && !err; r++)
     for (size_t off = 0; off < scounts[r] && !err; off += CHUNK)
       err = MPI_Isend((const char *)send + sdispls[r] + off,
                       (int)(scounts[r] - off < CHUNK ? scounts[r] - off : CHUNK), MPI_BYTE, r, 7,
-                      MPI_COMM_WORLD, &req[n++]);
-  if (!err) err = MPI_Waitall(n, req, sts);
-  free(req), free(sts);
+                      MPI_COMM_WORLD, &x->req[x->n++]);
+  if (err) {
+    free_exchange(x);
+    return err;
+  }
+  *out = x;
+  return 0;
+}
+
+static int mpi_wait(void *ud, void *req) {
+  (void)ud;
+  exchange *x = req;
+  int err = MPI_Waitall(x->n, x->req, x->sts);
+  free_exchange(x);
   return err;
+}
+
+static int mpi_alltoallv(void *ud, const void *send, const size_t *scounts, const size_t *sdispls,
+                         void *recv, const size_t *rcounts, const size_t *rdispls) {
+  void *x = NULL;
+  int err = mpi_ialltoallv(ud, send, scounts, sdispls, recv, rcounts, rdispls, &x);
+  return err ? err : mpi_wait(ud, x);
 }
 
 /* Before MPI_Abort: what this rank wrote reaches the launcher. MPI_Abort
@@ -212,11 +242,19 @@ static int setup(lua_State *L, ty_runtime *rt, void *ud) {
       .abort = mpi_abort,
       .write_at_all = mpi_write_at_all,
       .alltoallv = mpi_alltoallv,
+      .ialltoallv = mpi_ialltoallv,
+      .wait = mpi_wait,
   };
   if (min && *min && d.min_elems < 1) {
     shell_message("TYCHO_MPI_MIN_ELEMS: expected a positive number of elements");
     return 1;
   }
+  const char *overlap = getenv("TYCHO_MPI_OVERLAP");
+  if (overlap && *overlap && strcmp(overlap, "1") != 0 && strcmp(overlap, "0") != 0) {
+    shell_message("TYCHO_MPI_OVERLAP: expected '0' or '1'");
+    return 1;
+  }
+  if (overlap && strcmp(overlap, "0") == 0) d.ialltoallv = NULL, d.wait = NULL; /* blocking */
   if (ty_set_dist(rt, &d) != TY_OK) {
     shell_message(ty_errmsg(rt));
     return 1;

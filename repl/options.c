@@ -90,6 +90,7 @@ static void print_help(FILE *f) {
           "                 save/load of .npy are collective (MPI-IO); os.exit(code)\n"
           "                 finalizes MPI and ends the job with code\n"
           "                 no split stores (every store whole)  TYCHO_MPI_REPLICATED=1\n"
+          "                 halos before the pieces, not while they run  TYCHO_MPI_OVERLAP=0\n"
           "\nFigures (docs/scheduling.md):\n"
           "  --stats        print launches, waves, memory at exit (stderr)\n"
           "  --stats-format F  text (default), json or csv\n"

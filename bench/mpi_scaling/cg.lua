@@ -22,6 +22,6 @@ local t, c, s1 = tycho.clock() - t0, os.clock() - c0, tycho.stats()
 print = quiet
 local iters = 2 * p.max_iters -- the warm-up step and one timed step
 print(string.format("cg np=%d n=%d iters=%d time=%.4f s cpu=%.4f bytes/iter=%.0f msgs/iter=%.2f "
-  .. "collectives/iter=%.2f mpi/iter=%.4f", np, p.n, iters, t, c, (s1.dist_bytes - s0.dist_bytes) / iters,
+  .. "collectives/iter=%.2f mpi/iter=%.4f early/iter=%.2f", np, p.n, iters, t, c, (s1.dist_bytes - s0.dist_bytes) / iters,
   (s1.dist_messages - s0.dist_messages) / iters, (s1.dist_collectives - s0.dist_collectives) / iters,
-  (s1.dist_wait_ns - s0.dist_wait_ns) * 1e-9 / iters))
+  (s1.dist_wait_ns - s0.dist_wait_ns) * 1e-9 / iters, (s1.dist_overlap_pieces - s0.dist_overlap_pieces) / iters))

@@ -56,12 +56,13 @@ bench() { # bench LABEL NAME ARGS1 ARGS2
     t2=$(grep "^$name" "$tmp/$name.$v" | field time | median)
     c2=$(grep "^$name" "$tmp/$name.$v" | field cpu | median)
     line=$(grep "^$name" "$tmp/$name.$v" | head -1)
-    printf '%-13s %-10s np=1 %.3f s  np=2 %.3f s  efficiency %3.0f%% (CPU time %3.0f%%)  per iteration at np=2: %s B in %s messages, %s collectives, %s s in MPI\n' \
+    early=$(echo "$line" | field early/iter) # pieces run while halos moved (stencil, cg)
+    printf '%-13s %-10s np=1 %.3f s  np=2 %.3f s  efficiency %3.0f%% (CPU time %3.0f%%)  per iteration at np=2: %s B in %s messages, %s collectives, %s s in MPI%s\n' \
       "$label" "$([ $v = 2 ] && echo split || echo replicated)" "$t1" "$t2" \
       "$(echo "$t1 $t2" | awk '{print 100 * $1 / $2}')" "$(echo "$c1 $c2" | awk '{print 100 * $1 / $2}')" \
       "$(echo "$line" | field bytes/iter)" \
       "$(echo "$line" | field msgs/iter)" "$(echo "$line" | field collectives/iter)" \
-      "$(echo "$line" | field mpi/iter)"
+      "$(echo "$line" | field mpi/iter)" "${early:+, $early pieces while halos moved}"
   done
 }
 

@@ -30,7 +30,7 @@ end
 tycho.flush()
 local t, c, s1 = tycho.clock() - t0, os.clock() - c0, tycho.stats()
 print(string.format("stencil np=%d n=%d iters=%d time=%.4f s cpu=%.4f bytes/iter=%.0f msgs/iter=%.2f "
-  .. "collectives/iter=%.2f mpi/iter=%.4f", tycho.nranks(), N, p.iters, t, c, (s1.dist_bytes - s0.dist_bytes) / p.iters,
+  .. "collectives/iter=%.2f mpi/iter=%.4f early/iter=%.2f", tycho.nranks(), N, p.iters, t, c, (s1.dist_bytes - s0.dist_bytes) / p.iters,
   (s1.dist_messages - s0.dist_messages) / p.iters, (s1.dist_collectives - s0.dist_collectives) / p.iters,
-  (s1.dist_wait_ns - s0.dist_wait_ns) * 1e-9 / p.iters))
+  (s1.dist_wait_ns - s0.dist_wait_ns) * 1e-9 / p.iters, (s1.dist_overlap_pieces - s0.dist_overlap_pieces) / p.iters))
 print(string.format("checksum %.17g", center:sum():item() / (N * N)))

@@ -288,7 +288,8 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       "bytes_live", "bytes_peak", "bytes_reserved", "bytes_elided", "peak_transient",
       "stores_live", "stream_groups", "stream_pieces", "stream_peak", "gpu_launches",
       "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_evictions", "dist_launches",
-      "dist_bytes", "dist_collectives", "fused_inplace", "dist_messages", "dist_wait_ns"};
+      "dist_bytes", "dist_collectives", "fused_inplace", "dist_messages", "dist_wait_ns",
+      "dist_overlap_pieces"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.fused_compiled, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
                      s.bytes_allocated, s.bytes_freed, s.bytes_live, s.bytes_peak,
@@ -296,7 +297,7 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
                      s.stream_groups, s.stream_pieces, s.stream_peak, s.gpu_launches,
                      s.gpu_h2d_bytes, s.gpu_d2h_bytes, s.gpu_d2d_bytes, s.gpu_evictions,
                      s.dist_launches, s.dist_bytes, s.dist_collectives, s.fused_inplace, s.dist_messages,
-                     s.dist_wait_ns};
+                     s.dist_wait_ns, s.dist_overlap_pieces};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
   char *b = ty__malloc(cap);
@@ -360,10 +361,10 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       char got[32];
       ty_format_bytes((double)s.dist_bytes, got, sizeof got);
       PUT("  ranks           rank %d of %d: %llu launches split, %s received in %llu messages, "
-          "%llu collectives, %.3f s in them\n",
+          "%llu collectives, %.3f s in them; %llu pieces ran while halos moved\n",
           rt->dist.rank, rt->dist.nranks, (unsigned long long)s.dist_launches, got,
           (unsigned long long)s.dist_messages, (unsigned long long)s.dist_collectives,
-          (double)s.dist_wait_ns * 1e-9);
+          (double)s.dist_wait_ns * 1e-9, (unsigned long long)s.dist_overlap_pieces);
     }
   } else {
     free(b);

@@ -27,6 +27,8 @@ typedef struct world {
   const void *src[MAX_RANKS];
   const size_t *scounts[MAX_RANKS], *sdispls[MAX_RANKS];
   bool mismatch; /* a receive count differed from its sender's count */
+  bool nonblocking;        /* the transport has ialltoallv and wait */
+  int fail_post, fail_wait; /* they fail (the halo exchange): each rank's abort says so */
 } world;
 
 typedef struct rank_ctx {
@@ -39,6 +41,9 @@ typedef struct rank_ctx {
   uint64_t bytes, messages; /* stats.dist_bytes, dist_messages */
   uint64_t chain_collectives; /* smoother: the element-wise chain's flush */
   uint64_t wait_ns;           /* stats.dist_wait_ns */
+  uint64_t overlap;           /* stats.dist_overlap_pieces */
+  void *recv;                 /* the halo exchange in flight (fake_ialltoallv) */
+  const size_t *rcounts, *rdispls;
   char explained[128]; /* the ranks line of the first split launch's explain */
   ty_status st;
   void (*prog)(ty_runtime *rt, struct rank_ctx *c);
@@ -79,6 +84,35 @@ static int fake_alltoallv(void *ud, const void *send, const size_t *scounts, con
   }
   pthread_barrier_wait(&w->bar);
   return 0;
+}
+
+/* Posted: every rank's send buffer and counts are known; the bytes move at
+ * the wait, so a piece that read a halo before it would read stale bytes. */
+static int fake_ialltoallv(void *ud, const void *send, const size_t *scounts, const size_t *sdispls,
+                           void *recv, const size_t *rcounts, const size_t *rdispls, void **req) {
+  rank_ctx *c = ud;
+  world *w = c->w;
+  if (w->fail_post) return 1;
+  w->src[c->rank] = send;
+  w->scounts[c->rank] = scounts;
+  w->sdispls[c->rank] = sdispls;
+  c->recv = recv, c->rcounts = rcounts, c->rdispls = rdispls;
+  pthread_barrier_wait(&w->bar);
+  *req = c;
+  return 0;
+}
+
+static int fake_wait(void *ud, void *req) {
+  rank_ctx *c = ud;
+  world *w = c->w;
+  if (req != c) w->mismatch = true;
+  for (int q = 0; q < w->nranks; q++) {
+    if (w->scounts[q][c->rank] != c->rcounts[q]) w->mismatch = true;
+    else memcpy((char *)c->recv + c->rdispls[q], (const char *)w->src[q] + w->sdispls[q][c->rank],
+                c->rcounts[q]);
+  }
+  pthread_barrier_wait(&w->bar);
+  return w->fail_wait;
 }
 
 static void fake_abort(void *ud, const char *msg) {
@@ -128,6 +162,7 @@ static void *rank_main(void *arg) {
                .bcast = fake_bcast,
                .abort = fake_abort,
                .alltoallv = fake_alltoallv};
+  if (c->w->nonblocking) d.ialltoallv = fake_ialltoallv, d.wait = fake_wait;
   c->st = ty_set_dist(rt, &d);
   if (c->st == TY_OK) c->prog(rt, c);
   ty_runtime_destroy(rt);
@@ -180,7 +215,7 @@ static void ranks_match_one(int nranks) {
 enum { ITERS = 6 };
 static void smoother(ty_runtime *rt, rank_ctx *c) {
   ty_store *u = NULL, *in = NULL, *lt = NULL, *rg = NULL, *v = NULL, *s = NULL;
-  CHECK(ty_arange(rt, TY_F64, 0.25, 0.75, N, &u) == TY_OK);
+  CHECK(ty_arange(rt, TY_F64, 0.25, 1e-5, N, &u) == TY_OK);
   CHECK(ty_store_slice(rt, u, 0, 1, N - 1, 1, &in) == TY_OK);
   CHECK(ty_store_slice(rt, u, 0, 0, N - 2, 1, &lt) == TY_OK);
   CHECK(ty_store_slice(rt, u, 0, 2, N, 1, &rg) == TY_OK);
@@ -215,6 +250,7 @@ static void smoother(ty_runtime *rt, rank_ctx *c) {
   ty_get_stats(rt, &st);
   c->chain_collectives = st.dist_collectives - before;
   c->wait_ns = st.dist_wait_ns;
+  c->overlap = st.dist_overlap_pieces;
   c->bytes = st.dist_bytes - first;
   c->messages = st.dist_messages;
   c->split = st.dist_launches;
@@ -225,13 +261,13 @@ static void smoother(ty_runtime *rt, rank_ctx *c) {
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) ty_store_release(all[i]);
 }
 
-static void split_stores_match_one(int nranks) {
+static void split_stores_match_one(int nranks, bool nonblocking) {
   rank_ctx one = {.z = calloc(N, sizeof(double)), .prog = smoother};
   ty_runtime *rt = NULL;
   CHECK(ty_runtime_create(&(ty_config){.cpus = 2}, &rt) == TY_OK);
   smoother(rt, &one);
   ty_runtime_destroy(rt);
-  world w = {.nranks = nranks};
+  world w = {.nranks = nranks, .nonblocking = nonblocking};
   pthread_barrier_init(&w.bar, NULL, (unsigned)nranks);
   rank_ctx c[MAX_RANKS];
   pthread_t th[MAX_RANKS];
@@ -257,13 +293,20 @@ static void split_stores_match_one(int nranks) {
      * fails on no data) */
     CHECK_EQ_INT((int)c[r].chain_collectives, 2);
     CHECK(c[r].wait_ns > 0); /* time in the transport's calls (barriers here) */
+    /* halos posted: the edge ranks' outer pieces read none and ran while
+     * they moved, each iteration but the first (a rewrite through another
+     * view: blocking); blocking: none */
+    if (!nonblocking) CHECK_EQ_INT((int)c[r].overlap, 0);
+    else if (r == 0 || r == nranks - 1) CHECK(c[r].overlap >= ITERS - 1);
     free(c[r].z);
   }
   free(one.z);
 }
 
-TEST(dist_split_stores_two_ranks) { split_stores_match_one(2); }
-TEST(dist_split_stores_three_ranks) { split_stores_match_one(3); }
+TEST(dist_split_stores_two_ranks) { split_stores_match_one(2, false); }
+TEST(dist_split_stores_three_ranks) { split_stores_match_one(3, false); }
+TEST(dist_split_stores_overlapped_two_ranks) { split_stores_match_one(2, true); }
+TEST(dist_split_stores_overlapped_three_ranks) { split_stores_match_one(3, true); }
 
 TEST(dist_two_ranks_match_one_process) { ranks_match_one(2); }
 TEST(dist_three_ranks_match_one_process) { ranks_match_one(3); }
@@ -534,6 +577,84 @@ TEST(dist_every_rank_out_of_memory_for_a_wave_goes_on) {
   }
 }
 
+/* ---- a failed halo exchange (dist_overlap.c) ----------------------------------- */
+
+typedef struct failed_rank {
+  rank_ctx c; /* first: the fake transport's ud */
+  bool stopped;
+  char said[256];
+  sem_t *done;
+} failed_rank;
+
+/* As oom_abort: the rank says what it printed and waits for ever. */
+static void failed_abort(void *ud, const char *msg) {
+  failed_rank *f = ud;
+  f->stopped = true;
+  snprintf(f->said, sizeof f->said, "%s", msg ? msg : "");
+  sem_post(f->done);
+  for (;;) pause();
+}
+
+static void *failed_rank_main(void *arg) {
+  failed_rank *f = arg;
+  ty_runtime *rt = NULL;
+  CHECK(ty_runtime_create(&(ty_config){.cpus = 2}, &rt) == TY_OK);
+  ty_dist d = {.rank = f->c.rank, .nranks = f->c.w->nranks, .check = true, .min_elems = 1000,
+               .ud = &f->c, .allgatherv = fake_allgatherv, .bcast = fake_bcast,
+               .abort = failed_abort, .alltoallv = fake_alltoallv,
+               .ialltoallv = fake_ialltoallv, .wait = fake_wait};
+  CHECK(ty_set_dist(rt, &d) == TY_OK);
+  smoother(rt, &f->c);
+  ty_runtime_destroy(rt);
+  sem_post(f->done);
+  return NULL;
+}
+
+/* The smoother on 2 ranks whose transport fails in the first halo
+ * exchange, when posting it or in its wait: every rank stops, saying so. */
+static void run_failed(world *w, failed_rank *f, int post, int wait) {
+  static sem_t done;
+  *w = (world){.nranks = 2, .nonblocking = true, .fail_post = post, .fail_wait = wait};
+  pthread_barrier_init(&w->bar, NULL, 2);
+  sem_init(&done, 0, 0);
+  pthread_t th[2];
+  for (int r = 0; r < 2; r++) {
+    f[r] = (failed_rank){.c = {.w = w, .rank = r, .z = calloc(N, sizeof(double)), .prog = smoother},
+                         .done = &done};
+    CHECK(pthread_create(&th[r], NULL, failed_rank_main, &f[r]) == 0);
+  }
+  for (int r = 0; r < 2; r++) sem_wait(&done);
+  for (int r = 0; r < 2; r++)
+    if (!f[r].stopped) pthread_join(th[r], NULL);
+    else pthread_detach(th[r]);
+}
+
+TEST(dist_failed_halo_exchange_stops_every_rank) {
+  static world w[2];
+  static failed_rank posted[2], waited[2];
+  run_failed(&w[0], posted, 1, 0);
+  run_failed(&w[1], waited, 0, 1);
+  CHECK(posted[0].stopped && posted[1].stopped && waited[0].stopped && waited[1].stopped);
+  CHECK_STR_CONTAINS(posted[0].said, "rank 0: the transport failed (posting the halo exchange)");
+  CHECK_STR_CONTAINS(posted[1].said, "rank 1: the transport failed (posting the halo exchange)");
+  CHECK_STR_CONTAINS(waited[0].said, "rank 0: the transport failed (halo exchange)");
+  CHECK_STR_CONTAINS(waited[1].said, "rank 1: the transport failed (halo exchange)");
+}
+
+TEST(dist_set_checks_the_nonblocking_pair) {
+  ty_runtime *rt = NULL;
+  CHECK(ty_runtime_create(&(ty_config){.cpus = 1}, &rt) == TY_OK);
+  ty_dist d = {.rank = 0, .nranks = 2, .allgatherv = fake_allgatherv, .bcast = fake_bcast,
+               .abort = fake_abort, .alltoallv = fake_alltoallv, .ialltoallv = fake_ialltoallv};
+  CHECK_EQ_INT(ty_set_dist(rt, &d), TY_EINVAL); /* no wait */
+  CHECK_STR_CONTAINS(ty_errmsg(rt), "ty_set_dist: ialltoallv and wait go together, with alltoallv");
+  d.wait = fake_wait, d.alltoallv = NULL;
+  CHECK_EQ_INT(ty_set_dist(rt, &d), TY_EINVAL); /* no alltoallv */
+  d.alltoallv = fake_alltoallv;
+  CHECK_EQ_INT(ty_set_dist(rt, &d), TY_OK);
+  ty_runtime_destroy(rt);
+}
+
 int main(int argc, char **argv) {
   static const check_case cases[] = {
       CASE(dist_two_ranks_match_one_process),
@@ -545,6 +666,10 @@ int main(int argc, char **argv) {
       CASE(dist_every_rank_out_of_memory_for_a_wave_goes_on),
       CASE(dist_split_stores_two_ranks),
       CASE(dist_split_stores_three_ranks),
+      CASE(dist_split_stores_overlapped_two_ranks),
+      CASE(dist_split_stores_overlapped_three_ranks),
+      CASE(dist_failed_halo_exchange_stops_every_rank),
+      CASE(dist_set_checks_the_nonblocking_pair),
   };
   return check_run(argc, argv, cases, sizeof cases / sizeof *cases);
 }

@@ -4,7 +4,8 @@
 # error on one rank is printed once, with its rank, and stops the others
 # (MPI_Abort); control that diverged stops with "control diverged"; a piece
 # that fails in a split launch raises the same error on every rank; print
-# writes from rank 0 only unless TYCHO_MPI_PRINT=all. Exit 77 without MPI.
+# writes from rank 0 only unless TYCHO_MPI_PRINT=all; a bad TYCHO_MPI_OVERLAP
+# stops the job with a message. Exit 77 without MPI.
 set -u
 tycho=$1
 dir=$(dirname "$0")
@@ -51,6 +52,10 @@ run 3 print
 run 3 print TYCHO_MPI_PRINT=all
 [ $rc -eq 0 ] && [ "$(sort "$tmp/out" | tr '\n' ' ')" = "rank	0	of	3 rank	1	of	3 rank	2	of	3 " ] ||
   fail "print: TYCHO_MPI_PRINT=all prints from every rank"
+
+run 2 print TYCHO_MPI_OVERLAP=yes
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "overlap: status $rc for a bad TYCHO_MPI_OVERLAP"
+grep -q "TYCHO_MPI_OVERLAP: expected '0' or '1'" "$tmp/err" || fail "overlap: no message for a bad value"
 
 [ $status -eq 0 ] && echo "ok: failures under mpirun behave"
 exit $status

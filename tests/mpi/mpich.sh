@@ -4,7 +4,8 @@
 # folder of its own (default build-mpich/) configured with MPICH's compiler
 # wrapper, the `tycho` target only, then same_bits.lua under mpiexec.mpich at
 # -np 2 and 3 (compare.sh: printed hex floats, byte-identical .npy files
-# written with MPI-IO) and misc.sh's cases. Exit 77 (skipped) when MPICH is
+# written with MPI-IO), overlap.lua (halos moving while pieces run) and
+# misc.sh's cases. Exit 77 (skipped) when MPICH is
 # absent; scripts/test runs it when it is there.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,6 +29,7 @@ fi
 export TYCHO_MPI_BUILT=1 TYCHO_MPIRUN=mpiexec.mpich
 status=0
 sh "$here/compare.sh" "$tycho" "$here/same_bits.lua" 2 3 || status=1
+TYCHO_CPUS=3 sh "$here/compare.sh" "$tycho" "$here/overlap.lua" 2 3 || status=1 # halos posted (MPI_Isend/Irecv), waited for later
 sh "$here/misc.sh" "$tycho" || status=1
 [ $status -eq 0 ] && echo "ok: tycho built against MPICH gives the results of one process"
 exit $status

@@ -58,6 +58,17 @@ typedef struct ty_dist {
    * Brings the halos of split stores (docs/mpi.md). */
   int (*alltoallv)(void *ud, const void *send, const size_t *scounts, const size_t *sdispls,
                    void *recv, const size_t *rcounts, const size_t *rdispls);
+  /* Optional, both or neither, with alltoallv (NULL: alltoallv, blocking):
+   * the same exchange in two halves, so that a wave's pieces that read no
+   * halo run while the bytes move. ialltoallv posts it and sets *req; until
+   * wait(ud, *req) returned, the caller leaves the bytes at send and the
+   * four count arrays as they are and does not read recv. Every rank calls
+   * both, in the same order as the other calls, and waits for an exchange
+   * before its next call of the table. 0, or nonzero when the transport
+   * failed (then no wait). */
+  int (*ialltoallv)(void *ud, const void *send, const size_t *scounts, const size_t *sdispls,
+                    void *recv, const size_t *rcounts, const size_t *rdispls, void **req);
+  int (*wait)(void *ud, void *req);
 } ty_dist;
 
 /* Install the transport before the first launch (copied; ud must outlive

@@ -307,6 +307,8 @@ typedef struct ty_stats {
                                one rank's part of a gather (votes and failure records not counted) */
   uint64_t dist_wait_ns;    /* nanoseconds this rank spent in the transport's collective calls:
                                waiting for the other ranks and moving the bytes */
+  uint64_t dist_overlap_pieces; /* pieces this rank ran while its wave's halos were in flight
+                                   (they read none; the others ran after the wait) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 

@@ -100,12 +100,33 @@ static int timed_alltoallv(void *ud, const void *send, const size_t *scounts,
   return rc;
 }
 
+static int timed_ialltoallv(void *ud, const void *send, const size_t *scounts,
+                            const size_t *sdispls, void *recv, const size_t *rcounts,
+                            const size_t *rdispls, void **req) {
+  ty_runtime *rt = ud;
+  double t0 = ty__now();
+  int rc = rt->transport.ialltoallv(rt->transport.ud, send, scounts, sdispls, recv, rcounts,
+                                    rdispls, req);
+  waited(rt, t0);
+  return rc;
+}
+
+static int timed_wait(void *ud, void *req) {
+  ty_runtime *rt = ud;
+  double t0 = ty__now();
+  int rc = rt->transport.wait(rt->transport.ud, req);
+  waited(rt, t0);
+  return rc;
+}
+
 ty_status ty_set_dist(ty_runtime *rt, const ty_dist *d) {
   if (!rt || !d) return TY_EINVAL;
   if (d->nranks < 1 || d->rank < 0 || d->rank >= d->nranks)
     return ty__fail(rt, TY_EINVAL, "ty_set_dist: rank %d of %d ranks", d->rank, d->nranks);
   if (d->nranks > 1 && (!d->allgatherv || !d->bcast || !d->abort))
     return ty__fail(rt, TY_EINVAL, "ty_set_dist: the table needs allgatherv, bcast and abort");
+  if (!d->ialltoallv != !d->wait || (d->ialltoallv && !d->alltoallv))
+    return ty__fail(rt, TY_EINVAL, "ty_set_dist: ialltoallv and wait go together, with alltoallv");
   if (rt->nwindow > 0)
     return ty__fail(rt, TY_EINVAL, "ty_set_dist: launches are waiting in the window");
   rt->dist = rt->transport = *d;
@@ -117,6 +138,8 @@ ty_status ty_set_dist(ty_runtime *rt, const ty_dist *d) {
     rt->dist.abort = timed_abort;
     rt->dist.write_at_all = d->write_at_all ? timed_write_at_all : NULL;
     rt->dist.alltoallv = d->alltoallv ? timed_alltoallv : NULL;
+    rt->dist.ialltoallv = d->ialltoallv ? timed_ialltoallv : NULL;
+    rt->dist.wait = d->wait ? timed_wait : NULL;
   }
   return TY_OK;
 }

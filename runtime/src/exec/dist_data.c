@@ -9,7 +9,8 @@
  *  - A split launch that reads a split storage through a view with the
  *    record's strides (the same view, or a shifted one: a stencil's
  *    neighbours) receives only the boxes its own pieces read that other
- *    ranks hold (halos): one alltoallv per wave, none when nothing moves.
+ *    ranks hold (halos): one exchange per wave, none when nothing moves
+ *    (dist_overlap.c: posted before the pieces that read no halo run).
  *    Every rank computes every send and receive list from the plan alone.
  *  - Anything else makes the storage whole first (one allgatherv per wave,
  *    or per host read): host reads (item, totable, printing, save), launches
@@ -28,6 +29,7 @@
 #include "internal.h"
 #include "exec.h"
 #include "prepared.h"
+#include "dist_halo.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -350,28 +352,6 @@ static bool shifted_view(const ty__split *sp, const ty_store *s, int ldim, int64
   return true;
 }
 
-/* What a rank needs of a split storage for one argument of a launch:
- *  - READ_PIECES: the boxes this rank's pieces of a split launch read (its
- *    pieces moved by the shift into the written view's coordinates);
- *  - READ_OUTSIDE: the elements of the written view that a new split write
- *    through the view at shift leaves out (every rank holds those after);
- *  - READ_ALL: the whole view at shift, read by a launch every rank runs
- *    whole (a small one: an edge row of a stencil, regions.c's cut). Every
- *    rank computes it alike, so what it writes stays valid everywhere;
- *  - READ_RANGE, READ_RANGE_ALL: as READ_PIECES and READ_ALL for a view of
- *    another shape (a reshape: C.seq's 1-D vector read as a grid), by
- *    storage elements: each piece (or the whole view) needs the range from
- *    its first element to its last (range_of), met with the pieces others
- *    hold (move_range). */
-enum { READ_PIECES = 0, READ_OUTSIDE, READ_ALL, READ_RANGE, READ_RANGE_ALL };
-typedef struct halo {
-  ty_storage *stg;
-  const prepared *pr; /* the reading (or rewriting) launch: its domain and agreed tiling */
-  int64_t shift[TY_MAX_RANK];
-  int kind;
-  int arg; /* READ_RANGE*: the reading argument of pr's launch */
-} halo;
-
 /* The storage elements [*lo, *hi) from the first to the last element of box
  * [blo, bhi) of view s (strides >= 0: range_view); empty for an empty box. */
 static void range_of(const ty_store *s, int ndim, const int64_t *blo, const int64_t *bhi,
@@ -457,8 +437,6 @@ static int box_minus(int nd, const int64_t *alo, const int64_t *ahi, const int64
   return n;
 }
 
-enum { WALK_COUNT = 0, WALK_PACK, WALK_UNPACK };
-
 /* What rank q sends rank r for the reads hs, in order: for READ_PIECES,
  * each of r's pieces of the reading launch (its box moved by the shift into
  * the written view's coordinates) met with each of q's pieces of the
@@ -466,7 +444,7 @@ enum { WALK_COUNT = 0, WALK_PACK, WALK_UNPACK };
  * met with, the view at shift (the same for every r). Counts the bytes, or
  * packs (q: this rank) or unpacks (r: this rank) them. Within one read the
  * boxes are disjoint (r's pieces are, q's pieces are). */
-static size_t walk(const halo *hs, int nh, int q, int r, int N, char *buf, int mode) {
+size_t ty__halo_walk(const halo *hs, int nh, int q, int r, int N, char *buf, int mode) {
   size_t bytes = 0;
   for (int h = 0; h < nh; h++) {
     const ty__split *sp = hs[h].stg->split;
@@ -538,38 +516,6 @@ static size_t walk(const halo *hs, int nh, int q, int r, int N, char *buf, int m
   return bytes;
 }
 
-/* The halos of a wave in one alltoallv; no call when no rank sends. */
-static size_t exchange_halos(ty_runtime *rt, const halo *hs, int nh) {
-  const int N = rt->dist.nranks, me = rt->dist.rank;
-  if (nh == 0) return 0;
-  bool any = false;
-  for (int q = 0; q < N && !any; q++)
-    for (int r = 0; r < N && !any; r++)
-      any = q != r && walk(hs, nh, q, r, N, NULL, WALK_COUNT) > 0;
-  if (!any) return 0;
-  size_t sc[N], sd[N], rc[N], rd[N], stot = 0, rtot = 0;
-  for (int r = 0; r < N; r++) {
-    sc[r] = r == me ? 0 : walk(hs, nh, me, r, N, NULL, WALK_COUNT);
-    rc[r] = r == me ? 0 : walk(hs, nh, r, me, N, NULL, WALK_COUNT);
-    sd[r] = stot, rd[r] = rtot;
-    stot += sc[r], rtot += rc[r];
-  }
-  char *send = ty__malloc(stot + 1), *recv = ty__malloc(rtot + 1);
-  if (!send || !recv) fail_all(rt, "rank %d: out of memory for halos of %zu bytes", me, stot + rtot);
-  for (int r = 0; r < N; r++)
-    if (sc[r]) walk(hs, nh, me, r, N, send + sd[r], WALK_PACK);
-  if (rt->dist.alltoallv(rt->dist.ud, send, sc, sd, recv, rc, rd))
-    fail_all(rt, "rank %d: the transport failed (halo exchange)", me);
-  free(send);
-  for (int q = 0; q < N; q++)
-    if (rc[q]) walk(hs, nh, q, me, N, recv + rd[q], WALK_UNPACK);
-  free(recv);
-  rt->stats.dist_collectives++;
-  rt->stats.dist_bytes += rtot;
-  for (int q = 0; q < N; q++) rt->stats.dist_messages += rc[q] > 0;
-  return rtot;
-}
-
 /* ---- a wave ------------------------------------------------------------------------- */
 
 /* The record a split launch leaves on the storage of written argument a. */
@@ -624,8 +570,8 @@ static void add_read(ty_runtime *rt, read_at **reads, int *n, int *cap, int m, i
   (*reads)[(*n)++] = (read_at){m, i, kind};
 }
 
-void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int count) {
-  if (rt->dist.replicated) return; /* exchanged after the wave: no record is ever made */
+ty__halos *ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int count) {
+  if (rt->dist.replicated) return NULL; /* exchanged after the wave: no record is ever made */
   /* which written arguments stay split: the only split write of their storage */
   stglist written = {0}, twice = {0};
   for (int m = 0; m < count; m++) {
@@ -719,8 +665,8 @@ void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int
     if (reads[k].kind < READ_RANGE) shifted_view(s->storage->split, s, pr->l->ndim, hs[nh].shift);
     nh++;
   }
-  size_t got = exchange_halos(rt, hs, nh);
-  free(hs);
+  size_t got = 0;
+  ty__halos *moving = ty__dist_halos_post(rt, hs, nh, &got);
   free(reads);
 
   /* the written arguments left split: their records, no exchange after the wave */
@@ -743,4 +689,5 @@ void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int
       snprintf(e->ranks + len, sizeof e->ranks - len, "; output kept split, halos %s", b);
     }
   }
+  return moving;
 }

@@ -613,9 +613,10 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   for (int m = 0; m < count; m++) {
     sts[m] = prepare(rt, w[members[m]], &prs[m], m);
   }
+  ty__halos *halos = NULL; /* several ranks: halos in flight while the wave runs */
   if (rt->dist.nranks > 1) {
     ty__dist_wave_begin(rt, prs, sts, count);
-    ty__dist_wave_data(rt, prs, sts, count);
+    halos = ty__dist_wave_data(rt, prs, sts, count);
   }
   for (int m = 0; m < count; m++) {
     if (sts[m] == TY_OK && !prs[m].skip) {
@@ -627,6 +628,10 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   double t0 = tracing ? ty__trace_time(rt) : 0;
   slot *slots = total > 1 ? ty__malloc((size_t)total * sizeof *slots) : NULL;
   ty_trace_piece *tp = tracing && total ? ty__calloc((size_t)total, sizeof *tp) : NULL;
+  if (halos && (total <= 1 || !slots || any_omp)) { /* no pieces to run meanwhile */
+    ty__dist_halos_wait(rt, halos);
+    halos = NULL;
+  }
   if (total == 1 && tp) { /* one point task: run it here, timed */
     for (int m = 0; m < count; m++)
       if (sts[m] == TY_OK && !prs[m].skip && !prs[m].gpu && prs[m].last > prs[m].first) {
@@ -644,10 +649,17 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
     free(tp);
     tp = NULL;
   } else if (total > 1) {
-    int t = 0;
-    for (int m = 0; m < count; m++)
-      if (sts[m] == TY_OK && !prs[m].skip)
-        for (int p = prs[m].first; p < prs[m].last; p++) slots[t++] = (slot){&prs[m], p};
+    /* with halos in flight, the pieces that read none first (early), the
+     * others after the wait (dist_overlap.c); without, one round */
+    int t = 0, early = total;
+    for (int later = 0; later < (halos ? 2 : 1); later++) {
+      for (int m = 0; m < count; m++)
+        if (sts[m] == TY_OK && !prs[m].skip)
+          for (int p = prs[m].first; p < prs[m].last; p++)
+            if (ty__dist_piece_waits(rt, halos, &prs[m], p) == (later == 1))
+              slots[t++] = (slot){&prs[m], p};
+      if (!later) early = t;
+    }
     int threads = total < rt->cfg.cpus ? total : rt->cfg.cpus;
     /* task mode's point tasks, as many as threads: slot k runs on worker k
      * (its round-robin, which explain reports); otherwise whoever is free
@@ -658,8 +670,21 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
       points &= slots[k].pr->tiling.pieces == 1 && slots[k].pr->l->pol.p.mode == TY_MODE_TASK;
     const bool fixed = points && total <= threads;
     if (!fixed && ty__tiny_wave(prs, sts, count)) threads = 1; /* no worker is woken */
+    if (halos && (fixed || early == 0)) { /* none to run meanwhile, or slots fixed to workers */
+      ty__dist_halos_wait(rt, halos);
+      halos = NULL;
+      early = total;
+    }
     wave_job job = {rt, slots, tp};
-    ty__team_for(threads > 1 ? team(rt) : NULL, threads, total, fixed, run_slot, &job);
+    int n = early < threads ? early : threads;
+    ty__team_for(n > 1 ? team(rt) : NULL, n, early, fixed, run_slot, &job);
+    if (halos) {
+      rt->stats.dist_overlap_pieces += (uint64_t)early;
+      ty__dist_halos_wait(rt, halos);
+      job = (wave_job){rt, slots + early, tp ? tp + early : NULL};
+      n = total - early < threads ? total - early : threads;
+      ty__team_for(n > 1 ? team(rt) : NULL, n, total - early, false, run_slot, &job);
+    }
     if (tp)
       for (int k = 0; k < total; k++) {
         tp[k].piece = slots[k].piece;

@@ -122,8 +122,18 @@ char *ty__copy_view(char *data, size_t es, int64_t offset, const int64_t *stride
  * them (dist.c): decide which written arguments stay split (pr->lazy) and
  * which are exchanged after the wave (pr->xmask), make whole the split
  * storages a launch cannot read in place, and bring each rank the boxes its
- * pieces read that other ranks hold (halos), as every rank computes them. */
-void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int count);
+ * pieces read that other ranks hold (halos), as every rank computes them:
+ * at once, or posted (returned: the pieces that read no halo run while it
+ * moves, ty__dist_halos_wait before the others; NULL when nothing is in
+ * flight). */
+typedef struct ty__halos ty__halos;
+ty__halos *ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int count);
+/* The halo exchange that ty__dist_wave_data left in flight (dist_overlap.c):
+ * piece p of pr must wait for it (it reads a halo: a box other ranks hold;
+ * false for every piece when x is NULL), and the wait, which unpacks the
+ * halos and frees x (nothing when NULL). A failed transport stops all. */
+bool ty__dist_piece_waits(const ty_runtime *rt, const ty__halos *x, const prepared *pr, int p);
+void ty__dist_halos_wait(ty_runtime *rt, ty__halos *x);
 /* Before the wave's launches are prepared: a launch the GPUs will run
  * reads and writes host memory whole, so its split storages are made whole. */
 void ty__dist_wave_gpu(ty_runtime *rt, ty_pending **w, const int *members, int count);
