@@ -358,18 +358,20 @@ static bool shifted_view(const ty__split *sp, const ty_store *s, int ldim, int64
  *  - READ_ALL: the whole view at shift, read by a launch every rank runs
  *    whole (a small one: an edge row of a stencil, regions.c's cut). Every
  *    rank computes it alike, so what it writes stays valid everywhere;
+ *  - READ_ROWS: as READ_PIECES, each piece's box with the argument's whole
+ *    last dim (a split matmul's A: the rows of C's pieces, dist_matmul.c);
  *  - READ_RANGE, READ_RANGE_ALL: as READ_PIECES and READ_ALL for a view of
  *    another shape (a reshape: C.seq's 1-D vector read as a grid), by
  *    storage elements: each piece (or the whole view) needs the range from
  *    its first element to its last (range_of), met with the pieces others
  *    hold (move_range). */
-enum { READ_PIECES = 0, READ_OUTSIDE, READ_ALL, READ_RANGE, READ_RANGE_ALL };
+enum { READ_PIECES = 0, READ_OUTSIDE, READ_ALL, READ_ROWS, READ_RANGE, READ_RANGE_ALL };
 typedef struct halo {
   ty_storage *stg;
   const prepared *pr; /* the reading (or rewriting) launch: its domain and agreed tiling */
   int64_t shift[TY_MAX_RANK];
   int kind;
-  int arg; /* READ_RANGE*: the reading argument of pr's launch */
+  int arg; /* READ_RANGE*, READ_ROWS: the reading argument of pr's launch */
 } halo;
 
 /* The storage elements [*lo, *hi) from the first to the last element of box
@@ -490,7 +492,7 @@ static size_t walk(const halo *hs, int nh, int q, int r, int N, char *buf, int m
       if (mode != WALK_COUNT) buf += n;
       continue;
     }
-    if (hs[h].kind != READ_PIECES) { /* q's pieces of the old view, less (or met with) the view */
+    if (hs[h].kind != READ_PIECES && hs[h].kind != READ_ROWS) { /* q's pieces of the old view, less (or met with) the view */
       int64_t nlo[TY_MAX_RANK], nhi[TY_MAX_RANK], parts[2 * TY_MAX_RANK][2][TY_MAX_RANK];
       for (int k = 0; k < nd; k++) nlo[k] = hs[h].shift[k], nhi[k] = hs[h].shift[k] + l->domain[k];
       for (int v = first_piece(sp, q, N); v < first_piece(sp, q + 1, N); v++) {
@@ -518,6 +520,7 @@ static size_t walk(const halo *hs, int nh, int q, int r, int N, char *buf, int m
     for (int p = first_of(hs[h].pr, r, N); p < first_of(hs[h].pr, r + 1, N); p++) {
       int64_t alo[TY_MAX_RANK], ahi[TY_MAX_RANK];
       ty__piece_box(l->ndim, l->domain, lt, p, alo, ahi);
+      if (hs[h].kind == READ_ROWS) ty__dist_rows_box(l, hs[h].arg, alo, ahi);
       for (int k = 0; k < nd; k++) alo[k] += hs[h].shift[k], ahi[k] += hs[h].shift[k];
       for (int v = first_piece(sp, q, N); v < first_piece(sp, q + 1, N); v++) {
         int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
@@ -688,6 +691,11 @@ void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int
             add_read(rt, &reads, &nreads, &cap, m, i, READ_OUTSIDE);
           }
         }
+      } else if (runs_split(pr, sts[m]) && ty__dist_rows_arg(l, i)) {
+        /* a split matmul's A: the rows of its pieces (dist_matmul.c) */
+        int64_t shift[TY_MAX_RANK];
+        ok = rt->dist.alltoallv && shifted_view(stg->split, a->store, l->ndim, shift);
+        if (ok) add_read(rt, &reads, &nreads, &cap, m, i, READ_ROWS);
       } else if (!pr->dist && a->proj == TY_PROJ_ALIGNED && a->priv != TY_PRIV_REDUCE) {
         /* run whole on every rank: it needs the whole view it reads; what it
          * writes, every rank writes alike (an OUT view needs nothing) */
@@ -720,6 +728,12 @@ void ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *sts, int
     nh++;
   }
   size_t got = exchange_halos(rt, hs, nh);
+  for (int h = 0; h < nh; h++) { /* a matmul's A: each rank holds the rows of its pieces now */
+    ty__split sp;
+    if (hs[h].kind == READ_ROWS && hs[h].stg->split &&
+        ty__dist_rows_record(hs[h].pr, hs[h].arg, hs[h].stg->split, &sp))
+      *hs[h].stg->split = sp;
+  }
   free(hs);
   free(reads);
 
