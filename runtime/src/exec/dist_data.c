@@ -52,7 +52,7 @@ int ty__dist_first(int ndim, const int64_t *domain, const ty_tiling *t, bool by_
   if (r <= 0) return 0;
   if (r >= N) return P;
   if (!by_rows || ndim < 1) return (int)((int64_t)P * r / N);
-  const int64_t row = domain[0] * r / N; /* rank r's first row of a vector cut evenly by rows */
+  const int64_t row = ty__dist_row(domain[0], r, N); /* rank r's first row (dist_bands.c) */
   for (int p = 0; p < P; p++) {
     int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
     ty__piece_box(ndim, domain, t, p, lo, hi);

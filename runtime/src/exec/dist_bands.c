@@ -1,0 +1,104 @@
+/*
+ * dist_bands.c — rank boundaries on the band edges of ordered reductions
+ * (docs/mpi.md): a dot product of split vectors reads only its own rows.
+ *
+ * An ordered float reduction (CG's dot products) has a tiling fixed by its
+ * shape: bands of rows, at most TY__ORDER_MAX (64), for the bits of one
+ * process. Its bands go to ranks by rows (ty__dist_first). If a rank's rows
+ * of the vectors it reads end inside a band, the rank computing that band
+ * reads the rest from its neighbour, every iteration (CG at 2896 x 2896 on
+ * 3 ranks: 15 rows of 23 KiB per vector read). Rules:
+ *  - Rank r's first row of a launch over D rows (ty__dist_row) is the first
+ *    row of the first of 64 equal bands of the D rows ([D j / 64,
+ *    D (j + 1) / 64)) whose middle row is in rank r's even share [D r / N,
+ *    ...): an edge of the 64 bands near D r / N (within 1/128 of D), the
+ *    same for every launch over D rows. Under 64 rows: D r / N.
+ *  - Pieces go to ranks by rows (their middle row) for ordered launches and
+ *    for every split launch cut by rows only (ty__dist_rows_only).
+ *  - A split launch that is not ordered and is cut for the processors of
+ *    every rank gets, on several ranks, T row tiles (ty__dist_band_tiling):
+ *    a multiple of 64 / g, where g divides 64 and every rank's first band,
+ *    so that every rank's first row is a tile edge; T at least the pieces it
+ *    had (the processors are still used). Element-wise launches do not
+ *    depend on their tiling, so the bits stay those of one process.
+ * Then the rows a rank holds of a vector written by an element-wise launch
+ * are whole bands of a dot product over the same rows (64 bands: any grid
+ * of 64 x 65536 elements or more): the product reads nothing from a
+ * neighbour. Fewer bands (a smaller reduction) straddle by half a band at
+ * most, as before; views a row smaller than the grid (CG's Laplacian) by a
+ * row at most.
+ */
+#include "internal.h"
+#include "kernels.h"
+#include "prepared.h"
+
+/* The first of the 64 bands of D >= 64 rows whose middle row is rank r's
+ * even share's or later (r in [1, N)). */
+static int64_t first_band(int64_t D, int r, int N) {
+  const int64_t even = D * r / N;
+  for (int64_t j = 0; j < TY__ORDER_MAX; j++) {
+    const int64_t lo = D * j / TY__ORDER_MAX, hi = D * (j + 1) / TY__ORDER_MAX;
+    if ((lo + hi - 1) / 2 >= even) return j;
+  }
+  return TY__ORDER_MAX;
+}
+
+int64_t ty__dist_row(int64_t D, int r, int N) {
+  if (r <= 0) return 0;
+  if (r >= N) return D;
+  if (D < TY__ORDER_MAX) return D * r / N;
+  return D * first_band(D, r, N) / TY__ORDER_MAX;
+}
+
+bool ty__dist_rows_only(int ndim, const ty_tiling *t) {
+  if (ndim < 1) return false;
+  for (int k = 1; k < ndim; k++)
+    if (t->tiles[k] > 1) return false;
+  return true;
+}
+
+static int64_t gcd(int64_t a, int64_t b) {
+  while (b) {
+    const int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* Whether rows (dim 0) of launch l may be cut: not forbidden, and no
+ * written aligned argument repeats them (stride 0). */
+static bool rows_splittable(const ty_pending *l) {
+  if (l->ndim < 1 || l->domain[0] < 2 || (l->nosplit & 1u)) return false;
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    if (a->proj == TY_PROJ_ALIGNED && a->priv != TY_PRIV_IN && a->priv != TY_PRIV_REDUCE &&
+        a->store->strides[0] == 0)
+      return false;
+  }
+  return true;
+}
+
+void ty__dist_band_tiling(const ty_runtime *rt, const ty_pending *l, ty_tiling *t) {
+  const int N = rt->dist.nranks;
+  if (N < 2 || t->pieces < 2 || ty__ordered_launch(l) || !rows_splittable(l)) return;
+  int64_t elems = 1;
+  for (int k = 0; k < l->ndim; k++) elems *= l->domain[k];
+  if (elems < rt->dist.min_elems) return; /* run whole on every rank */
+  for (int i = 0; i < l->nargs; i++) { /* a float sum of no fixed tiling: one rank's cut */
+    const ty_arg *a = &l->args[i];
+    if (a->priv == TY_PRIV_REDUCE && ty_dtype_is_float(a->store->dtype) &&
+        (a->redop == TY_REDOP_SUM || a->redop == TY_REDOP_PROD))
+      return;
+  }
+  const int64_t D = l->domain[0];
+  if (D < TY__ORDER_MAX) return;
+  int64_t g = TY__ORDER_MAX; /* divides 64 and every rank's first band */
+  for (int r = 1; r < N; r++) g = gcd(g, first_band(D, r, N));
+  const int64_t step = TY__ORDER_MAX / g;
+  const int64_t T = (t->pieces + step - 1) / step * step;
+  if (T > D || T > TY_MAX_PIECES || (l->max_pieces > 0 && T > l->max_pieces)) return;
+  t->pieces = (int)T;
+  t->tiles[0] = (int)T;
+  for (int k = 1; k < l->ndim; k++) t->tiles[k] = 1;
+}

@@ -1,0 +1,42 @@
+-- bands.lua: rank boundaries on the band edges of ordered reductions
+-- (docs/mpi.md, exec/dist_bands.c). A dot product of two vectors that
+-- element-wise launches wrote split among ranks reads only the rows its
+-- rank holds: the ranks' rows are whole bands of the product (64 bands of a
+-- grid of 64 x 65536 elements or more), also where the rank count does not
+-- divide 64 (3 ranks: before, the band across each boundary read up to half
+-- a band, 185 KB a vector here, from the neighbour). compare.sh checks the
+-- bits against a plain run; the asserts check the bytes.
+local np = tycho.nranks()
+local function hex(v) return string.format("%a", v) end
+local function received() return tycho.stats().dist_bytes end
+local bytes_checked = np > 1 and os.getenv("TYCHO_MPI_REPLICATED") ~= "1"
+
+tycho.seed(7)
+local n = 2100 -- 4.41M elements: 64 bands of 32.8 rows
+local a = tycho.random.normal({ n, n }) * 1.5
+local b = tycho.random.normal({ n, n }) + 0.25
+tycho.flush()
+local before = received()
+local dots = {}
+for i = 1, 3 do
+  dots[i] = (a * b):sum()
+  a = a + 0.125
+  tycho.flush()
+end
+local got = received() - before
+-- only the partials of the 64 bands (8 bytes each, to every rank) and the
+-- failure records move, three times
+assert(not bytes_checked or got <= 3 * (64 * 8 + 64 * np),
+       "three dot products moved " .. got .. " bytes; expected only their partials")
+print("dots", hex(dots[1]:item()), hex(dots[2]:item()), hex(dots[3]:item()))
+
+-- a 1-D vector of 64 bands and more: the same
+local v = tycho.random.uniform(4200000) - 0.5
+local w = v * v + 1
+tycho.flush()
+before = received()
+local s = (v * w):sum()
+tycho.flush()
+got = received() - before
+assert(not bytes_checked or got <= 64 * 8 + 64 * np, "a 1-D dot product moved " .. got .. " bytes")
+print("dot_1d", hex(s:item()), hex(v:mean():item()))
