@@ -83,6 +83,8 @@ TEST(rank_rows_on_band_edges) {
   CHECK_EQ_INT(ty__dist_row(2896, 1, 2), 1448); /* 2 and 4 ranks: the even rows */
   CHECK_EQ_INT(ty__dist_row(2896, 3, 4), 2172);
   CHECK_EQ_INT(ty__dist_row(50, 1, 3), 16); /* under 64 rows: even */
+  CHECK_EQ_INT(ty__dist_row(6400, 1, 12), 533); /* 12 ranks: even (bands would unbalance them) */
+  CHECK_EQ_INT(ty__dist_row(6400, 1, 16), 400); /* 16 divides 64: even is a band edge */
   /* the 64 bands of a dot product over the grid and 128 row tiles of an
    * element-wise launch (a multiple of 64: an edge at every rank's first
    * row) give each rank the same rows */

@@ -12,15 +12,25 @@
  *    row of the first of 64 equal bands of the D rows ([D j / 64,
  *    D (j + 1) / 64)) whose middle row is in rank r's even share [D r / N,
  *    ...): an edge of the 64 bands near D r / N (within 1/128 of D), the
- *    same for every launch over D rows. Under 64 rows: D r / N.
+ *    same for every launch over D rows. Under 64 rows, and above 8 ranks
+ *    when N does not divide 64: D r / N. Moving a boundary to a band edge
+ *    unbalances the ranks' rows by up to 1/128 of D: 2% of a share at 3
+ *    ranks, 6% at 8, but 37% at 48 (where whole bands would give some
+ *    ranks two bands and others one) and some ranks nothing above 64; there
+ *    a band straddling two ranks reads up to half a band instead.
  *  - Pieces go to ranks by rows (their middle row) for ordered launches and
  *    for every split launch cut by rows only (ty__dist_rows_only).
- *  - A split launch that is not ordered and is cut for the processors of
- *    every rank gets, on several ranks, T row tiles (ty__dist_band_tiling):
- *    a multiple of 64 / g, where g divides 64 and every rank's first band,
- *    so that every rank's first row is a tile edge; T at least the pieces it
- *    had (the processors are still used). Element-wise launches do not
- *    depend on their tiling, so the bits stay those of one process.
+ *  - A split launch that is not ordered, is cut for the processors of
+ *    every rank and is as large as a reduction of 64 bands over its shape
+ *    (64 x 65536 elements and more, 64 bands of rows) gets, on several
+ *    ranks, T row tiles (ty__dist_band_tiling): a multiple of 64 / g, where
+ *    g divides 64 and every rank's first band, so that every rank's first
+ *    row is a tile edge; T at least the pieces it had (the processors are
+ *    still used). 64 / g is 2 at 2 ranks, 4 at 4, 64 at 3: each tile holds
+ *    65536 elements or more, so that the pieces cost little. Smaller
+ *    launches keep their tiling (their rank boundaries are piece edges).
+ *    Element-wise launches do not depend on their tiling, so the bits stay
+ *    those of one process.
  * Then the rows a rank holds of a vector written by an element-wise launch
  * are whole bands of a dot product over the same rows (64 bands: any grid
  * of 64 x 65536 elements or more): the product reads nothing from a
@@ -43,10 +53,15 @@ static int64_t first_band(int64_t D, int r, int N) {
   return TY__ORDER_MAX;
 }
 
+/* Whether N ranks' rows start on band edges: a rank's share moves by half a
+ * band (1/128 of the rows) at most, 1/16 of its share or less up to 8 ranks;
+ * when N divides 64 the even shares are band edges already. */
+static bool on_edges(int N) { return N <= 8 || TY__ORDER_MAX % N == 0; }
+
 int64_t ty__dist_row(int64_t D, int r, int N) {
   if (r <= 0) return 0;
   if (r >= N) return D;
-  if (D < TY__ORDER_MAX) return D * r / N;
+  if (D < TY__ORDER_MAX || !on_edges(N)) return D * r / N;
   return D * first_band(D, r, N) / TY__ORDER_MAX;
 }
 
@@ -81,7 +96,8 @@ static bool rows_splittable(const ty_pending *l) {
 
 void ty__dist_band_tiling(const ty_runtime *rt, const ty_pending *l, ty_tiling *t) {
   const int N = rt->dist.nranks;
-  if (N < 2 || t->pieces < 2 || ty__ordered_launch(l) || !rows_splittable(l)) return;
+  if (N < 2 || !on_edges(N) || t->pieces < 2 || ty__ordered_launch(l) || !rows_splittable(l))
+    return;
   int64_t elems = 1;
   for (int k = 0; k < l->ndim; k++) elems *= l->domain[k];
   if (elems < rt->dist.min_elems) return; /* run whole on every rank */
@@ -91,8 +107,10 @@ void ty__dist_band_tiling(const ty_runtime *rt, const ty_pending *l, ty_tiling *
         (a->redop == TY_REDOP_SUM || a->redop == TY_REDOP_PROD))
       return;
   }
+  ty_tiling bands; /* a dot product over the same shape: 64 bands of rows? */
+  ty__ordered_tiles(l->ndim, l->domain, &bands);
+  if (bands.tiles[0] != TY__ORDER_MAX) return; /* fewer: it straddles anyway */
   const int64_t D = l->domain[0];
-  if (D < TY__ORDER_MAX) return;
   int64_t g = TY__ORDER_MAX; /* divides 64 and every rank's first band */
   for (int r = 1; r < N; r++) g = gcd(g, first_band(D, r, N));
   const int64_t step = TY__ORDER_MAX / g;
