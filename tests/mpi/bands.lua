@@ -40,3 +40,20 @@ tycho.flush()
 got = received() - before
 assert(not bytes_checked or got <= 64 * 8 + 64 * np, "a 1-D dot product moved " .. got .. " bytes")
 print("dot_1d", hex(s:item()), hex(v:mean():item()))
+
+-- a grid of 16 bands (1M elements): on several ranks element-wise launches
+-- are cut by rows only (4 pieces were 2 x 2, so each of 4 ranks held a
+-- quarter and a band read half its rows' columns from another rank); at 2
+-- and 4 ranks the rank boundaries are band edges, at 3 a band straddles by
+-- half a band (32 rows of 8,000 bytes) at most, for each vector
+local c = tycho.random.normal({ 1000, 1000 }) * 2
+local d = c + 1
+tycho.flush()
+before = received()
+local e = (c * d):sum()
+tycho.flush()
+got = received() - before
+local straddle = np % 2 == 1 and 2 * 2 * 32 * 1000 * 8 or 0
+assert(not bytes_checked or got <= straddle + 16 * 8 + 64 * np,
+       "a dot product of 1000 x 1000 grids moved " .. got .. " bytes; expected at most " .. straddle + 16 * 8 + 64 * np)
+print("dot_16", hex(e:item()), hex(d[{ 500, 700 }]:item()))

@@ -20,17 +20,19 @@
  *    a band straddling two ranks reads up to half a band instead.
  *  - Pieces go to ranks by rows (their middle row) for ordered launches and
  *    for every split launch cut by rows only (ty__dist_rows_only).
- *  - A split launch that is not ordered, is cut for the processors of
- *    every rank and is as large as a reduction of 64 bands over its shape
- *    (64 x 65536 elements and more, 64 bands of rows) gets, on several
- *    ranks, T row tiles (ty__dist_band_tiling): a multiple of 64 / g, where
- *    g divides 64 and every rank's first band, so that every rank's first
- *    row is a tile edge; T at least the pieces it had (the processors are
- *    still used). 64 / g is 2 at 2 ranks, 4 at 4, 64 at 3: each tile holds
- *    65536 elements or more, so that the pieces cost little. Smaller
- *    launches keep their tiling (their rank boundaries are piece edges).
- *    Element-wise launches do not depend on their tiling, so the bits stay
- *    those of one process.
+ *  - A split launch that is not ordered and is cut for the processors of
+ *    every rank is cut by rows only on several ranks (ty__dist_band_tiling;
+ *    4 pieces of a square grid were 2 x 2, so 4 ranks held quarters, and a
+ *    vector read as the grid, or a dot product's bands, needed half of each
+ *    rank's rows from another rank: 6 MB an iteration of CG at 1000 x 1000).
+ *    When it is as large as a reduction of 64 bands over its shape (64 x
+ *    65536 elements and more, 64 bands of rows), its T row tiles are a
+ *    multiple of 64 / g, where g divides 64 and every rank's first band, so
+ *    that every rank's first row is a tile edge; T at least the pieces it
+ *    had (the processors are still used). 64 / g is 2 at 2 ranks, 4 at 4,
+ *    64 at 3: each tile holds 65536 elements or more, so that the pieces
+ *    cost little. Element-wise launches do not depend on their tiling, so
+ *    the bits stay those of one process.
  * Then the rows a rank holds of a vector written by an element-wise launch
  * are whole bands of a dot product over the same rows (64 bands: any grid
  * of 64 x 65536 elements or more): the product reads nothing from a
@@ -96,7 +98,7 @@ static bool rows_splittable(const ty_pending *l) {
 
 void ty__dist_band_tiling(const ty_runtime *rt, const ty_pending *l, ty_tiling *t) {
   const int N = rt->dist.nranks;
-  if (N < 2 || !on_edges(N) || t->pieces < 2 || ty__ordered_launch(l) || !rows_splittable(l))
+  if (N < 2 || t->pieces < 2 || ty__ordered_launch(l) || !rows_splittable(l))
     return;
   int64_t elems = 1;
   for (int k = 0; k < l->ndim; k++) elems *= l->domain[k];
@@ -107,14 +109,16 @@ void ty__dist_band_tiling(const ty_runtime *rt, const ty_pending *l, ty_tiling *
         (a->redop == TY_REDOP_SUM || a->redop == TY_REDOP_PROD))
       return;
   }
+  const int64_t D = l->domain[0];
+  int64_t T = t->pieces;
   ty_tiling bands; /* a dot product over the same shape: 64 bands of rows? */
   ty__ordered_tiles(l->ndim, l->domain, &bands);
-  if (bands.tiles[0] != TY__ORDER_MAX) return; /* fewer: it straddles anyway */
-  const int64_t D = l->domain[0];
-  int64_t g = TY__ORDER_MAX; /* divides 64 and every rank's first band */
-  for (int r = 1; r < N; r++) g = gcd(g, first_band(D, r, N));
-  const int64_t step = TY__ORDER_MAX / g;
-  const int64_t T = (t->pieces + step - 1) / step * step;
+  if (on_edges(N) && bands.tiles[0] == TY__ORDER_MAX && D >= TY__ORDER_MAX) {
+    int64_t g = TY__ORDER_MAX; /* divides 64 and every rank's first band */
+    for (int r = 1; r < N; r++) g = gcd(g, first_band(D, r, N));
+    const int64_t step = TY__ORDER_MAX / g;
+    T = (T + step - 1) / step * step;
+  }
   if (T > D || T > TY_MAX_PIECES || (l->max_pieces > 0 && T > l->max_pieces)) return;
   t->pieces = (int)T;
   t->tiles[0] = (int)T;
