@@ -57,3 +57,19 @@ local straddle = np % 2 == 1 and 2 * 2 * 32 * 1000 * 8 or 0
 assert(not bytes_checked or got <= straddle + 16 * 8 + 64 * np,
        "a dot product of 1000 x 1000 grids moved " .. got .. " bytes; expected at most " .. straddle + 16 * 8 + 64 * np)
 print("dot_16", hex(e:item()), hex(d[{ 500, 700 }]:item()))
+
+-- a split vector read as a 3-D block with fewer rows than pieces (4 x 300 x
+-- 500): each row is cut along dim 1 alike, so every rank's pieces are one
+-- range of the vector and it receives only the ends it lacks (1 x 2 x 3
+-- tiles gave each rank parts of all 4 rows: the vector was made whole,
+-- two thirds of it to each of 3 ranks)
+local u = tycho.arange(4 * 300 * 500) * 0.5
+u = u + 1
+tycho.flush()
+before = received()
+local g = u:reshape({ 4, 300, 500 }) * 2
+tycho.flush()
+got = received() - before
+assert(not bytes_checked or got * 4 <= 600000 * 8,
+       "reading a split vector as 4 x 300 x 500 moved " .. got .. " bytes; expected at most a quarter of it")
+print("reshape_3d", hex(g:sum():item()), hex(g[{ 3, 150, 250 }]:item()))

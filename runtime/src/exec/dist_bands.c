@@ -25,6 +25,11 @@
  *    4 pieces of a square grid were 2 x 2, so 4 ranks held quarters, and a
  *    vector read as the grid, or a dot product's bands, needed half of each
  *    rank's rows from another rank: 6 MB an iteration of CG at 1000 x 1000).
+ *    A launch with fewer rows than pieces (a 4 x 300 x 500 reshape in 6)
+ *    cuts each row in the same number of tiles along dim 1: in row-major
+ *    order every piece, and every rank's pieces, are one range of the
+ *    storage (1 x 2 x 3 tiles gave each rank parts of all 4 rows, and a
+ *    vector read as that shape was made whole).
  *    When it is as large as a reduction of 64 bands over its shape (64 x
  *    65536 elements and more, 64 bands of rows), its T row tiles are a
  *    multiple of 64 / g, where g divides 64 and every rank's first band, so
@@ -83,14 +88,14 @@ static int64_t gcd(int64_t a, int64_t b) {
   return a;
 }
 
-/* Whether rows (dim 0) of launch l may be cut: not forbidden, and no
- * written aligned argument repeats them (stride 0). */
-static bool rows_splittable(const ty_pending *l) {
-  if (l->ndim < 1 || l->domain[0] < 2 || (l->nosplit & 1u)) return false;
+/* Whether dim k of launch l may be cut: not forbidden, and no written
+ * aligned argument repeats it (stride 0). */
+static bool splittable(const ty_pending *l, int k) {
+  if (l->ndim <= k || l->domain[k] < 2 || ((l->nosplit >> k) & 1u)) return false;
   for (int i = 0; i < l->nargs; i++) {
     const ty_arg *a = &l->args[i];
     if (a->proj == TY_PROJ_ALIGNED && a->priv != TY_PRIV_IN && a->priv != TY_PRIV_REDUCE &&
-        a->store->strides[0] == 0)
+        a->store->strides[k] == 0)
       return false;
   }
   return true;
@@ -98,8 +103,7 @@ static bool rows_splittable(const ty_pending *l) {
 
 void ty__dist_band_tiling(const ty_runtime *rt, const ty_pending *l, ty_tiling *t) {
   const int N = rt->dist.nranks;
-  if (N < 2 || t->pieces < 2 || ty__ordered_launch(l) || !rows_splittable(l))
-    return;
+  if (N < 2 || t->pieces < 2 || ty__ordered_launch(l) || !splittable(l, 0)) return;
   int64_t elems = 1;
   for (int k = 0; k < l->ndim; k++) elems *= l->domain[k];
   if (elems < rt->dist.min_elems) return; /* run whole on every rank */
@@ -119,8 +123,15 @@ void ty__dist_band_tiling(const ty_runtime *rt, const ty_pending *l, ty_tiling *
     const int64_t step = TY__ORDER_MAX / g;
     T = (T + step - 1) / step * step;
   }
-  if (T > D || T > TY_MAX_PIECES || (l->max_pieces > 0 && T > l->max_pieces)) return;
+  int64_t t1 = 1; /* fewer rows than pieces (4 x 300 x 500 in 6): each row cut in t1 */
+  if (T > D) {
+    t1 = (T + D - 1) / D;
+    T = D * t1;
+    if (!splittable(l, 1) || t1 > l->domain[1]) return;
+  }
+  if (T > TY_MAX_PIECES || (l->max_pieces > 0 && T > l->max_pieces)) return;
   t->pieces = (int)T;
-  t->tiles[0] = (int)T;
+  t->tiles[0] = (int)(T / t1);
   for (int k = 1; k < l->ndim; k++) t->tiles[k] = 1;
+  t->tiles[1 % l->ndim] *= (int)t1; /* t1 is 1 for a 1-D launch */
 }

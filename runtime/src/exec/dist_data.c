@@ -399,23 +399,25 @@ static bool range_view(const ty__split *sp, const ty_store *s, int ldim) {
 }
 
 /* The storage elements [*lo, *hi) that rank r's pieces of split launch pr
- * read through view s: the range of their bounding box (the pieces of a
- * rank are consecutive in row-major order: whole rows of a grid cut 3 x 2
- * among 3 ranks). */
+ * read through view s: from the first element of any of its pieces to the
+ * last (the pieces of a rank are consecutive in row-major order: whole rows
+ * of a grid cut 3 x 2 among 3 ranks, or of a 4 x 300 x 500 block cut 4 x 2
+ * x 1, one range whatever their bounding box). */
 static void rank_range(const prepared *pr, const ty_store *s, int r, int N, int64_t *lo,
                        int64_t *hi) {
   const ty_pending *l = pr->l;
-  int64_t blo[TY_MAX_RANK], bhi[TY_MAX_RANK], plo[TY_MAX_RANK], phi[TY_MAX_RANK];
-  for (int k = 0; k < l->ndim; k++) blo[k] = l->domain[k], bhi[k] = 0;
+  int64_t plo[TY_MAX_RANK], phi[TY_MAX_RANK];
+  bool any = false;
+  *lo = *hi = s->offset;
   for (int p = first_of(pr, r, N); p < first_of(pr, r + 1, N); p++) {
     ty__piece_box(l->ndim, l->domain, &pr->tiling, p, plo, phi);
     if (box_elems(l->ndim, plo, phi) == 0) continue;
-    for (int k = 0; k < l->ndim; k++) {
-      blo[k] = plo[k] < blo[k] ? plo[k] : blo[k];
-      bhi[k] = phi[k] > bhi[k] ? phi[k] : bhi[k];
-    }
+    int64_t a, b;
+    range_of(s, l->ndim, plo, phi, &a, &b);
+    if (!any || a < *lo) *lo = a;
+    if (!any || b > *hi) *hi = b;
+    any = true;
   }
-  range_of(s, l->ndim, blo, bhi, lo, hi);
 }
 
 /* Whether the ranks' pieces of launch pr read view s by ranges without
