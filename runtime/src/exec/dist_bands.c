@@ -49,6 +49,8 @@
 #include "kernels.h"
 #include "prepared.h"
 
+#include <assert.h>
+
 /* The first of the 64 bands of D >= 64 rows whose middle row is rank r's
  * even share's or later (r in [1, N)). */
 static int64_t first_band(int64_t D, int r, int N) {
@@ -107,12 +109,7 @@ void ty__dist_band_tiling(const ty_runtime *rt, const ty_pending *l, ty_tiling *
   int64_t elems = 1;
   for (int k = 0; k < l->ndim; k++) elems *= l->domain[k];
   if (elems < rt->dist.min_elems) return; /* run whole on every rank */
-  for (int i = 0; i < l->nargs; i++) { /* a float sum of no fixed tiling: one rank's cut */
-    const ty_arg *a = &l->args[i];
-    if (a->priv == TY_PRIV_REDUCE && ty_dtype_is_float(a->store->dtype) &&
-        (a->redop == TY_REDOP_SUM || a->redop == TY_REDOP_PROD))
-      return;
-  }
+  if (ty__dist_procs(rt, l, 1) != N) return; /* a float sum of no fixed tiling: one rank's cut */
   const int64_t D = l->domain[0];
   int64_t T = t->pieces;
   ty_tiling bands; /* a dot product over the same shape: 64 bands of rows? */
@@ -134,4 +131,5 @@ void ty__dist_band_tiling(const ty_runtime *rt, const ty_pending *l, ty_tiling *
   t->tiles[0] = (int)(T / t1);
   for (int k = 1; k < l->ndim; k++) t->tiles[k] = 1;
   t->tiles[1 % l->ndim] *= (int)t1; /* t1 is 1 for a 1-D launch */
+  assert(t1 == 1 || (l->ndim >= 2 && t->tiles[0] == D)); /* each row cut alike */
 }
