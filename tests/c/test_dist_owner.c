@@ -73,8 +73,41 @@ TEST(bands_by_rows) {
   CHECK_EQ_INT(e[8], 4);
 }
 
+TEST(rank_rows_on_band_edges) {
+  /* rank r's first row of 2896 rows: an edge of the 64 bands (45.25 rows)
+   * near 2896 r / N (exec/dist_bands.c): 3 ranks from bands 21 and 43 */
+  CHECK_EQ_INT(ty__dist_row(2896, 0, 3), 0);
+  CHECK_EQ_INT(ty__dist_row(2896, 1, 3), 950);  /* band 21: 2896 * 21 / 64 */
+  CHECK_EQ_INT(ty__dist_row(2896, 2, 3), 1945); /* band 43 */
+  CHECK_EQ_INT(ty__dist_row(2896, 3, 3), 2896);
+  CHECK_EQ_INT(ty__dist_row(2896, 1, 2), 1448); /* 2 and 4 ranks: the even rows */
+  CHECK_EQ_INT(ty__dist_row(2896, 3, 4), 2172);
+  CHECK_EQ_INT(ty__dist_row(50, 1, 3), 16); /* under 64 rows: even */
+  CHECK_EQ_INT(ty__dist_row(6400, 1, 12), 533); /* 12 ranks: even (bands would unbalance them) */
+  CHECK_EQ_INT(ty__dist_row(6400, 1, 16), 400); /* 16 divides 64: even is a band edge */
+  /* the 64 bands of a dot product over the grid and 128 row tiles of an
+   * element-wise launch (a multiple of 64: an edge at every rank's first
+   * row) give each rank the same rows */
+  const int64_t grid[2] = {2896, 2896};
+  ty_tiling bands = {.ndim = 2, .pieces = 64, .tiles = {64, 1}};
+  ty_tiling rows = {.ndim = 2, .pieces = 128, .tiles = {128, 1}};
+  for (int r = 0; r <= 3; r++) {
+    int64_t lo[2], hi[2];
+    const int fb = ty__dist_first(2, grid, &bands, true, r, 3);
+    const int fr = ty__dist_first(2, grid, &rows, true, r, 3);
+    CHECK_EQ_INT(fr, 2 * fb);
+    if (r == 0 || r == 3) continue;
+    ty__piece_box(2, grid, &rows, fr, lo, hi);
+    CHECK_EQ_INT(lo[0], ty__dist_row(2896, r, 3));
+  }
+  CHECK(ty__dist_rows_only(2, &rows));
+  ty_tiling cols = {.ndim = 2, .pieces = 6, .tiles = {3, 2}};
+  CHECK(!ty__dist_rows_only(2, &cols));
+}
+
 static const check_case cases[] = {
     CASE(pieces_by_number),
     CASE(bands_by_rows),
+    CASE(rank_rows_on_band_edges),
 };
 CHECK_MAIN(cases)

@@ -342,7 +342,8 @@ void ty__dist_wave_begin(ty_runtime *rt, prepared *prs, const ty_status *sts, in
       if (exchanged(&l->args[i])) pr->xmask |= (uint64_t)1 << i;
     pr->dist = true;
     rt->stats.dist_launches++;
-    pr->by_rows = ty__ordered_launch(l) != 0; /* its bands where their rows are */
+    /* its bands, or rows, where their rows are (dist_bands.c) */
+    pr->by_rows = ty__ordered_launch(l) != 0 || ty__dist_rows_only(l->ndim, &pr->tiling);
     pr->first = ty__dist_first(l->ndim, l->domain, &pr->tiling, pr->by_rows, me, N);
     pr->last = ty__dist_first(l->ndim, l->domain, &pr->tiling, pr->by_rows, me + 1, N);
     if (pr->explain)

@@ -54,7 +54,7 @@ int ty__dist_first(int ndim, const int64_t *domain, const ty_tiling *t, bool by_
   if (r <= 0) return 0;
   if (r >= N) return P;
   if (!by_rows || ndim < 1) return (int)((int64_t)P * r / N);
-  const int64_t row = domain[0] * r / N; /* rank r's first row of a vector cut evenly by rows */
+  const int64_t row = ty__dist_row(domain[0], r, N); /* rank r's first row (dist_bands.c) */
   for (int p = 0; p < P; p++) {
     int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
     ty__piece_box(ndim, domain, t, p, lo, hi);
@@ -377,23 +377,25 @@ static bool range_view(const ty__split *sp, const ty_store *s, int ldim) {
 }
 
 /* The storage elements [*lo, *hi) that rank r's pieces of split launch pr
- * read through view s: the range of their bounding box (the pieces of a
- * rank are consecutive in row-major order: whole rows of a grid cut 3 x 2
- * among 3 ranks). */
+ * read through view s: from the first element of any of its pieces to the
+ * last (the pieces of a rank are consecutive in row-major order: whole rows
+ * of a grid cut 3 x 2 among 3 ranks, or of a 4 x 300 x 500 block cut 4 x 2
+ * x 1, one range whatever their bounding box). */
 static void rank_range(const prepared *pr, const ty_store *s, int r, int N, int64_t *lo,
                        int64_t *hi) {
   const ty_pending *l = pr->l;
-  int64_t blo[TY_MAX_RANK], bhi[TY_MAX_RANK], plo[TY_MAX_RANK], phi[TY_MAX_RANK];
-  for (int k = 0; k < l->ndim; k++) blo[k] = l->domain[k], bhi[k] = 0;
+  int64_t plo[TY_MAX_RANK], phi[TY_MAX_RANK];
+  bool any = false;
+  *lo = *hi = s->offset;
   for (int p = first_of(pr, r, N); p < first_of(pr, r + 1, N); p++) {
     ty__piece_box(l->ndim, l->domain, &pr->tiling, p, plo, phi);
     if (box_elems(l->ndim, plo, phi) == 0) continue;
-    for (int k = 0; k < l->ndim; k++) {
-      blo[k] = plo[k] < blo[k] ? plo[k] : blo[k];
-      bhi[k] = phi[k] > bhi[k] ? phi[k] : bhi[k];
-    }
+    int64_t a, b;
+    range_of(s, l->ndim, plo, phi, &a, &b);
+    if (!any || a < *lo) *lo = a;
+    if (!any || b > *hi) *hi = b;
+    any = true;
   }
-  range_of(s, l->ndim, blo, bhi, lo, hi);
 }
 
 /* Whether the ranks' pieces of launch pr read view s by ranges without
@@ -468,7 +470,7 @@ size_t ty__halo_walk(const halo *hs, int nh, int q, int r, int N, char *buf, int
       if (mode != WALK_COUNT) buf += n;
       continue;
     }
-    if (hs[h].kind != READ_PIECES) { /* q's pieces of the old view, less (or met with) the view */
+    if (hs[h].kind != READ_PIECES && hs[h].kind != READ_ROWS) { /* q's pieces of the old view, less (or met with) the view */
       int64_t nlo[TY_MAX_RANK], nhi[TY_MAX_RANK], parts[2 * TY_MAX_RANK][2][TY_MAX_RANK];
       for (int k = 0; k < nd; k++) nlo[k] = hs[h].shift[k], nhi[k] = hs[h].shift[k] + l->domain[k];
       for (int v = first_piece(sp, q, N); v < first_piece(sp, q + 1, N); v++) {
@@ -496,6 +498,7 @@ size_t ty__halo_walk(const halo *hs, int nh, int q, int r, int N, char *buf, int
     for (int p = first_of(hs[h].pr, r, N); p < first_of(hs[h].pr, r + 1, N); p++) {
       int64_t alo[TY_MAX_RANK], ahi[TY_MAX_RANK];
       ty__piece_box(l->ndim, l->domain, lt, p, alo, ahi);
+      if (hs[h].kind == READ_ROWS) ty__dist_rows_box(l, hs[h].arg, alo, ahi);
       for (int k = 0; k < nd; k++) alo[k] += hs[h].shift[k], ahi[k] += hs[h].shift[k];
       for (int v = first_piece(sp, q, N); v < first_piece(sp, q + 1, N); v++) {
         int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
@@ -634,6 +637,11 @@ ty__halos *ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *st
             add_read(rt, &reads, &nreads, &cap, m, i, READ_OUTSIDE);
           }
         }
+      } else if (runs_split(pr, sts[m]) && ty__dist_rows_arg(l, i)) {
+        /* a split matmul's A: the rows of its pieces (dist_matmul.c) */
+        int64_t shift[TY_MAX_RANK];
+        ok = rt->dist.alltoallv && shifted_view(stg->split, a->store, l->ndim, shift);
+        if (ok) add_read(rt, &reads, &nreads, &cap, m, i, READ_ROWS);
       } else if (!pr->dist && a->proj == TY_PROJ_ALIGNED && a->priv != TY_PRIV_REDUCE) {
         /* run whole on every rank: it needs the whole view it reads; what it
          * writes, every rank writes alike (an OUT view needs nothing) */

@@ -11,7 +11,8 @@
  * each read's shift, meet no other rank's pieces) while it is in flight,
  * waits, and runs the others after the halos are unpacked. Without the
  * pair, or when a halo rewrites a split record (READ_OUTSIDE: the records
- * change before the pieces run, the unpacking walks the old ones), the
+ * change before the pieces run, the unpacking walks the old ones; READ_ROWS:
+ * a matmul's A takes the record of its pieces' rows after the unpacking), the
  * exchange is blocking, before the pieces, as before.
  */
 #include "internal.h"
@@ -51,6 +52,17 @@ static void free_halos(ty__halos *x) {
   free(x);
 }
 
+/* A split matmul's A (READ_ROWS): once its rows have moved, each rank holds
+ * the rows of its pieces (dist_matmul.c), whether or not any moved. */
+static void rows_records(const halo *hs, int nh) {
+  for (int h = 0; h < nh; h++) {
+    ty__split sp;
+    if (hs[h].kind == READ_ROWS && hs[h].stg->split &&
+        ty__dist_rows_record(hs[h].pr, hs[h].arg, hs[h].stg->split, &sp))
+      *hs[h].stg->split = sp;
+  }
+}
+
 /* Unpack what every rank sent, count it; x is freed. */
 static void unpack(ty_runtime *rt, ty__halos *x) {
   const int N = rt->dist.nranks, me = rt->dist.rank;
@@ -64,6 +76,7 @@ static void unpack(ty_runtime *rt, ty__halos *x) {
     rt->stats.dist_messages++;
   }
   rt->stats.dist_collectives++;
+  rows_records(x->hs, x->nh);
   free_halos(x);
 }
 
@@ -76,8 +89,9 @@ ty__halos *ty__dist_halos_post(ty_runtime *rt, halo *hs, int nh, size_t *got) {
       any = q != r && ty__halo_walk(hs, nh, q, r, N, NULL, WALK_COUNT) > 0;
   /* a write through another view changes the record after posting; the
    * unpacking walks the records, so that wave's exchange is blocking */
-  for (int h = 0; h < nh; h++) overlap &= hs[h].kind != READ_OUTSIDE;
+  for (int h = 0; h < nh; h++) overlap &= hs[h].kind != READ_OUTSIDE && hs[h].kind != READ_ROWS;
   if (!any) {
+    rows_records(hs, nh);
     free(hs);
     return NULL;
   }

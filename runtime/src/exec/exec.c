@@ -309,6 +309,7 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
   if (!e) e = pr->explain = new_record(rt, l);
   e->omp = pr->omp;
   ty__partition(l, procs, &pr->tiling, e);
+  if (rt->dist.nranks > 1) ty__dist_band_tiling(rt, l, &pr->tiling); /* rank edges on bands */
   for (int k = 0; k < l->ndim; k++) pr->empty |= l->domain[k] == 0;
   e->pieces = pr->tiling.pieces;
   for (int k = 0; k < l->ndim; k++) e->tiles[k] = pr->tiling.tiles[k];

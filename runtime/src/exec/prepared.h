@@ -112,6 +112,23 @@ typedef struct ty__split {
   bool by_rows; /* the launch's pieces went to ranks by rows (ty__dist_first) */
 } ty__split;
 
+/* Rank boundaries on band edges (dist_bands.c): rank r's first row of a
+ * launch over D rows (an edge of 64 bands of them near D r / N); whether a
+ * tiling cuts rows only (its pieces go to ranks by rows); a split launch's
+ * tiling made of row tiles with an edge at every rank's first row. */
+int64_t ty__dist_row(int64_t D, int r, int N);
+bool ty__dist_rows_only(int ndim, const ty_tiling *t);
+void ty__dist_band_tiling(const ty_runtime *rt, const ty_pending *l, ty_tiling *t);
+
+/* A split matmul's operands (dist_matmul.c): whether argument i of launch
+ * l is read by the rows of l's pieces (a matmul's A: C's rows, all of its
+ * columns) rather than whole; the box it reads for the piece box [lo, hi)
+ * of l (the last dim replaced); the record of its storage once each rank
+ * received the rows of its pieces (false: keep the old one). */
+bool ty__dist_rows_arg(const ty_pending *l, int i);
+void ty__dist_rows_box(const ty_pending *l, int i, int64_t *lo, int64_t *hi);
+bool ty__dist_rows_record(const prepared *pr, int i, const ty__split *old, ty__split *out);
+
 /* Copy the box [lo, hi) of the view (offset, strides, in elements of es
  * bytes) of `data` to buf (pack) or from buf into the view; returns the end
  * of buf's part (elements in C order of the box). */
