@@ -144,7 +144,10 @@ static double leaf_of(const ty__ostream *os) {
 
 /* Elements go to the partial leaf until it is full; whole leaves after it go
  * as the largest aligned subtrees that fit (2^g leaves where g is at most the
- * number of trailing zero bits of the leaf count). */
+ * number of trailing zero bits of the leaf count). The partial leaf is
+ * counted in a local (f): a store of os->fill per element was ~40% of
+ * feed_sum_f64's time in CG at 2048 x 2048, whose blocks of rows of 2,046
+ * elements leave a partial leaf at every call. */
 #define OFEED(NAME, TI, GROUP)                                                         \
   static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
     ty__ostream *os = (ty__ostream *)(uintptr_t)aux;                                   \
@@ -152,9 +155,10 @@ static double leaf_of(const ty__ostream *os) {
     const int64_t st = s[1];                                                           \
     int64_t i = 0;                                                                     \
     if (os->fill > 0) {                                                                \
-      while (i < n && os->fill < TY__OLEAF)                                            \
-        os->leaf[os->fill++] = (double)LOAD(TI, x, i++, st);                           \
-      if (os->fill < TY__OLEAF) return;                                                \
+      int f = os->fill;                                                                \
+      while (i < n && f < TY__OLEAF) os->leaf[f++] = (double)LOAD(TI, x, i++, st);     \
+      os->fill = f;                                                                    \
+      if (f < TY__OLEAF) return;                                                       \
       ostream_push(os, 0, leaf_of(os));                                                \
       os->fill = 0;                                                                    \
     }                                                                                  \
@@ -166,7 +170,9 @@ static double leaf_of(const ty__ostream *os) {
       ostream_push(os, g, GROUP(x + i * st, len, st));                                 \
       i += len;                                                                        \
     }                                                                                  \
-    while (i < n) os->leaf[os->fill++] = (double)LOAD(TI, x, i++, st);                 \
+    int f = os->fill;                                                                  \
+    while (i < n) os->leaf[f++] = (double)LOAD(TI, x, i++, st);                        \
+    os->fill = f;                                                                      \
   }
 OFEED(feed_sum_f64, double, pw_f64)
 OFEED(feed_sum_f32, float, pw_f32)
