@@ -53,6 +53,16 @@ end
 describe("streaming stores", function()
   teardown(function() os.execute("rm -rf '" .. cache .. "'") end)
 
+  it("TYCHO_NT_STORES takes 0 or 1; another value is an error at start", function()
+    local out, rc = spec_lua("print(tycho.arange(4):sum():item())", { TYCHO_NT_STORES = "off" })
+    assert.are_not.equal(0, rc)
+    assert.is_truthy(out:find("TYCHO_NT_STORES must be 0 or 1, got 'off'", 1, true), out)
+    for _, v in ipairs({ "0", "1" }) do
+      out = run("print(tycho.arange(4):sum():item())", { TYCHO_NT_STORES = v })
+      assert.are.equal("6", out:match("^(%S+)"))
+    end
+  end)
+
   it("flat runs (ty_fk, ty_fk3) of 2^21 + 13 elements: numpy's values, the same bits everywhere", function()
     local line = same_everywhere([[
       local n = (1 << 21) + 13
