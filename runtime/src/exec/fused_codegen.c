@@ -581,8 +581,8 @@ static bool flat_args(const ty_pending *f, int acc, uint64_t *contig) {
  * CG_NT_ELEMS elements streams more than the last-level cache holds, so what
  * it writes is read back from memory by the next pass anyway; an argument it
  * only writes (OUT: the whole view, nothing read first) is then stored with
- * non-temporal stores, which skip reading each line before writing it (the
- * write-allocate: 8 bytes an element of 16 for a plain store). The body
+ * non-temporal stores, which skip reading each line before writing it (a
+ * plain store of a fresh element moves 16 bytes, a streaming one 8). The body
  * keeps such an argument's value in a register and stores it once, at its
  * end (stn); so no other argument may be a view of the same storage (the
  * structure key records which arguments share one). stn streams only at a
