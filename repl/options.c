@@ -162,6 +162,8 @@ static void print_help(FILE *f) {
           "TYCHO_CACHE_DIR (default ~/.cache/tycho), TYCHO_CC (default cc);\n"
           "they compile in the background while the interpreter runs the program,\n"
           "TYCHO_CODEGEN_WAIT=1 waits for each compile instead (default under always).\n"
+          "TYCHO_NT_STORES=0: compiled runs of 2^21 elements or more store fresh\n"
+          "outputs with plain stores, not streaming ones (default 1; 0 or 1).\n"
           "Also read: LUA_INIT_5_4 or LUA_INIT (code or @file run first), LUA_PATH,\n"
           "LUA_CPATH; the shell keeps its history in $HOME/.tycho_history.\n"
           "Idle workers stay awake TYCHO_SPIN_US microseconds (default 200), giving\n"

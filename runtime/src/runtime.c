@@ -89,6 +89,10 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
     if (err) snprintf(err, errlen, "TYCHO_SCATTER_DIRECT must be a number of bytes >= 0, got '%s'", v);
     st = TY_EINVAL;
   }
+  if ((v = getenv("TYCHO_NT_STORES")) && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+    if (err) snprintf(err, errlen, "TYCHO_NT_STORES must be 0 or 1, got '%s'", v); /* exec/fused_codegen.c */
+    st = TY_EINVAL;
+  }
   static const struct {
     const char *env, *key;
   } axes[] = {{"TYCHO_PARALLEL", "parallel"}, {"TYCHO_OVERDECOMPOSE", "overdecompose"},

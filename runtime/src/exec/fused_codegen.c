@@ -299,6 +299,7 @@ typedef struct gen {
   const ty__fhead *h;
   const ty_pending *f;
   uint64_t contig;    /* args read/written as W contiguous elements */
+  uint64_t nt;        /* args stored once, at the body's end, with stn (nt_args) */
   char argv_[TY_MAX_ARGS][16]; /* the variable holding an argument's current value */
   char slotv[512][16];
   int npow;
@@ -527,7 +528,8 @@ static void sub(gen *g, const ty__fsub *s, int k) {
       g->ok = false;
       return;
     }
-    put(g->b, rt == 'd' ? "  st(p[%d], v%d);\n" : "  stm(p[%d], v%d);\n", o->ref, k);
+    if (!((g->nt >> o->ref) & 1u))
+      put(g->b, rt == 'd' ? "  st(p[%d], v%d);\n" : "  stm(p[%d], v%d);\n", o->ref, k);
     fmt(g->argv_[o->ref], sizeof g->argv_[o->ref], "v%d", k);
   } else {
     g->ok = false;
@@ -575,18 +577,108 @@ static bool flat_args(const ty_pending *f, int acc, uint64_t *contig) {
   return true;
 }
 
+/* Streaming stores (docs/fusion.md "Streaming stores"). A run of at least
+ * CG_NT_ELEMS elements streams more than the last-level cache holds, so what
+ * it writes is read back from memory by the next pass anyway; an argument it
+ * only writes (OUT: the whole view, nothing read first) is then stored with
+ * non-temporal stores, which skip reading each line before writing it (a
+ * plain store of a fresh element moves 16 bytes, a streaming one 8). The body
+ * keeps such an argument's value in a register and stores it once, at its
+ * end (stn); so no other argument may be a view of the same storage (the
+ * structure key records which arguments share one). stn streams only at a
+ * vector-aligned address and with nt set (the vector loop; the zero-padded
+ * partial vectors pass 0): elsewhere it is st. The entry points align the
+ * first such argument by running a partial vector first, and end with a
+ * store fence. The values stored are the same: only how they reach memory
+ * changes. TYCHO_NT_STORES=0 turns it off. */
+#define CG_NT_ELEMS ((int64_t)1 << 21)
+
+static bool nt_enabled(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("TYCHO_NT_STORES"); /* 0 or 1: runtime.c refuses another value */
+    on = !(e && !strcmp(e, "0"));
+  }
+  return on;
+}
+
+/* The arguments stored with stn: contiguous f64 OUT arguments of a large
+ * enough run, each the only view of its storage among the arguments. */
+static uint64_t nt_args(const ty_pending *f, uint64_t c, int acc) {
+  int64_t elems = 1;
+  for (int d = 0; d < f->ndim; d++) elems *= f->domain[d];
+  if (elems < CG_NT_ELEMS || !nt_enabled()) return 0;
+  uint64_t m = 0;
+  for (int k = 0; k < f->nargs; k++) {
+    const ty_arg *a = &f->args[k];
+    if (k == acc || !((c >> k) & 1u) || a->priv != TY_PRIV_OUT || a->store->dtype != TY_F64) continue;
+    bool alone = true;
+    for (int j = 0; j < f->nargs && alone; j++) alone = j == k || f->args[j].store->storage != a->store->storage;
+    if (alone) m |= UINT64_C(1) << k;
+  }
+  return m;
+}
+
+/* The first stn argument (its alignment decides the partial vector run
+ * first), or -1. */
+static int nt_first(uint64_t nt) { return nt ? __builtin_ctzll(nt) : -1; }
+
+static void nt_helper(sbuf *b) {
+  put(b, "static inline void stn(char *p, vd v, int nt) {\n"
+         "  if (nt && !((unsigned long)p & (sizeof(vd) - 1))) __builtin_ia32_movntpd%d((double *)p, v);\n"
+         "  else st(p, v);\n}\n",
+      CG_W * 64);
+}
+
+/* The body's end: each stn argument's last value, stored once. */
+static void nt_stores(gen *g) {
+  for (int k = 0; k < g->f->nargs; k++)
+    if ((g->nt >> k) & 1u) {
+      if (!g->argv_[k][0]) g->ok = false; /* an OUT argument the run never wrote */
+      else put(g->b, "  stn(p[%d], %s, nt);\n", k, g->argv_[k]);
+    }
+}
+
 /* The body's head: one vector of W elements; p[k] is argument k's address
- * (o: where a summed run stores the values its sum reads). */
-static void flat_body_head(sbuf *b, bool sum) {
+ * (o: where a summed run stores the values its sum reads; nt: stn's flag,
+ * with streamed arguments). */
+static void flat_body_head(sbuf *b, bool sum, uint64_t nt) {
+  if (nt) nt_helper(b);
   put(b, "static inline void body(char *const *p, const char *D, const int *sq, const double *K,\n"
-         "                        const double *Bc%s) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n",
-      sum ? ", char *o" : "");
+         "                        const double *Bc%s%s) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n",
+      sum ? ", char *o" : "", nt ? ", int nt" : "");
+}
+
+/* A flat run's partial vector: the m elements at i through zero-padded
+ * copies (the tail; with streamed arguments, also the head that aligns the
+ * first of them). */
+static void flat_part(sbuf *b, const ty_pending *f, uint64_t c, int acc, uint64_t nt) {
+  const bool sum = acc >= 0;
+  for (int k = 0; k < f->nargs; k++) {
+    if (!((c >> k) & 1u)) {
+      put(b, "    p[%d] = a[%d];\n", k, k);
+      continue;
+    }
+    int es = (int)ty_dtype_size(f->args[k].store->dtype);
+    put(b, "    char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
+    put(b, "    __builtin_memcpy(t%d, a[%d] + i * %d, (unsigned long)m * %d);\n    p[%d] = t%d;\n", k, k, es, es, k, k);
+  }
+  if (sum) put(b, "    char to[W * 8] __attribute__((aligned(64)));\n    body(p, D, sq, K, Bc, to%s);\n", nt ? ", 0" : "");
+  else put(b, "    body(p, D, sq, K, Bc%s);\n", nt ? ", 0" : "");
+  for (int k = 0; k < f->nargs; k++)
+    if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
+      int es = (int)ty_dtype_size(f->args[k].store->dtype);
+      put(b, "    __builtin_memcpy(a[%d] + i * %d, t%d, (unsigned long)m * %d);\n", k, es, k, es);
+    }
+  if (sum) put(b, "    __builtin_memcpy(o + i * 8, to, (unsigned long)m * 8);\n");
 }
 
 /* A flat run's entry point: pow squaring flags, then the vector loop and a
  * zero-padded tail; ty_fk, or ty_fk3 when acc >= 0 (a sum's accumulator,
- * not an argument of the loop; the values go to o). */
-static void flat_entry(sbuf *b, const ty_pending *f, const ty__fhead *h, uint64_t c, int npow, int acc) {
+ * not an argument of the loop; the values go to o). With streamed
+ * arguments (nt), a partial vector first up to the first one's alignment. */
+static void flat_entry(sbuf *b, const ty_pending *f, const ty__fhead *h, uint64_t c, int npow, int acc,
+                       uint64_t nt) {
   const bool sum = acc >= 0;
   if (sum) put(b, "void ty_fk3(i64 n, char *const *a, const char *D, char *o) {\n  int sq[%d];\n", npow + 1);
   else put(b, "void ty_fk(i64 n, char *const *a, const char *D) {\n  int sq[%d];\n", npow + 1);
@@ -597,30 +689,23 @@ static void flat_entry(sbuf *b, const ty_pending *f, const ty__fhead *h, uint64_
     if (k != acc && !((c >> k) & 1u) && f->args[k].store->dtype == TY_F64)
       put(b, "  Bc[%d] = *(const double *)a[%d];\n", k, k);
   put(b, "  char *p[%d];\n  i64 i = 0;\n", f->nargs + 1);
+  if (nt) {
+    put(b, "  i64 hd = (i64)((-(unsigned long)a[%d] & (sizeof(vd) - 1)) / 8);\n", nt_first(nt));
+    put(b, "  if (hd > n || ((unsigned long)a[%d] & 7)) hd = 0;\n  if (hd > 0) {\n    i64 m = hd;\n", nt_first(nt));
+    flat_part(b, f, c, acc, nt);
+    put(b, "    i = hd;\n  }\n");
+  }
   put(b, "  for (; i + W <= n; i += W) {\n");
   for (int k = 0; k < f->nargs; k++) {
     if ((c >> k) & 1u) put(b, "    p[%d] = a[%d] + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
     else put(b, "    p[%d] = a[%d];\n", k, k);
   }
-  put(b, "    body(p, D, sq, K, Bc%s);\n  }\n  if (i < n) {\n    i64 m = n - i;\n", sum ? ", o + i * 8" : "");
-  for (int k = 0; k < f->nargs; k++) {
-    if (!((c >> k) & 1u)) {
-      put(b, "    p[%d] = a[%d];\n", k, k);
-      continue;
-    }
-    int es = (int)ty_dtype_size(f->args[k].store->dtype);
-    put(b, "    char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
-    put(b, "    __builtin_memcpy(t%d, a[%d] + i * %d, (unsigned long)m * %d);\n    p[%d] = t%d;\n", k, k, es, es, k, k);
-  }
-  if (sum) put(b, "    char to[W * 8] __attribute__((aligned(64)));\n    body(p, D, sq, K, Bc, to);\n");
-  else put(b, "    body(p, D, sq, K, Bc);\n");
-  for (int k = 0; k < f->nargs; k++)
-    if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
-      int es = (int)ty_dtype_size(f->args[k].store->dtype);
-      put(b, "    __builtin_memcpy(a[%d] + i * %d, t%d, (unsigned long)m * %d);\n", k, es, k, es);
-    }
-  if (sum) put(b, "    __builtin_memcpy(o + i * 8, to, (unsigned long)m * 8);\n");
-  put(b, "  }\n}\n");
+  put(b, "    body(p, D, sq, K, Bc%s%s);\n  }\n  if (i < n) {\n    i64 m = n - i;\n", sum ? ", o + i * 8" : "",
+      nt ? ", 1" : "");
+  flat_part(b, f, c, acc, nt);
+  put(b, "  }\n");
+  if (nt) put(b, "  __builtin_ia32_sfence();\n");
+  put(b, "}\n");
 }
 
 /* The whole file for a fused launch; false when the run is not supported. */
@@ -630,16 +715,17 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
   if (!flat_args(f, -1, &c)) return false;
   *contig = c;
   preamble(b);
-  gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
-  flat_body_head(b, false);
+  gen g = {.b = b, .h = h, .f = f, .contig = c, .nt = nt_args(f, c, -1), .ok = true};
+  flat_body_head(b, false, g.nt);
   const ty__fsub *s = ty__fsub_first(h);
   for (int k = 0; k < h->nsub && g.ok; k++, s = ty__fsub_next(s)) {
     if (s->kind == TY__FK_REDUCE || s->kind == TY__FK_TASK || s->kind == TY__FK_ARGREDUCE) return false;
     sub(&g, s, k);
   }
+  nt_stores(&g);
   if (!g.ok) return false;
   put(b, "}\n\n");
-  flat_entry(b, f, h, c, g.npow, -1);
+  flat_entry(b, f, h, c, g.npow, -1, g.nt);
   return !b->failed;
 }
 
@@ -993,15 +1079,16 @@ static const ty__fsub *sum_tail_of(const ty__fhead *h) {
 
 /* The body of a run ending in a sum: the sub-operations before the sum, then
  * the value the sum reads stored to out; *npow: the body's pow slots. */
-static bool sum_body(const ty_pending *f, const ty__fhead *h, const ty__fsub *last, uint64_t c, sbuf *b,
-                     int *npow) {
+static bool sum_body(const ty_pending *f, const ty__fhead *h, const ty__fsub *last, uint64_t c, uint64_t nt,
+                     sbuf *b, int *npow) {
   preamble(b);
-  gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
-  flat_body_head(b, true);
+  gen g = {.b = b, .h = h, .f = f, .contig = c, .nt = nt, .ok = true};
+  flat_body_head(b, true, nt);
   const ty__fsub *s = ty__fsub_first(h);
   for (int k = 0; k + 1 < h->nsub && g.ok; k++, s = ty__fsub_next(s)) sub(&g, s, k);
   char x[96];
   operand(&g, &last->opnd[1], x, sizeof x);
+  nt_stores(&g);
   if (!g.ok) return false;
   put(b, "  st(o, %s);\n}\n\n", x);
   *npow = g.npow;
@@ -1024,8 +1111,9 @@ static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig) {
   if (!flat_args(f, acc, &c)) return false;
   *contig = c;
   int npow = 0;
-  if (!sum_body(f, h, last, c, b, &npow)) return false;
-  flat_entry(b, f, h, c, npow, acc);
+  const uint64_t nt = nt_args(f, c, acc);
+  if (!sum_body(f, h, last, c, nt, b, &npow)) return false;
+  flat_entry(b, f, h, c, npow, acc, nt);
   return !b->failed;
 }
 
@@ -1054,33 +1142,10 @@ static bool rows_sum_args(const ty_pending *f, int acc, uint64_t *contig) {
   return true;
 }
 
-static bool generate4(const ty_pending *f, sbuf *b, uint64_t *contig) {
-  const ty__fhead *h = (const ty__fhead *)f->scalars;
-  if (f->ndim != 2 || h->nsub < 2) return false;
-  const ty__fsub *last = sum_tail_of(h);
-  if (!last) return false;
-  const int acc = last->opnd[0].ref;
-  uint64_t c = 0;
-  if (!rows_sum_args(f, acc, &c)) return false;
-  *contig = c;
-  int npow = 0;
-  if (!sum_body(f, h, last, c, b, &npow)) return false;
-  put(b, "void ty_fk4(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D, char *o) {\n");
-  put(b, "  double K[%d], Bc[%d];\n  int sq[%d];\n  char *ra[%d], *p[%d];\n", h->nconsts + 1,
-      f->nargs + 1, npow + 1, f->nargs + 1, f->nargs + 1);
-  put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
-  put(b, "  for (i64 r = 0; r < n0; r++) {\n    char *ro = o + r * n1 * 8;\n");
-  for (int k = 0; k < f->nargs; k++) put(b, "    ra[%d] = a[%d] + r * os[%d];\n", k, k, k);
-  for (int k = 0; k < f->nargs; k++)
-    if (k != acc && !((c >> k) & 1u) && f->args[k].store->dtype == TY_F64)
-      put(b, "    Bc[%d] = *(const double *)ra[%d];\n", k, k);
-  pow_flags(b, h, c, "    ", "ra");
-  put(b, "    i64 i = 0;\n    for (; i + W <= n1; i += W) {\n");
-  for (int k = 0; k < f->nargs; k++) {
-    if ((c >> k) & 1u) put(b, "      p[%d] = ra[%d] + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
-    else put(b, "      p[%d] = ra[%d];\n", k, k);
-  }
-  put(b, "      body(p, D, sq, K, Bc, ro + i * 8);\n    }\n    if (i < n1) {\n      i64 m = n1 - i;\n");
+/* A row's partial vector in ty_fk4: the m elements at i through
+ * zero-padded copies (the row's tail; with streamed arguments, also its
+ * head that aligns the first of them). */
+static void rows_sum_part(sbuf *b, const ty_pending *f, uint64_t c, uint64_t nt) {
   for (int k = 0; k < f->nargs; k++) {
     if (!((c >> k) & 1u)) {
       put(b, "      p[%d] = ra[%d];\n", k, k);
@@ -1092,7 +1157,7 @@ static bool generate4(const ty_pending *f, sbuf *b, uint64_t *contig) {
         k, es, k, es, es);
     put(b, "      p[%d] = t%d;\n", k, k);
   }
-  put(b, "      char to[W * 8] __attribute__((aligned(64)));\n      body(p, D, sq, K, Bc, to);\n");
+  put(b, "      char to[W * 8] __attribute__((aligned(64)));\n      body(p, D, sq, K, Bc, to%s);\n", nt ? ", 0" : "");
   for (int k = 0; k < f->nargs; k++)
     if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
       int es = (int)ty_dtype_size(f->args[k].store->dtype);
@@ -1100,7 +1165,48 @@ static bool generate4(const ty_pending *f, sbuf *b, uint64_t *contig) {
           k, es, k, es, es);
     }
   put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(ro + (i + j) * 8, to + j * 8, 8);\n");
-  put(b, "    }\n  }\n}\n");
+}
+
+static bool generate4(const ty_pending *f, sbuf *b, uint64_t *contig) {
+  const ty__fhead *h = (const ty__fhead *)f->scalars;
+  if (f->ndim != 2 || h->nsub < 2) return false;
+  const ty__fsub *last = sum_tail_of(h);
+  if (!last) return false;
+  const int acc = last->opnd[0].ref;
+  uint64_t c = 0;
+  if (!rows_sum_args(f, acc, &c)) return false;
+  *contig = c;
+  int npow = 0;
+  const uint64_t nt = nt_args(f, c, acc);
+  if (!sum_body(f, h, last, c, nt, b, &npow)) return false;
+  put(b, "void ty_fk4(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D, char *o) {\n");
+  put(b, "  double K[%d], Bc[%d];\n  int sq[%d];\n  char *ra[%d], *p[%d];\n", h->nconsts + 1,
+      f->nargs + 1, npow + 1, f->nargs + 1, f->nargs + 1);
+  put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
+  put(b, "  for (i64 r = 0; r < n0; r++) {\n    char *ro = o + r * n1 * 8;\n");
+  for (int k = 0; k < f->nargs; k++) put(b, "    ra[%d] = a[%d] + r * os[%d];\n", k, k, k);
+  for (int k = 0; k < f->nargs; k++)
+    if (k != acc && !((c >> k) & 1u) && f->args[k].store->dtype == TY_F64)
+      put(b, "    Bc[%d] = *(const double *)ra[%d];\n", k, k);
+  pow_flags(b, h, c, "    ", "ra");
+  put(b, "    i64 i = 0;\n");
+  if (nt) {
+    put(b, "    i64 hd = (i64)((-(unsigned long)ra[%d] & (sizeof(vd) - 1)) / 8);\n", nt_first(nt));
+    put(b, "    if (hd > n1 || ((unsigned long)ra[%d] & 7)) hd = 0;\n    if (hd > 0) {\n      i64 m = hd;\n",
+        nt_first(nt));
+    rows_sum_part(b, f, c, nt);
+    put(b, "      i = hd;\n    }\n");
+  }
+  put(b, "    for (; i + W <= n1; i += W) {\n");
+  for (int k = 0; k < f->nargs; k++) {
+    if ((c >> k) & 1u) put(b, "      p[%d] = ra[%d] + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
+    else put(b, "      p[%d] = ra[%d];\n", k, k);
+  }
+  put(b, "      body(p, D, sq, K, Bc, ro + i * 8%s);\n    }\n    if (i < n1) {\n      i64 m = n1 - i;\n", nt ? ", 1" : "");
+  rows_sum_part(b, f, c, nt);
+  put(b, "    }\n  }\n");
+  if (nt) put(b, "  __builtin_ia32_sfence();\n");
+  put(b, "}\n");
   return !b->failed;
 }
 
@@ -1262,6 +1368,13 @@ static bool structure_key(ty__codegen *cg, const ty_pending *f) {
     ty__sb_append(b, ak, sizeof ak);
     ty__sb_append(b, st->shape, sizeof st->shape[0] * (size_t)st->ndim);
     ty__sb_append(b, st->strides, sizeof st->strides[0] * (size_t)st->ndim);
+    int32_t same = k; /* the first argument on the same storage (nt_args reads it) */
+    for (int j = 0; j < k; j++)
+      if (f->args[j].store->storage == st->storage) {
+        same = j;
+        break;
+      }
+    ty__sb_append(b, &same, sizeof same);
   }
   if (h->consts < sizeof *h || h->consts > f->scalar_bytes) return false;
   ty__sb_append(b, (const char *)f->scalars + sizeof *h, h->consts - sizeof *h);

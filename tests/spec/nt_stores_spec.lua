@@ -1,0 +1,133 @@
+-- tests/spec/nt_stores_spec.lua — streaming stores in compiled runs.
+--
+-- A compiled run of 2^21 elements or more stores the f64 arguments it only
+-- writes (fresh outputs) with non-temporal stores, once per vector at the
+-- body's end, the first such argument aligned by a partial vector first
+-- (fused_codegen.c, nt_args; docs/fusion.md "Streaming stores"). Only how
+-- the values reach memory changes: the same bits as the interpreter and as
+-- TYCHO_NT_STORES=0, on any number of processors (pieces of 2^21 + 13
+-- elements on 3 processors start at unaligned addresses; the Laplacian's
+-- inside rows start 8 bytes past a vector). Expected values: numpy, pasted.
+
+local function rel(a, b) return math.abs(a - b) / math.abs(b) end
+
+local cache = os.tmpname()
+os.remove(cache)
+
+local function run(code, env)
+  local out, rc = spec_lua(code, env)
+  assert.are.equal(0, rc, out)
+  return out
+end
+
+-- the kernels of the cache directory that stream a store
+local function streaming_kernels()
+  local p = assert(io.popen("grep -l 'stn(p' '" .. cache .. "'/fk-*.c 2>/dev/null"))
+  local n = 0
+  for _ in p:lines() do n = n + 1 end
+  p:close()
+  return n
+end
+
+-- every setting: compiled with streaming stores, compiled without, the
+-- interpreter; on 1 and 3 processors. All print the same line.
+local function same_everywhere(code)
+  local ref
+  for _, env in ipairs({
+    { TYCHO_CODEGEN = "always" },
+    { TYCHO_CODEGEN = "always", TYCHO_NT_STORES = "0" },
+    { TYCHO_CODEGEN = "off" },
+  }) do
+    env.TYCHO_CACHE_DIR = cache
+    for _, cpus in ipairs({ 1, 3 }) do
+      env.TYCHO_CPUS = tostring(cpus)
+      local out = run(code, env)
+      local line = out:match("^[^\n]*")
+      ref = ref or line
+      assert.are.equal(ref, line, out)
+    end
+  end
+  return ref
+end
+
+describe("streaming stores", function()
+  teardown(function() os.execute("rm -rf '" .. cache .. "'") end)
+
+  it("TYCHO_NT_STORES takes 0 or 1; another value is an error at start", function()
+    local out, rc = spec_lua("print(tycho.arange(4):sum():item())", { TYCHO_NT_STORES = "off" })
+    assert.are_not.equal(0, rc)
+    assert.is_truthy(out:find("TYCHO_NT_STORES must be 0 or 1, got 'off'", 1, true), out)
+    for _, v in ipairs({ "0", "1" }) do
+      out = run("print(tycho.arange(4):sum():item())", { TYCHO_NT_STORES = v })
+      assert.are.equal("6", out:match("^(%S+)"))
+    end
+  end)
+
+  it("flat runs (ty_fk, ty_fk3) of 2^21 + 13 elements: numpy's values, the same bits everywhere", function()
+    local line = same_everywhere([[
+      local n = (1 << 21) + 13
+      local a = tycho.arange(n) * 0.5
+      tycho.flush()
+      local b = a * 3.0 + 1.0 -- ty_fk
+      tycho.flush()
+      local c = a * 2.0 - 1.0 -- ty_fk3 with the sum
+      local s = (c * c):sum()
+      tycho.flush()
+      print(string.format("%a %a %a %a %a %a %a", b[1], b[n], b[1000001], b:sum():item(), c[4], c[n],
+                          s:item()))
+    ]])
+    local v = {}
+    for w in line:gmatch("%S+") do v[#v + 1] = tonumber(w) end
+    -- numpy: a = arange(n) * 0.5; b = a*3+1: b[0], b[-1], b[1000000], b.sum()
+    assert.are.same({ 1.0, 3145747.0, 1500001.0, 3298576302210.0 }, { v[1], v[2], v[3], v[4] })
+    -- c = a*2-1: c[3], c[-1]; (c*c).sum() = 3.0745079234303104e+18
+    assert.are.same({ 2.0, 2097163.0 }, { v[5], v[6] })
+    assert.is_true(rel(v[7], 3.0745079234303104e+18) < 1e-12, line)
+    assert.is_true(streaming_kernels() >= 2)
+  end)
+
+  it("the Laplacian's inside with p.Ap (ty_fk4, rows 8 bytes past a vector) at 1500 x 1500", function()
+    local line = same_everywhere([[
+      local N = 1500
+      local v = ((tycho.arange(N * N) % 97) * 0.01 - 0.3):reshape(N, N)
+      tycho.flush()
+      local Av = v * 4.0
+      Av[{{2, -1}, {}}] = Av[{{2, -1}, {}}] - v[{{1, -2}, {}}]
+      Av[{{1, -2}, {}}] = Av[{{1, -2}, {}}] - v[{{2, -1}, {}}]
+      Av[{{}, {2, -1}}] = Av[{{}, {2, -1}}] - v[{{}, {1, -2}}]
+      Av[{{}, {1, -2}}] = Av[{{}, {1, -2}}] - v[{{}, {2, -1}}]
+      local s = (v * Av):sum()
+      tycho.flush()
+      print(string.format("%a %a %a %a %a %a", s:item(), Av:sum():item(), Av[{1, 1}]:item(), Av[{701, 6}]:item(),
+                          Av[{1500, 1500}]:item(), Av[{4, 1499}]:item()))
+    ]])
+    local v = {}
+    for w in line:gmatch("%S+") do v[#v + 1] = tonumber(w) end
+    -- numpy (the same v and Laplacian): (v*Av).sum() = 548394.4416000003,
+    -- Av.sum() = 1075.0200000000812; Av[0,0], Av[700,5], Av[1499,1499], Av[3,1498]
+    assert.is_true(rel(v[1], 548394.4416000003) < 1e-12, line)
+    assert.is_true(rel(v[2], 1075.0200000000812) < 1e-9, line)
+    assert.are.same({ -1.06, 0.9700000000000002, 1.5400000000000003, 0.97 }, { v[3], v[4], v[5], v[6] })
+    local p = assert(io.popen("grep -l 'void ty_fk4' $(grep -l 'stn(p' '" .. cache .. "'/fk-*.c) 2>/dev/null"))
+    assert.is_truthy(p:read("l"))
+    p:close()
+  end)
+
+  it("leaves runs below 2^21 elements and in-place updates to plain stores", function()
+    local code = [[
+      local a = tycho.arange((1 << 21) - 8) * 0.5
+      tycho.flush()
+      local b = a * 3.0 + 1.0 -- below the bound
+      local c = tycho.arange(1 << 21) * 1.0
+      tycho.flush()
+      c[{}] = c * 2.0 + 1.0 -- in place: c is read and written
+      tycho.flush()
+      print(string.format("%a %a %a", b[2], c[2], c[1 << 21]))
+    ]]
+    local before = streaming_kernels()
+    local out = run(code, { TYCHO_CODEGEN = "always", TYCHO_CACHE_DIR = cache, TYCHO_CPUS = "2" })
+    -- numpy: (arange(2**21-8)*0.5*3+1)[1] = 2.5; (arange(2**21)*2+1)[1], [-1]
+    assert.are.equal(string.format("%a %a %a", 2.5, 3.0, 4194303.0), out:match("^[^\n]*"))
+    assert.are.equal(before, streaming_kernels())
+  end)
+end)
