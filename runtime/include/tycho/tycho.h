@@ -307,6 +307,8 @@ typedef struct ty_stats {
                                one rank's part of a gather (votes and failure records not counted) */
   uint64_t dist_wait_ns;    /* nanoseconds this rank spent in the transport's collective calls:
                                waiting for the other ranks and moving the bytes */
+  uint64_t fuse_cache_hits; /* flushes whose fusion decision was replayed: the window had the
+                               structure of one decided before (docs/fusion.md, TYCHO_FUSE_CACHE) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 
