@@ -164,11 +164,7 @@ int tl_reclaim(lua_State *L, ty_runtime *rt, int attempt) {
   return 0;
 }
 
-uint64_t tl_flushes(ty_runtime *rt) {
-  ty_stats s;
-  ty_get_stats(rt, &s);
-  return s.flushes;
-}
+uint64_t tl_flushes(ty_runtime *rt) { return ty_flush_count(rt); }
 
 /* The store metatable comes from the box's user value (an array read)
  * rather than from the registry by name, whose string lookup was ~130

@@ -277,6 +277,8 @@ void ty_get_stats(const ty_runtime *rt, ty_stats *out) {
   out->bytes_reserved = rt->reserved;
 }
 
+uint64_t ty_flush_count(const ty_runtime *rt) { return rt->stats.flushes; }
+
 /* ---- stats rendering ---------------------------------------------------------------- */
 
 ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {

@@ -311,6 +311,8 @@ typedef struct ty_stats {
                                structure of one decided before (docs/fusion.md, TYCHO_FUSE_CACHE) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
+/* ty_stats.flushes alone (a binding asks it around every call). */
+uint64_t ty_flush_count(const ty_runtime *rt);
 
 /* Run everything in the window. */
 ty_status ty_flush(ty_runtime *rt);

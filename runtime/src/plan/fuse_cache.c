@@ -80,11 +80,12 @@ typedef struct fcache {
   uint64_t hash;
   ty_pending **orig; /* the window as it came (the pass reorders it) */
   int norig, cap_orig;
-  fc_ptr *tab;       /* launch, store, storage -> first place seen */
+  fc_ptr *tab;       /* launch -> its index in the window */
   size_t tcap;
   uint32_t gen;
   bool recording, rec_fail;
   bool indexed;      /* the window's launches are in tab (recording only) */
+  uint64_t ep;       /* the flush epoch the key marked stores and storages with */
   fc_group *rg;      /* fused launches built, in order */
   int nrg, cap_rg;
 } fcache;
@@ -142,7 +143,7 @@ static fcache *cache_of(ty__fusion *state) {
 
 static bool key_grow(fcache *c, size_t need) {
   if (c->klen + need <= c->kcap) return true;
-  size_t cap = c->kcap ? c->kcap : 1024;
+  size_t cap = c->kcap ? c->kcap : 256;
   while (cap < c->klen + need) cap *= 2;
   uint64_t *k = ty__realloc(c->key, cap * sizeof *k);
   if (!k) return false;
@@ -193,15 +194,13 @@ static bool one_element(const ty_store *s) {
 static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
   const int n = rt->nwindow;
   const ty_task *fused = ty__fused_task(rt);
-  int nargs = 0;
   for (int i = 0; i < n; i++) {
     const ty_pending *l = rt->window[i];
     if (l->task == fused || l->fuse_end.kind || l->pol.p.memory > 0) return false;
-    nargs += l->nargs;
   }
-  /* the pointer table: at least twice launches + stores + storages */
+  /* the launch table (filled when a decision is recorded): twice the launches */
   size_t cap = 64;
-  while (cap < 2 * ((size_t)n + 2 * (size_t)nargs)) cap *= 2;
+  while (cap < 2 * (size_t)n) cap *= 2;
   if (cap > c->tcap) {
     fc_ptr *t = ty__calloc(cap, sizeof *t);
     if (!t) return false;
@@ -227,6 +226,10 @@ static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
   c->key[c->klen++] = (uint64_t)n | (uint64_t)n0 << 32;
   c->key[c->klen++] = full;
   const uint64_t seq0 = rt->window[0]->seq;
+  /* where each store and storage was first seen: the flush scratch of
+   * window.c and stream.c (epoch, then wcount / idx), under an epoch of our
+   * own */
+  const uint64_t ep = c->ep = ++rt->flush_epoch;
   /* the hash: the launches' tasks and counts only (cheap); a hit compares
    * the whole key */
   uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
@@ -261,16 +264,18 @@ static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
     }
     for (int j = 0; j < l->nargs; j++) {
       const ty_arg *a = &l->args[j];
-      const ty_store *s = a->store;
       const uint32_t here = (uint32_t)i << 8 | (uint32_t)j;
       *k++ = (uint64_t)a->priv | (uint64_t)a->proj << 4 | (uint64_t)a->redop << 8;
       /* the store object seen before: its view and state are the same (the
        * index says so); else the view, and the storage unless seen before */
-      const uint32_t first = ptr_first(c, s, here);
+      ty_store *s = a->store;
+      if (s->epoch != ep) s->epoch = ep, s->wcount = (int)here;
+      const uint32_t first = (uint32_t)s->wcount;
       *k++ = first;
       if (first != here) continue;
-      const ty_storage *st = s->storage;
-      const uint32_t sfirst = ptr_first(c, st, here);
+      ty_storage *st = s->storage;
+      if (st->epoch != ep) st->epoch = ep, st->idx = (int)here;
+      const uint32_t sfirst = (uint32_t)st->idx;
       const bool one = one_element(s);
       *k++ = (uint64_t)s->dtype | (uint64_t)(uint32_t)s->ndim << 8 | (uint64_t)one << 16 |
              (uint64_t)(one && st->data && ty__storage_host_valid(st, 0, st->nbytes)) << 17 |
@@ -436,8 +441,9 @@ void ty__fcache_built(ty__fusion *state, const ty_pending *f, ty_pending *const 
     g->members[k] = (int)v;
   }
   for (int a = 0; a < f->nargs; a++) {
-    if (!ptr_find(c, f->args[a].store, &v)) return (void)(c->rec_fail = true);
-    g->args[a] = v;
+    const ty_store *s = f->args[a].store;
+    if (s->epoch != c->ep) return (void)(c->rec_fail = true);
+    g->args[a] = (uint32_t)s->wcount;
   }
   for (int k = 0; k < nconst; k++) {
     if (ck[k] < 0 || ck[k] >= n) return (void)(c->rec_fail = true);
