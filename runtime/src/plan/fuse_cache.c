@@ -41,14 +41,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FC_SLOTS 16
+#define FC_SLOTS 64
+#define TAIL offsetof(ty_pending, max_pieces) /* a launch's fields after its description */
 
 /* One launch of a remembered window's result. */
 typedef struct fc_group {
   int orig;          /* >= 0: launch `orig` of the window, unchanged; -1: a fused launch */
   ty_fuse_note note; /* orig's note, launch numbers relative to the window's first */
   /* a fused launch */
-  ty_pending *tmpl;  /* as built (arguments: stores of the window it was decided in, not held) */
+  /* the launch as built, without its unused description bytes: bytes
+   * [0, head) of the ty_pending, then its fields from max_pieces on (the
+   * arguments' stores are those of the window it was decided in, not held) */
+  unsigned char *tmpl;
+  size_t head;
   int *members;      /* window indices, program order */
   int nm;
   uint32_t *args;    /* argument a: launch args[a] >> 8, its argument args[a] & 255 */
@@ -335,14 +340,12 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
       continue;
     }
     ty_pending *x = f[nf++];
-    const ty_pending *t = g->tmpl;
-    memcpy(x, t, offsetof(ty_pending, scalars) + t->scalar_bytes);
-    memcpy((char *)x + offsetof(ty_pending, max_pieces), (const char *)t + offsetof(ty_pending, max_pieces),
-           sizeof *x - offsetof(ty_pending, max_pieces));
+    memcpy(x, g->tmpl, g->head);
+    memcpy((char *)x + TAIL, g->tmpl + g->head, sizeof *x - TAIL);
     const ty_pending *m0 = in[g->members[0]];
     x->seq = m0->seq;
     x->pol = m0->pol;
-    x->fuse_end = note_shift(t->fuse_end, seq0, false);
+    x->fuse_end = note_shift(x->fuse_end, seq0, false);
     for (int a = 0; a < x->nargs; a++) {
       x->args[a].store = in[g->args[a] >> 8]->args[g->args[a] & 255].store;
       ty_store_retain(x->args[a].store);
@@ -365,11 +368,9 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
           ty__fuse_names(x, mp, g->nm);
           if (mp != mm) free(mp);
           /* later replays take the kernel as it is */
-          ty__fhead *th = (ty__fhead *)g->tmpl->scalars;
-          th->kernel = h->kernel;
-          th->contig = h->contig;
-          th->kernel_kind = h->kernel_kind;
-          memcpy(g->tmpl->fused_ops, x->fused_ops, sizeof x->fused_ops);
+          memcpy(g->tmpl + offsetof(ty_pending, scalars), h, sizeof *h);
+          memcpy(g->tmpl + g->head + (offsetof(ty_pending, fused_ops) - TAIL), x->fused_ops,
+                 sizeof x->fused_ops);
         } else { /* no names to give it: the interpreter runs it this time */
           h->kernel = 0;
           h->contig = 0;
@@ -426,14 +427,17 @@ void ty__fcache_built(ty__fusion *state, const ty_pending *f, ty_pending *const 
   g->nm = n;
   g->nconst = nconst;
   g->elided = elided;
-  g->tmpl = ty__malloc(sizeof *g->tmpl);
+  g->head = offsetof(ty_pending, scalars) + f->scalar_bytes;
+  g->tmpl = ty__malloc(g->head + sizeof *f - TAIL);
   g->members = ty__malloc((size_t)n * sizeof *g->members);
   g->args = ty__malloc(((size_t)f->nargs + 1) * sizeof *g->args);
   g->consts = ty__malloc(((size_t)nconst + 1) * sizeof *g->consts);
   c->nrg++; /* freed by rec_clear from here on */
   if (!g->tmpl || !g->members || !g->args || !g->consts) return (void)(c->rec_fail = true);
-  memcpy(g->tmpl, f, sizeof *f);
-  g->tmpl->fuse_end = note_shift(f->fuse_end, c->orig[0]->seq, true);
+  memcpy(g->tmpl, f, g->head);
+  memcpy(g->tmpl + g->head, (const char *)f + TAIL, sizeof *f - TAIL);
+  const ty_fuse_note end = note_shift(f->fuse_end, c->orig[0]->seq, true);
+  memcpy(g->tmpl + g->head + (offsetof(ty_pending, fuse_end) - TAIL), &end, sizeof end);
   uint32_t v;
   for (int k = 0; k < n; k++) {
     if (!ptr_find(c, m[k], &v) || v >= (uint32_t)c->norig || c->orig[v] != m[k])
