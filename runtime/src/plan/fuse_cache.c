@@ -29,7 +29,10 @@
  * cache off (runtime.c checks the value at start).
  *
  * FC_SLOTS windows are kept, the oldest replaced first; a kept decision
- * holds no store (its template's arguments are not retained).
+ * holds no store (its template's arguments are not retained). A miss costs
+ * the key and the recording (~800 instructions a launch more than the pass
+ * alone, windows of 14 small launches): after FC_COLD misses in a row only
+ * one window in FC_COLD_EVERY is looked up (and remembered), until a hit.
  */
 #include "fuse_cache.h"
 
@@ -42,6 +45,8 @@
 #include <string.h>
 
 #define FC_SLOTS 64
+#define FC_COLD 64      /* misses in a row that make the cache cold */
+#define FC_COLD_EVERY 8 /* when cold: one window in 8 is looked up */
 #define TAIL offsetof(ty_pending, max_pieces) /* a launch's fields after its description */
 
 /* One launch of a remembered window's result. */
@@ -91,6 +96,8 @@ typedef struct fcache {
   bool recording, rec_fail;
   bool indexed;      /* the window's launches are in tab (recording only) */
   uint64_t ep;       /* the flush epoch the key marked stores and storages with */
+  int misses;        /* windows looked up in a row without a hit (at most FC_COLD) */
+  unsigned skipped;  /* windows since the cache went cold */
   fc_group *rg;      /* fused launches built, in order */
   int nrg, cap_rg;
 } fcache;
@@ -398,12 +405,18 @@ bool ty__fcache_replay(ty_runtime *rt, ty__fusion *state, bool full, int n0) {
   fcache *c = cache_of(state);
   if (!c) return false;
   rec_clear(c);
+  /* a program whose windows never repeat (FC_COLD misses in a row) pays the
+   * key and the recording on one window in FC_COLD_EVERY only, until one hits */
+  if (c->misses >= FC_COLD && ++c->skipped % FC_COLD_EVERY != 0) return false;
   if (!make_key(c, rt, full, n0)) return false;
   for (int i = 0; i < FC_SLOTS; i++) {
     const fc_entry *e = &c->e[i];
-    if (e->len == c->klen && e->hash == c->hash && memcmp(e->key, c->key, c->klen * sizeof *c->key) == 0)
+    if (e->len == c->klen && e->hash == c->hash && memcmp(e->key, c->key, c->klen * sizeof *c->key) == 0) {
+      c->misses = 0;
       return replay(c, rt, state, e);
+    }
   }
+  if (c->misses < FC_COLD) c->misses++;
   c->recording = true;
   return false;
 }
