@@ -107,6 +107,23 @@ describe("the fusion cache", function()
     end
   end)
 
+  it("goes cold after windows that never repeat, and warms again on a repeated one", function()
+    -- (2k - 1 summed over k = 1..n) = n^2: exact in f64
+    for i = 1, 70 do -- 70 window structures (shapes), each once
+      local n = 100 + i
+      assert.are.equal(n * n, (tycho.arange(n) * 2 + 1):sum():item())
+    end
+    local h0 = tycho.stats().fuse_cache_hits
+    for _ = 1, 40 do -- then one structure 40 times
+      assert.are.equal(2500, (tycho.arange(50) * 2 + 1):sum():item())
+    end
+    -- cold: one window in 8 is looked up, the second of those hits, and
+    -- from then on every window does
+    if os.getenv("TYCHO_FUSE_CACHE") ~= "0" then
+      assert.is_true(tycho.stats().fuse_cache_hits - h0 >= 20, tostring(tycho.stats().fuse_cache_hits - h0))
+    end
+  end)
+
   it("refuses a bad TYCHO_FUSE_CACHE at start", function()
     local out, code = spec_lua("io.write('ran')", { TYCHO_FUSE_CACHE = 2 })
     assert.are_not.equal(0, code)
