@@ -164,11 +164,7 @@ int tl_reclaim(lua_State *L, ty_runtime *rt, int attempt) {
   return 0;
 }
 
-uint64_t tl_flushes(ty_runtime *rt) {
-  ty_stats s;
-  ty_get_stats(rt, &s);
-  return s.flushes;
-}
+uint64_t tl_flushes(ty_runtime *rt) { return ty_flush_count(rt); }
 
 /* The store metatable comes from the box's user value (an array read)
  * rather than from the registry by name, whose string lookup was ~130
@@ -584,6 +580,7 @@ static int l_stats(lua_State *L) {
   setint(L, "fused_launches", s.fused_launches);
   setint(L, "fused_compiled", s.fused_compiled);
   setint(L, "fused_inplace", s.fused_inplace);
+  setint(L, "fuse_cache_hits", s.fuse_cache_hits);
   setint(L, "bytes_elided", s.bytes_elided);
   setint(L, "waves", s.waves);
   setint(L, "concurrent_launches", s.concurrent_launches);

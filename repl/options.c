@@ -171,7 +171,10 @@ static void print_help(FILE *f) {
           "settings); 0: sleep at once (0..1000000; another value is an error).\n"
           "TYCHO_SCATTER_DIRECT=bytes: x[i] = y with a long i into a line of more\n"
           "bytes (default 16 MiB) scatters bucketed by window (README); 0: always\n"
-          "(a value that is not a whole number of bytes is an error).\n");
+          "(a value that is not a whole number of bytes is an error).\n"
+          "TYCHO_FUSE_CACHE=0: decide every window's fusion afresh instead of\n"
+          "replaying the decision of a window of the same structure (default 1;\n"
+          "another value is an error).\n");
 }
 
 /* A decimal integer in [lo, hi], the whole string. */

@@ -309,8 +309,12 @@ typedef struct ty_stats {
                                waiting for the other ranks and moving the bytes */
   uint64_t dist_overlap_pieces; /* pieces this rank ran while its wave's halos were in flight
                                    (they read none; the others ran after the wait) */
+  uint64_t fuse_cache_hits; /* flushes whose fusion decision was replayed: the window had the
+                               structure of one decided before (docs/fusion.md, TYCHO_FUSE_CACHE) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
+/* ty_stats.flushes alone (a binding asks it around every call). */
+uint64_t ty_flush_count(const ty_runtime *rt);
 
 /* Run everything in the window. */
 ty_status ty_flush(ty_runtime *rt);

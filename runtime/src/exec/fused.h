@@ -156,6 +156,10 @@ typedef struct ty__fusion {
   ty__codegen *cg;
   void *scratch;
   size_t scratch_cap;
+  /* the fusion pass's remembered decisions (plan/fuse_cache.c), freed by its own function */
+  void *fcache;
+  void (*fcache_free)(void *fcache);
+  bool fcache_off; /* TYCHO_FUSE_CACHE=0 */
 } ty__fusion;
 ty__fusion *ty__fusion_new(void);
 void ty__fusion_free(void *state);

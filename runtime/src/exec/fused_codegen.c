@@ -1495,5 +1495,6 @@ void ty__fusion_free(void *state) {
   if (!s) return;
   ty__codegen_free(s->cg);
   free(s->scratch);
+  if (s->fcache_free) s->fcache_free(s->fcache);
   free(s);
 }

@@ -1,0 +1,28 @@
+/*
+ * fuse_cache.h — the fusion pass's decisions, remembered per window
+ * structure (fuse_cache.c) and replayed when the same structure comes again.
+ */
+#ifndef TY_FUSE_CACHE_H
+#define TY_FUSE_CACHE_H
+
+#include "fused.h"
+
+/* A window's launches as decided before: true when rt->window was replaced
+ * by the remembered decision (the fusion pass is done). false: decide, and
+ * the decision is remembered (ty__fcache_built for each fused launch made,
+ * then ty__fcache_done). full and n0 as ty__fuse has them. */
+bool ty__fcache_replay(ty_runtime *rt, ty__fusion *state, bool full, int n0);
+
+/* build(): fused launch f was made of members m[0..n-1] (program order);
+ * constant c of its description was read from argument cj[c] of member
+ * ck[c]; elided: the bytes its temporaries did not allocate. */
+void ty__fcache_built(ty__fusion *state, const ty_pending *f, ty_pending *const *m, int n,
+                      const int16_t *ck, const int16_t *cj, int nconst, uint64_t elided);
+
+/* The pass is over: remember its decision (rt->window now holds it). */
+void ty__fcache_done(ty_runtime *rt, ty__fusion *state);
+
+/* fuse.c: f->fused_ops from its members' names ("[compiled]" when h->kernel). */
+void ty__fuse_names(ty_pending *f, ty_pending *const *m, int n);
+
+#endif /* TY_FUSE_CACHE_H */
