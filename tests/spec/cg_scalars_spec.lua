@@ -1,8 +1,8 @@
 -- tests/spec/cg_scalars_spec.lua — the scalars of a small CG iteration
 -- (bench/workloads/cg.lua at 64 x 64).
 --
--- A whole reduction of fewer elements than one ordered tile (65,536) sets
--- its new 0-d output to the identity on the calling thread instead of
+-- A whole reduction of fewer elements than four ordered tiles (262,144)
+-- sets its new 0-d output to the identity on the calling thread instead of
 -- launching a fill (ops/ops.c, identity_now): CG's two dot products an
 -- iteration cost one launch each, not two. Larger ones keep the fill (the
 -- region cut joins it with the sum: cg_fused_dot_spec.lua). Expected
@@ -108,14 +108,23 @@ describe("CG's scalars at 64 x 64", function()
     assert.are.equal(1, e:prod():item())
   end)
 
-  it("a whole sum of one ordered tile or more keeps its fill launch", function()
-    local big = tycho.ones({ 70000 })
+  it("a whole sum of four ordered tiles or more keeps its fill launch", function()
+    local big = tycho.ones({ 262144 })
     tycho.flush()
     local s0 = tycho.stats()
     local s = big:sum()
     tycho.flush()
     local s1 = tycho.stats()
     assert.are.equal(2, s1.launches - s0.launches) -- the fill and the sum
-    assert.are.equal(70000, s:item())
+    assert.are.equal(262144, s:item())
+    -- one element fewer: the sum alone
+    local less = tycho.ones({ 262143 })
+    tycho.flush()
+    s0 = tycho.stats()
+    s = less:sum()
+    tycho.flush()
+    s1 = tycho.stats()
+    assert.are.equal(1, s1.launches - s0.launches)
+    assert.are.equal(262143, s:item())
   end)
 end)
