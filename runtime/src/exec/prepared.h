@@ -22,11 +22,11 @@ typedef struct piece_result {
   char msg[TY_ERRLEN];
 } piece_result;
 
+enum { TY__PRIV_LOCAL = 8 }; /* private tiles kept inside a prepared launch */
+
 /* A launch made ready to run: storage allocated, partition chosen, buffers
  * for results and reduction privates. prepare and finish run on the driving
  * thread; pieces run on workers and touch only their own slots. */
-enum { TY__PRIV_LOCAL = 8 }; /* private tiles kept inside a prepared launch */
-
 typedef struct prepared {
   ty_pending *l;
   ty_tiling tiling;
