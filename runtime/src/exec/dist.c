@@ -236,7 +236,7 @@ static void retile(ty_runtime *rt, prepared *pr, const vote *v0) {
   pr->results = ty__calloc((size_t)pieces, sizeof *pr->results);
   bool reduces = pr->privates != NULL;
   if (reduces) {
-    free(pr->privates);
+    ty__privates_free(pr);
     pr->privates = ty__calloc((size_t)pieces * (size_t)l->nargs, sizeof *pr->privates);
   }
   if (!pr->results || (reduces && !pr->privates))

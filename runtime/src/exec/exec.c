@@ -319,7 +319,13 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
   bool has_reduce = false;
   for (int i = 0; i < l->nargs; i++) has_reduce |= l->args[i].priv == TY_PRIV_REDUCE;
   if (has_reduce) {
-    pr->privates = ty__calloc((size_t)pieces * (size_t)l->nargs, sizeof *pr->privates);
+    const size_t nprivates = (size_t)pieces * (size_t)l->nargs;
+    if (nprivates <= TY__PRIV_LOCAL) {
+      memset(pr->priv_local, 0, nprivates * sizeof *pr->priv_local);
+      pr->privates = pr->priv_local;
+    } else {
+      pr->privates = ty__calloc(nprivates, sizeof *pr->privates);
+    }
     if (!pr->privates)
       return ty__fail(rt, TY_ENOMEM, "%s: out of memory for reduction buffers", l->task->name);
   }
@@ -332,6 +338,11 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
   }
   if (l->lb_arg) return ty__linebuf_prepare(rt, pr);
   return TY_OK;
+}
+
+void ty__privates_free(prepared *pr) {
+  if (pr->privates != pr->priv_local) free(pr->privates);
+  pr->privates = NULL;
 }
 
 static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
@@ -461,7 +472,7 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
         free(pt->buf);
       }
     }
-    free(pr->privates);
+    ty__privates_free(pr);
   }
   if (pr->results != &pr->one) free(pr->results);
   if (pr->skip) {
@@ -627,7 +638,10 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   }
   bool tracing = ty__tracing(rt);
   double t0 = tracing ? ty__trace_time(rt) : 0;
-  slot *slots = total > 1 ? ty__malloc((size_t)total * sizeof *slots) : NULL;
+  /* a small wave's slots live on the stack too (cg at 64^2: waves of two) */
+  slot slots_local[16];
+  slot *slots = total > 16 ? ty__malloc((size_t)total * sizeof *slots)
+                : total > 1 ? slots_local : NULL;
   ty_trace_piece *tp = tracing && total ? ty__calloc((size_t)total, sizeof *tp) : NULL;
   if (halos && (total <= 1 || !slots || any_omp)) { /* no pieces to run meanwhile */
     ty__dist_halos_wait(rt, halos);
@@ -703,7 +717,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
     ty__trace_span(rt, name, t0, ty__trace_time(rt), wave);
   }
   free(tp);
-  free(slots);
+  if (slots != slots_local) free(slots);
   if (rt->dist.nranks > 1) ty__dist_wave_end(rt, prs, sts, count);
   for (int m = 0; m < count; m++) {
     if (prs[m].explain) {

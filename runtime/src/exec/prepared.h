@@ -22,6 +22,8 @@ typedef struct piece_result {
   char msg[TY_ERRLEN];
 } piece_result;
 
+enum { TY__PRIV_LOCAL = 8 }; /* private tiles kept inside a prepared launch */
+
 /* A launch made ready to run: storage allocated, partition chosen, buffers
  * for results and reduction privates. prepare and finish run on the driving
  * thread; pieces run on workers and touch only their own slots. */
@@ -32,7 +34,7 @@ typedef struct prepared {
   bool omp;  /* runs the task's omp variant on OpenMP processors */
   bool gpu;  /* ran on GPUs (exec_gpu.c): queued there by prepare, no CPU piece */
   int threads;
-  private_tile *privates;
+  private_tile *privates; /* priv_local, or allocated when pieces x args pass its size */
   piece_result *results;
   ty_record *explain;
   bool empty; /* the domain has no element: no piece runs a body */
@@ -53,7 +55,14 @@ typedef struct prepared {
   bool by_rows;   /* dist: pieces go to ranks by rows (ty__dist_first), not by number */
   piece_result one; /* last: prepare clears what comes before (its 2 KiB message is
                        written by run_piece before anyone reads it) */
+  /* the privates of a small reduction (a one-piece sum of a few arguments:
+   * CG's dot products at 64 x 64), so that it costs no calloc; prepare
+   * clears the entries it uses */
+  private_tile priv_local[TY__PRIV_LOCAL];
 } prepared;
+
+/* pr->privates, freed unless it is pr->priv_local. */
+void ty__privates_free(prepared *pr);
 
 
 /* A wave too small to share among workers: each of its launches that runs

@@ -612,6 +612,25 @@ static ty_status reduced_view(ty_runtime *rt, ty_store *res, const ty_store *in,
   return ty__store_view(rt, res, in->ndim, in->shape, strides, res->offset, out);
 }
 
+/* A whole reduction of fewer elements than four ordered tiles (CG's dot
+ * products at 64 x 64 and 256 x 256) sets its new 0-d output to the
+ * identity here, on the calling thread, instead of launching a fill: no
+ * launch, no planning for 8 bytes. The output is new, so no launch of the
+ * window touches it yet, and the reduction then adds into the same +0 (or
+ * 1, or +-inf) the fill would have written: the same bits. Larger ones keep
+ * the fill launch: their cost is the elements, and the region cut
+ * (plan/regions.c, sum_tail) joins a fill and a sum of 4 tiles or more
+ * (REG_MIN_SUM_ELEMS) into the Laplacian's pass. */
+#define SMALL_WHOLE_REDUCE (4 * TY__ORDER_CHUNK)
+
+static ty_status identity_now(ty_runtime *rt, ty_store *res, ty__fillval id) {
+  ty_status st = ty__storage_ensure(rt, res->storage, false);
+  if (st) return st;
+  char *base = ty__store_base(res);
+  ty__fill_loops[res->dtype](1, &base, (const int64_t[]){0}, &id);
+  return TY_OK;
+}
+
 static ty_status reduce_basic(ty_runtime *rt, ty_reduce_op op, ty_store *a, int axis,
                               ty_store *res) {
   const ty__redkind kind = op == TY_RED_SUM    ? TY__RSUM
@@ -631,7 +650,8 @@ static ty_status reduce_basic(ty_runtime *rt, ty_reduce_op op, ty_store *a, int 
   for (int d = 0; axis >= 0 && d < a->ndim; d++)
     if (d != axis && a->shape[d] >= OWN_MIN_KEPT) own = true;
   ty_status st = TY_OK;
-  if (!own) st = launch_fill(rt, res, id);
+  if (!own && axis < 0 && a->size < SMALL_WHOLE_REDUCE) st = identity_now(rt, res, id);
+  else if (!own) st = launch_fill(rt, res, id);
   ty_store *view = NULL;
   if (!st) st = reduced_view(rt, res, a, axis, &view);
   if (st) return st;

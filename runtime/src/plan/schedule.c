@@ -25,8 +25,12 @@ int64_t ty__simulate_peak(const ty_graph *g, const int *wave_of) {
   for (int i = 0; i < g->n; i++)
     if (wave_of[i] + 1 > nw) nw = wave_of[i] + 1;
   if (nw == 0 || g->nbuf == 0) return 0;
-  int64_t *delta = ty__calloc((size_t)nw + 1, sizeof *delta);
+  /* min-peak-memory calls this once per launch of the window: a window's
+   * waves (at most its launches, 64 by default) fit on the stack */
+  int64_t delta_local[129];
+  int64_t *delta = nw < 129 ? delta_local : ty__malloc(((size_t)nw + 1) * sizeof *delta);
   if (!delta) return -1;
+  memset(delta, 0, ((size_t)nw + 1) * sizeof *delta);
   for (int b = 0; b < g->nbuf; b++) {
     int lo = nw, hi = -1;
     for (int k = g->user_ptr[b]; k < g->user_ptr[b + 1]; k++) {
@@ -43,7 +47,7 @@ int64_t ty__simulate_peak(const ty_graph *g, const int *wave_of) {
     live += delta[w];
     if (live > peak) peak = live;
   }
-  free(delta);
+  if (delta != delta_local) free(delta);
   return peak;
 }
 
