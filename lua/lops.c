@@ -134,21 +134,23 @@ static int binary(lua_State *L, ty_op op, const tl_sig *s) {
  * options to look for; the operands are taken as binary() takes them. A
  * call of the metamethod with other arguments goes through binary(). */
 static int meta_binary(lua_State *L, ty_op op, const tl_sig *s) {
-  tl_box *bx = lua_touserdata(L, lua_upvalueindex(1));
+  tl_box *bx = lua_touserdata(L, lua_upvalueindex(1)); /* the one upvalue read (tl.h, _in) */
   if (lua_gettop(L) != 2 || !bx) return binary(L, op, s);
   const char *fn = s->fn;
-  ty_runtime *rt = tl_rt(L);
+  ty_runtime *rt = tl_rt_in(L, bx);
   ty_store *a0 = tl_teststore_in(L, bx, 1, fn), *b0 = tl_teststore_in(L, bx, 2, fn);
   if (!a0) check_weak_int(L, op, fn, 1, b0);
   if (!b0) check_weak_int(L, op, fn, 2, a0);
-  ty_store *a = a0 ? a0 : b0 ? tl_const_operand(L, 1, fn, b0) : tl_operand(L, 1, fn, NULL);
-  ty_store *b = b0 ? b0 : a0 ? tl_const_operand(L, 2, fn, a0) : tl_operand(L, 2, fn, NULL);
-  ty_store **slot = tl_newslot(L);
+  ty_store *a = a0 ? a0 : b0 ? tl_const_operand_in(L, bx, 1, fn, b0) : tl_operand(L, 1, fn, NULL);
+  ty_store *b = b0 ? b0 : a0 ? tl_const_operand_in(L, bx, 2, fn, a0) : tl_operand(L, 2, fn, NULL);
+  ty_store **slot = tl_newslot_in(L, bx);
   ty_status st;
   bx->consts_busy = !a0 || !b0; /* held across TL_TRY's flushes */
   TL_TRY(L, rt, st, ty_binary(rt, op, a, b, slot));
   bx->consts_busy = false;
-  return finish(L, rt, slot, st, fn);
+  if (st != TY_OK) return tl_fail(L, rt, fn, st);
+  tl_created_in(L, bx, *slot);
+  return 1;
 }
 
 /* where(cond, a, b): numbers for a or b are weak next to the other. */

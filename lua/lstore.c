@@ -43,8 +43,11 @@ static ty_store *self(lua_State *L, int idx, const char *fn) {
 
 /* ---- metamethods ---------------------------------------------------------------- */
 
+/* Every temporary comes here once: the tag test first (tl.h), the upvalue
+ * and the metatable only for an untagged store. */
 static int m_gc(lua_State *L) {
-  ty_store **p = tl_checkslot_in(L, lua_touserdata(L, lua_upvalueindex(1)), 1);
+  ty_store **p = tl_slot_tagged(L, 1);
+  if (!p) p = tl_checkslot_in(L, lua_touserdata(L, lua_upvalueindex(1)), 1);
   ty_store_release(*p);
   *p = NULL;
   return 0;

@@ -125,6 +125,34 @@ uint64_t tl_flushes(ty_runtime *rt);
 /* Push a store userdata holding NULL; the C call that creates the store
  * writes the slot. */
 ty_store **tl_newslot(lua_State *L);
+
+/* The store userdata tl_newslot makes: the handle first (every ty_store ** of
+ * the binding points at it), then a tag, the address of tl_store_tag, so
+ * that telling a store from another value is a type test, a length and a
+ * word compared (tl_slot_tagged) rather than a metatable fetched and
+ * compared (~125 instructions, callgrind). A userdata whose tag does not
+ * match (a host's ty_lua_push_store, any other userdata) takes the
+ * metatable test. */
+typedef struct tl_slot {
+  ty_store *store;
+  const void *tag;
+} tl_slot;
+extern const char tl_store_tag;
+static inline ty_store **tl_slot_tagged(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TUSERDATA || lua_rawlen(L, idx) != sizeof(tl_slot)) return NULL;
+  tl_slot *u = lua_touserdata(L, idx);
+  return u->tag == &tl_store_tag ? &u->store : NULL;
+}
+
+/* The fast forms of tl_rt, tl_newslot, tl_created and tl_const_operand for a
+ * C function that already holds its box b (upvalue 1, read once): the
+ * arithmetic metamethods (lops.c's meta_binary), where each upvalue read was
+ * ~38 instructions of every operation. b is non-NULL. */
+ty_runtime *tl_rt_in(lua_State *L, tl_box *b);
+ty_store **tl_newslot_in(lua_State *L, const tl_box *b);
+void tl_created_in(lua_State *L, tl_box *b, const ty_store *s);
+ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, const char *fn,
+                              const ty_store *peer);
 /* After a store with fresh storage is created: account its bytes and run a
  * full collection when the bytes created since the last one exceed the
  * threshold (see tycho_lua.c), so that loops of temporaries Lua no longer

@@ -106,6 +106,12 @@ ty_runtime *tl_rt(lua_State *L) {
   return b->rt;
 }
 
+ty_runtime *tl_rt_in(lua_State *L, tl_box *b) {
+  if (!b->rt) luaL_error(L, "tycho: the runtime is closed");
+  if (!b->pol || b->pol->synced != L) tl_policy_sync(L, b->rt);
+  return b->rt;
+}
+
 ty_runtime *ty_lua_runtime(lua_State *L) {
   lua_getfield(L, LUA_REGISTRYINDEX, TL_BOX);
   tl_box *b = luaL_testudata(L, -1, TL_BOXMETA);
@@ -169,20 +175,27 @@ uint64_t tl_flushes(ty_runtime *rt) { return ty_flush_count(rt); }
 /* The store metatable comes from the box's user value (an array read)
  * rather than from the registry by name, whose string lookup was ~130
  * instructions of every operation (callgrind, bench/workloads/overhead.lua). */
-ty_store **tl_newslot(lua_State *L) {
-  ty_store **p = lua_newuserdatauv(L, sizeof *p, 0);
-  *p = NULL;
-  const int up = lua_upvalueindex(1);
-  const tl_box *b = lua_type(L, up) == LUA_TUSERDATA ? lua_touserdata(L, up) : NULL;
+const char tl_store_tag = 0;
+
+ty_store **tl_newslot_in(lua_State *L, const tl_box *b) {
+  tl_slot *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->store = NULL;
+  u->tag = &tl_store_tag;
   if (b && b->store_meta) {
-    if (lua_getiuservalue(L, up, 1) == LUA_TTABLE && lua_topointer(L, -1) == b->store_meta) {
+    if (lua_getiuservalue(L, lua_upvalueindex(1), 1) == LUA_TTABLE &&
+        lua_topointer(L, -1) == b->store_meta) {
       lua_setmetatable(L, -2);
-      return p;
+      return &u->store;
     }
     lua_pop(L, 1);
   }
   luaL_setmetatable(L, TL_STORE);
-  return p;
+  return &u->store;
+}
+
+ty_store **tl_newslot(lua_State *L) {
+  const int up = lua_upvalueindex(1);
+  return tl_newslot_in(L, lua_type(L, up) == LUA_TUSERDATA ? lua_touserdata(L, up) : NULL);
 }
 
 #define TL_GC_FLOOR (UINT64_C(64) << 20) /* 64 MiB */
@@ -208,7 +221,10 @@ void tl_collect(lua_State *L) {
 }
 
 void tl_created(lua_State *L, const ty_store *s) {
-  tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
+  tl_created_in(L, lua_touserdata(L, lua_upvalueindex(1)), s);
+}
+
+void tl_created_in(lua_State *L, tl_box *b, const ty_store *s) {
   if (!s || !b || !b->rt) return;
   b->gc_debt += (uint64_t)ty_store_size(s) * ty_dtype_size(ty_store_dtype(s));
   if (b->gc_threshold == 0) b->gc_threshold = gc_floor(b);
@@ -220,15 +236,18 @@ void tl_created(lua_State *L, const ty_store *s) {
 /* ---- argument conversions --------------------------------------------------------- */
 
 ty_store *tl_teststore(lua_State *L, int idx, const char *fn) {
-  ty_store **p = luaL_testudata(L, idx, TL_STORE);
+  ty_store **p = tl_slot_tagged(L, idx);
+  if (!p) p = luaL_testudata(L, idx, TL_STORE);
   if (!p) return NULL;
   if (!*p) tl_error(L, fn, "argument %d is a closed store", idx);
   return *p;
 }
 
-/* The store slot at idx when its metatable is b's store metatable (one
- * pointer comparison), else NULL. */
+/* The store slot at idx: tagged (tl_newslot's), or a userdata whose
+ * metatable is b's store metatable (one pointer comparison), else NULL. */
 static ty_store **slot_in(lua_State *L, const tl_box *b, int idx) {
+  ty_store **t = tl_slot_tagged(L, idx);
+  if (t) return t;
   if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
   const bool is = lua_topointer(L, -1) == b->store_meta;
   lua_pop(L, 1);
@@ -244,7 +263,9 @@ ty_store *tl_teststore_in(lua_State *L, const tl_box *b, int idx, const char *fn
 }
 
 ty_store **tl_checkslot_in(lua_State *L, const tl_box *b, int idx) {
-  ty_store **p = b && b->store_meta ? slot_in(L, b, idx) : NULL;
+  ty_store **p = tl_slot_tagged(L, idx);
+  if (p) return p;
+  p = b && b->store_meta ? slot_in(L, b, idx) : NULL;
   return p ? p : luaL_checkudata(L, idx, TL_STORE);
 }
 
@@ -406,19 +427,23 @@ void tl_put_int(char *p, ty_dtype t, int64_t v) {
   }
 }
 
-ty_dtype tl_weak_dtype(lua_State *L, int idx, bool has_peer, ty_dtype peer) {
-  if (lua_type(L, idx) == LUA_TBOOLEAN) return TY_BOOL;
-  bool isint = lua_isinteger(L, idx);
+/* tl_weak_dtype of a number already read: isint, and v when it is one. */
+static ty_dtype weak_number(bool isint, lua_Integer v, bool has_peer, ty_dtype peer) {
   if (!has_peer) return isint ? TY_I64 : TY_F64;
   if (ty_dtype_is_float(peer)) return peer;
   if (!isint) return TY_F64;
-  lua_Integer v = lua_tointeger(L, idx);
   if (peer == TY_BOOL || peer == TY_I64) return TY_I64;
   int64_t lo;
   uint64_t hi;
   ty_dtype_limits(peer, &lo, &hi);
   if (v >= lo && (v < 0 || (uint64_t)v <= hi)) return peer;
   return peer == TY_U64 ? TY_F64 : TY_I64; /* numpy 1's u64 + negative: f64 */
+}
+
+ty_dtype tl_weak_dtype(lua_State *L, int idx, bool has_peer, ty_dtype peer) {
+  if (lua_type(L, idx) == LUA_TBOOLEAN) return TY_BOOL;
+  bool isint = lua_isinteger(L, idx);
+  return weak_number(isint, isint ? lua_tointeger(L, idx) : 0, has_peer, peer);
 }
 
 void tl_check_int_fits(lua_State *L, const char *fn, lua_Integer v, ty_dtype t) {
@@ -471,36 +496,46 @@ void tl_consts_clear(tl_box *b) {
 }
 
 ty_store *tl_const_operand(lua_State *L, int idx, const char *fn, const ty_store *peer) {
-  int tp = lua_type(L, idx);
   tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
-  if ((tp != LUA_TNUMBER && tp != LUA_TBOOLEAN) || !b || !b->rt)
+  if (!b) return tl_operand(L, idx, fn, peer);
+  return tl_const_operand_in(L, b, idx, fn, peer);
+}
+
+/* The value is read from the stack once (a type test, an integer test and
+ * the number): its dtype, the cache key and the 0-d store come from it. */
+ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, const char *fn,
+                              const ty_store *peer) {
+  int tp = lua_type(L, idx);
+  if ((tp != LUA_TNUMBER && tp != LUA_TBOOLEAN) || !b->rt)
     return tl_operand(L, idx, fn, peer); /* its errors */
   b->consts_busy = false; /* a call that raised left it set */
   if (b->consts_stale) tl_consts_clear(b);
-  ty_dtype t = tl_weak_dtype(L, idx, peer != NULL, peer ? ty_store_dtype(peer) : TY_F64);
   const bool isfloat = tp == LUA_TNUMBER && !lua_isinteger(L, idx);
+  lua_Integer iv = 0;
+  double fv = 0;
   uint64_t bits;
+  ty_dtype t;
   if (tp == LUA_TBOOLEAN) {
-    bits = (uint64_t)lua_toboolean(L, idx);
+    iv = lua_toboolean(L, idx);
+    bits = (uint64_t)iv;
+    t = TY_BOOL;
   } else if (isfloat) {
-    double v = (double)lua_tonumber(L, idx);
-    memcpy(&bits, &v, sizeof bits);
+    fv = (double)lua_tonumber(L, idx);
+    memcpy(&bits, &fv, sizeof bits);
+    bits ^= UINT64_C(0x9e3779b97f4a7c15); /* 1 and 1.0 differ */
+    t = weak_number(false, 0, peer != NULL, peer ? ty_store_dtype(peer) : TY_F64);
   } else {
-    bits = (uint64_t)lua_tointeger(L, idx);
+    iv = lua_tointeger(L, idx);
+    bits = (uint64_t)iv;
+    t = weak_number(true, iv, peer != NULL, peer ? ty_store_dtype(peer) : TY_F64);
   }
-  bits ^= isfloat ? UINT64_C(0x9e3779b97f4a7c15) : 0; /* 1 and 1.0 differ */
   for (int i = 0; i < TL_CONSTS; i++) {
     const struct tl_const *c = &b->consts[i];
     if (c->store && c->dtype == t && c->bits == bits) return c->store;
   }
   ty_store *fresh = NULL;
-  ty_status st;
-  if (tp == LUA_TBOOLEAN || !isfloat) {
-    int64_t v = tp == LUA_TBOOLEAN ? (int64_t)lua_toboolean(L, idx) : (int64_t)lua_tointeger(L, idx);
-    st = ty_scalar_i64(b->rt, t, v, &fresh);
-  } else {
-    st = ty_scalar_f64(b->rt, t, (double)lua_tonumber(L, idx), &fresh);
-  }
+  ty_status st = isfloat ? ty_scalar_f64(b->rt, t, fv, &fresh)
+                         : ty_scalar_i64(b->rt, t, (int64_t)iv, &fresh);
   if (st != TY_OK) return tl_operand(L, idx, fn, peer); /* the usual path, its retries */
   struct tl_const *c = &b->consts[b->consts_next];
   b->consts_next = (b->consts_next + 1) % TL_CONSTS;
