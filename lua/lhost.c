@@ -103,8 +103,9 @@ ty_status ty_lua_dostring(lua_State *L, const char *code, const char *chunkname)
 /* ---- stores ------------------------------------------------------------------------ */
 
 void ty_lua_push_store(lua_State *L, ty_store *s) {
-  ty_store **p = lua_newuserdatauv(L, sizeof *p, 0);
-  *p = s;
+  tl_slot *u = lua_newuserdatauv(L, sizeof *u, 0); /* tagged, as tl_newslot's (tl.h) */
+  u->store = s;
+  u->tag = &tl_store_tag;
   if (s) ty_store_retain(s);
   luaL_setmetatable(L, TL_STORE);
 }

@@ -82,6 +82,9 @@ int main(void) {
          "a pushed store is usable from Lua");
   lua_getglobal(L, "hs");
   EXPECT(ty_lua_tostore(L, -1) != NULL, "ty_lua_tostore reads a store back");
+  EXPECT(ty_lua_dostring(L, "local y = hs * 2 + hs; total = y:sum():item() + (1 - hs)[4]",
+                         NULL) == TY_OK && global_number(L, "total") == 27,
+         "a pushed store is an operand of the operators");
   lua_pop(L, 1);
   lua_pushinteger(L, 3);
   EXPECT(ty_lua_tostore(L, -1) == NULL, "ty_lua_tostore refuses a number");
