@@ -54,11 +54,11 @@ static ty_store *out_arg(lua_State *L, const tl_sig *s, int pos, int *from) {
  * copied into it (checked: the same shape, a same_kind dtype) and out is
  * returned, as numpy does; the fresh store is then unreachable and fusion
  * elides it. */
-static int finish_out(lua_State *L, ty_runtime *rt, ty_store **slot, ty_status st,
+static int finish_out(lua_State *L, tl_box *bx, ty_runtime *rt, ty_store **slot, ty_status st,
                       const tl_sig *s, ty_store *out, int from) {
   if (st != TY_OK) return tl_fail(L, rt, s->fn, st);
   if (!out) {
-    tl_created(L, *slot);
+    tl_created_in(L, bx, *slot);
     return 1;
   }
   const ty_store *r = *slot;
@@ -81,22 +81,24 @@ static int finish_out(lua_State *L, ty_runtime *rt, ty_store **slot, ty_status s
   return 1;
 }
 
-static int finish(lua_State *L, ty_runtime *rt, ty_store **slot, ty_status st, const char *fn) {
+static int finish(lua_State *L, tl_box *bx, ty_runtime *rt, ty_store **slot, ty_status st,
+                  const char *fn) {
   if (st != TY_OK) return tl_fail(L, rt, fn, st);
-  tl_created(L, *slot);
+  tl_created_in(L, bx, *slot);
   return 1;
 }
 
 static int unary(lua_State *L, ty_op op, const tl_sig *s) {
   tl_args(L, s);
-  ty_runtime *rt = tl_rt(L);
+  tl_box *bx = lua_touserdata(L, lua_upvalueindex(1));
+  ty_runtime *rt = tl_rt_in(L, bx);
   ty_store *a = tl_operand(L, 1, s->fn, NULL);
   int from;
   ty_store *out = out_arg(L, s, 2, &from);
-  ty_store **slot = tl_newslot(L);
+  ty_store **slot = tl_newslot_in(L, bx);
   ty_status st;
   TL_TRY(L, rt, st, ty_unary(rt, op, a, slot));
-  return finish_out(L, rt, slot, st, s, out, from);
+  return finish_out(L, bx, rt, slot, st, s, out, from);
 }
 
 /* A Lua integer next to an integer store narrower than i64 in arithmetic (not a comparison,
@@ -111,22 +113,22 @@ static void check_weak_int(lua_State *L, ty_op op, const char *fn, int idx, cons
 static int binary(lua_State *L, ty_op op, const tl_sig *s) {
   const char *fn = s->fn;
   tl_args(L, s);
-  ty_runtime *rt = tl_rt(L);
   tl_box *bx = lua_touserdata(L, lua_upvalueindex(1));
+  ty_runtime *rt = tl_rt_in(L, bx);
   ty_store *a0 = tl_teststore_in(L, bx, 1, fn), *b0 = tl_teststore_in(L, bx, 2, fn);
   if (!a0) check_weak_int(L, op, fn, 1, b0);
   if (!b0) check_weak_int(L, op, fn, 2, a0);
   int from = 0;
   ty_store *out = lua_isnil(L, 3) && lua_isnil(L, TL_OPTS(s)) ? NULL : out_arg(L, s, 3, &from);
   /* a number next to a store comes from the constant cache (one per call) */
-  ty_store *a = a0 ? a0 : b0 ? tl_const_operand(L, 1, fn, b0) : tl_operand(L, 1, fn, NULL);
-  ty_store *b = b0 ? b0 : a0 ? tl_const_operand(L, 2, fn, a0) : tl_operand(L, 2, fn, NULL);
-  ty_store **slot = tl_newslot(L);
+  ty_store *a = a0 ? a0 : b0 ? tl_const_operand_in(L, bx, 1, fn, b0) : tl_operand(L, 1, fn, NULL);
+  ty_store *b = b0 ? b0 : a0 ? tl_const_operand_in(L, bx, 2, fn, a0) : tl_operand(L, 2, fn, NULL);
+  ty_store **slot = tl_newslot_in(L, bx);
   ty_status st;
-  if (bx) bx->consts_busy = !a0 || !b0; /* held across TL_TRY's flushes */
+  bx->consts_busy = !a0 || !b0; /* held across TL_TRY's flushes */
   TL_TRY(L, rt, st, ty_binary(rt, op, a, b, slot));
-  if (bx) bx->consts_busy = false;
-  return finish_out(L, rt, slot, st, s, out, from);
+  bx->consts_busy = false;
+  return finish_out(L, bx, rt, slot, st, s, out, from);
 }
 
 /* An arithmetic operator on stores (`x * 0.5`, `a + b`): Lua calls the
@@ -169,7 +171,7 @@ static int op_where(lua_State *L) {
   ty_store **slot = tl_newslot(L);
   ty_status st;
   TL_TRY(L, rt, st, ty_where(rt, cond, a, b, slot));
-  return finish(L, rt, slot, st, "where");
+  return finish(L, lua_touserdata(L, lua_upvalueindex(1)), rt, slot, st, "where");
 }
 
 /* The axes argument (2) of a reduction into red[]: nil (all), an axis or a
@@ -219,7 +221,8 @@ static int reduce_axes(lua_State *L, const tl_sig *s, ty_reduce_op op, int ndim,
 static int reduce(lua_State *L, ty_reduce_op op, const tl_sig *s) {
   const char *fn = s->fn;
   tl_args(L, s);
-  ty_runtime *rt = tl_rt(L);
+  tl_box *bx = lua_touserdata(L, lua_upvalueindex(1));
+  ty_runtime *rt = tl_rt_in(L, bx);
   ty_store *a = tl_operand(L, 1, fn, NULL);
   const int ndim = ty_store_ndim(a);
   const int64_t *shape = ty_store_shape(a);
@@ -240,7 +243,7 @@ static int reduce(lua_State *L, ty_reduce_op op, const tl_sig *s) {
         return tl_error(L, fn, "axis %d has length 0 (shape %s): %s is undefined", d + 1, sh, fn);
   }
   luaL_checkstack(L, TY_MAX_RANK + 4, "tycho: too many axes");
-  ty_store **slot = tl_newslot(L);
+  ty_store **slot = tl_newslot_in(L, bx);
   ty_status st;
   if (all) {
     TL_TRY(L, rt, st, ty_reduce(rt, op, a, -1, slot));
@@ -250,7 +253,7 @@ static int reduce(lua_State *L, ty_reduce_op op, const tl_sig *s) {
     bool first = true;
     for (int d = ndim - 1; d >= 0 && st == TY_OK; d--) {
       if (!red[d]) continue;
-      if (!first) slot = tl_newslot(L);
+      if (!first) slot = tl_newslot_in(L, bx);
       TL_TRY(L, rt, st, ty_reduce(rt, op, cur, d, slot));
       cur = *slot;
       first = false;
@@ -261,7 +264,7 @@ static int reduce(lua_State *L, ty_reduce_op op, const tl_sig *s) {
     lua_pushinteger(L, 1);
     ty_store *one = tl_scalar(L, rt, lua_gettop(L), fn, TY_I64);
     ty_store *idx0 = *slot;
-    slot = tl_newslot(L);
+    slot = tl_newslot_in(L, bx);
     TL_TRY(L, rt, st, ty_binary(rt, TY_OP_ADD, idx0, one, slot));
     if (st != TY_OK) return tl_fail(L, rt, fn, st);
   }
@@ -269,10 +272,10 @@ static int reduce(lua_State *L, ty_reduce_op op, const tl_sig *s) {
     int64_t kshape[TY_MAX_RANK];
     for (int d = 0; d < ndim; d++) kshape[d] = red[d] ? 1 : shape[d];
     ty_store *r = *slot;
-    slot = tl_newslot(L);
+    slot = tl_newslot_in(L, bx);
     st = ty_store_reshape(rt, r, ndim, kshape, slot);
   }
-  return finish_out(L, rt, slot, st, s, out, from);
+  return finish_out(L, bx, rt, slot, st, s, out, from);
 }
 
 static const tl_sig sig_dot = {"dot", 2, 3, "out", true,
@@ -288,11 +291,12 @@ static int matmul(lua_State *L, const tl_sig *s) {
   ty_store *b = tl_checkstore(L, 2, fn, "argument 2");
   int from;
   ty_store *out = out_arg(L, s, 3, &from);
-  ty_runtime *rt = tl_rt(L);
-  ty_store **slot = tl_newslot(L);
+  tl_box *bx = lua_touserdata(L, lua_upvalueindex(1));
+  ty_runtime *rt = tl_rt_in(L, bx);
+  ty_store **slot = tl_newslot_in(L, bx);
   ty_status st;
   TL_TRY(L, rt, st, s == &sig_dot ? ty_dot(rt, a, b, slot) : ty_matmul(rt, a, b, slot));
-  return finish_out(L, rt, slot, st, s, out, from);
+  return finish_out(L, bx, rt, slot, st, s, out, from);
 }
 
 /* One tl_sig per function: its accepted forms, in every message. */
@@ -402,5 +406,5 @@ ty_store *tl_out_arg(lua_State *L, const tl_sig *s, int pos, int *from) {
 }
 int tl_finish_out(lua_State *L, ty_runtime *rt, ty_store **slot, ty_status st, const tl_sig *s,
                   ty_store *out, int from) {
-  return finish_out(L, rt, slot, st, s, out, from);
+  return finish_out(L, lua_touserdata(L, lua_upvalueindex(1)), rt, slot, st, s, out, from);
 }

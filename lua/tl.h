@@ -144,10 +144,11 @@ static inline ty_store **tl_slot_tagged(lua_State *L, int idx) {
   return u->tag == &tl_store_tag ? &u->store : NULL;
 }
 
-/* The fast forms of tl_rt, tl_newslot, tl_created and tl_const_operand for a
- * C function that already holds its box b (upvalue 1, read once): the
- * arithmetic metamethods (lops.c's meta_binary), where each upvalue read was
- * ~38 instructions of every operation. b is non-NULL. */
+/* The forms of tl_rt, tl_newslot, tl_created and tl_const_operand for a C
+ * function that already holds its box b (upvalue 1, read once: each upvalue
+ * read is ~38 instructions): lops.c's operators, element-wise functions and
+ * reductions. b may be NULL (tl_rt_in raises then, as tl_rt does), except
+ * for tl_const_operand_in. */
 ty_runtime *tl_rt_in(lua_State *L, tl_box *b);
 ty_store **tl_newslot_in(lua_State *L, const tl_box *b);
 void tl_created_in(lua_State *L, tl_box *b, const ty_store *s);

@@ -107,7 +107,7 @@ ty_runtime *tl_rt(lua_State *L) {
 }
 
 ty_runtime *tl_rt_in(lua_State *L, tl_box *b) {
-  if (!b->rt) luaL_error(L, "tycho: the runtime is closed");
+  if (!b || !b->rt) luaL_error(L, "tycho: the runtime is closed");
   if (!b->pol || b->pol->synced != L) tl_policy_sync(L, b->rt);
   return b->rt;
 }
