@@ -6,9 +6,11 @@
  * (item, totable) and the print options tostring uses
  * (set_printoptions, get_printoptions).
  *
- * A store userdata holds one reference (ty_store *) or NULL once closed
- * (__close) or collected; every entry point checks for NULL and raises
- * "argument N is a closed store" rather than touching freed memory.
+ * A store userdata (tl_slot, tl.h) holds one reference (ty_store *) or NULL
+ * once closed (__close) or collected, then a tag that tells stores from
+ * other userdata without a metatable look-up; every entry point checks for
+ * NULL and raises "argument N is a closed store" rather than touching freed
+ * memory.
  *
  * Indexing, 1-based and inclusive like the rest of the Lua API:
  *   x[i]                  1-D: the element (a Lua value); rank > 1: row i (a view)

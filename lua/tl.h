@@ -32,6 +32,8 @@
  *    longjmp; with this order nothing can leak: the collector releases the
  *    slot. The few raw ty_store* held across C calls (view chains) are released
  *    before any error is raised.
+ *  - Every store userdata is a tl_slot (the handle, then the tag): made by
+ *    tl_newslot or ty_lua_push_store only.
  *  - The binding uses only the public C API (tycho.h, task.h).
  */
 #ifndef TL_H
