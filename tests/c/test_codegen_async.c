@@ -379,14 +379,16 @@ TEST(starved_niced_compile_runs_again_at_own_priority) {
       free(got);
     }
     CHECK(kernel);
-    int tries[2] = {-100, -100}, nt_ = 0;
+    /* the log: the niced try's 19 (absent when, on a loaded machine, that
+     * try was starved before it could write it), then our own niceness */
+    int tries[3] = {-100, -100, -100}, nt_ = 0;
     f = fopen(log, "r");
     CHECK(f != NULL);
-    while (f && nt_ < 2 && fscanf(f, "%d", &tries[nt_]) == 1) nt_++;
+    while (f && nt_ < 3 && fscanf(f, "%d", &tries[nt_]) == 1) nt_++;
     if (f) fclose(f);
-    CHECK_EQ_INT(nt_, 2);
-    if (base < 19) CHECK_EQ_INT(tries[0], 19); /* the first try niced */
-    CHECK_EQ_INT(tries[1], base);             /* the second at our priority */
+    CHECK(nt_ == 1 || nt_ == 2);
+    if (nt_ == 2 && base < 19) CHECK_EQ_INT(tries[0], 19); /* the first try niced */
+    if (nt_ >= 1) CHECK_EQ_INT(tries[nt_ - 1], base);      /* the last at our priority */
   }
   ty_runtime_destroy(rt);
   CHECK(no_children());
