@@ -23,6 +23,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -342,10 +343,64 @@ TEST(wait_compiles_at_first_sight) {
   teardown();
 }
 
+/* A background compile starts niced and, starved past its cap (codegen_cc.c:
+ * 0.5 s), is stopped and run again at the program's own priority: here the
+ * compiler "starves" (sleeps 60 s) whenever it runs niced, yet the kernel is
+ * installed within seconds, by a second try at this process's priority;
+ * each try logs its niceness. */
+TEST(starved_niced_compile_runs_again_at_own_priority) {
+  setup("niced", 0);
+  errno = 0;
+  const int base = getpriority(PRIO_PROCESS, 0);
+  CHECK(errno == 0);
+  char cwd[800], cc[1024], log[1024];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
+  snprintf(cc, sizeof cc, "%s/tycho-async-cc-niced.sh", cwd);
+  snprintf(log, sizeof log, "%s/tycho-async-cc-niced.log", cwd);
+  unlink(log);
+  FILE *f = fopen(cc, "w");
+  CHECK(f != NULL);
+  fprintf(f, "#!/bin/sh\nn=$(nice)\necho $n >> '%s'\nif [ $n -gt %d ]; then sleep 60; fi\nexec cc \"$@\"\n",
+          log, base);
+  fclose(f);
+  double *ref = unfused(2);
+  ty_runtime *rt = rt_new(3, true);
+  bool kernel = true;
+  double *got = run_chain(rt, 2, &kernel);
+  CHECK(!kernel);
+  CHECK(same(ref, got));
+  free(got);
+  if (ty__isa_lanes()) {
+    const double t0 = now();
+    while (!kernel && now() - t0 < 30) { /* well before the niced try's 60 s */
+      usleep(50000);
+      got = run_chain(rt, 2, &kernel);
+      CHECK(same(ref, got));
+      free(got);
+    }
+    CHECK(kernel);
+    /* the log: the niced try's 19 (absent when, on a loaded machine, that
+     * try was starved before it could write it), then our own niceness */
+    int tries[3] = {-100, -100, -100}, nt_ = 0;
+    f = fopen(log, "r");
+    CHECK(f != NULL);
+    while (f && nt_ < 3 && fscanf(f, "%d", &tries[nt_]) == 1) nt_++;
+    if (f) fclose(f);
+    CHECK(nt_ == 1 || nt_ == 2);
+    if (nt_ == 2 && base < 19) CHECK_EQ_INT(tries[0], 19); /* the first try niced */
+    if (nt_ >= 1) CHECK_EQ_INT(tries[nt_ - 1], base);      /* the last at our priority */
+  }
+  ty_runtime_destroy(rt);
+  CHECK(no_children());
+  free(ref);
+  teardown();
+}
+
 static const check_case cases[] = {
     CASE(runs_while_compiling_then_switches_same_bits),
     CASE(shutdown_with_a_compile_in_flight),
     CASE(failing_compiler_leaves_the_interpreter),
     CASE(wait_compiles_at_first_sight),
+    CASE(starved_niced_compile_runs_again_at_own_priority),
 };
 CHECK_MAIN(cases)

@@ -12,8 +12,9 @@
  *  - waited (synchronous): the compiler is this process's child, waited for
  *    by ty__cc_poll(j, true);
  *  - detached (background): a shell started in a process group of its own
- *    runs "cc ... && mv ... || mark failed" in the background and exits at
- *    once, so the compile is nobody's child here: it finishes and installs
+ *    runs "cc ... && mv ... || mark failed" in the background (the compile
+ *    niced first, at the program's priority after 0.5 s: codegen_cc.c) and
+ *    exits at once, so the compile is nobody's child here: it finishes and installs
  *    its kernel in the cache even when the runtime (or the process) has
  *    ended, which is what makes the next run warm. ty__cc_poll(j, false)
  *    reaps the shell and reads the outcome from the files: the object in
