@@ -257,6 +257,7 @@ struct ty_runtime {
   int nwindow;
   int window_cap; /* cfg.window; grown up to TY_MAX_STREAM_WINDOW in streamed scopes */
   bool flushing;
+  int8_t window_cut; /* window.c, TYCHO_WINDOW_CUT: 0 not read yet, 1 on, -1 off */
   uint64_t flush_epoch;
   ty_pending *free_pending; /* launches kept for reuse (linked through args[0].store) */
   int nfree_pending;
