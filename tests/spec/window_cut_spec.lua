@@ -107,6 +107,15 @@ describe("a full window's flush", function()
     end
   end)
 
+  it("TYCHO_WINDOW_CUT takes 0 or 1", function()
+    for _, v in ipairs({ "2", "yes", "-1" }) do
+      local out, rc = spec_lua("print(tycho.zeros({ 2 }):sum():item())", { TYCHO_WINDOW_CUT = v })
+      assert.are_not.equal(0, rc, out)
+      assert.is_truthy(out:find("TYCHO_WINDOW_CUT must be 0 or 1, got '" .. v .. "'", 1, true), out)
+    end
+    assert.are.equal("0.0\n", run("print(tycho.zeros({ 2 }):sum():item())", { TYCHO_WINDOW_CUT = "0" }))
+  end)
+
   it("keeps CG's iteration whole: numpy's values, the same bits, 10 launches run an iteration", function()
     -- numpy (cg.py's loop, 12 iterations): ||r||, x.sum(), (x * x).sum()
     local want = { 0.8434686627226252, -22.73590052316355, 763.7055890140234 }
