@@ -107,6 +107,34 @@ describe("a full window's flush", function()
     end
   end)
 
+  it("keeps more launches than its 64 slots on the stack (a window of 200)", function()
+    -- a 110-launch body: a sum, a 0-d mul, a sub and 107 adds, unfused
+    local code = [[
+      local x = tycho.arange(10) * 0.1
+      tycho.flush()
+      tycho.parallel({ fuse = false }, function()
+        for _ = 1, 3 do
+          local m = x:sum() * 0.001
+          x = x - m
+          for _ = 1, 107 do x = x + 0.001 end
+        end
+      end)
+      local e = tycho.explain(400)
+      local sizes = {}
+      for _, f in ipairs(e.flushes) do sizes[#sizes + 1] = f.launches end
+      print(table.concat(sizes, " "))
+      print(string.format("%a %a", x:sum():item(), (x * x):sum():item()))
+    ]]
+    -- numpy: x.sum(), (x * x).sum(), the same bits
+    local want = "0x1.e2d6abde3fb98p+2 0x1.a11207aeadf5ep+2"
+    local out = run(code, { TYCHO_WINDOW = "200" })
+    -- the first full window ends after the second body's 0-d mul (launch
+    -- 112) and keeps 88 launches; the mul that made x comes first
+    assert.are.equal("1 112 110 108\n" .. want .. "\n", out)
+    out = run(code, { TYCHO_WINDOW = "200", TYCHO_WINDOW_CUT = "0" })
+    assert.are.equal("1 200 130\n" .. want .. "\n", out)
+  end)
+
   it("TYCHO_WINDOW_CUT takes 0 or 1", function()
     for _, v in ipairs({ "2", "yes", "-1" }) do
       local out, rc = spec_lua("print(tycho.zeros({ 2 }):sum():item())", { TYCHO_WINDOW_CUT = v })
