@@ -174,6 +174,9 @@ static void print_help(FILE *f) {
           "(a value that is not a whole number of bytes is an error).\n"
           "TYCHO_FUSE_CACHE=0: decide every window's fusion afresh instead of\n"
           "replaying the decision of a window of the same structure (default 1;\n"
+          "another value is an error).\n"
+          "TYCHO_WINDOW_CUT=0: a full window flushes whole, not up to its last\n"
+          "scalar result (a sum, 0-d arithmetic) with the rest kept (default 1;\n"
           "another value is an error).\n");
 }
 

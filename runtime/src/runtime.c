@@ -89,6 +89,10 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
     if (err) snprintf(err, errlen, "TYCHO_FUSE_CACHE must be 0 or 1, got '%s'", v);
     st = TY_EINVAL;
   }
+  if ((v = getenv("TYCHO_WINDOW_CUT")) && *v && parse_int(v, 0, 1, &n) != 0) { /* plan/window.c */
+    if (err) snprintf(err, errlen, "TYCHO_WINDOW_CUT must be 0 or 1, got '%s'", v);
+    st = TY_EINVAL;
+  }
   if ((v = getenv("TYCHO_SCATTER_DIRECT")) && *v && parse_int(v, 0, LONG_MAX, &n) != 0) {
     if (err) snprintf(err, errlen, "TYCHO_SCATTER_DIRECT must be a number of bytes >= 0, got '%s'", v);
     st = TY_EINVAL;

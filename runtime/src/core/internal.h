@@ -152,8 +152,10 @@ typedef struct ty_record {
 } ty_record;
 
 /* records kept by a runtime for reuse (store.c); none in sanitizer builds,
- * so that a use after free is still seen */
-#define TY_POOL_SLOTS 64
+ * so that a use after free is still seen. A flush frees its window's views
+ * at once: CG at 256 x 256 drops ~130 an iteration (the Laplacian's
+ * regions), and 64 slots sent most of them through free and calloc. */
+#define TY_POOL_SLOTS 256
 
 struct ty_store {
   int refs;
@@ -257,6 +259,7 @@ struct ty_runtime {
   int nwindow;
   int window_cap; /* cfg.window; grown up to TY_MAX_STREAM_WINDOW in streamed scopes */
   bool flushing;
+  int8_t window_cut; /* window.c, TYCHO_WINDOW_CUT: 0 not read yet, 1 on, -1 off */
   uint64_t flush_epoch;
   ty_pending *free_pending; /* launches kept for reuse (linked through args[0].store) */
   int nfree_pending;

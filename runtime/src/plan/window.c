@@ -86,6 +86,54 @@ static ty_status flush_deferring(ty_runtime *rt) {
   return TY_OK;
 }
 
+/* A launch whose every output is 0-d (a whole reduction, scalar arithmetic):
+ * what follows it that reads its value cannot share its pass, so a fused
+ * group ends there. */
+static bool scalar_result(const ty_pending *l) {
+  bool out = false;
+  for (int i = 0; i < l->nargs; i++)
+    if (writes(l->args[i].priv)) {
+      if (l->args[i].store->ndim != 0) return false;
+      out = true;
+    }
+  return out;
+}
+
+/* A flush made because the window is full runs the prefix that ends after
+ * the last scalar result of the window's second half, and keeps the rest
+ * (appended after it, in program order) for the next window; without one,
+ * the whole window. A loop body with a dot product (CG) then flushes at the
+ * same place of its iteration every time: its stencil group is not cut by
+ * where the window happened to fill, and each window has the structure of
+ * the one before (the fusion cache replays it). TYCHO_WINDOW_CUT=0: the
+ * whole window. */
+static ty_status flush_full(ty_runtime *rt) {
+  const int n = rt->nwindow;
+  int cut = n;
+  if (!rt->window_cut) {
+    const char *v = getenv("TYCHO_WINDOW_CUT"); /* checked by runtime.c */
+    rt->window_cut = v && strcmp(v, "0") == 0 ? -1 : 1;
+  }
+  if (rt->window_cut > 0)
+    for (int j = n - 1; j >= n / 2; j--)
+      if (scalar_result(rt->window[j])) {
+        cut = j + 1;
+        break;
+      }
+  if (cut == n) return flush_deferring(rt);
+  const int rest = n - cut;
+  ty_pending *local[64];
+  ty_pending **held = rest <= 64 ? local : ty__malloc((size_t)rest * sizeof *held);
+  if (!held) return flush_deferring(rt);
+  memcpy(held, rt->window + cut, (size_t)rest * sizeof *held);
+  rt->nwindow = cut;
+  ty_status st = flush_deferring(rt); /* the window's array may be a new one after it */
+  memcpy(rt->window, held, (size_t)rest * sizeof *held);
+  rt->nwindow = rest;
+  if (held != local) free(held);
+  return st;
+}
+
 ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
   if (!rt || !d) return TY_EINVAL;
   if (rt->destroyed) return ty__fail(rt, TY_EINVAL, "ty_launch: the runtime was destroyed");
@@ -156,7 +204,7 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
         st = flush_deferring(rt); /* no memory to grow: stream what is there */
       }
     } else {
-      st = flush_deferring(rt);
+      st = flush_full(rt);
     }
     if (st) return st;
   }
