@@ -15,6 +15,15 @@
  *     contiguous streams), and a read-only sum. Each variant's bits are
  *     checked against the four-row dot (each element depends on its row
  *     only). Medians of ROUNDS (default 5) rounds, variants alternating.
+ *   blas_probe gemv2 LIBSCIPY_OPENBLAS [ROUNDS]  two threads, wall time
+ *     (session 12) the same matrix, 10 products a sample, variants
+ *     alternating: numpy's OpenBLAS dgemv on its own 2 threads, the four-row
+ *     dot over 64 blocks of 128 rows taken by 2 threads as they come free
+ *     (tycho's pieces), the four-row and eight-row dots over contiguous
+ *     halves (OpenBLAS's split), the eight-row dot over the 64 blocks, and
+ *     a read-only sum over halves. Min and median of ROUNDS (default 11)
+ *     samples: the min is what an idle machine gives, the median what the
+ *     load left; on a loaded machine neither ranks the variants.
  *   blas_probe gemm [N] [ROUNDS]                  OpenBLAS of the build
  *     the elements of C = A B (default 4096^3, then 2048^3, 1000^3 and three
  *     odd shapes) whose bits differ from one single-threaded call when
@@ -298,10 +307,108 @@ static int probe_gemm(int big, int rounds) {
   return 0;
 }
 
+/* ---- gemv on two threads, wall time ------------------------------------- */
+
+/* rows [r0, r1) of y = A x, R rows at a time (the four-row dot's bits) */
+static void dot_range(int R, int64_t r0, int64_t r1) {
+  V8 acc[8];
+  for (int64_t i = r0; i < r1; i += R) {
+    for (int r = 0; r < R; r++) acc[r] = (V8){0};
+    for (int64_t p = 0; p < K; p += 8) {
+      V8 w;
+      memcpy(&w, X + p, sizeof w);
+      for (int r = 0; r < R; r++) {
+        V8 a;
+        memcpy(&a, A + (i + r) * K + p, sizeof a);
+        acc[r] = acc[r] + a * w;
+      }
+    }
+    for (int r = 0; r < R; r++) Y[i + r] = tree(acc[r]);
+  }
+}
+
+enum { W_NUMPY, W_BLOCKS4, W_HALVES4, W_BLOCKS8, W_HALVES8, W_SUM, WV };
+static const char *w_names[WV] = {"numpy OpenBLAS dgemv, 2 threads", "dot 4 rows, 64 blocks (tycho)",
+                                  "dot 4 rows, halves", "dot 8 rows, 64 blocks",
+                                  "dot 8 rows, halves", "read-only sum, halves"};
+
+static void gemv2_variant(int v) {
+  if (v == W_NUMPY) {
+    np_dgemv(101, 111, M, K, 1.0, A, K, X, 1, 0.0, Y, 1);
+  } else if (v == W_BLOCKS4 || v == W_BLOCKS8) {
+    const int R = v == W_BLOCKS4 ? 4 : 8;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(2)
+    for (int b = 0; b < 64; b++) dot_range(R, b * (M / 64), (b + 1) * (M / 64));
+  } else {
+#pragma omp parallel num_threads(2)
+    {
+      const int t = omp_get_thread_num();
+      const int64_t r0 = t * (M / 2), r1 = r0 + M / 2;
+      if (v == W_SUM) {
+        V8 a = {0};
+        for (int64_t i = r0 * K; i < r1 * K; i += 8) {
+          V8 x;
+          memcpy(&x, A + i, sizeof x);
+          a = a + x;
+        }
+        Y[t] = tree(a);
+      } else {
+        dot_range(v == W_HALVES4 ? 4 : 8, r0, r1);
+      }
+    }
+  }
+}
+
+static int probe_gemv2(const char *lib, int rounds) {
+  void *h = dlopen(lib, RTLD_NOW);
+  if (!h) return fprintf(stderr, "blas_probe: %s\n", dlerror()), 1;
+  np_dgemv = (gemv64_fn)dlsym(h, "scipy_cblas_dgemv64_");
+  void (*set_threads)(int) = (void (*)(int))dlsym(h, "scipy_openblas_set_num_threads64_");
+  if (!np_dgemv || !set_threads) return fprintf(stderr, "blas_probe: not scipy-openblas\n"), 1;
+  set_threads(2);
+  const size_t bytes = (size_t)M * K * sizeof(double);
+  A = aligned_alloc(2 << 20, bytes);
+  X = aligned_alloc(64, K * sizeof(double));
+  Y = aligned_alloc(64, M * sizeof(double));
+  if (!A || !X || !Y) return fprintf(stderr, "blas_probe: out of memory\n"), 1;
+  madvise(A, bytes, MADV_HUGEPAGE);
+#pragma omp parallel for schedule(static) num_threads(2)
+  for (int64_t i = 0; i < (int64_t)M * K; i++) A[i] = frac((double)i * 0.6180339887498949 + 0.31);
+  for (int64_t i = 0; i < K; i++) X[i] = frac((double)i * 0.7548776662466927 + 0.38);
+  double *ref = malloc(M * sizeof(double)), t[WV][64];
+  dot_range(4, 0, M);
+  memcpy(ref, Y, M * sizeof(double));
+  for (int v = W_BLOCKS4; v < W_SUM; v++) {
+    gemv2_variant(v);
+    if (memcmp(ref, Y, M * sizeof(double)))
+      return fprintf(stderr, "blas_probe: %s changed the bits\n", w_names[v]), 1;
+  }
+  gemv2_variant(W_NUMPY);
+  gemv2_variant(W_SUM);
+  if (rounds > 64) rounds = 64;
+  for (int r = 0; r < rounds; r++)
+    for (int v = 0; v < WV; v++) {
+      const double t0 = omp_get_wtime();
+      for (int j = 0; j < 10; j++) gemv2_variant(v);
+      t[v][r] = omp_get_wtime() - t0;
+    }
+  printf("gemv 8192^2 f64, two threads, 10 products a sample (%d samples):\n", rounds);
+  for (int v = 0; v < WV; v++) {
+    qsort(t[v], (size_t)rounds, sizeof(double), by_value);
+    printf("  %-34s min %6.1f ms (%5.1f GB/s), median %6.1f ms (%5.1f GB/s)\n", w_names[v],
+           1e3 * t[v][0], 10.0 * (double)bytes / t[v][0] / 1e9, 1e3 * t[v][rounds / 2],
+           10.0 * (double)bytes / t[v][rounds / 2] / 1e9);
+  }
+  free(ref);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 3 && !strcmp(argv[1], "gemv")) return probe_gemv(argv[2], argc > 3 ? atoi(argv[3]) : 5);
+  if (argc >= 3 && !strcmp(argv[1], "gemv2"))
+    return probe_gemv2(argv[2], argc > 3 ? atoi(argv[3]) : 11);
   if (argc >= 2 && !strcmp(argv[1], "gemm"))
     return probe_gemm(argc > 2 ? atoi(argv[2]) : 4096, argc > 3 ? atoi(argv[3]) : 3);
-  fprintf(stderr, "usage: blas_probe gemv LIBSCIPY_OPENBLAS [ROUNDS] | gemm [N] [ROUNDS]\n");
+  fprintf(stderr, "usage: blas_probe gemv|gemv2 LIBSCIPY_OPENBLAS [ROUNDS] | gemm [N] [ROUNDS]\n");
   return 2;
 }

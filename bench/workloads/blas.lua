@@ -5,6 +5,10 @@
 --   tycho blas.lua op=gemm n=4096                   A B, n x n
 -- One timed step = `iters` products of the same operands (gemv, gemvt) or
 -- one (gemm). Prints info: gbs= (the matrix's bytes per second) or gflops=.
+-- info: cpu_s= (the process's CPU seconds in a timed step, all threads,
+-- median) and cpu_steps= (each step's), beside the steps' wall times: a step
+-- whose wall time grows with the same CPU time waited (a worker idle at the
+-- end of a wave, or off its core), one whose CPU time grows did more work.
 -- Checksum: the sum of the last product.
 local tycho = require "tycho"
 local C = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
@@ -62,16 +66,16 @@ if bytes then
   end
 end
 
-local times, ttimes = {}, {}
+local times, ttimes, cpus = {}, {}, {}
 local r
 local warm = os.getenv("BENCH_WARMUP") ~= "0" and 1 or 0
 for i = 1, p.reps + warm do
   r = nil
   collectgarbage()
-  local t0 = tycho.clock()
+  local t0, c0 = tycho.clock(), os.clock()
   r = step()
   C.sync(r)
-  local t = tycho.clock() - t0
+  local t, c = tycho.clock() - t0, os.clock() - c0
   if triad then
     local t1 = tycho.clock()
     C.sync(triad())
@@ -79,6 +83,7 @@ for i = 1, p.reps + warm do
   end
   if i > warm then
     times[#times + 1] = t
+    cpus[#cpus + 1] = c
     print(string.format("time: %.9f", t))
   end
 end
@@ -86,6 +91,10 @@ local function median(t)
   table.sort(t)
   return t[(#t + 1) // 2]
 end
+local steps = {}
+for i, c in ipairs(cpus) do steps[i] = string.format("%.3f", c) end
+C.info("cpu_steps", table.concat(steps, ","))
+C.info("cpu_s", string.format("%.3f", median(cpus)))
 local med = median(times)
 if bytes then
   C.info("gbs", string.format("%.2f", bytes / med / 1e9))

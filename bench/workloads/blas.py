@@ -2,8 +2,15 @@
 products (its OpenBLAS, its threads as it ships).
 
     python3 blas.py lib=numpy op=gemv|gemvt|gemm n=.. m=.. f=.. dtype=.. iters=.. reps=..
+
+info: cpu_s= and cpu_steps=, the process's CPU seconds in a timed step (all
+threads, median and each), as blas.lua's; OpenBLAS's threads count the time
+they spin waiting for work.
 """
-from common import ALPHA, array_module, checksum, params, seq, timed
+import os
+import time
+
+from common import ALPHA, array_module, checksum, info, params, seq, timed
 
 p = params({"op": "gemv", "n": 4096, "m": 500000, "f": 32, "dtype": "f64", "iters": 10,
             "reps": 5})
@@ -31,5 +38,19 @@ elif p["op"] == "gemm":
     step = lambda: L @ R
 else:
     raise SystemExit(f"bench: op is gemv, gemvt or gemm, got {p['op']}")
-r = timed(p["reps"], step, lambda r: float(r.flat[0]))
+cpus = []
+
+
+def cpu_step(run=step):
+    c0 = time.process_time()
+    y = run()
+    cpus.append(time.process_time() - c0)
+    return y
+
+
+r = timed(p["reps"], cpu_step, lambda r: float(r.flat[0]))
+if os.environ.get("BENCH_WARMUP") != "0":
+    cpus = cpus[1:]
+info("cpu_steps", ",".join(f"{c:.3f}" for c in cpus))
+info("cpu_s", f"{sorted(cpus)[(len(cpus) - 1) // 2]:.3f}")
 checksum(float(r.astype(np.float64).sum()))

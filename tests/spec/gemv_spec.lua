@@ -72,6 +72,30 @@ describe("a matrix times a vector", function()
     end
   end)
 
+  it("gives the same bits at every instruction-set level", function()
+    -- the kernel set compiled for baseline, AVX2 and AVX-512 (each level's
+    -- own vectors, no contraction): 301 rows, on AVX-512 37 groups of eight,
+    -- one of four and one row alone, below it 75 groups of four and one alone
+    local code = SEQ .. [[
+      local A = seq(301 * 1003, 0.6180339887498949):reshape({ 301, 1003 })
+      local x = seq(1003, 0.7548776662466927)
+      for _, t in ipairs({ "f64", "f32" }) do
+        local y = A:astype(t):dot(x:astype(t))
+        print(tycho.config().isa, string.format("%a %a %a %a %a", y[1], y[296], y[297], y[301],
+                                                y:astype("f64"):sum():item()))
+      end
+    ]]
+    local function bits(isa) -- the lines without the level's name (a CPU below
+      local out = spec_lua(code, { TYCHO_ISA = isa }) -- the level runs its best)
+      assert(out:find("^%w+\t0x1%."), out)
+      return (out:gsub("%w+\t", ""))
+    end
+    local ref = bits("baseline")
+    assert(ref:find("0x1%.") and select(2, ref:gsub("\n", "")) == 2, ref)
+    assert(ref:find("0x1.f7af88bead18cp+7", 1, true), ref) -- y[1], as above
+    for _, isa in ipairs({ "avx2", "avx512" }) do assert.are.equal(ref, bits(isa)) end
+  end)
+
   it("still takes a transposed matrix (BLAS's gemv) to numpy's values", function()
     local At = seq(1003 * 301, 0.6180339887498949):reshape({ 1003, 301 }):t()
     local y = At:dot(x):totable()

@@ -41,8 +41,8 @@
 
 /* Lane l of a row's sum: the products p = l mod 8, in p order. The
  * contiguous rows use 8-lane vectors (GCC's vector extension: element-wise
- * IEEE operations, lowered to the level's registers), four rows at a time
- * (w's vector loaded once for them), the products past the last whole
+ * IEEE operations, lowered to the level's registers), eight (WIDE) or four
+ * rows at a time (w's vector loaded once for them), the products past the last whole
  * vector added to their lanes one at a time (TAIL); other layouts the same
  * sums one element at a time; then the fixed tree ((a0 + a4) + (a2 + a6)) +
  * ((a1 + a5) + (a3 + a7)), as halves added. */
@@ -65,11 +65,36 @@
     memcpy(&r_, acc_, sizeof r_);                                                            \
     r_;                                                                                      \
   })
+/* Eight rows at a time where 32 vector registers hold the eight sums
+ * (AVX-512): on two threads over 64 row blocks it streamed 8192^2 f64
+ * 11-14% faster than four rows at a time (medians, bench/blas_probe.c gemv2,
+ * bench/README.md "Products: session 12"); each row's bits are the same
+ * either way (its lanes and tree are its own). */
+#if defined(__AVX512F__)
+#define WIDE 1
+#else
+#define WIDE 0
+#endif
 #define THIN_DOT(NAME, T, V, V4, V2)                                                         \
   static void NAME(int64_t rows, int64_t k, const T *restrict X, int64_t x0, int64_t x1,     \
                    const T *restrict w, int64_t ws, T *restrict z, int64_t zs) {             \
     const int64_t kv = x1 == 1 && ws == 1 ? k / LANES * LANES : 0;                           \
     int64_t i = 0;                                                                           \
+    for (; WIDE && kv > 0 && i + 8 <= rows; i += 8) {                                        \
+      V a[8] = {{0}};                                                                        \
+      for (int64_t p = 0; p < kv; p += LANES) {                                              \
+        V wv, x;                                                                             \
+        memcpy(&wv, w + p, sizeof wv);                                                       \
+        for (int r = 0; r < 8; r++) {                                                        \
+          memcpy(&x, X + (i + r) * x0 + p, sizeof x);                                        \
+          a[r] = a[r] + x * wv;                                                              \
+        }                                                                                    \
+      }                                                                                      \
+      for (int r = 0; r < 8; r++) {                                                          \
+        if (kv < k) a[r] = TAIL(T, V, a[r], X + (i + r) * x0, kv, k, w);                     \
+        z[(i + r) * zs] = TREE(V4, V2, a[r]);                                                \
+      }                                                                                      \
+    }                                                                                        \
     for (; kv > 0 && i + 4 <= rows; i += 4) {                                                \
       const T *r0 = X + i * x0, *r1 = r0 + x0, *r2 = r1 + x0, *r3 = r2 + x0;                 \
       V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                                              \

@@ -15,9 +15,10 @@
  * whose bits do not depend on the call, so that the gemv chain (fusion,
  * plan/fuse_gemv.c) computes them block by block with the same bits. So
  * does a matrix with contiguous rows times a contiguous vector at any k
- * (A x, issue 19): the four-row dot streams A at the memory's bandwidth,
- * where OpenBLAS 0.3.21's dgemv on each 128-row block did not (8192^2 f64,
- * 2 Zen 4 cores: 0.83x numpy's OpenBLAS 0.3.31, bench/README "Issue 19").
+ * (A x, issue 19): the dot of four rows at a time (eight on AVX-512) streams
+ * A at the memory's bandwidth, where OpenBLAS 0.3.21's dgemv on each 128-row
+ * block did not (8192^2 f64, 2 Zen 4 cores: 0.83x numpy's OpenBLAS 0.3.31,
+ * bench/README "Issue 19").
  * Other f64/f32 go to OpenBLAS (cblas_dgemm/sgemm; cblas_dgemv/sgemv when C's
  * block is one column or one row, a matrix-vector product, which gemm would
  * run by packing the whole matrix) when each operand is row-major
