@@ -177,7 +177,9 @@ static void print_help(FILE *f) {
           "another value is an error).\n"
           "TYCHO_WINDOW_CUT=0: a full window flushes whole, not up to its last\n"
           "scalar result (a sum, 0-d arithmetic) with the rest kept (default 1;\n"
-          "another value is an error).\n");
+          "another value is an error).\n"
+          "The shell keeps up to 64 MiB of freed heap (glibc's trim threshold)\n"
+          "unless MALLOC_TRIM_THRESHOLD_ or GLIBC_TUNABLES sets it (README).\n");
 }
 
 /* A decimal integer in [lo, hi], the whole string. */
