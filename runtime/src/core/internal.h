@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define TY_ERRLEN 2048 /* room for a Lua body's traceback */
 #define TY_DEFAULT_WINDOW 64
@@ -537,6 +538,15 @@ ty_status ty__put_bucketed(ty_runtime *rt, const char *fn, ty_store *xv, ty_stor
 /* A product computed in integer counts for bool operands becomes bool
  * (ops.c); on an error res is released. Returns st or the cast's status. */
 ty_status ty__logical_result(ty_runtime *rt, ty_status st, bool logical, ty_store *res, ty_store **out);
+/* An on/off switch read where it is used (TYCHO_FUSE_CACHE, TYCHO_WINDOW_CUT,
+ * TYCHO_NT_STORES): off when the variable holds a whole number equal to 0,
+ * as ty_config_init reads it (which refuses anything but 0 or 1 at start). */
+static inline bool ty__env_off(const char *name) {
+  const char *v = getenv(name);
+  char *end;
+  return v && *v && strtol(v, &end, 10) == 0 && *end == 0;
+}
+
 static inline ty_arg ty__arg(ty_store *s, ty_privilege p, ty_projection pr) {
   return (ty_arg){.store = s, .priv = p, .redop = TY_REDOP_NONE, .proj = pr};
 }

@@ -595,10 +595,7 @@ static bool flat_args(const ty_pending *f, int acc, uint64_t *contig) {
 
 static bool nt_enabled(void) {
   static int on = -1;
-  if (on < 0) {
-    const char *e = getenv("TYCHO_NT_STORES"); /* 0 or 1: runtime.c refuses another value */
-    on = !(e && !strcmp(e, "0"));
-  }
+  if (on < 0) on = !ty__env_off("TYCHO_NT_STORES"); /* 0 or 1: runtime.c refuses another value */
   return on;
 }
 

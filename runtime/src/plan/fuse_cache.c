@@ -139,8 +139,7 @@ static void fcache_free(void *p) {
 static fcache *cache_of(ty__fusion *state) {
   if (state->fcache) return state->fcache;
   if (state->fcache_off) return NULL;
-  const char *v = getenv("TYCHO_FUSE_CACHE");
-  if (v && strcmp(v, "0") == 0) {
+  if (ty__env_off("TYCHO_FUSE_CACHE")) {
     state->fcache_off = true;
     return NULL;
   }

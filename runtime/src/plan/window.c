@@ -110,10 +110,7 @@ static bool scalar_result(const ty_pending *l) {
 static ty_status flush_full(ty_runtime *rt) {
   const int n = rt->nwindow;
   int cut = n;
-  if (!rt->window_cut) {
-    const char *v = getenv("TYCHO_WINDOW_CUT"); /* checked by runtime.c */
-    rt->window_cut = v && strcmp(v, "0") == 0 ? -1 : 1;
-  }
+  if (!rt->window_cut) rt->window_cut = ty__env_off("TYCHO_WINDOW_CUT") ? -1 : 1; /* checked by runtime.c */
   if (rt->window_cut > 0)
     for (int j = n - 1; j >= n / 2; j--)
       if (scalar_result(rt->window[j])) {
