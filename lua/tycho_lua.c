@@ -616,6 +616,7 @@ static int l_stats(lua_State *L) {
   setint(L, "fused_compiled", s.fused_compiled);
   setint(L, "fused_inplace", s.fused_inplace);
   setint(L, "fuse_cache_hits", s.fuse_cache_hits);
+  setint(L, "bytes_in_place", s.bytes_in_place);
   setint(L, "bytes_elided", s.bytes_elided);
   setint(L, "waves", s.waves);
   setint(L, "concurrent_launches", s.concurrent_launches);

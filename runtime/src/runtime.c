@@ -93,6 +93,10 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
     if (err) snprintf(err, errlen, "TYCHO_WINDOW_CUT must be 0 or 1, got '%s'", v);
     st = TY_EINVAL;
   }
+  if ((v = getenv("TYCHO_IN_PLACE")) && *v && parse_int(v, 0, 1, &n) != 0) { /* exec/inplace.c */
+    if (err) snprintf(err, errlen, "TYCHO_IN_PLACE must be 0 or 1, got '%s'", v);
+    st = TY_EINVAL;
+  }
   if ((v = getenv("TYCHO_SCATTER_DIRECT")) && *v && parse_int(v, 0, LONG_MAX, &n) != 0) {
     if (err) snprintf(err, errlen, "TYCHO_SCATTER_DIRECT must be a number of bytes >= 0, got '%s'", v);
     st = TY_EINVAL;
@@ -303,7 +307,7 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       "stores_live", "stream_groups", "stream_pieces", "stream_peak", "gpu_launches",
       "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_evictions", "dist_launches",
       "dist_bytes", "dist_collectives", "fused_inplace", "dist_messages", "dist_wait_ns",
-      "dist_overlap_pieces", "fuse_cache_hits"};
+      "dist_overlap_pieces", "fuse_cache_hits", "bytes_in_place"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.fused_compiled, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
                      s.bytes_allocated, s.bytes_freed, s.bytes_live, s.bytes_peak,
@@ -311,7 +315,8 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
                      s.stream_groups, s.stream_pieces, s.stream_peak, s.gpu_launches,
                      s.gpu_h2d_bytes, s.gpu_d2h_bytes, s.gpu_d2d_bytes, s.gpu_evictions,
                      s.dist_launches, s.dist_bytes, s.dist_collectives, s.fused_inplace, s.dist_messages,
-                     s.dist_wait_ns, s.dist_overlap_pieces, s.fuse_cache_hits};
+                     s.dist_wait_ns, s.dist_overlap_pieces, s.fuse_cache_hits,
+                     s.bytes_in_place};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
   char *b = ty__malloc(cap);

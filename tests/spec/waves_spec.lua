@@ -363,8 +363,10 @@ describe("the figures", function()
     local f = s1.last_flush
     assert.are.equal(s1.bytes_allocated - s1.bytes_freed, s1.bytes_live)
     assert.are.equal(s1.flushes, f.flush)
-    assert.are.equal(4 * 8000, f.bytes_allocated)  -- a, sin, cos, the sum
-    assert.are.equal(3 * 8000, f.bytes_freed)      -- a, sin, cos
+    -- a, sin, cos; the sum takes sin's block, which only it reads (in place)
+    assert.are.equal(3 * 8000, f.bytes_allocated)
+    assert.are.equal(2 * 8000, f.bytes_freed)      -- a, cos
+    assert.are.equal(8000, s1.bytes_in_place - s0.bytes_in_place)
     assert.are.equal(s0.bytes_live + 8000, f.bytes_live)
     assert.are.equal(s1.bytes_live, f.bytes_live)
     assert.are.equal(s1.bytes_allocated - s0.bytes_allocated, f.bytes_allocated)
@@ -436,7 +438,7 @@ describe("the figures", function()
     assert.are.same(f1, e.flushes[1])
     assert.are.same(f2, e.flushes[2])
     assert.are.same({ "debug", 4, 4, 1, 0, 0 }, { f1.favor, f1.launches, f1.waves, f1.widest, f1.concurrent, f1.concurrent_fraction })
-    assert.are.same({ 4 * 8000, 3 * 8000 }, { f2.bytes_allocated, f2.bytes_freed })
+    assert.are.same({ 3 * 8000, 2 * 8000 }, { f2.bytes_allocated, f2.bytes_freed }) -- the sum in place
     local text = tostring(e)
     local head1 = ("\nflush %d (favor debug): 4 launches in 4 waves, critical path 3, widest 1, " ..
                    "0 concurrent (0%%), transient peak "):format(f1.flush)
@@ -446,9 +448,11 @@ describe("the figures", function()
     assert.is_truthy(p1 and p2, text)
     local line1 = text:sub(p1 + 1):match("^[^\n]*")
     assert.is_truthy(has(line1, " (simulated); allocator peak "), line1)
-    assert.is_truthy(has(line1, ", allocated 31.2 KiB, freed 23.4 KiB, live "), line1)
-    -- ones, sin and cos at once over what lived before (its end less the sum)
-    assert.are.equal(f1.bytes_live - 8000 + 3 * 8000, f1.bytes_peak)
+    -- one launch a wave: cos, the last reader of ones, takes its block, and
+    -- the add sin's (in place): ones and sin allocated, cos freed
+    assert.is_truthy(has(line1, ", allocated 15.6 KiB, freed 7.8 KiB, live "), line1)
+    -- ones and sin at once over what lived before (its end less the sum)
+    assert.are.equal(f1.bytes_live - 8000 + 2 * 8000, f1.bytes_peak)
     -- each after its own launches: the debug flush's add before its line, the
     -- other flush's first launch after it
     local _, add1 = text:find("\n#%d+%s+add ")

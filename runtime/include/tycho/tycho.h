@@ -311,6 +311,8 @@ typedef struct ty_stats {
                                    (they read none; the others ran after the wait) */
   uint64_t fuse_cache_hits; /* flushes whose fusion decision was replayed: the window had the
                                structure of one decided before (docs/fusion.md, TYCHO_FUSE_CACHE) */
+  uint64_t bytes_in_place;  /* bytes of outputs written into the storage of an input their launch
+                               read for the last time, not allocated (docs/scheduling.md) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 /* ty_stats.flushes alone (a binding asks it around every call). */

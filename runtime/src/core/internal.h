@@ -42,6 +42,8 @@ typedef struct ty_storage {
   bool external;  /* attached host buffer (ty_store_attach): not ours to free */
   bool uncharged; /* made inside a streamed scope: charged when allocated, if ever */
   bool sliced;    /* data is a streamed piece's slice (stream.c), not a block of ours */
+  bool lent;      /* its block went to another storage (exec/inplace.c): data stays readable
+                     until it is released, which frees nothing */
   /* rt->window_gen of the flush in which regions.c cut its whole-store writer
    * into regions: every element gets written, so a region's OUT view needs no
    * zeroing (0: never) */
@@ -261,6 +263,7 @@ struct ty_runtime {
   int window_cap; /* cfg.window; grown up to TY_MAX_STREAM_WINDOW in streamed scopes */
   bool flushing;
   int8_t window_cut; /* window.c, TYCHO_WINDOW_CUT: 0 not read yet, 1 on, -1 off */
+  int8_t in_place;   /* exec/inplace.c, TYCHO_IN_PLACE: 0 not read yet, 1 on, -1 off */
   uint64_t flush_epoch;
   ty_pending *free_pending; /* launches kept for reuse (linked through args[0].store) */
   int nfree_pending;
@@ -409,6 +412,10 @@ ty_status ty__store_view(ty_runtime *rt, ty_store *base, int ndim, const int64_t
                          const int64_t *strides, int64_t offset, ty_store **out);
 /* Make sure storage is allocated (zeroed if `zero`). */
 ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero);
+/* to, not allocated nor charged yet, takes from's block and its charge
+ * against the budget (exec/inplace.c): the bytes live stay the same, neither
+ * allocated nor freed */
+void ty__storage_lend(ty_runtime *rt, ty_storage *from, ty_storage *to);
 /* Address of the store's element at index 0 (storage must be allocated). */
 char *ty__store_base(const ty_store *s);
 /* "(4096, 4096) f64" */
@@ -539,7 +546,7 @@ ty_status ty__put_bucketed(ty_runtime *rt, const char *fn, ty_store *xv, ty_stor
  * (ops.c); on an error res is released. Returns st or the cast's status. */
 ty_status ty__logical_result(ty_runtime *rt, ty_status st, bool logical, ty_store *res, ty_store **out);
 /* An on/off switch read where it is used (TYCHO_FUSE_CACHE, TYCHO_WINDOW_CUT,
- * TYCHO_NT_STORES): off when the variable holds a whole number equal to 0,
+ * TYCHO_NT_STORES, TYCHO_IN_PLACE): off when the variable holds a whole number equal to 0,
  * as ty_config_init reads it (which refuses anything but 0 or 1 at start). */
 static inline bool ty__env_off(const char *name) {
   const char *v = getenv(name);

@@ -353,6 +353,14 @@ ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
   return TY_OK;
 }
 
+void ty__storage_lend(ty_runtime *rt, ty_storage *from, ty_storage *to) {
+  to->data = from->data;
+  from->lent = true;
+  to->uncharged = false; /* the budget's charge goes with the block */
+  from->uncharged = true;
+  rt->stats.bytes_in_place += to->nbytes;
+}
+
 /* Byte range [lo, hi) of the view in its storage; empty views give lo == hi. */
 static void byte_range(const ty_store *s, int64_t *lo, int64_t *hi) {
   const int64_t es = (int64_t)ty_dtype_size(s->dtype);
@@ -414,11 +422,15 @@ static void storage_release(ty_storage *st) {
     storage_free(rt, st);
     return;
   }
+  if (!st->uncharged) rt->reserved -= st->nbytes;
+  if (st->lent) { /* its block and its bytes live are another storage's now */
+    storage_free(rt, st);
+    return;
+  }
   if (st->data) {
     rt->live -= st->nbytes;
     rt->stats.bytes_freed += st->nbytes;
   }
-  if (!st->uncharged) rt->reserved -= st->nbytes;
   block_free(rt, st->data, block_bytes(st->nbytes));
   storage_free(rt, st);
 }

@@ -288,6 +288,7 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
     e = pr->explain = new_record(rt, l);
     ty__strlcpy(e->place, place, sizeof e->place);
   }
+  ty__in_place(rt, l);
   for (int i = 0; i < l->nargs; i++) {
     const ty_arg *a = &l->args[i];
     /* an OUT view that does not cover its storage leaves the rest unwritten:

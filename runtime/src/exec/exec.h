@@ -43,4 +43,9 @@ void ty__dist_whole(ty_runtime *rt, ty_storage *stg);
  * stays split; otherwise it is made whole. */
 void ty__dist_read(ty_runtime *rt, const ty_store *s, const int64_t *index);
 
+/* Before launch l's storage is allocated: a fresh output of an element-wise
+ * launch takes the block of an input that nothing reads after l (inplace.c;
+ * TYCHO_IN_PLACE=0: never). */
+void ty__in_place(ty_runtime *rt, ty_pending *l);
+
 #endif
