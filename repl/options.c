@@ -178,6 +178,9 @@ static void print_help(FILE *f) {
           "TYCHO_WINDOW_CUT=0: a full window flushes whole, not up to its last\n"
           "scalar result (a sum, 0-d arithmetic) with the rest kept (default 1;\n"
           "another value is an error).\n"
+          "TYCHO_IN_PLACE=0: a new store never takes the memory of an input its\n"
+          "element-wise launch reads for the last time (default 1; another value\n"
+          "is an error).\n"
           "The shell keeps up to 64 MiB of freed heap (glibc's trim threshold)\n"
           "unless MALLOC_TRIM_THRESHOLD_ or GLIBC_TUNABLES sets it (README).\n");
 }
