@@ -6,12 +6,20 @@
  */
 #include "check.h"
 
+#include <math.h>
+#include <stdlib.h>
+
 #include "tycho/task.h"
 #include "tycho/tycho.h"
 
 enum { N = 1000, BYTES = N * 8 }; /* one f64 vector of the tests */
 
+/* The figures of a flush that frees: an output never takes a dead input's
+ * block here (TYCHO_IN_PLACE=0, read by each runtime at its first launch;
+ * each test runs in its own process); in_place_keeps_the_balance below
+ * counts the blocks an in-place chain reuses. */
 static ty_runtime *make_rt(void) {
+  setenv("TYCHO_IN_PLACE", "0", 1);
   ty_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.cpus = 2;
@@ -74,6 +82,51 @@ TEST(bytes_freed_balances_allocated_and_live) {
   ty_get_stats(rt, &s);
   CHECK_EQ_INT(s.bytes_live, 0);
   CHECK_EQ_INT(s.bytes_freed, s.bytes_allocated);
+  ty_runtime_destroy(rt);
+}
+
+/* With outputs in place (exec/inplace.c): sin writes over the ones it reads
+ * last, each add of the chain over its dead input: one vector allocated in
+ * all, none freed until the last is released, and the balance holds. */
+TEST(in_place_keeps_the_balance) {
+  setenv("TYCHO_IN_PLACE", "1", 1);
+  ty_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.cpus = 2;
+  cfg.window = 256;
+  ty_runtime *rt = NULL;
+  CHECK(ty_runtime_create(&cfg, &rt) == TY_OK);
+  ty_store *b = sin_of_ones(rt, TY_FAVOR_MIN_PEAK);
+  CHECK(ty_flush(rt) == TY_OK);
+  ty_stats s;
+  ty_get_stats(rt, &s);
+  CHECK_EQ_INT(s.bytes_allocated, BYTES);
+  CHECK_EQ_INT(s.bytes_freed, 0);
+  CHECK_EQ_INT(s.bytes_in_place, BYTES);
+  check_balance(rt);
+  ty_policy nofuse = {.set = TY_POL_FUSE, .fuse = false};
+  CHECK(ty_scope_push(rt, &nofuse, "scope at test") == TY_OK);
+  ty_store *x = b;
+  for (int i = 0; i < 5; i++) {
+    ty_store *y;
+    CHECK(ty_binary(rt, TY_OP_ADD, x, x, &y) == TY_OK); /* x in both arguments, then dropped */
+    ty_store_release(x);
+    x = y;
+  }
+  CHECK(ty_scope_pop(rt) == TY_OK);
+  CHECK(ty_flush(rt) == TY_OK);
+  ty_get_stats(rt, &s);
+  CHECK_EQ_INT(s.bytes_allocated, BYTES);
+  CHECK_EQ_INT(s.bytes_freed, 0);
+  CHECK_EQ_INT(s.bytes_in_place, 6 * BYTES);
+  check_balance(rt);
+  double v[N];
+  CHECK(ty_store_read(rt, x, v, sizeof v) == TY_OK); /* sin(1) doubled five times */
+  CHECK(v[0] == v[N - 1] && fabs(v[0] - 32.0 * sin(1.0)) < 1e-13);
+  ty_store_release(x);
+  ty_get_stats(rt, &s);
+  CHECK_EQ_INT(s.bytes_live, 0);
+  CHECK_EQ_INT(s.bytes_freed, BYTES);
   ty_runtime_destroy(rt);
 }
 
@@ -177,6 +230,7 @@ TEST(explain_prints_each_flush_after_its_launches) {
 
 static const check_case cases[] = {
     CASE(bytes_freed_balances_allocated_and_live),
+    CASE(in_place_keeps_the_balance),
     CASE(flush_figures_count_the_allocator_within_the_flush),
     CASE(explain_prints_each_flush_after_its_launches),
 };
