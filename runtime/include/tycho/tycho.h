@@ -332,9 +332,10 @@ void ty_set_flush_hook(ty_runtime *rt, void (*hook)(void *ud), void *ud);
 bool ty_flush_pressure(const ty_runtime *rt);
 
 /* ---- fault injection (testing) ----------------------------------------------
- * Every allocation the core makes is counted; after ty_fault_fail_alloc(k) the
- * k-th one from then on fails (once), and the operation that made it returns
- * TY_ENOMEM. k = 0 disarms. Process-wide; for tests and fault-injection runs
+ * Every allocation the core makes is counted from the first call of
+ * ty_fault_fail_alloc on; after ty_fault_fail_alloc(k) the k-th one from then
+ * on fails (once), and the operation that made it returns TY_ENOMEM. k = 0
+ * disarms (and restarts the count). Process-wide; for tests and fault-injection runs
  * (see docs/reliability.md), never needed by applications. */
 void ty_fault_fail_alloc(long k);
 long ty_fault_alloc_count(void); /* allocations counted since the last arming */
