@@ -42,7 +42,6 @@
 #include "exec.h"
 #include "fused.h"
 
-
 static bool enabled(ty_runtime *rt) {
   if (!rt->in_place) rt->in_place = ty__env_off("TYCHO_IN_PLACE") ? -1 : 1; /* checked by runtime.c */
   return rt->in_place > 0;
