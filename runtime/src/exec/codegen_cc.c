@@ -69,8 +69,8 @@ static const char detach_script[] =
 
 /* The optimisation level by the source's size. A compile of a small kernel
  * is mostly the compiler's and the linker's start (a Black-Scholes, stencil
- * or CG kernel of 4-7 KB: 0.03-0.05 s of CPU at -O2 and at -O1), so -O2
- * costs nothing there; a large one (the k-means row kernels, 11-12 KB) takes
+ * or CG kernel of 4-7 KB: 0.03-0.05 s of CPU at -O2, 0.02-0.04 s at -O1), so -O2
+ * costs ~0.01 s there; a large one (the k-means row kernels, 11-12 KB) takes
  * 0.21-0.26 s at -O2 against 0.11-0.13 s at -O1, CPU a cold run's
  * background compile takes from the run, and its -O1 kernels run no slower
  * (callgrind: 11% fewer instructions in k-means' kernels; the same
