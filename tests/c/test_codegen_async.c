@@ -15,6 +15,7 @@
 #include "req.h"
 #include "fused.h"
 #include "internal.h"
+#include "codegen_cc.h"
 
 #include <tycho/tycho.h>
 
@@ -396,11 +397,56 @@ TEST(starved_niced_compile_runs_again_at_own_priority) {
   teardown();
 }
 
+/* The optimisation level follows the source's size (codegen_cc.c): -O2 for
+ * a small source, whose compile is the compiler's start either way; -O1
+ * from 8 KiB, where -O1 halves the compile (the k-means row kernels). A
+ * logging compiler records the level of each compile, waited for here; both
+ * objects are installed. (That -O1 kernels give the interpreter's bits:
+ * test_fuse's issue-18 ufunc chain, a 13-14 KB source.) */
+TEST(large_source_compiles_at_O1_small_at_O2) {
+  setup("level", 0);
+  char cwd[800], cc[1024], log[1024], so[1200], src[1200];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
+  snprintf(cc, sizeof cc, "%s/tycho-async-cc-level.sh", cwd);
+  snprintf(log, sizeof log, "%s/tycho-async-cc-level.log", cwd);
+  unlink(log);
+  FILE *f = fopen(cc, "w");
+  CHECK(f != NULL);
+  fprintf(f, "#!/bin/sh\nfor a do case $a in -O*) echo $a >> '%s';; esac; done\nexec cc \"$@\"\n", log);
+  fclose(f);
+  CHECK(mkdir(cache, 0755) == 0);
+  static char text[9000];
+  const char *body = "int tycho_level_probe(int x) { return x + 1; }\n";
+  const size_t sizes[2] = {strlen(body), 8192};
+  for (int i = 0; i < 2; i++) {
+    size_t len = sizes[i];
+    memset(text, ' ', len);
+    memcpy(text, body, strlen(body));
+    if (len > strlen(body)) text[len - 1] = '\n';
+    snprintf(so, sizeof so, "%s/fk-level%d.so", cache, i);
+    snprintf(src, sizeof src, "%s/fk-level%d.c", cache, i);
+    ty__ccjob j;
+    CHECK(ty__cc_start(&j, cc, so, src, text, len, false));
+    CHECK_EQ_INT(ty__cc_poll(&j, true), 1);
+    CHECK(access(so, R_OK) == 0);
+  }
+  char levels[2][8] = {"", ""};
+  f = fopen(log, "r");
+  CHECK(f != NULL);
+  for (int i = 0; f && i < 2; i++) CHECK(fscanf(f, "%7s", levels[i]) == 1);
+  if (f) fclose(f);
+  CHECK(strcmp(levels[0], "-O2") == 0);
+  CHECK(strcmp(levels[1], "-O1") == 0);
+  CHECK(no_children());
+  teardown();
+}
+
 static const check_case cases[] = {
     CASE(runs_while_compiling_then_switches_same_bits),
     CASE(shutdown_with_a_compile_in_flight),
     CASE(failing_compiler_leaves_the_interpreter),
     CASE(wait_compiles_at_first_sight),
     CASE(starved_niced_compile_runs_again_at_own_priority),
+    CASE(large_source_compiles_at_O1_small_at_O2),
 };
 CHECK_MAIN(cases)

@@ -67,6 +67,18 @@ static const char detach_script[] =
     "  mv -f \"$tso\" \"$so\" && { mv -f \"$tsrc\" \"$src\"; :; } || : > \"$fail\"\n"
     "  rm -f \"$tso\" \"$tsrc\" ) </dev/null >/dev/null 2>&1 &\n";
 
+/* The optimisation level by the source's size. A compile of a small kernel
+ * is mostly the compiler's and the linker's start (a Black-Scholes, stencil
+ * or CG kernel of 4-7 KB: 0.03-0.05 s of CPU at -O2, 0.02-0.04 s at -O1), so -O2
+ * costs ~0.01 s there; a large one (the k-means row kernels, 11-12 KB) takes
+ * 0.21-0.26 s at -O2 against 0.11-0.13 s at -O1, CPU a cold run's
+ * background compile takes from the run, and its -O1 kernels run no slower
+ * (callgrind: 11% fewer instructions in k-means' kernels; the same
+ * checksums). At -O1 the Black-Scholes kernels run 7.5% more instructions,
+ * so small sources keep -O2 (session 13, bench/README.md). The level follows
+ * from the source, so a cache key (the source's hash) stands for one level. */
+enum { CC_O1_BYTES = 8192 };
+
 bool ty__cc_start(ty__ccjob *j, const char *cc, const char *so, const char *src, const char *text,
                   size_t len, bool detached) {
   /* unique temporaries: this process's id and a count (runtimes of one
@@ -85,8 +97,8 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const char *so, const char *src,
     unlink(j->tmp_src);
     return false;
   }
-  /* [sh -c script tycho-cc so src tmp_so tmp_src failed] cc -O2 <the level's
-   * flags> ... -o tmp_so tmp_src -lsleef -lm */
+  /* [sh -c script tycho-cc so src tmp_so tmp_src failed] cc -O2 (-O1 for a
+   * large source) <the ISA level's flags> ... -o tmp_so tmp_src -lsleef -lm */
   char flags[256];
   snprintf(flags, sizeof flags, "%s", ty__isa_cflags());
   char *argv[48];
@@ -97,7 +109,7 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const char *so, const char *src,
     for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) argv[k++] = (char *)pre[i];
   }
   argv[k++] = (char *)cc;
-  argv[k++] = "-O2";
+  argv[k++] = len >= CC_O1_BYTES ? "-O1" : "-O2";
   for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && k < 28; t = strtok_r(NULL, " ", &save))
     argv[k++] = t;
   const char *rest[] = {"-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-w", "-o",
