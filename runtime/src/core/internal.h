@@ -311,6 +311,7 @@ struct ty_runtime {
    * (the configuration and the defaults: fixed at creation), once computed */
   ty_resolved base_pol;
   bool have_base_pol;
+  bool any_hint; /* a store was ever given a hint (ty_store_hint): launches look for them */
   /* the scopes' plain resolutions (ty_scope.plain), each once, kept until the
    * runtime goes (launches and explain records point at them) */
   ty_resolved **pol_shared;
@@ -583,6 +584,10 @@ static inline ty_arg ty__arg(ty_store *s, ty_privilege p, ty_projection pr) {
 /* Append a launch to the window (window.c): ty_launch after the arguments
  * that overlap were resolved (ops.c). Checks the description. */
 ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d);
+/* The same for a description that passes ty_launch's checks by construction
+ * (live stores of rt, aligned ones of the domain's shape, no overlap
+ * between a written argument and another, valid options): ops.c. */
+ty_status ty__window_append_valid(ty_runtime *rt, const ty_launch_desc *d);
 
 /* Fusion (fuse.c): rewrite rt->window[0 .. rt->nwindow) in place, replacing
  * fusible runs by fused launches (nwindow may shrink). Runs at the start of a

@@ -149,11 +149,14 @@ void ty__policy_shared_free(ty_runtime *rt) {
   rt->npol_shared = 0;
 }
 
-const ty_resolved *ty__policy_resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args,
-                                      int nargs, const ty_policy *options, ty_resolved *own) {
+/* ty__policy_resolve's way for all but the commonest launch: out of line,
+ * so that the common one saves no registers. */
+__attribute__((noinline)) static const ty_resolved *
+resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
+        const ty_policy *options, ty_resolved *own) {
   if (!options && rt->has_launch_options) options = &rt->launch_options;
   bool plain = !options && !task->traits.set;
-  for (int i = 0; i < nargs && plain; i++)
+  for (int i = 0; i < nargs && plain && rt->any_hint; i++)
     plain = !(args[i].proj == TY_PROJ_ALIGNED && args[i].store->has_hint);
   if (plain && rt->nscopes == 0) {
     /* most launches of a script: every axis from the configuration or the
@@ -182,6 +185,15 @@ const ty_resolved *ty__policy_resolve(ty_runtime *rt, const ty_task *task, const
   resolve_axes(rt, task, args, nargs, options, own);
   own->shared = false;
   return own;
+}
+
+const ty_resolved *ty__policy_resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args,
+                                      int nargs, const ty_policy *options, ty_resolved *own) {
+  /* no option, trait, hint or scope anywhere: the runtime's */
+  if (!options && !rt->has_launch_options && !task->traits.set && !rt->any_hint &&
+      rt->nscopes == 0 && rt->have_base_pol)
+    return &rt->base_pol;
+  return resolve(rt, task, args, nargs, options, own);
 }
 
 static void resolve_axes(const ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
@@ -332,6 +344,7 @@ ty_status ty_store_hint(ty_runtime *rt, ty_store *s, const ty_policy *p) {
   ty_status st = check_policy(rt, "ty_store_hint", p);
   if (st) return st;
   s->has_hint = p->set != 0;
+  rt->any_hint |= s->has_hint;
   s->hint = *p;
   s->hint_from = s->id;
   return TY_OK;

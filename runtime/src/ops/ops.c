@@ -278,7 +278,10 @@ static ty_status ew_launch(ty_runtime *rt, const ty_task *task, ty_dtype ot, int
       if (!st) st = broadcast_view(rt, conv[i], nd, shape, &views[i]);
       if (!st) args[i + 1] = arg_in(views[i]);
     }
-    if (!st) st = launch(rt, task, nd, shape, nin + 1, args, NULL, 0, 0);
+    /* valid by construction: res is new (nothing else can alias it), the
+     * inputs are stores of rt (the callers checked) viewed to the domain */
+    ty_launch_desc d = {.task = task, .ndim = nd, .domain = shape, .nargs = nin + 1, .args = args};
+    if (!st) st = ty__window_append_valid(rt, &d);
     for (int i = 0; i < nin; i++) {
       ty_store_release(views[i]);
       ty_store_release(conv[i]);
