@@ -1,8 +1,11 @@
 /*
  * window.c — the window of deferred launches, and flushing it.
  *
- * ty__window_append (behind ty_launch, ops.c) copies a launch description
- * (holding a reference on each store) into the window. A flush fuses the
+ * ty__window_append (behind ty_launch, ops.c) checks a launch description
+ * and copies it (holding a reference on each store) into the window;
+ * ty__window_append_valid copies one that is valid by construction (ops.c's
+ * element-wise launches). A launch points at its policy resolution, shared
+ * or its own (internal.h, ty_resolved). A flush fuses the
  * window (fuse.c), builds its dependence graph, cuts it into waves under the
  * window's favor (schedule.c) or hands it to the stream pass (stream.c), and
  * gives each wave to the executor (exec.c), which alone knows processors.
