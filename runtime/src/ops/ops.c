@@ -274,6 +274,13 @@ static ty_status ew_launch(ty_runtime *rt, const ty_task *task, ty_dtype ot, int
     ty_arg args[4];
     args[0] = arg_out(res, TY_PRIV_OUT);
     for (int i = 0; i < nin && !st; i++) {
+      /* of its type and the domain's shape: the caller's reference will do */
+      bool same = ins[i]->dtype == in_t[i] && ins[i]->ndim == nd;
+      for (int k = 0; same && k < nd; k++) same = ins[i]->shape[k] == shape[k];
+      if (same) {
+        args[i + 1] = arg_in(ins[i]);
+        continue;
+      }
       st = cast_to(rt, ins[i], in_t[i], &conv[i]);
       if (!st) st = broadcast_view(rt, conv[i], nd, shape, &views[i]);
       if (!st) args[i + 1] = arg_in(views[i]);
