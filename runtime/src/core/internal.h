@@ -94,7 +94,7 @@ typedef struct ty_origin {
  * resolution (ty_pending.pol, ty_record.pol): most launches share one
  * (`shared`: the runtime's base_pol or an entry of its table of scope
  * resolutions, policy.c, alive as long as the runtime, never changed), the
- * others (a launch option, a trait, a hint) keep theirs in `own_pol`. ~290
+ * others (a launch option, a trait, a hint) keep theirs in `own_pol`. 280
  * bytes: copying it twice a launch was ~180 instructions of ~4,500. */
 typedef struct ty_resolved {
   ty_policy p;
