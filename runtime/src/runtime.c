@@ -246,6 +246,7 @@ static void runtime_free(ty_runtime *rt) {
   ty__cache_drop(rt);
   ty__pending_cache_free(rt);
   ty__origins_free(rt);
+  ty__policy_shared_free(rt);
   ty__free_builtins(rt);
   for (int i = 0; i < rt->ntasks; i++) ty__task_free(rt->tasks[i]);
   free(rt->tasks);

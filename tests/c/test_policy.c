@@ -128,6 +128,74 @@ TEST(precedence_launch_trait_hint_scope_global) {
   ty_runtime_destroy(rt);
 }
 
+/* A scope's plain launches share one resolution (internal.h, ty_resolved):
+ * computed at its first launch, the same object for equal scopes, never the
+ * one of a scope popped before; hinted launches keep their own; past the
+ * table's size launches resolve into their own copy, with the same result. */
+TEST(scope_resolution_is_shared_and_follows_push_pop) {
+  ty_runtime *rt = make_rt(4);
+  const ty_task *t = reg(rt, "mark", mark_task, (ty_policy){0});
+  int64_t n = 100;
+  ty_store *s, *h;
+  CHECK(ty_store_create(rt, TY_F64, 1, &n, &s) == TY_OK);
+  CHECK(ty_store_create(rt, TY_F64, 1, &n, &h) == TY_OK);
+  ty_policy all = {.set = TY_POL_MODE, .mode = TY_MODE_ALL};
+  ty_policy single = {.set = TY_POL_MODE, .mode = TY_MODE_SINGLE};
+  CHECK(ty_store_hint(rt, h, &single) == TY_OK);
+
+  launch_mark(rt, t, s, NULL); /* no scope: the runtime's base resolution */
+  CHECK(rt->window[0]->pol == &rt->base_pol);
+  CHECK(ty_scope_push(rt, &all, "scope at a.lua:1") == TY_OK);
+  launch_mark(rt, t, s, NULL);
+  launch_mark(rt, t, s, NULL);
+  launch_mark(rt, t, h, NULL); /* the hint decides: its own */
+  CHECK_EQ_INT(rt->nwindow, 4);
+  const ty_resolved *a = rt->window[1]->pol;
+  CHECK(a->shared && a == rt->window[2]->pol);
+  CHECK(rt->window[3]->pol == &rt->window[3]->own_pol && !rt->window[3]->pol->shared);
+  CHECK_EQ_INT(a->p.mode, TY_MODE_ALL);
+  CHECK(ty_scope_pop(rt) == TY_OK);
+  CHECK(ty_scope_push(rt, &single, "scope at b.lua:2") == TY_OK); /* same depth, new scope */
+  launch_mark(rt, t, s, NULL);
+  CHECK(rt->window[4]->pol != a && rt->window[4]->pol->p.mode == TY_MODE_SINGLE);
+  CHECK(ty_scope_pop(rt) == TY_OK);
+  CHECK(ty_scope_push(rt, &all, "scope at a.lua:1") == TY_OK); /* equal to the first */
+  launch_mark(rt, t, s, NULL);
+  CHECK(rt->window[5]->pol == a);
+  CHECK(ty_scope_pop(rt) == TY_OK);
+  CHECK_EQ_INT(rt->npol_shared, 2);
+
+  ty_explain_entry e[6];
+  CHECK(ty_explain(rt, 6, e) == 6); /* flushes: the scopes are gone, their records stay */
+  const int pieces[6] = {1, 4, 4, 1, 1, 4};
+  const char *mode_from[6] = {"default", "scope at a.lua:1", "scope at a.lua:1", "hint on store #",
+                              "scope at b.lua:2", "scope at a.lua:1"};
+  for (int i = 0; i < 6; i++) {
+    CHECK_EQ_INT(e[i].pieces, pieces[i]);
+    CHECK_STR_CONTAINS(e[i].from[TY_AXIS_MODE], mode_from[i]);
+  }
+
+  /* more distinct scopes than the table keeps: the same resolutions, own copies */
+  for (int k = 0; k < 300; k++) {
+    char origin[32];
+    snprintf(origin, sizeof origin, "scope at many.lua:%d", k);
+    CHECK(ty_scope_push(rt, (k & 1) ? &all : &single, origin) == TY_OK);
+    launch_mark(rt, t, s, NULL);
+    CHECK(ty_scope_pop(rt) == TY_OK);
+  }
+  CHECK_EQ_INT(rt->npol_shared, 256);
+  CHECK(!rt->window[rt->nwindow - 1]->pol->shared);
+  CHECK(ty_flush(rt) == TY_OK);
+  CHECK(ty_explain(rt, 2, e) == 2);
+  CHECK_EQ_INT(e[0].pieces, 1);
+  CHECK_STR_CONTAINS(e[0].from[TY_AXIS_MODE], "scope at many.lua:298");
+  CHECK_EQ_INT(e[1].pieces, 4);
+  CHECK_STR_CONTAINS(e[1].from[TY_AXIS_MODE], "scope at many.lua:299");
+  ty_store_release(s);
+  ty_store_release(h);
+  ty_runtime_destroy(rt);
+}
+
 TEST(hint_travels_to_outputs) {
   ty_runtime *rt = make_rt(4);
   const ty_task *t = reg(rt, "copyish", mark_task, (ty_policy){0});
@@ -409,6 +477,7 @@ TEST(explain_text_names_levels) {
 static const check_case cases[] = {
     CASE(auto_mode_grades_pieces_with_bytes),
     CASE(precedence_launch_trait_hint_scope_global),
+    CASE(scope_resolution_is_shared_and_follows_push_pop),
     CASE(hint_travels_to_outputs),
     CASE(tiling_factors_towards_square_tiles),
     CASE(tiling_near_tie_cuts_rows),

@@ -27,7 +27,8 @@ static void fake_launch(fake *f, prepared *pr, unsigned flags, int64_t bytes, in
   memset(pr, 0, sizeof *pr);
   f->task.flags = flags;
   f->l.task = &f->task;
-  f->l.pol.p.min_chunk = (int64_t)64 << 10;
+  f->l.pol = &f->l.own_pol;
+  f->l.own_pol.p.min_chunk = (int64_t)64 << 10;
   f->rec.bytes = bytes;
   pr->l = &f->l;
   pr->explain = &f->rec;
@@ -51,9 +52,9 @@ TEST(tiny_wave_rule) {
   CHECK(!ty__tiny_wave(pr, st, 2));
   f[1].rec.bytes--;
   /* the smallest min_chunk of the wave decides */
-  f[1].l.pol.p.min_chunk = 60 << 10;
+  f[1].l.own_pol.p.min_chunk = 60 << 10;
   CHECK(!ty__tiny_wave(pr, st, 2));
-  f[1].l.pol.p.min_chunk = (int64_t)64 << 10;
+  f[1].l.own_pol.p.min_chunk = (int64_t)64 << 10;
   /* a user task (time not known from its bytes), a split launch, OpenMP */
   f[1].task.flags = TY_TASK_POINTWISE;
   CHECK(!ty__tiny_wave(pr, st, 2));

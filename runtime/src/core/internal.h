@@ -92,13 +92,27 @@ typedef struct ty_origin {
 } ty_origin;
 
 /* Every policy axis of one launch, resolved when it was appended (scopes are
- * dynamic), with the level that decided each. */
+ * dynamic), with the level that decided each. A launch points at its
+ * resolution (ty_pending.pol, ty_record.pol): most launches share one
+ * (`shared`: the runtime's base_pol or an entry of its table of scope
+ * resolutions, policy.c, alive as long as the runtime, never changed), the
+ * others (a launch option, a trait, a hint) keep theirs in `own_pol`. 280
+ * bytes: copying it twice a launch was ~180 instructions of ~4,500. */
 typedef struct ty_resolved {
   ty_policy p;
   ty_origin from[TY_NAXES];
   bool mode_from_hint;
+  bool shared;         /* lives in the runtime; copies of a launch point at it */
   uint64_t hint_store; /* the store whose hint decided, when mode_from_hint */
 } ty_resolved;
+
+/* The resolution a copy of a launch (a fused launch, a cut, a record) points
+ * at: a shared one as it is, a launch's own copied into the copy's own. */
+static inline const ty_resolved *ty__pol_keep(const ty_resolved *src, ty_resolved *own) {
+  if (src->shared) return src;
+  *own = *src;
+  return own;
+}
 
 /* Why the fusion pass ended a run or left a launch out, kept as its parts
  * and turned into text only when explain shows it (ty__fuse_note_text):
@@ -132,7 +146,7 @@ typedef struct ty_record {
   int ndim;
   int64_t shape[TY_MAX_RANK];
   bool omp;
-  ty_resolved pol;
+  const ty_resolved *pol; /* ty__pol_keep: shared, or own_pol */
   int pieces;
   int tiles[TY_MAX_RANK];
   int processor;
@@ -152,6 +166,7 @@ typedef struct ty_record {
   char place[192];  /* why it ran where it ran, when a GPU was considered */
   uint64_t h2d, d2h, d2d; /* bytes copied for it: host to device, device to host, between devices */
   ty_flush_stats flush; /* the figures of its flush, stamped when the flush ends (window.c) */
+  ty_resolved own_pol;
 } ty_record;
 
 /* records kept by a runtime for reuse (store.c); none in sanitizer builds,
@@ -220,7 +235,7 @@ typedef struct ty_pending {
   _Alignas(8) unsigned char scalars[TY_MAX_SCALAR_BYTES];
   int max_pieces;
   uint32_t nosplit;
-  ty_resolved pol;
+  const ty_resolved *pol; /* shared, or own_pol (ty__pol_keep) */
   /* set by the fusion pass on the launches it makes (and on the launch a run
    * stopped at), copied into the explain entry */
   int fused;
@@ -232,11 +247,17 @@ typedef struct ty_pending {
    * reaching lb_up rows back and lb_dn rows on along dim 0; 0: an ordinary one */
   int8_t lb_arg, lb_up, lb_dn;
   char origin[TY_MAX_ORIGIN]; /* ty_launch_desc.origin, or "" */
+  /* last: the fusion cache's templates and the cuts of regions.c copy the
+   * fields before it */
+  ty_resolved own_pol;
 } ty_pending;
 
 typedef struct ty_scope {
   ty_policy policy;
   const char *origin; /* interned */
+  /* the resolution of a launch in this scope (innermost) that no option,
+   * trait or hint touches, once computed: shared (policy.c), NULL until then */
+  const ty_resolved *plain;
 } ty_scope;
 
 struct ty_runtime {
@@ -293,6 +314,11 @@ struct ty_runtime {
    * (the configuration and the defaults: fixed at creation), once computed */
   ty_resolved base_pol;
   bool have_base_pol;
+  bool any_hint; /* a store was ever given a hint (ty_store_hint): launches look for them */
+  /* the scopes' plain resolutions (ty_scope.plain), each once, kept until the
+   * runtime goes (launches and explain records point at them) */
+  ty_resolved **pol_shared;
+  int npol_shared;
   /* freed store and storage records kept for the next ones (store.c): a
    * script's chain of small operations makes and drops several per launch */
   void *pool_store[TY_POOL_SLOTS], *pool_storage[TY_POOL_SLOTS];
@@ -472,9 +498,13 @@ ty_status ty__matmul_ew(ty_runtime *rt, ty_store *a, ty_store *b, ty_dtype t, ty
 ty_status ty__as_batched_matrix(ty_runtime *rt, ty_store *x, int nb, int nr, ty_store **out);
 void ty__free_builtins(ty_runtime *rt);
 
-/* Policy (policy.c): resolve every axis of a launch being appended. */
-void ty__policy_resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
-                        const ty_policy *options, ty_resolved *out);
+/* Policy (policy.c): resolve every axis of a launch being appended. Returns
+ * a shared resolution (no option, trait or hint touches the launch: the
+ * runtime's or its innermost scope's) or `own`, filled in. */
+const ty_resolved *ty__policy_resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args,
+                                      int nargs, const ty_policy *options, ty_resolved *own);
+/* Frees the shared resolutions (runtime teardown). */
+void ty__policy_shared_free(ty_runtime *rt);
 /* Built-in defaults of the axes. */
 void ty__policy_defaults(ty_policy *p);
 
@@ -561,6 +591,10 @@ static inline ty_arg ty__arg(ty_store *s, ty_privilege p, ty_projection pr) {
 /* Append a launch to the window (window.c): ty_launch after the arguments
  * that overlap were resolved (ops.c). Checks the description. */
 ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d);
+/* The same for a description that passes ty_launch's checks by construction
+ * (live stores of rt, aligned ones of the domain's shape, no overlap
+ * between a written argument and another, valid options): ops.c. */
+ty_status ty__window_append_valid(ty_runtime *rt, const ty_launch_desc *d);
 
 /* Fusion (fuse.c): rewrite rt->window[0 .. rt->nwindow) in place, replacing
  * fusible runs by fused launches (nwindow may shrink). Runs at the start of a

@@ -118,23 +118,82 @@ static void copy_axis(ty_policy *dst, const ty_policy *src, int axis) {
 static void resolve_axes(const ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
                          const ty_policy *options, ty_resolved *out);
 
-void ty__policy_resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
-                        const ty_policy *options, ty_resolved *out) {
+/* At most this many distinct scope resolutions are shared; past it, a
+ * scope's launches resolve into their own copy, as hinted ones do. A
+ * program has a few scopes (each line of `parallel<...>` one origin). */
+#define TY_POL_SHARED_MAX 256
+
+/* The shared copy of r (equal bytes: one copy), made when new; NULL when
+ * the table is full or out of memory. r's padding is zero (resolved into a
+ * zeroed struct), so equal resolutions compare equal. */
+static const ty_resolved *pol_share(ty_runtime *rt, ty_resolved *r) {
+  r->shared = true;
+  for (int i = 0; i < rt->npol_shared; i++)
+    if (memcmp(rt->pol_shared[i], r, sizeof *r) == 0) return rt->pol_shared[i];
+  if (rt->npol_shared == TY_POL_SHARED_MAX) return NULL;
+  if (!rt->pol_shared) {
+    rt->pol_shared = ty__malloc(TY_POL_SHARED_MAX * sizeof *rt->pol_shared);
+    if (!rt->pol_shared) return NULL;
+  }
+  ty_resolved *copy = ty__malloc(sizeof *copy);
+  if (!copy) return NULL;
+  *copy = *r;
+  rt->pol_shared[rt->npol_shared++] = copy;
+  return copy;
+}
+
+void ty__policy_shared_free(ty_runtime *rt) {
+  for (int i = 0; i < rt->npol_shared; i++) free(rt->pol_shared[i]);
+  free(rt->pol_shared);
+  rt->pol_shared = NULL;
+  rt->npol_shared = 0;
+}
+
+/* ty__policy_resolve's way for all but the commonest launch: out of line,
+ * so that the common one saves no registers. */
+__attribute__((noinline)) static const ty_resolved *
+resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
+        const ty_policy *options, ty_resolved *own) {
   if (!options && rt->has_launch_options) options = &rt->launch_options;
-  bool plain = !options && !task->traits.set && rt->nscopes == 0;
-  for (int i = 0; i < nargs && plain; i++)
+  bool plain = !options && !task->traits.set;
+  for (int i = 0; i < nargs && plain && rt->any_hint; i++)
     plain = !(args[i].proj == TY_PROJ_ALIGNED && args[i].store->has_hint);
-  if (!plain) {
-    resolve_axes(rt, task, args, nargs, options, out);
-    return;
+  if (plain && rt->nscopes == 0) {
+    /* most launches of a script: every axis from the configuration or the
+     * defaults, the same for all of them */
+    if (!rt->have_base_pol) {
+      memset(&rt->base_pol, 0, sizeof rt->base_pol);
+      resolve_axes(rt, task, args, 0, NULL, &rt->base_pol);
+      rt->base_pol.shared = true;
+      rt->have_base_pol = true;
+    }
+    return &rt->base_pol;
   }
-  /* most launches of a script: every axis from the configuration or the
-   * defaults, the same for all of them */
-  if (!rt->have_base_pol) {
-    resolve_axes(rt, task, args, 0, NULL, &rt->base_pol);
-    rt->have_base_pol = true;
+  if (plain) {
+    /* in a scope: what the scopes (innermost to outermost) and the
+     * configuration decide, the same for the scope's plain launches; a
+     * scope's policy does not change while it is open, nor do those
+     * around it */
+    ty_scope *s = &rt->scopes[rt->nscopes - 1];
+    if (s->plain) return s->plain;
+    memset(own, 0, sizeof *own);
+    resolve_axes(rt, task, args, 0, NULL, own);
+    const ty_resolved *sh = pol_share(rt, own);
+    if (!sh) return own->shared = false, own;
+    return s->plain = sh;
   }
-  *out = rt->base_pol;
+  resolve_axes(rt, task, args, nargs, options, own);
+  own->shared = false;
+  return own;
+}
+
+const ty_resolved *ty__policy_resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args,
+                                      int nargs, const ty_policy *options, ty_resolved *own) {
+  /* no option, trait, hint or scope anywhere: the runtime's */
+  if (!options && !rt->has_launch_options && !task->traits.set && !rt->any_hint &&
+      rt->nscopes == 0 && rt->have_base_pol)
+    return &rt->base_pol;
+  return resolve(rt, task, args, nargs, options, own);
 }
 
 static void resolve_axes(const ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
@@ -256,6 +315,7 @@ ty_status ty_scope_push(ty_runtime *rt, const ty_policy *p, const char *origin) 
   ty_scope *s = &rt->scopes[rt->nscopes++];
   s->policy = *p;
   s->origin = ty__intern(rt, clipped);
+  s->plain = NULL;
   return TY_OK;
 }
 
@@ -284,6 +344,7 @@ ty_status ty_store_hint(ty_runtime *rt, ty_store *s, const ty_policy *p) {
   ty_status st = check_policy(rt, "ty_store_hint", p);
   if (st) return st;
   s->has_hint = p->set != 0;
+  rt->any_hint |= s->has_hint;
   s->hint = *p;
   s->hint_from = s->id;
   return TY_OK;

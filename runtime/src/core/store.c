@@ -29,6 +29,16 @@ void ty__shape_str(int ndim, const int64_t *shape, char *buf, size_t len) {
   if (n < len) n += (size_t)snprintf(buf + n, len - n, ndim == 1 ? ",)" : ")");
 }
 
+/* ty__shape_size's overflow error, out of line: its text buffer made every
+ * store creation (one an operation) save registers and a 256-byte frame. */
+__attribute__((noinline)) static ty_status too_large(ty_runtime *rt, const char *what, int ndim,
+                                                     const int64_t *shape, ty_dtype t) {
+  char sh[256];
+  ty__shape_str(ndim, shape, sh, sizeof sh);
+  return ty__fail(rt, TY_ERANGE, "%s: shape %s %s is too large: its size in bytes overflows int64",
+                  what, sh, ty_dtype_name(t));
+}
+
 ty_status ty__shape_size(ty_runtime *rt, const char *what, int ndim, const int64_t *shape,
                          ty_dtype t, int64_t *size) {
   if (ndim < 0 || ndim > TY_MAX_RANK)
@@ -51,11 +61,8 @@ ty_status ty__shape_size(ty_runtime *rt, const char *what, int ndim, const int64
   if (__builtin_mul_overflow(n, (int64_t)ty_dtype_size(t), &bytes)) goto overflow;
   *size = zero ? 0 : n;
   return TY_OK;
-overflow:;
-  char sh[256];
-  ty__shape_str(ndim, shape, sh, sizeof sh);
-  return ty__fail(rt, TY_ERANGE, "%s: shape %s %s is too large: its size in bytes overflows int64",
-                  what, sh, ty_dtype_name(t));
+overflow:
+  return too_large(rt, what, ndim, shape, t);
 }
 
 /* C-order strides of a shape ty__shape_size accepted: every partial product
@@ -439,14 +446,20 @@ void ty_store_retain(ty_store *s) {
   if (s) s->refs++;
 }
 
-void ty_store_release(ty_store *s) {
-  if (!s || --s->refs > 0) return;
+/* The last reference's work, out of line: a launch path releases ~12
+ * references an operation, nearly all of them not the last, and with this
+ * inline the test-and-decrement paid the register saves of the rest. */
+__attribute__((noinline)) static void store_free(ty_store *s) {
   ty_runtime *rt = s->rt;
   ty_store_release(s->bview);
   storage_release(s->storage);
   rt->stats.stores_live--;
   pool_put(rt->pool_store, &rt->npool_store, s); /* freed with the runtime at the latest */
   ty__runtime_unref(rt);
+}
+
+void ty_store_release(ty_store *s) {
+  if (s && --s->refs <= 0) store_free(s);
 }
 
 char *ty__store_base(const ty_store *s) {

@@ -247,7 +247,7 @@ bool ty__fuse_builtin(const ty_runtime *rt, const ty_pending *l, ty__fsub *o, ty
   const ty__builtins *b = tasks(rt);
   const ty_task *t = l->task;
   memset(o, 0, sizeof *o);
-  if (l->pol.p.fastmath) o->flags |= TY__FS_FASTMATH;
+  if (l->pol->p.fastmath) o->flags |= TY__FS_FASTMATH;
   if (t->cpu == ew_variant && l->nargs >= 2) {
     const int op = *(const int *)t->data;
     const ty_dtype dt = l->args[1].store->dtype;

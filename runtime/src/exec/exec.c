@@ -225,7 +225,7 @@ static ty_record *new_record(ty_runtime *rt, const ty_pending *l) {
   e->task = l->task;
   e->ndim = l->ndim;
   for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
-  e->pol = l->pol;
+  e->pol = ty__pol_keep(l->pol, &e->own_pol);
   if (l->fused || l->fuse_end.kind) {
     e->fused = l->fused;
     ty__strlcpy(e->fused_ops, l->fused_ops, sizeof e->fused_ops);
@@ -598,7 +598,7 @@ bool ty__tiny_wave(const prepared *prs, const ty_status *sts, int count) {
         !(pr->l->task->flags & TY__TASK_BYTES_BOUND))
       return false;
     bytes += pr->explain->bytes;
-    if (pr->l->pol.p.min_chunk < chunk) chunk = pr->l->pol.p.min_chunk;
+    if (pr->l->pol->p.min_chunk < chunk) chunk = pr->l->pol->p.min_chunk;
   }
   return bytes <= chunk;
 }
@@ -683,7 +683,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
      * the wave up */
     bool points = true;
     for (int k = 0; k < total; k++)
-      points &= slots[k].pr->tiling.pieces == 1 && slots[k].pr->l->pol.p.mode == TY_MODE_TASK;
+      points &= slots[k].pr->tiling.pieces == 1 && slots[k].pr->l->pol->p.mode == TY_MODE_TASK;
     const bool fixed = points && total <= threads;
     if (!fixed && ty__tiny_wave(prs, sts, count)) threads = 1; /* no worker is woken */
     if (halos && (fixed || early == 0)) { /* none to run meanwhile, or slots fixed to workers */

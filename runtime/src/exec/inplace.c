@@ -136,7 +136,7 @@ static bool elementwise(const ty_runtime *rt, const ty_pending *l, const ty__fhe
 }
 
 void ty__in_place(ty_runtime *rt, ty_pending *l) {
-  if (l->lb_arg || l->pol.p.memory > 0 || rt->dist.nranks > 1 || !enabled(rt)) return;
+  if (l->lb_arg || l->pol->p.memory > 0 || rt->dist.nranks > 1 || !enabled(rt)) return;
   bool out = false;
   for (int o = 0; o < l->nargs && !out; o++) out = fresh_output(l, o);
   if (!out) return;

@@ -202,7 +202,7 @@ static int factor_tiles(const ty_pending *l, uint32_t allowed, int want, int *ti
 }
 
 void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r) {
-  const ty_policy *p = &l->pol.p;
+  const ty_policy *p = &l->pol->p;
   out->ndim = l->ndim;
   out->pieces = 1;
   for (int k = 0; k < l->ndim; k++) out->tiles[k] = 1;

@@ -203,13 +203,13 @@ static bool data_on_gpu(const ty_pending *l) {
 }
 
 bool ty__gpu_may_run(const ty_runtime *rt, const ty_pending *l) {
-  return rt->gpu && rt->gpu->list.count > 0 && l->pol.p.target != TY_TARGET_CPU;
+  return rt->gpu && rt->gpu->list.count > 0 && l->pol->p.target != TY_TARGET_CPU;
 }
 
 bool ty__gpu_place(ty_runtime *rt, const ty_pending *l, char *why, size_t whylen) {
   why[0] = 0;
   const ty__gpu *g = rt->gpu;
-  ty_target target = l->pol.p.target;
+  ty_target target = l->pol->p.target;
   if (target == TY_TARGET_CPU) return false;
   if (!g || g->list.count == 0) {
     if (target == TY_TARGET_GPU) snprintf(why, whylen, "target=gpu, but no GPU is in use: %s", g ? g->list.why : "none");
@@ -607,7 +607,7 @@ static ty_status run_kernel(ty_runtime *rt, const gk_plan *k, ty_pending *l, int
  * that already holds the most of the bytes it touches (no copies), the
  * first on a tie. */
 static int one_piece_device(ty_runtime *rt, const ty_pending *l, int ndev) {
-  if (l->pol.p.mode == TY_MODE_TASK) return (int)(rt->gpu_turn++ % (uint64_t)ndev);
+  if (l->pol->p.mode == TY_MODE_TASK) return (int)(rt->gpu_turn++ % (uint64_t)ndev);
   int best = 0;
   uint64_t most = 0;
   for (int d = 0; d < ndev; d++) {

@@ -36,8 +36,8 @@ static size_t widest(const ty_pending *l) {
 }
 
 static bool is_bincount(const ty_pending *l, const ty_task *bc) {
-  return l->task == bc && l->scalar_bytes == sizeof(ty__bincount_args) && l->pol.p.fuse &&
-         l->pol.p.memory == 0;
+  return l->task == bc && l->scalar_bytes == sizeof(ty__bincount_args) && l->pol->p.fuse &&
+         l->pol->p.memory == 0;
 }
 
 static bool compatible(const ty_pending *a, const ty_pending *b) {
@@ -48,7 +48,7 @@ static bool compatible(const ty_pending *a, const ty_pending *b) {
   if (a->ndim != b->ndim || a->nosplit != b->nosplit || a->max_pieces != b->max_pieces) return false;
   for (int d = 0; d < a->ndim; d++)
     if (a->domain[d] != b->domain[d]) return false;
-  const ty_policy *pa = &a->pol.p, *pb = &b->pol.p;
+  const ty_policy *pa = &a->pol->p, *pb = &b->pol->p;
   if (pa->mode != pb->mode || pa->overdecompose != pb->overdecompose || pa->min_chunk != pb->min_chunk ||
       pa->target != pb->target)
     return false;
@@ -77,7 +77,7 @@ static bool movable(ty_pending *const *w, int i, int q) {
   for (int k = i + 1; k < q; k++) {
     const ty_pending *l = w[k];
     if (writes_storage(l, x) || (wt && writes_storage(l, wt))) return false;
-    if (touches(l, out) && !(l->nargs == 1 && writes(l->args[0].priv) && l->pol.p.memory == 0)) return false;
+    if (touches(l, out) && !(l->nargs == 1 && writes(l->args[0].priv) && l->pol->p.memory == 0)) return false;
   }
   return true;
 }

@@ -32,14 +32,14 @@ static void render(const ty_record *r, ty_explain_entry *e) {
   e->h2d = r->h2d;
   e->d2h = r->d2h;
   e->d2d = r->d2d;
-  e->policy = r->pol.p;
+  e->policy = r->pol->p;
   for (int a = 0; a < TY_NAXES; a++)
-    ty__origin_text(&r->pol.from[a], a, r->task, e->from[a], sizeof e->from[a]);
+    ty__origin_text(&r->pol->from[a], a, r->task, e->from[a], sizeof e->from[a]);
   e->pieces = r->pieces;
   e->processor = r->processor;
   e->wave = r->wave;
   e->waves = r->waves;
-  const ty_policy *p = &r->pol.p;
+  const ty_policy *p = &r->pol->p;
   char b1[32], b2[32];
   switch (p->mode) {
   case TY_MODE_SINGLE: snprintf(e->why, sizeof e->why, "single: one piece"); break;

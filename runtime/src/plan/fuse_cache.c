@@ -48,6 +48,8 @@
 #define FC_COLD 64      /* misses in a row that make the cache cold */
 #define FC_COLD_EVERY 8 /* when cold: one window in 8 is looked up */
 #define TAIL offsetof(ty_pending, max_pieces) /* a launch's fields after its description */
+/* ... up to its own resolution, which a replay does not copy (ty__pol_keep) */
+#define TAIL_LEN (offsetof(ty_pending, own_pol) - TAIL)
 
 /* One launch of a remembered window's result. */
 typedef struct fc_group {
@@ -207,7 +209,7 @@ static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
   const ty_task *fused = ty__fused_task(rt);
   for (int i = 0; i < n; i++) {
     const ty_pending *l = rt->window[i];
-    if (l->task == fused || l->fuse_end.kind || l->pol.p.memory > 0) return false;
+    if (l->task == fused || l->fuse_end.kind || l->pol->p.memory > 0) return false;
   }
   /* the launch table (filled when a decision is recorded): twice the launches */
   size_t cap = 64;
@@ -258,7 +260,7 @@ static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
     *k++ = l->seq - seq0;
     *k++ = w;
     *k++ = (uint64_t)(uint32_t)l->max_pieces | (uint64_t)l->nosplit << 32;
-    const ty_policy *p = &l->pol.p;
+    const ty_policy *p = &l->pol->p;
     *k++ = (uint64_t)p->mode | (uint64_t)p->target << 8 | (uint64_t)p->fuse << 16 |
            (uint64_t)p->fastmath << 17 | (uint64_t)olen << 24 | (uint64_t)(uint32_t)p->overdecompose << 32;
     *k++ = (uint64_t)p->min_chunk;
@@ -340,17 +342,17 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
       ty_pending *l = in[g->orig];
       if (g->note.kind) {
         l->fuse_end = note_shift(g->note, seq0, false);
-        if (g->note.kind == TY_NOTE_FUSE_OFF) l->fuse_end.origin = l->pol.from[TY_AXIS_FUSE];
+        if (g->note.kind == TY_NOTE_FUSE_OFF) l->fuse_end.origin = l->pol->from[TY_AXIS_FUSE];
       }
       rt->window[i] = l;
       continue;
     }
     ty_pending *x = f[nf++];
     memcpy(x, g->tmpl, g->head);
-    memcpy((char *)x + TAIL, g->tmpl + g->head, sizeof *x - TAIL);
+    memcpy((char *)x + TAIL, g->tmpl + g->head, TAIL_LEN);
     const ty_pending *m0 = in[g->members[0]];
     x->seq = m0->seq;
-    x->pol = m0->pol;
+    x->pol = ty__pol_keep(m0->pol, &x->own_pol);
     x->fuse_end = note_shift(x->fuse_end, seq0, false);
     for (int a = 0; a < x->nargs; a++) {
       x->args[a].store = in[g->args[a] >> 8]->args[g->args[a] & 255].store;
@@ -440,14 +442,14 @@ void ty__fcache_built(ty__fusion *state, const ty_pending *f, ty_pending *const 
   g->nconst = nconst;
   g->elided = elided;
   g->head = offsetof(ty_pending, scalars) + f->scalar_bytes;
-  g->tmpl = ty__malloc(g->head + sizeof *f - TAIL);
+  g->tmpl = ty__malloc(g->head + TAIL_LEN);
   g->members = ty__malloc((size_t)n * sizeof *g->members);
   g->args = ty__malloc(((size_t)f->nargs + 1) * sizeof *g->args);
   g->consts = ty__malloc(((size_t)nconst + 1) * sizeof *g->consts);
   c->nrg++; /* freed by rec_clear from here on */
   if (!g->tmpl || !g->members || !g->args || !g->consts) return (void)(c->rec_fail = true);
   memcpy(g->tmpl, f, g->head);
-  memcpy(g->tmpl + g->head, (const char *)f + TAIL, sizeof *f - TAIL);
+  memcpy(g->tmpl + g->head, (const char *)f + TAIL, TAIL_LEN);
   const ty_fuse_note end = note_shift(f->fuse_end, c->orig[0]->seq, true);
   memcpy(g->tmpl + g->head + (offsetof(ty_pending, fuse_end) - TAIL), &end, sizeof end);
   uint32_t v;

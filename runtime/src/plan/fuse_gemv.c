@@ -41,7 +41,7 @@
 #include <string.h>
 
 static bool plain(const ty_runtime *rt, const ty_pending *l) {
-  return l->pol.p.fuse && l->pol.p.mode != TY_MODE_TASK && l->pol.p.memory == 0 &&
+  return l->pol->p.fuse && l->pol->p.mode != TY_MODE_TASK && l->pol->p.memory == 0 &&
          !ty__gpu_may_run(rt, l);
 }
 
@@ -175,6 +175,7 @@ static ty_pending *build(ty_runtime *rt, const chain *ch) {
     return NULL;
   }
   memcpy(g, l3, sizeof *g);
+  g->pol = ty__pol_keep(l3->pol, &g->own_pol);
   g->task = ty__gemv_chain_task(rt);
   g->seq = l1->seq;
   g->ndim = 3;

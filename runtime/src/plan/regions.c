@@ -95,7 +95,7 @@ static bool same_box(const box *a, const box *b, int nd) {
 /* A built-in element-wise launch that may fuse, every argument aligned with
  * its domain (shapes equal), at least one dim. */
 static bool eligible(const ty_runtime *rt, const ty_pending *l) {
-  if (!l->pol.p.fuse || l->pol.p.mode == TY_MODE_TASK || l->pol.p.memory > 0 || l->ndim < 1)
+  if (!l->pol->p.fuse || l->pol->p.mode == TY_MODE_TASK || l->pol->p.memory > 0 || l->ndim < 1)
     return false;
   if (l->task->omp && rt->cfg.omps > 0) return false;
   ty__fsub sub;
@@ -242,7 +242,7 @@ static bool sum_tail(const ty_runtime *rt, group *g, ty_pending **w, int n) {
   /* the sum: R REDUCE (stride 0 everywhere), the input aligned */
   if (!ty__fuse_builtin(rt, red, &sub, &fv) || sub.kind != TY__FK_REDUCE || sub.op != TY__RSUM ||
       (sub.flags & TY__FS_INIT_OUT) || red->nargs != 2 || red->ndim != g->nd ||
-      !red->pol.p.fuse || red->pol.p.mode == TY_MODE_TASK || red->pol.p.memory > 0 ||
+      !red->pol->p.fuse || red->pol->p.mode == TY_MODE_TASK || red->pol->p.memory > 0 ||
       (red->task->omp && rt->cfg.omps > 0))
     return false;
   const ty_arg *acc = &red->args[0], *in = &red->args[1];
@@ -378,7 +378,8 @@ static ty_pending *cut(ty_runtime *rt, const group *g, int k, const box *r, ty_s
   memcpy(p, l, offsetof(ty_pending, args) + (size_t)l->nargs * sizeof l->args[0]);
   p->scalar_bytes = l->scalar_bytes;
   memcpy(p->scalars, l->scalars, l->scalar_bytes);
-  memcpy(&p->max_pieces, &l->max_pieces, sizeof *p - offsetof(ty_pending, max_pieces));
+  memcpy(&p->max_pieces, &l->max_pieces, offsetof(ty_pending, own_pol) - offsetof(ty_pending, max_pieces));
+  p->pol = ty__pol_keep(l->pol, &p->own_pol);
   if (single) p->max_pieces = 1;
   int64_t shape[TY_MAX_RANK];
   for (int d = 0; d < g->nd; d++) p->domain[d] = shape[d] = r->hi[d] - r->lo[d];

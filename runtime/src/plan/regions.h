@@ -11,12 +11,16 @@
 void ty__regions_cut(ty_runtime *rt);
 
 /* Launch records the free list (rt->free_pending) keeps for reuse
- * (window.c, fuse.c): a window's worth, and a few more for the fused
- * launches a flush makes while the window's launches are still held; with a
- * window's worth only, every flush of a full window malloc'd and freed one
- * ~6 KiB record (~140 instructions an operation of
- * bench/workloads/overhead.lua). */
-#define TY__PENDING_KEEP(rt) ((rt)->cfg.window + 8)
+ * (window.c, fuse.c): two windows' worth and a few: a flush holds the
+ * window's launches while it makes the fused launches and the region cuts
+ * (CG's stencil: dozens), and a full window's flush keeps its tail for the
+ * next window. With a window's worth only, every flush of a full window
+ * malloc'd and freed one ~6 KiB record (~140 instructions an operation of
+ * bench/workloads/overhead.lua); with a window and 8, CG at 64^2 still
+ * malloc'd and freed ~4 an iteration (~13k instructions with glibc's
+ * consolidation, of ~281k). Only records a flush needed at once are kept:
+ * at most 136 of 6,472 bytes (860 KiB) at the default window of 64. */
+#define TY__PENDING_KEEP(rt) (2 * (rt)->cfg.window + 8)
 
 /* Launch records from the window's free list (fuse.c). */
 ty_pending *ty__pending_take(ty_runtime *rt);

@@ -593,8 +593,8 @@ static ty_status run_group(sctx *c, plan *p, int group, int groups, const char *
 
 ty_status ty__stream_run(ty_runtime *rt, ty_pending **w, int n, ty_flush_stats *fs, char *msg,
                          size_t cap) {
-  sctx c = {.rt = rt, .w = w, .n = n, .budget = w[0]->pol.p.memory,
-            .relaxed = w[0]->pol.p.stream_relaxed};
+  sctx c = {.rt = rt, .w = w, .n = n, .budget = w[0]->pol->p.memory,
+            .relaxed = w[0]->pol->p.stream_relaxed};
   msg[0] = 0;
   int64_t (*saved)[TY_MAX_RANK + 1] = NULL;
   plan *plans = NULL;

@@ -1,8 +1,11 @@
 /*
  * window.c — the window of deferred launches, and flushing it.
  *
- * ty__window_append (behind ty_launch, ops.c) copies a launch description
- * (holding a reference on each store) into the window. A flush fuses the
+ * ty__window_append (behind ty_launch, ops.c) checks a launch description
+ * and copies it (holding a reference on each store) into the window;
+ * ty__window_append_valid copies one that is valid by construction (ops.c's
+ * element-wise launches). A launch points at its policy resolution, shared
+ * or its own (internal.h, ty_resolved). A flush fuses the
  * window (fuse.c), builds its dependence graph, cuts it into waves under the
  * window's favor (schedule.c) or hands it to the stream pass (stream.c), and
  * gives each wave to the executor (exec.c), which alone knows processors.
@@ -131,7 +134,8 @@ static ty_status flush_full(ty_runtime *rt) {
   return st;
 }
 
-ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
+/* Everything ty_launch promises to check of a description from outside. */
+static ty_status check_launch(ty_runtime *rt, const ty_launch_desc *d) {
   if (!rt || !d) return TY_EINVAL;
   if (rt->destroyed) return ty__fail(rt, TY_EINVAL, "ty_launch: the runtime was destroyed");
   if (!d->task) return ty__fail(rt, TY_EINVAL, "ty_launch: no task");
@@ -171,27 +175,42 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
       }
     }
   }
-  /* a write forgets the bounds its store's op left (range.c) */
-  for (int i = 0; i < d->nargs; i++)
-    if (writes(d->args[i].priv)) ty__range_clear(d->args[i].store);
   if (d->options && (((d->options->set & TY_POL_MODE) && (unsigned)d->options->mode > TY_MODE_TASK) ||
                      ((d->options->set & TY_POL_OVERDECOMPOSE) && d->options->overdecompose < 1) ||
                      ((d->options->set & TY_POL_MIN_CHUNK) && d->options->min_chunk < 1)))
     return ty__fail(rt, TY_EINVAL, "ty_launch(%s): invalid launch options", name);
-  ty_resolved pol;
-  ty__policy_resolve(rt, d->task, d->args, d->nargs, d->options, &pol);
+  return TY_OK;
+}
+
+ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
+  ty_status st = check_launch(rt, d);
+  return st ? st : ty__window_append_valid(rt, d);
+}
+
+/* The checks above cost ~130 instructions of a small operation's ~4,400;
+ * ops.c's element-wise launches (a new output store, inputs viewed to the
+ * domain's shape) pass them by construction and come here directly. */
+ty_status ty__window_append_valid(ty_runtime *rt, const ty_launch_desc *d) {
+  const char *name = d->task->name;
+  /* a write forgets the bounds its store's op left (range.c) */
+  for (int i = 0; i < d->nargs; i++)
+    if (writes(d->args[i].priv)) ty__range_clear(d->args[i].store);
+  /* resolved into a scratch copy when it is the launch's own: the launch
+   * record is taken after the flushes below */
+  ty_resolved own;
+  const ty_resolved *pol = ty__policy_resolve(rt, d->task, d->args, d->nargs, d->options, &own);
   /* a window is scheduled under one favor and streamed under one budget: a
    * change of either flushes it. A streamed scope is not flushed when the
    * window is full: the window grows, up to TY_MAX_STREAM_WINDOW launches. */
-  if (rt->nwindow > 0 && (rt->window[0]->pol.p.favor != pol.p.favor ||
-                          rt->window[0]->pol.p.memory != pol.p.memory ||
-                          rt->window[0]->pol.p.stream_relaxed != pol.p.stream_relaxed)) {
+  const ty_resolved *pol0 = rt->nwindow > 0 ? rt->window[0]->pol : NULL;
+  if (pol0 && pol0 != pol && (pol0->p.favor != pol->p.favor || pol0->p.memory != pol->p.memory ||
+                              pol0->p.stream_relaxed != pol->p.stream_relaxed)) {
     ty_status st = flush_deferring(rt);
     if (st) return st;
   }
-  if (rt->nwindow >= (pol.p.memory > 0 ? rt->window_cap : rt->cfg.window)) {
+  if (rt->nwindow >= (pol->p.memory > 0 ? rt->window_cap : rt->cfg.window)) {
     ty_status st = TY_OK;
-    if (pol.p.memory > 0 && rt->window_cap < TY_MAX_STREAM_WINDOW) {
+    if (pol->p.memory > 0 && rt->window_cap < TY_MAX_STREAM_WINDOW) {
       int cap = rt->window_cap * 2 < TY_MAX_STREAM_WINDOW ? rt->window_cap * 2 : TY_MAX_STREAM_WINDOW;
       ty_pending **nw = ty__realloc(rt->window, (size_t)cap * sizeof *nw);
       if (nw) {
@@ -218,7 +237,7 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
   }
   l->scalar_bytes = d->scalar_bytes;
   if (d->scalar_bytes) memcpy(l->scalars, d->scalars, d->scalar_bytes);
-  if ((d->task->flags & TY__TASK_FASTMATH_ARG) && pol.p.fastmath && l->scalar_bytes == 0) {
+  if ((d->task->flags & TY__TASK_FASTMATH_ARG) && pol->p.fastmath && l->scalar_bytes == 0) {
     const int64_t one = 1;
     memcpy(l->scalars, &one, sizeof one);
     l->scalar_bytes = sizeof one;
@@ -232,12 +251,12 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
   l->lb_arg = 0;
   l->origin[0] = 0;
   if (d->origin) snprintf(l->origin, sizeof l->origin, "%s", d->origin);
-  l->pol = pol;
-  if (l->pol.mode_from_hint) {
+  l->pol = ty__pol_keep(pol, &l->own_pol);
+  if (l->pol->mode_from_hint) {
     /* what a hinted store drives is split like it (the hint's axes travel) */
     const ty_store *src = NULL;
     for (int i = 0; i < d->nargs && !src; i++)
-      if (d->args[i].store->id == l->pol.hint_store) src = d->args[i].store;
+      if (d->args[i].store->id == l->pol->hint_store) src = d->args[i].store;
     for (int i = 0; src && i < d->nargs; i++) {
       ty_store *s = d->args[i].store;
       if (writes(d->args[i].priv) && d->args[i].proj == TY_PROJ_ALIGNED && !s->has_hint) {
@@ -464,14 +483,14 @@ static ty_status flush_window(ty_runtime *rt) {
 
   /* schedule into waves under the window's favor (one favor per window);
    * without memory for the graph, run one launch per wave */
-  ty_favor favor = w[0]->pol.p.favor;
+  ty_favor favor = w[0]->pol->p.favor;
   int *wave_of = ty__malloc((size_t)n * sizeof *wave_of);
   int *members = ty__malloc((size_t)n * sizeof *members);
   graph_space gs;
   ty_graph g;
   ty_sched_stats ss = {.waves = n, .critical_path = n, .widest = 1};
   ty_flush_stats sf = {0};
-  bool streamed = n > 0 && w[0]->pol.p.memory > 0;
+  bool streamed = n > 0 && w[0]->pol->p.memory > 0;
   if (streamed) {
     /* a streamed scope: launches run piece by piece, in program order */
     first = ty__stream_run(rt, w, n, &sf, firstmsg, sizeof firstmsg);
