@@ -4,9 +4,12 @@
  * convention) in tables indexed by op and compute dtype.
  *
  * Speed: every loop has a contiguous path and, for binary ops, paths where one
- * input is a broadcast scalar (byte stride 0), with restrict pointers and no
- * calls, so the compiler vectorises them for the level this copy is compiled
- * for (the file is compiled once per instruction-set level, isa.h).
+ * input is a broadcast scalar (byte stride 0), with no calls, so the compiler
+ * vectorises them for the level this copy is compiled for (the file is
+ * compiled once per instruction-set level, isa.h). The pointers are not
+ * restrict: an output may be written into its input's block (inplace.c), and
+ * the compiler's overlap check (two compares a call) lets an output equal to
+ * an input take the vector path.
  * Transcendentals (exp log sin cos tanh pow, and tan, the inverse and
  * hyperbolic functions, exp2 log2 log10 expm1 log1p cbrt arctan2 hypot) go
  * through SLEEF's 1-ULP vector functions (hypot 0.5-ULP): 8 f64 or 16 f32
@@ -195,8 +198,8 @@ __m256 _ZGVdN8vv_powf(__m256, __m256);
   static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
     (void)aux;                                                                         \
     if (s[0] == SZ(TO) && s[1] == SZ(TI)) {                                            \
-      TO *restrict o_ = (TO *)p[0];                                                    \
-      const TI *restrict a_ = (const TI *)p[1];                                        \
+      TO *o_ = (TO *)p[0];                                                             \
+      const TI *a_ = (const TI *)p[1];                                                 \
       for (int64_t i = 0; i < n; i++) {                                                \
         const TI x = a_[i];                                                            \
         o_[i] = (EXPR);                                                                \
@@ -216,9 +219,9 @@ __m256 _ZGVdN8vv_powf(__m256, __m256);
   static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
     (void)aux;                                                                         \
     if (s[0] == SZ(TO)) {                                                              \
-      TO *restrict o_ = (TO *)p[0];                                                    \
+      TO *o_ = (TO *)p[0];                                                             \
       if (s[1] == SZ(TI) && s[2] == SZ(TI)) {                                          \
-        const TI *restrict a_ = (const TI *)p[1], *restrict b_ = (const TI *)p[2];     \
+        const TI *a_ = (const TI *)p[1], *b_ = (const TI *)p[2];                       \
         for (int64_t i = 0; i < n; i++) {                                              \
           const TI x = a_[i], y = b_[i];                                               \
           o_[i] = (EXPR);                                                              \
@@ -226,7 +229,7 @@ __m256 _ZGVdN8vv_powf(__m256, __m256);
         return;                                                                        \
       }                                                                                \
       if (s[1] == SZ(TI) && s[2] == 0) {                                               \
-        const TI *restrict a_ = (const TI *)p[1];                                      \
+        const TI *a_ = (const TI *)p[1];                                               \
         const TI y = *(const TI *)p[2];                                                \
         for (int64_t i = 0; i < n; i++) {                                              \
           const TI x = a_[i];                                                          \
@@ -236,7 +239,7 @@ __m256 _ZGVdN8vv_powf(__m256, __m256);
       }                                                                                \
       if (s[1] == 0 && s[2] == SZ(TI)) {                                               \
         const TI x = *(const TI *)p[1];                                                \
-        const TI *restrict b_ = (const TI *)p[2];                                      \
+        const TI *b_ = (const TI *)p[2];                                               \
         for (int64_t i = 0; i < n; i++) {                                              \
           const TI y = b_[i];                                                          \
           o_[i] = (EXPR);                                                              \
@@ -685,9 +688,9 @@ BINARY_LOOP(rshift_u8, uint8_t, uint8_t, y < 8 ? (uint8_t)(x >> y) : 0)
   static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
     (void)aux;                                                                         \
     if (s[0] == SZ(T) && s[1] == 1 && s[2] == SZ(T) && s[3] == SZ(T)) {                \
-      T *restrict o_ = (T *)p[0];                                                      \
-      const ty_bool_t *restrict c_ = (const ty_bool_t *)p[1];                          \
-      const T *restrict a_ = (const T *)p[2], *restrict b_ = (const T *)p[3];          \
+      T *o_ = (T *)p[0];                                                               \
+      const ty_bool_t *c_ = (const ty_bool_t *)p[1];                                   \
+      const T *a_ = (const T *)p[2], *b_ = (const T *)p[3];                            \
       for (int64_t i = 0; i < n; i++) o_[i] = c_[i] ? a_[i] : b_[i];                   \
       return;                                                                          \
     }                                                                                  \
