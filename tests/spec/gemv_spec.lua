@@ -96,6 +96,25 @@ describe("a matrix times a vector", function()
     for _, isa in ipairs({ "avx2", "avx512" }) do assert.are.equal(ref, bits(isa)) end
   end)
 
+  it("gives the fixed order's bits at every level when k is whole vectors", function()
+    -- k = 1000 (125 vectors, no products past them): below AVX-512 the four
+    -- rows' lanes 0-3 and 4-7 are summed as two halves (kernels_gemv.c,
+    -- SPLIT), on AVX-512 as one vector; numpy emulating the order as above
+    -- (A @ x: 251.30283326627801 for y[1], 252.1871606358304 for y[301])
+    local code = SEQ .. [[
+      local A = seq(301 * 1000, 0.6180339887498949):reshape({ 301, 1000 })
+      local x = seq(1000, 0.7548776662466927)
+      local y = A:dot(x)
+      local y32 = A:astype("f32"):dot(x:astype("f32"))
+      print(string.format("%a %a %a %a %a %a", y[1], y[150], y[297], y[301], y32[1], y32[301]))
+    ]]
+    local want = "0x1.f69b0cf63d9c3p+7 0x1.f583b1fd2ff14p+7 0x1.f5c2aa9702522p+7 " ..
+                 "0x1.f85fd384d3fb2p+7 0x1.f69b0cp+7 0x1.f85fd4p+7\n"
+    for _, isa in ipairs({ "baseline", "avx2", "avx512" }) do
+      assert.are.equal(want, spec_lua(code, { TYCHO_ISA = isa }))
+    end
+  end)
+
   it("still takes a transposed matrix (BLAS's gemv) to numpy's values", function()
     local At = seq(1003 * 301, 0.6180339887498949):reshape({ 1003, 301 }):t()
     local y = At:dot(x):totable()

@@ -75,6 +75,25 @@
 #else
 #define WIDE 0
 #endif
+/* Lanes 0-3 and 4-7 as two halves (V4) where the level's registers are
+ * narrower than the 8 lanes (f64 below AVX-512: 64 bytes against AVX2's 32):
+ * as one 8-lane vector, which no register holds, GCC 12 kept the four rows'
+ * sums on the stack, each stored as two halves and reloaded whole (a store
+ * it cannot forward) every step: the AVX2 dot of 4096^2 f64 took 1.3x
+ * the AVX-512 one's CPU time (issue 19, bench/README.md "AVX2 gemv:
+ * session 13").
+ * Each lane adds the same products in the same order: the same bits. */
+#if defined(__AVX512F__)
+#define REG_BYTES 64
+#elif defined(__AVX__)
+#define REG_BYTES 32
+#else
+#define REG_BYTES 16
+#endif
+#define SPLIT(T) (LANES * sizeof(T) > REG_BYTES)
+/* the halves lo, hi as one 8-lane vector (after the loop; a memcpy of
+ * their addresses would keep them on the stack too) */
+#define JOIN(lo, hi) __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7)
 #define THIN_DOT(NAME, T, V, V4, V2)                                                         \
   static void NAME(int64_t rows, int64_t k, const T *restrict X, int64_t x0, int64_t x1,     \
                    const T *restrict w, int64_t ws, T *restrict z, int64_t zs) {             \
@@ -98,17 +117,43 @@
     for (; kv > 0 && i + 4 <= rows; i += 4) {                                                \
       const T *r0 = X + i * x0, *r1 = r0 + x0, *r2 = r1 + x0, *r3 = r2 + x0;                 \
       V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                                              \
-      for (int64_t p = 0; p < kv; p += LANES) {                                              \
-        V wv, x;                                                                             \
-        memcpy(&wv, w + p, sizeof wv);                                                       \
-        memcpy(&x, r0 + p, sizeof x);                                                        \
-        a0 = a0 + x * wv;                                                                    \
-        memcpy(&x, r1 + p, sizeof x);                                                        \
-        a1 = a1 + x * wv;                                                                    \
-        memcpy(&x, r2 + p, sizeof x);                                                        \
-        a2 = a2 + x * wv;                                                                    \
-        memcpy(&x, r3 + p, sizeof x);                                                        \
-        a3 = a3 + x * wv;                                                                    \
+      if (SPLIT(T)) {                                                                        \
+        V4 l0 = {0}, l1 = {0}, l2 = {0}, l3 = {0}, h0 = {0}, h1 = {0}, h2 = {0}, h3 = {0};   \
+        for (int64_t p = 0; p < kv; p += LANES) {                                            \
+          V4 wl, wh, x;                                                                      \
+          memcpy(&wl, w + p, sizeof wl);                                                     \
+          memcpy(&wh, w + p + LANES / 2, sizeof wh);                                         \
+          memcpy(&x, r0 + p, sizeof x);                                                      \
+          l0 = l0 + x * wl;                                                                  \
+          memcpy(&x, r0 + p + LANES / 2, sizeof x);                                          \
+          h0 = h0 + x * wh;                                                                  \
+          memcpy(&x, r1 + p, sizeof x);                                                      \
+          l1 = l1 + x * wl;                                                                  \
+          memcpy(&x, r1 + p + LANES / 2, sizeof x);                                          \
+          h1 = h1 + x * wh;                                                                  \
+          memcpy(&x, r2 + p, sizeof x);                                                      \
+          l2 = l2 + x * wl;                                                                  \
+          memcpy(&x, r2 + p + LANES / 2, sizeof x);                                          \
+          h2 = h2 + x * wh;                                                                  \
+          memcpy(&x, r3 + p, sizeof x);                                                      \
+          l3 = l3 + x * wl;                                                                  \
+          memcpy(&x, r3 + p + LANES / 2, sizeof x);                                          \
+          h3 = h3 + x * wh;                                                                  \
+        }                                                                                    \
+        a0 = JOIN(l0, h0), a1 = JOIN(l1, h1), a2 = JOIN(l2, h2), a3 = JOIN(l3, h3);            \
+      } else {                                                                               \
+        for (int64_t p = 0; p < kv; p += LANES) {                                            \
+          V wv, x;                                                                           \
+          memcpy(&wv, w + p, sizeof wv);                                                     \
+          memcpy(&x, r0 + p, sizeof x);                                                      \
+          a0 = a0 + x * wv;                                                                  \
+          memcpy(&x, r1 + p, sizeof x);                                                      \
+          a1 = a1 + x * wv;                                                                  \
+          memcpy(&x, r2 + p, sizeof x);                                                      \
+          a2 = a2 + x * wv;                                                                  \
+          memcpy(&x, r3 + p, sizeof x);                                                      \
+          a3 = a3 + x * wv;                                                                  \
+        }                                                                                    \
       }                                                                                      \
       if (kv < k) {                                                                          \
         a0 = TAIL(T, V, a0, r0, kv, k, w);                                                   \
