@@ -92,6 +92,7 @@ describe("an output in place of a dead input", function()
       local y = x + 1
       local z = y * x
       x = nil
+      collectgarbage() -- x dead for sure: a minor collection may keep it (Lua's ages differ by build)
       tycho.flush()
       local function at(s, i) return s[{ i }]:item() end
       print(string.format("%.17g %.17g %.17g %.17g %.17g %.17g %d", at(y, 1), at(y, 500), at(y, 1000),
@@ -135,6 +136,7 @@ describe("an output in place of a dead input", function()
         local rsnew = vdot(r, r)
         pp = r + (rsnew / rsold) * pp
         rsold = rsnew
+        collectgarbage() -- the dropped stores dead for sure, whatever their age in Lua's collector
         tycho.flush()
       end
       local s1 = tycho.stats()
@@ -156,11 +158,11 @@ describe("an output in place of a dead input", function()
       end
       if case[1] == "1" then
         -- x, r and p are updated in place and Ap is new: 36 and 12, but for
-        -- 4 updates of the first iterations (the first r is also the first
-        -- p; stores made before the loop grew old in Lua's collector, which
-        -- a flush's minor collection leaves)
-        assert.are.equal(32, tonumber(inplace), out)
-        assert.are.equal(16, tonumber(allocated), out)
+        -- the first iteration's r, which the first p still holds (the loop
+        -- collects before each flush, so the counts do not depend on the
+        -- ages of stores in Lua's collector, which differ between builds)
+        assert.are.equal(35, tonumber(inplace), out)
+        assert.are.equal(13, tonumber(allocated), out)
       else
         assert.are.equal(0, tonumber(inplace), out)
         assert.are.equal(48, tonumber(allocated), out)
