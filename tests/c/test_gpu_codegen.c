@@ -840,6 +840,15 @@ TEST(ir_from_fused_description) {
   CHECK_STR_CONTAINS(src, "const double v0 = x1 * c0;");
   CHECK_STR_CONTAINS(src, "const double v1 = exp(v0);");
   free(src);
+  /* fastmath only when every sub-operation allowed it: an exact launch fused
+   * with a fastmath one stays exact (no fma contraction, no approximations) */
+  CHECK(!ir->fastmath);
+  s0->flags |= TY__FS_FASTMATH;
+  CHECK_EQ_INT(ty__gk_from_fused(buf, h->bytes, 1, &shape, 2, tiles, dev, ir, err, sizeof err), TY_OK);
+  CHECK(!ir->fastmath);
+  s1->flags |= TY__FS_FASTMATH;
+  CHECK_EQ_INT(ty__gk_from_fused(buf, h->bytes, 1, &shape, 2, tiles, dev, ir, err, sizeof err), TY_OK);
+  CHECK(ir->fastmath);
   /* a reduction is not generated: the caller runs the run another way */
   s1->kind = TY__FK_REDUCE;
   CHECK_EQ_INT(ty__gk_from_fused(buf, h->bytes, 1, &shape, 2, tiles, dev, ir, err, sizeof err), TY_EDTYPE);

@@ -1130,10 +1130,13 @@ ty_status ty__gk_from_fused(const void *scalars, size_t scalar_bytes, int ndim,
     for (int j = 1; j < s->nops; j++) g->in[j - 1] = refs[j];
   }
   ir->nsubs = nsub;
-  ir->fastmath = false;
+  /* fastmath permits, it does not require: the kernel contracts and
+   * approximates only when every launch of the run allowed it (fusion does
+   * not compare the flag, and one exact launch must stay exact) */
+  ir->fastmath = h->nsub > 0;
   s = ty__fsub_first(h);
   for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s))
-    if (s->flags & TY__FS_FASTMATH) ir->fastmath = true;
+    if (!(s->flags & TY__FS_FASTMATH)) ir->fastmath = false;
   return TY_OK;
 #else
   (void)scalars, (void)scalar_bytes, (void)ndim, (void)shape, (void)nargs, (void)tiles,
