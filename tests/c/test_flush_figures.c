@@ -18,8 +18,8 @@ enum { N = 1000, BYTES = N * 8 }; /* one f64 vector of the tests */
  * block here (TYCHO_IN_PLACE=0, read by each runtime at its first launch;
  * each test runs in its own process); in_place_keeps_the_balance below
  * counts the blocks an in-place chain reuses. */
-static ty_runtime *make_rt(void) {
-  setenv("TYCHO_IN_PLACE", "0", 1);
+static ty_runtime *make_rt_in_place(const char *in_place) {
+  setenv("TYCHO_IN_PLACE", in_place, 1);
   ty_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.cpus = 2;
@@ -28,6 +28,8 @@ static ty_runtime *make_rt(void) {
   CHECK(ty_runtime_create(&cfg, &rt) == TY_OK);
   return rt;
 }
+
+static ty_runtime *make_rt(void) { return make_rt_in_place("0"); }
 
 static void check_balance(ty_runtime *rt) {
   ty_stats s;
@@ -89,13 +91,7 @@ TEST(bytes_freed_balances_allocated_and_live) {
  * last, each add of the chain over its dead input: one vector allocated in
  * all, none freed until the last is released, and the balance holds. */
 TEST(in_place_keeps_the_balance) {
-  setenv("TYCHO_IN_PLACE", "1", 1);
-  ty_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.cpus = 2;
-  cfg.window = 256;
-  ty_runtime *rt = NULL;
-  CHECK(ty_runtime_create(&cfg, &rt) == TY_OK);
+  ty_runtime *rt = make_rt_in_place("1");
   ty_store *b = sin_of_ones(rt, TY_FAVOR_MIN_PEAK);
   CHECK(ty_flush(rt) == TY_OK);
   ty_stats s;

@@ -110,32 +110,11 @@ describe("an output in place of a dead input", function()
     -- 12 CG iterations at 256 x 256 (bench/workloads/cg.lua's loop, b = seq
     -- - 0.5) with a flush an iteration, as cg.lua's reads make them
     local code = [[
-      local N = 256
-      local function laplacian(v)
-        local Av = v * 4.0
-        Av[{{2, -1}, {}}] = Av[{{2, -1}, {}}] - v[{{1, -2}, {}}]
-        Av[{{1, -2}, {}}] = Av[{{1, -2}, {}}] - v[{{2, -1}, {}}]
-        Av[{{}, {2, -1}}] = Av[{{}, {2, -1}}] - v[{{}, {1, -2}}]
-        Av[{{}, {1, -2}}] = Av[{{}, {1, -2}}] - v[{{}, {2, -1}}]
-        return Av
-      end
-      local function vdot(a, b) return (a * b):sum() end
-      local u = (tycho.arange(N * N) + 0.5) * 0.6180339887498949
-      local b = ((u - tycho.floor(u)) - 0.5):reshape({ N, N })
-      local x = tycho.zeros({ N, N })
-      local r = b:copy()
-      local pp = r
-      local rsold = vdot(r, r)
+]] .. SPEC_CG_SETUP .. [[
       tycho.flush()
       local s0 = tycho.stats()
       for _ = 1, 12 do
-        local Ap = laplacian(pp)
-        local alpha = rsold / vdot(pp, Ap)
-        x = x + alpha * pp
-        r = r - alpha * Ap
-        local rsnew = vdot(r, r)
-        pp = r + (rsnew / rsold) * pp
-        rsold = rsnew
+]] .. SPEC_CG_STEP .. [[
         collectgarbage() -- the dropped stores dead for sure, whatever their age in Lua's collector
         tycho.flush()
       end

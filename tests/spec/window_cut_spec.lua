@@ -49,32 +49,11 @@ local LOOP = [[
 -- Prints the launches appended, run, waves and flushes of the loop, then
 -- ||r||, sum(x) and sum(x * x).
 local CG = [[
-  local N = 256
-  local function laplacian(v)
-    local Av = v * 4.0
-    Av[{{2, -1}, {}}] = Av[{{2, -1}, {}}] - v[{{1, -2}, {}}]
-    Av[{{1, -2}, {}}] = Av[{{1, -2}, {}}] - v[{{2, -1}, {}}]
-    Av[{{}, {2, -1}}] = Av[{{}, {2, -1}}] - v[{{}, {1, -2}}]
-    Av[{{}, {1, -2}}] = Av[{{}, {1, -2}}] - v[{{}, {2, -1}}]
-    return Av
-  end
-  local function vdot(a, b) return (a * b):sum() end
-  local u = (tycho.arange(N * N) + 0.5) * 0.6180339887498949
-  local b = ((u - tycho.floor(u)) - 0.5):reshape({ N, N })
-  local x = tycho.zeros({ N, N })
-  local r = b:copy()
-  local pp = r
-  local rsold = vdot(r, r)
+]] .. SPEC_CG_SETUP .. [[
   tycho.flush()
   local s0 = tycho.stats()
   for _ = 1, 12 do
-    local Ap = laplacian(pp)
-    local alpha = rsold / vdot(pp, Ap)
-    x = x + alpha * pp
-    r = r - alpha * Ap
-    local rsnew = vdot(r, r)
-    pp = r + (rsnew / rsold) * pp
-    rsold = rsnew
+]] .. SPEC_CG_STEP .. [[
   end
   tycho.flush()
   local s1 = tycho.stats()
