@@ -311,6 +311,79 @@ TEST(dist_split_stores_overlapped_three_ranks) { split_stores_match_one(3, true)
 TEST(dist_two_ranks_match_one_process) { ranks_match_one(2); }
 TEST(dist_three_ranks_match_one_process) { ranks_match_one(3); }
 
+/* A point-wise task that fails on the elements past 0.5 + N / 2 * 0.001
+ * (pieces of the last rank only), fused with a launch that does not read
+ * its output (y) and one that does (w): on every rank y is the one
+ * process's, w and the task's output unavailable (fused_cpu.c,
+ * "Failures": each rank learns what the other ranks' failures reached). */
+static int fail_past_half(ty_task_ctx *c) {
+  const ty_tile *x = &c->args[0], *o = &c->args[1];
+  for (int64_t i = 0; i < o->shape[0]; i++) {
+    const double v = ((const double *)x->data)[i * x->strides[0]];
+    if (v > 0.5 + N / 2 * 0.001) return ty_ctx_fail(c, "past half at %lld", (long long)(x->lo[0] + i));
+    ((double *)o->data)[i * o->strides[0]] = v;
+  }
+  return 0;
+}
+
+static void fused_failure(ty_runtime *rt, rank_ctx *c) {
+  const ty_task *t;
+  ty_task_desc d = {.name = "fail_past_half", .cpu = fail_past_half, .flags = TY_TASK_POINTWISE};
+  CHECK(ty_task_register(rt, &d, &t) == TY_OK);
+  ty_store *x = NULL, *r = NULL, *y = NULL, *w = NULL;
+  int64_t shape[1] = {N};
+  CHECK(ty_arange(rt, TY_F64, 0.5, 0.001, N, &x) == TY_OK);
+  CHECK(ty_store_create(rt, TY_F64, 1, shape, &r) == TY_OK);
+  ty_arg args[2] = {{x, TY_PRIV_IN, TY_REDOP_NONE, TY_PROJ_ALIGNED}, {r, TY_PRIV_OUT, TY_REDOP_NONE, TY_PROJ_ALIGNED}};
+  ty_launch_desc ld = {.task = t, .ndim = 1, .domain = shape, .nargs = 2, .args = args};
+  CHECK(ty_launch(rt, &ld) == TY_OK);
+  CHECK(ty_unary(rt, TY_OP_SIN, x, &y) == TY_OK);
+  CHECK(ty_binary(rt, TY_OP_ADD, r, y, &w) == TY_OK);
+  c->st = ty_flush(rt);
+  snprintf(c->explained, sizeof c->explained, "%s", ty_errmsg(rt));
+  CHECK(ty_store_read(rt, y, c->z, N * sizeof *c->z) == TY_OK);
+  double *tmp = malloc(N * sizeof *tmp);
+  CHECK(ty_store_read(rt, r, tmp, N * sizeof *tmp) == TY_ETASK);
+  CHECK(ty_store_read(rt, w, tmp, N * sizeof *tmp) == TY_ETASK);
+  CHECK_STR_CONTAINS(ty_errmsg(rt), "the value is unavailable: launch #");
+  CHECK_STR_CONTAINS(ty_errmsg(rt), "past half at ");
+  free(tmp);
+  ty_store *all[] = {x, r, y, w};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) ty_store_release(all[i]);
+}
+
+static void fused_failure_ranks(int nranks) {
+  rank_ctx one = {.z = calloc(N, sizeof(double)), .prog = fused_failure};
+  ty_runtime *rt = NULL;
+  CHECK(ty_runtime_create(&(ty_config){.cpus = 2}, &rt) == TY_OK);
+  fused_failure(rt, &one);
+  ty_runtime_destroy(rt);
+  CHECK_EQ_INT(one.st, TY_ETASK);
+  world w = {.nranks = nranks};
+  pthread_barrier_init(&w.bar, NULL, (unsigned)nranks);
+  rank_ctx c[MAX_RANKS];
+  pthread_t th[MAX_RANKS];
+  for (int r = 0; r < nranks; r++) {
+    c[r] = (rank_ctx){.w = &w, .rank = r, .z = calloc(N, sizeof(double)), .prog = fused_failure};
+    CHECK(pthread_create(&th[r], NULL, rank_main, &c[r]) == 0);
+  }
+  for (int r = 0; r < nranks; r++) pthread_join(th[r], NULL);
+  pthread_barrier_destroy(&w.bar);
+  for (int r = 0; r < nranks; r++) {
+    CHECK_EQ_INT(c[r].st, TY_ETASK);
+    CHECK_STR_CONTAINS(c[r].explained, "task 'fused' failed in piece ");
+    CHECK_STR_CONTAINS(c[r].explained, "task 'fail_past_half' (fused): past half at ");
+    CHECK(memcmp(c[r].z, one.z, N * sizeof(double)) == 0); /* y: the same bits */
+    free(c[r].z);
+  }
+  free(one.z);
+}
+
+TEST(dist_fused_failure_keeps_independent_results) {
+  fused_failure_ranks(2);
+  fused_failure_ranks(3);
+}
+
 TEST(dist_set_checks_its_table) {
   ty_runtime *rt = NULL;
   CHECK(ty_runtime_create(&(ty_config){.cpus = 1}, &rt) == TY_OK);
@@ -660,6 +733,7 @@ int main(int argc, char **argv) {
       CASE(dist_two_ranks_match_one_process),
       CASE(dist_three_ranks_match_one_process),
       CASE(dist_set_checks_its_table),
+      CASE(dist_fused_failure_keeps_independent_results),
       CASE(dist_save_two_ranks_same_bytes),
       CASE(dist_save_three_ranks_same_bytes),
       CASE(dist_one_rank_out_of_memory_for_a_wave_stops_all),

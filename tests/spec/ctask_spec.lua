@@ -122,6 +122,29 @@ describe("a C task registered by the host", function()
     assert.matches("\n870%.0\n", out)
   end)
 
+  it("fails alone when it fuses with launches that do not depend on it", function()
+    -- c_pw_fail is point-wise: it fuses with the element-wise launches
+    -- around it; y and z do not read its output and keep numpy's values
+    for _, cpus in ipairs{1, 3} do
+      local out = ok_host([[
+        local x = tycho.arange(30000) * 1.0 - 100
+        local r = tycho.tasks.c_pw_fail(x, nil)
+        local y = x * 2 + 1
+        local w = r + y
+        local z = (y * 0.5):sum()
+        print(pcall(tycho.flush))
+        print(y:sum():item(), z:item())
+        print(pcall(function() return w:sum():item() end))
+        for _, e in ipairs(tycho.explain(4)) do if e.task == "fused" then print(e.fused_ops) end end
+      ]], cpus)
+      assert.matches("^false\t[^\n]*task 'c_pw_fail' %(fused%): C failure: element 1 is negative", out)
+      -- numpy: y = (np.arange(30000.) - 100) * 2 + 1; y.sum(), (y * .5).sum()
+      assert.matches("\n894000000%.0\t447000000%.0\n", out)
+      assert.matches("\nfalse\t[^\n]*the value is unavailable: launch #%d+ failed: [^\n]*c_pw_fail", out)
+      assert.matches("c_pw_fail", out:match("\n([^\n]*)\n$"))
+    end
+  end)
+
   it("checks arguments at the call, naming the task and the argument", function()
     local out = ok_host [[
       local function try(...) print((select(2, pcall(...)))) end

@@ -10,6 +10,7 @@
  *   c_minmax    in x, reduce:min lo, reduce:max hi
  *   c_gather    in:broadcast table, in idx (i64, 1-based), out y   y = table[idx]
  *   c_fail      in x, out y, scalar:i64 p           fails in piece p (1-based)
+ *   c_pw_fail   in x, out y (point-wise: fuses)     y = x + 1; fails on a negative x
  *   c_scalars   out y, scalar:f64, scalar:i64, scalar:bool, scalar:string
  *                                                   y = f + i + b + #s
  *   c_pieces    out y                               y = piece number (1-based), trait all
@@ -89,6 +90,16 @@ static int fail(ty_task_ctx *c) {
   return 0;
 }
 
+static int pw_fail(ty_task_ctx *c) {
+  if (check_1d(c)) return TY_ETASK;
+  const ty_tile *x = &c->args[0], *y = &c->args[1];
+  for (int64_t i = 0; i < y->shape[0]; i++) {
+    if (AT(x, i) < 0) return ty_ctx_fail(c, "C failure: element %lld is negative", (long long)(x->lo[0] + i + 1));
+    AT(y, i) = AT(x, i) + 1;
+  }
+  return 0;
+}
+
 static int scalars(ty_task_ctx *c) {
   if (check_1d(c)) return TY_ETASK;
   if (ty_lua_nscalars(c) != 4) return ty_ctx_fail(c, "expected 4 scalars, got %d", ty_lua_nscalars(c));
@@ -123,16 +134,18 @@ static int setup(lua_State *L, ty_runtime *rt, void *ud) {
     const char *name, *sig;
     ty_variant_fn fn;
     ty_mode mode; /* TY_MODE_AUTO: no trait */
+    unsigned flags;
   } tasks[] = {
-      {"c_axpy", "in, in, out, scalar:f64", axpy, TY_MODE_AUTO},
-      {"c_scale", "inout, scalar:f64", scale, TY_MODE_AUTO},
-      {"c_sum", "in, reduce:+", sum, TY_MODE_ALL},
-      {"c_minmax", "in, reduce:min, reduce:max", minmax, TY_MODE_ALL},
-      {"c_gather", "in:broadcast, in, out", gather, TY_MODE_ALL},
-      {"c_fail", "in, out, scalar:i64", fail, TY_MODE_ALL},
-      {"c_scalars", "out, scalar:f64, scalar:i64, scalar:bool, scalar:string", scalars, TY_MODE_AUTO},
-      {"c_pieces", "out", pieces, TY_MODE_ALL},
-      {"c_nosig", NULL, nosig, TY_MODE_AUTO},
+      {"c_axpy", "in, in, out, scalar:f64", axpy, TY_MODE_AUTO, 0},
+      {"c_scale", "inout, scalar:f64", scale, TY_MODE_AUTO, 0},
+      {"c_sum", "in, reduce:+", sum, TY_MODE_ALL, 0},
+      {"c_minmax", "in, reduce:min, reduce:max", minmax, TY_MODE_ALL, 0},
+      {"c_gather", "in:broadcast, in, out", gather, TY_MODE_ALL, 0},
+      {"c_fail", "in, out, scalar:i64", fail, TY_MODE_ALL, 0},
+      {"c_scalars", "out, scalar:f64, scalar:i64, scalar:bool, scalar:string", scalars, TY_MODE_AUTO, 0},
+      {"c_pieces", "out", pieces, TY_MODE_ALL, 0},
+      {"c_nosig", NULL, nosig, TY_MODE_AUTO, 0},
+      {"c_pw_fail", "in, out", pw_fail, TY_MODE_AUTO, TY_TASK_POINTWISE},
   };
   for (size_t i = 0; i < sizeof tasks / sizeof tasks[0]; i++) {
     ty_task_desc d;
@@ -140,6 +153,7 @@ static int setup(lua_State *L, ty_runtime *rt, void *ud) {
     d.name = tasks[i].name;
     d.cpu = tasks[i].fn;
     d.signature = tasks[i].sig;
+    d.flags = tasks[i].flags;
     if (tasks[i].mode != TY_MODE_AUTO) {
       d.traits.set = TY_POL_MODE;
       d.traits.mode = tasks[i].mode;

@@ -56,6 +56,7 @@ typedef struct ty_tile {
 } ty_tile;
 
 typedef struct ty_task ty_task;
+struct ty_reach; /* the runtime's record of what a piece's failure reached */
 
 typedef struct ty_task_ctx {
   ty_runtime *rt;
@@ -83,6 +84,7 @@ typedef struct ty_task_ctx {
    * for it before the host reads what the piece wrote) */
   int device;
   void *stream;
+  struct ty_reach *reach; /* the runtime's (ty_ctx_fail_reached); NULL where not tracked */
 } ty_task_ctx;
 
 /* A variant returns 0 on success; on failure it calls ty_ctx_fail (or returns
@@ -95,6 +97,14 @@ int ty_ctx_fail(ty_task_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* After a failure: it reached only the written arguments in `args` (bit i:
+ * argument i); the others were written completely and keep their values
+ * (by default a failure reaches every written argument). The task "fused"
+ * says so when a sub-operation fails, so that only the sub-operations that
+ * depend on it lose their outputs (docs/fusion.md, "Failures"). May be
+ * called several times (the union is kept); a no-op where ctx->reach is NULL. */
+void ty_ctx_fail_reached(ty_task_ctx *ctx, uint64_t args);
 
 /* Task flags. */
 enum {

@@ -544,6 +544,15 @@ ty_status ty__stream_run(ty_runtime *rt, ty_pending **w, int n, ty_flush_stats *
  * its first cause. Skipped launches pass on the cause of the input that
  * made them skip. */
 void ty__cancel_outputs(ty_pending *l, ty_status cause, const char *why);
+/* What a failed piece's failure reached (ty_ctx_fail_reached): partial false,
+ * every written argument; true, the written arguments in args only. In:
+ * unavailable, the arguments a failed launch left unavailable, for the task
+ * "fused" to run without them (exec.c, prepare). */
+struct ty_reach {
+  bool partial;
+  uint64_t args;
+  uint64_t unavailable;
+};
 void ty__cancel_storage(ty_storage *stg, ty_status cause, const char *why);
 /* Do two views of one storage share a byte (by the byte ranges they span)? */
 bool ty__store_overlap(const ty_store *a, const ty_store *b);

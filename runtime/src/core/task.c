@@ -89,3 +89,9 @@ int ty_ctx_fail(ty_task_ctx *ctx, const char *fmt, ...) {
   }
   return TY_ETASK;
 }
+
+void ty_ctx_fail_reached(ty_task_ctx *ctx, uint64_t args) {
+  if (!ctx->reach) return;
+  ctx->reach->partial = true;
+  ctx->reach->args |= args;
+}

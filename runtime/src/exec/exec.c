@@ -19,6 +19,7 @@
  */
 #include "internal.h"
 #include "exec.h"
+#include "fused.h"
 #include "kernels.h"
 #include "linebuf.h"
 #include "prepared.h"
@@ -187,6 +188,22 @@ void ty__cancel_outputs(ty_pending *l, ty_status cause, const char *why) {
     if (writes(l->args[i].priv)) ty__cancel_storage(l->args[i].store->storage, cause, why);
 }
 
+/* The written arguments (bit i: argument i) a failed launch's failure
+ * reached: every one, unless each failed piece said which (ty_ctx_fail_reached:
+ * a fused run whose failing sub-operation others do not depend on). A
+ * line-buffered in-place run commits its rows all or nothing: every one. */
+static uint64_t reached_args(const prepared *pr) {
+  uint64_t reached = 0;
+  if (pr->l->lb_arg) return ~UINT64_C(0);
+  for (int i = 0; i < pr->tiling.pieces; i++) {
+    const piece_result *res = &pr->results[i];
+    if (!res->failed) continue;
+    if (!res->reach.partial) return ~UINT64_C(0);
+    reached |= res->reach.args;
+  }
+  return reached;
+}
+
 /* A launch that did not run because an input is unavailable passes that
  * input's cause on to what it writes. */
 static void cancel_skipped(ty_pending *l) {
@@ -203,12 +220,19 @@ static void cancel_skipped(ty_pending *l) {
 
 /* A launch that ran: what it wrote whole is readable again (a failed or
  * refused earlier producer no longer matters); a partial write leaves the
- * rest unavailable. */
-static void uncancel_outputs(ty_pending *l) {
+ * rest unavailable. reached: the written arguments its failure reached;
+ * rewritten: INOUT arguments of a fused run that were unavailable and that a
+ * later member wrote whole (fused_without). */
+static void uncancel_outputs(ty_pending *l, uint64_t reached, uint64_t rewritten) {
   for (int i = 0; i < l->nargs; i++) {
     const ty_arg *a = &l->args[i];
     ty_storage *stg = a->store->storage;
-    if (!stg->cancelled || a->priv != TY_PRIV_OUT || a->proj != TY_PROJ_ALIGNED) continue;
+    const bool out = a->priv == TY_PRIV_OUT || (a->priv == TY_PRIV_INOUT && ((rewritten >> i) & 1u));
+    if (!stg->cancelled || !out || a->proj != TY_PROJ_ALIGNED) continue;
+    bool lost = false; /* its storage, through this or another argument, failed */
+    for (int j = 0; j < l->nargs && reached; j++)
+      lost |= ((reached >> j) & 1u) && writes(l->args[j].priv) && l->args[j].store->storage == stg;
+    if (lost) continue;
     if ((size_t)a->store->size * ty_dtype_size(a->store->dtype) != stg->nbytes ||
         !ty_store_is_contiguous(a->store))
       continue;
@@ -253,24 +277,45 @@ static ty_status host_copies(ty_runtime *rt, const ty_pending *l) {
   return TY_OK;
 }
 
+/* A fused run some of whose inputs a failed launch left unavailable: when
+ * some of its sub-operations do not depend on them and it runs on CPU
+ * workers, it runs without the others (fused_cpu.c, "Failures"), so that
+ * independent launches that fused with dependent ones keep their results
+ * (on CPU workers: a GPU's generated kernel cannot skip a sub-operation);
+ * pr->unavail_reached: the written arguments it leaves unavailable. False:
+ * skip it whole, as any launch with an unavailable input. */
+static bool fused_without(ty_runtime *rt, prepared *pr) {
+  const ty_pending *l = pr->l;
+  if (l->task != ty__fused_task(rt) || l->lb_arg || rt->dist.nranks > 1) return false;
+  const ty__fhead *h = (const ty__fhead *)l->scalars;
+  uint8_t scratch[1024];
+  if (l->scalar_bytes < sizeof *h || h->magic != TY__FUSE_MAGIC || (size_t)h->nsub + h->nslots > sizeof scratch)
+    return false;
+  int nrun;
+  pr->unavail_reached = ty__fused_taint(h, pr->unavail, NULL, scratch, scratch + h->nsub, &nrun);
+  return nrun > 0;
+}
+
 /* lane: the launch's index in its wave (its stream on GPUs); -1: no GPU */
 static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) {
   memset(pr, 0, offsetof(prepared, one));
   pr->l = l;
   pr->one.failed = 0;
+  pr->one.reach = (struct ty_reach){false, 0, 0};
   pr->one.msg[0] = 0;
   pr->results = &pr->one;
   pr->tiling.pieces = 1;
   for (int i = 0; i < l->nargs; i++) {
     const ty_arg *a = &l->args[i];
-    if (a->priv != TY_PRIV_OUT && a->store->storage->cancelled) {
-      pr->skip = true; /* poisoned input: the error surfaces when it is read */
-      return TY_OK;
-    }
+    if (a->priv != TY_PRIV_OUT && a->store->storage->cancelled) pr->unavail |= UINT64_C(1) << i;
+  }
+  char place[192] = "";
+  if (pr->unavail && !fused_without(rt, pr)) {
+    pr->skip = true; /* poisoned input: the error surfaces when it is read */
+    return TY_OK;
   }
   ty_record *e = NULL;
-  char place[192] = "";
-  if (lane >= 0 && rt->devices && rt->devices->place(rt, l, place, sizeof place)) {
+  if (!pr->unavail && lane >= 0 && rt->devices && rt->devices->place(rt, l, place, sizeof place)) {
     e = pr->explain = new_record(rt, l);
     bool fallback;
     ty_status st = rt->devices->run(rt, l, lane, e, &fallback, place, sizeof place);
@@ -280,13 +325,17 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
       pr->tiling.pieces = 0; /* nothing left for CPU workers */
       return st;
     }
-  } else if (lane < 0 && rt->devices && rt->devices->place(rt, l, place, sizeof place)) {
+  } else if (!pr->unavail && lane < 0 && rt->devices && rt->devices->place(rt, l, place, sizeof place)) {
     /* a streamed chunk the GPUs gave back (ty__exec_box): why, from there */
     e = pr->explain = new_record(rt, l);
     ty__strlcpy(e->place, rt->chunk_why, sizeof e->place);
   } else if (place[0]) {
     e = pr->explain = new_record(rt, l);
     ty__strlcpy(e->place, place, sizeof e->place);
+  } else if (pr->unavail && rt->devices) {
+    e = pr->explain = new_record(rt, l);
+    ty__strlcpy(e->place, "ran on the CPU: it skips the operations that read inputs a failed launch left unavailable",
+                sizeof e->place);
   }
   ty__in_place(rt, l);
   for (int i = 0; i < l->nargs; i++) {
@@ -386,12 +435,14 @@ static void run_piece(ty_runtime *rt, prepared *pr, int piece, int worker) {
       .errbuf = res->msg,
       .errcap = sizeof res->msg,
       .device = -1,
+      .reach = &res->reach,
   };
   for (int k = 0; k < l->ndim; k++) {
     ctx.lo[k] = lo[k];
     ctx.hi[k] = hi[k];
   }
   res->msg[0] = 0;
+  res->reach.unavailable = pr->unavail;
   int rc = pr->omp      ? l->task->omp(&ctx)
            : l->lb_arg ? ty__linebuf_piece(pr, &ctx, l->task->cpu)
                        : l->task->cpu(&ctx);
@@ -447,6 +498,9 @@ static void run_pieces(ty_runtime *rt, prepared *pr) {
 static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
   ty_pending *l = pr->l;
   int pieces = pr->tiling.pieces;
+  /* the written arguments the launch's failure reached: all of them when it
+   * did not start; when pieces failed, what they said (reached_args) */
+  uint64_t reached = st ? ~UINT64_C(0) : pr->unavail_reached;
   if (!pr->skip && !pr->gpu && st == TY_OK) {
     rt->stats.pieces += (uint64_t)pieces;
     for (int i = 0; i < pieces; i++)
@@ -455,6 +509,7 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
                       "task '%s' failed in piece %d of %d: %s%s%s%s", l->task->name, i + 1, pieces,
                       pr->results[i].msg, l->origin[0] ? " (launched at " : "", l->origin,
                       l->origin[0] ? ")" : "");
+        reached = reached_args(pr) | pr->unavail_reached;
         break;
       }
   }
@@ -469,7 +524,7 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
       }
       for (int i = 0; i < l->nargs; i++) {
         private_tile *pt = &pr->privates[(size_t)piece * (size_t)l->nargs + (size_t)i];
-        if (pt->buf && st == TY_OK) private_combine(&l->args[i], l->ndim, lo, hi, pt);
+        if (pt->buf && !((reached >> i) & 1u)) private_combine(&l->args[i], l->ndim, lo, hi, pt);
         free(pt->buf);
       }
     }
@@ -478,19 +533,38 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
   if (pr->results != &pr->one) free(pr->results);
   if (pr->skip) {
     cancel_skipped(l);
-  } else if (st) {
+    return st;
+  }
+  if (pr->unavail) { /* fused_without: what read unavailable inputs, with their cause */
+    const ty_storage *in = NULL;
+    for (int i = 0; i < l->nargs && !in; i++)
+      if ((pr->unavail >> i) & 1u) in = l->args[i].store->storage;
+    char *why = in->cancel_why ? ty__strdup(in->cancel_why) : NULL; /* in may be an output too */
+    const ty_status cause = in->cancel_status;
+    for (int i = 0; i < l->nargs; i++)
+      if (writes(l->args[i].priv) && ((pr->unavail_reached >> i) & 1u))
+        ty__cancel_storage(l->args[i].store->storage, cause, why);
+    free(why);
+  }
+  if (st) {
     char why[TY_ERRLEN + 64];
     snprintf(why, sizeof why, "launch #%llu failed: %s", (unsigned long long)l->seq,
              rt->errmsg);
-    ty__cancel_outputs(l, st, why);
-  } else if (!pr->boxed && pr->gpu) {
-    uncancel_outputs(l);
+    for (int i = 0; i < l->nargs; i++)
+      if (writes(l->args[i].priv) && ((reached >> i) & 1u))
+        ty__cancel_storage(l->args[i].store->storage, st, why);
+    if (reached == ~UINT64_C(0)) return st;
+  }
+  /* what the launch wrote, all of it or what its failure did not reach */
+  const uint64_t rewritten = pr->unavail & ~reached;
+  if (!pr->boxed && pr->gpu) {
+    uncancel_outputs(l, reached, rewritten);
   } else if (!pr->boxed) {
-    uncancel_outputs(l);
+    uncancel_outputs(l, reached, rewritten);
     /* the stores this launch wrote remember its tiling (their key partition) */
     for (int i = 0; i < l->nargs; i++) {
       ty_store *s = l->args[i].store;
-      if (writes(l->args[i].priv) && l->args[i].proj == TY_PROJ_ALIGNED) {
+      if (writes(l->args[i].priv) && l->args[i].proj == TY_PROJ_ALIGNED && !((reached >> i) & 1u)) {
         s->has_key = true;
         s->key = pr->tiling;
       }

@@ -132,6 +132,42 @@ static inline const ty__fsub *ty__fsub_next(const ty__fsub *s) {
   return (const ty__fsub *)((const char *)s + s->size);
 }
 
+/* The walk behind a fused run's partial failures (fused_cpu.c, "Failures"):
+ * the sub-operations in program order, with the places (arguments, slots)
+ * whose values are unavailable: from the start the arguments in `unavail`
+ * (inputs a failed launch left unavailable). A sub-operation whose task
+ * failed (failed[k], or failed NULL) or that reads or reduces into such a
+ * place is skipped (skip[k] = 1) and what it writes becomes unavailable; one
+ * that runs makes what it writes available again (blocks are independent,
+ * so one walk holds for every block). tslot: h->nslots bytes of scratch.
+ * Returns the arguments unavailable at the end; *nrun: how many run. */
+static inline uint64_t ty__fused_taint(const ty__fhead *h, uint64_t unavail, const uint8_t *failed,
+                                       uint8_t *skip, uint8_t *tslot, int *nrun) {
+  uint64_t args = unavail;
+  int run = 0;
+  for (int i = 0; i < h->nslots; i++) tslot[i] = 0;
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
+    bool t = failed && failed[k];
+    for (int j = 0; j < s->nops && !t; j++) {
+      const int ref = s->opnd[j].ref;
+      if (TY__FOPND_PRIV(&s->opnd[j]) == TY_PRIV_OUT || TY__FREF_IS_CONST(ref)) continue;
+      t = TY__FREF_IS_SLOT(ref) ? tslot[-1 - ref] : (args >> ref) & 1u;
+    }
+    skip[k] = t;
+    run += !t;
+    for (int j = 0; j < s->nops; j++) {
+      const int ref = s->opnd[j].ref;
+      if (TY__FOPND_PRIV(&s->opnd[j]) == TY_PRIV_IN || TY__FREF_IS_CONST(ref)) continue;
+      if (TY__FREF_IS_SLOT(ref)) tslot[-1 - ref] = t;
+      else if (t) args |= UINT64_C(1) << ref;
+      else args &= ~(UINT64_C(1) << ref); /* written again, from good inputs */
+    }
+  }
+  if (nrun) *nrun = run;
+  return args;
+}
+
 /* What a pending launch of a built-in task computes (ops.c), as a sub-
  * operation without operands: kind, op, dtypes and, for fills, the value
  * (written to *fill). False when the launch is not a built-in the fused

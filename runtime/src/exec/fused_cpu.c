@@ -47,6 +47,17 @@
  * block with a child context that holds only their own arguments, their own
  * task identity, data and scalars, and the block's box as lo/hi: a
  * point-wise task computes the same elements whatever box it is given.
+ *
+ * Failures. A registered task that fails takes down only what depends on
+ * it (DESIGN §5; the run's other members are independent launches that
+ * happened to fuse): the piece goes on with every later block, skipping the
+ * failed sub-operation and each sub-operation that reads what a skipped one
+ * left unwritten (a slot or an argument; a complete write by one that runs
+ * makes it good again), and reports which written arguments the failures
+ * reached (ty_ctx_fail_reached); the runtime cancels those only. The
+ * piece's message is the failure of the first such sub-operation in
+ * program order. Internal errors (no kernel, block buffers out of memory)
+ * still fail the whole launch.
  */
 #include "alloc.h"
 #include "fused.h"
@@ -96,8 +107,21 @@ typedef struct ropnd {
   int64_t stride;  /* flat: the kernel's byte stride */
 } ropnd;
 
+/* A piece's task failures (see the top); one record for the ordered tiles
+ * of a walked piece. */
+typedef struct fused_fail {
+  int rc;           /* the status of the first failed sub-operation; 0: none */
+  int sub;          /* which one: its message is in ctx->errbuf */
+  uint64_t reached; /* the written arguments the failures reached */
+} fused_fail;
+
 typedef struct piece_state {
   ty_task_ctx *ctx;
+  fused_fail *fail;            /* NULL: the first failure ends the piece */
+  uint8_t *failed;             /* per sub-operation: its task failed (has_task only) */
+  uint8_t *skip;               /* per sub-operation: failed, or reads what a skipped one wrote */
+  uint8_t *tslot;              /* per slot: a skipped sub-operation left it unwritten */
+  uint64_t unavail;            /* arguments unavailable from the start (ty_reach) */
   const ty__fhead *h;
   int nd;
   int64_t P[TY_MAX_RANK]; /* the piece's extent */
@@ -115,11 +139,20 @@ static void stream_apply(const rsub *r, char *acc) {
   ty__ordered_apply(acc, (ty_dtype)r->s->dt, (ty__redkind)r->s->op, ty__ostream_finish(r->os));
 }
 
+/* After a failure: which sub-operations a block skips from now on, and the
+ * written arguments the failures reached (ty__fused_taint). */
+static void taint(piece_state *ps) {
+  ps->fail->reached |= ty__fused_taint(ps->h, ps->unavail, ps->failed, ps->skip, ps->tslot, NULL);
+}
+
 /* Run a registered task on one block: a child context with its own arguments
  * as tiles of the block (rel: the block's position in the piece, cur: its
- * extent; bases: the block's address of each operand). */
-static int run_task(piece_state *ps, const rsub *r, const int64_t *rel, const int64_t *cur,
+ * extent; bases: the block's address of each operand). A failure is
+ * recorded and the piece goes on (ps->fail, see the top), or, without a
+ * record, returned. */
+static int run_task(piece_state *ps, int k, const int64_t *rel, const int64_t *cur,
                     char *const *bases) {
+  const rsub *r = &ps->rs[k];
   ty_task_ctx *ctx = ps->ctx;
   const ty__fsub *s = r->s;
   const int64_t *domain = ty__fhead_domain(ps->h);
@@ -153,15 +186,23 @@ static int run_task(piece_state *ps, const rsub *r, const int64_t *rel, const in
     child.lo[e] = ctx->lo[e] + rel[e];
     child.hi[e] = child.lo[e] + cur[e];
   }
-  if (ctx->errbuf && ctx->errcap) ctx->errbuf[0] = 0;
+  char msg[TY_ERRLEN];
+  msg[0] = 0;
+  child.errbuf = msg;
+  child.errcap = sizeof msg;
+  child.reach = NULL; /* its argument numbers are not the fused launch's */
   int rc = r->task->cpu(&child);
   if (rc == 0) return 0;
-  if (ctx->errbuf && ctx->errcap) {
-    char msg[TY_ERRLEN];
-    snprintf(msg, sizeof msg, "%s", ctx->errbuf[0] ? ctx->errbuf : ty_status_name(rc < 0 ? rc : TY_ETASK));
-    snprintf(ctx->errbuf, ctx->errcap, "task '%s' (fused): %s", child.task_name, msg);
-  }
-  return rc < 0 ? rc : TY_ETASK;
+  rc = rc < 0 ? rc : TY_ETASK;
+  fused_fail *f = ps->fail;
+  if ((!f || !f->rc || k < f->sub) && ctx->errbuf && ctx->errcap)
+    snprintf(ctx->errbuf, ctx->errcap, "task '%s' (fused): %s", child.task_name,
+             msg[0] ? msg : ty_status_name(rc));
+  if (!f) return rc;
+  if (!f->rc || k < f->sub) f->rc = rc, f->sub = k;
+  ps->failed[k] = 1;
+  taint(ps);
+  return 0;
 }
 
 /* Resolve the description's sub-operations for this piece. */
@@ -261,6 +302,7 @@ static int run_flat(piece_state *ps, int64_t n) {
     const int64_t len = n - off < ps->block ? n - off : ps->block;
     for (int k = 0; k < ps->nsub; k++) {
       rsub *r = &ps->rs[k];
+      if (ps->skip && ps->skip[k]) continue;
       const ropnd *o = &ps->ro[r->first];
       const int nops = r->s->nops;
       for (int j = 0; j < nops; j++) {
@@ -275,7 +317,7 @@ static int run_flat(piece_state *ps, int64_t n) {
       case TY__FK_TASK: {
         /* flat mode has a task only over a 0-d or 1-D domain */
         int64_t rel[1] = {off}, cur[1] = {len};
-        int rc = run_task(ps, r, rel, cur, p);
+        int rc = run_task(ps, k, rel, cur, p);
         if (rc) return rc;
         break;
       }
@@ -417,6 +459,7 @@ static int run_box(piece_state *ps) {
     for (int e = 0; e < nd - 1 && one_row; e++) one_row = cur[e] == 1;
     for (int k = 0; k < ps->nsub; k++) {
       rsub *r = &ps->rs[k];
+      if (ps->skip && ps->skip[k]) continue;
       const ropnd *o = &ps->ro[r->first];
       const int nops = r->s->nops;
       for (int j = 0; j < nops; j++) {
@@ -437,7 +480,7 @@ static int run_box(piece_state *ps) {
         }
         break;
       case TY__FK_TASK: {
-        int rc = run_task(ps, r, rel, cur, bases);
+        int rc = run_task(ps, k, rel, cur, bases);
         if (rc) return rc;
         break;
       }
@@ -491,8 +534,8 @@ static bool run_compiled_flat(ty_task_ctx *ctx, const ty__fhead *h, const int64_
 }
 
 /* One piece, or one ordered tile of a walked piece. */
+/* ud: the piece's fused_fail record, or NULL */
 static int fused_piece(ty_task_ctx *ctx, void *ud) {
-  (void)ud;
   const ty__fhead *h = ctx->scalars;
   piece_state ps = {.ctx = ctx, .h = h, .nd = ctx->ndim, .nsub = h->nsub};
   int64_t n = 1;
@@ -514,7 +557,10 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
     nreduce += s->kind == TY__FK_REDUCE;
     for (int j = 0; j < s->nops; j++) has_whole |= TY__FOPND_PROJ(&s->opnd[j]) == TY_PROJ_WHOLE;
   }
-  if (h->kernel && nreduce == 0 && !has_task && !has_arg && !has_whole &&
+  /* inputs a failed launch left unavailable: the sub-operations that read
+   * them are skipped (see the top), in the interpreter */
+  const uint64_t unavail = ctx->reach && ud ? ctx->reach->unavailable : 0;
+  if (h->kernel && nreduce == 0 && !has_task && !unavail && !has_arg && !has_whole &&
       !(h->kernel_kind == TY__FK_ROWS && ps.nd == 2) && run_compiled_flat(ctx, h, ps.P, ps.nd, n))
     return 0;
   ps.block = block_elems(h);
@@ -530,7 +576,9 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
   size_t off_bst = (off_ro + (size_t)nops * sizeof(ropnd) + 63) / 64 * 64;
   size_t off_tiles = off_bst + (size_t)nops * sizeof *ps.bst;
   size_t off_os = (off_tiles + (size_t)(has_task ? max_nops : 0) * sizeof(ty_tile) + 7) / 8 * 8;
-  size_t off_slots = (off_os + (size_t)nreduce * sizeof(ty__ostream) + 63) / 64 * 64;
+  size_t off_flags = off_os + (size_t)nreduce * sizeof(ty__ostream);
+  const bool partial = (has_task || unavail) && ud;
+  size_t off_slots = (off_flags + (partial ? 2 * (size_t)h->nsub + h->nslots : 0) + 63) / 64 * 64;
   size_t total = off_slots + (size_t)h->nslots * slot_bytes;
   /* most pieces need no allocation (up to 8 slots of a full block) */
   _Alignas(64) char local[65536]; /* slots of 1,024 f64 elements: 8 of them */
@@ -546,6 +594,15 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
   ps.max_nops = max_nops;
   char *slots = mem + off_slots;
   ty__ostream *os = (ty__ostream *)(mem + off_os);
+  if (partial) { /* a task's failure skips what depends on it (see the top) */
+    ps.fail = ud;
+    ps.unavail = unavail;
+    ps.failed = (uint8_t *)(mem + off_flags);
+    ps.skip = ps.failed + h->nsub;
+    ps.tslot = ps.skip + h->nsub;
+    memset(ps.failed, 0, 2 * (size_t)h->nsub);
+    if (unavail) ty__fused_taint(h, unavail, ps.failed, ps.skip, ps.tslot, NULL);
+  }
 
   int rc = resolve(&ps);
   int64_t flat_stride[TY_MAX_ARGS];
@@ -614,7 +671,7 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
   }
   /* the compiled kernel, when this piece has its layout */
   bool compiled = false;
-  if (rc == 0 && h->kernel && h->kernel_kind == TY__FK_ROWS && ps.nd == 2 && !has_task) {
+  if (rc == 0 && h->kernel && h->kernel_kind == TY__FK_ROWS && ps.nd == 2 && !has_task && !unavail) {
     /* a compiled 2-D run: every argument contiguous along the rows or one
      * element per row, as when it was compiled (reductions: min/max only,
      * initialised above) */
@@ -632,7 +689,7 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
       memcpy(&fn, &h->kernel, sizeof fn);
       fn(ps.P[0], ps.P[1], bases, os, (const char *)h);
     }
-  } else if (rc == 0 && flat && h->kernel && nreduce == 0) {
+  } else if (rc == 0 && flat && h->kernel && nreduce == 0 && !unavail) {
     compiled = true;
     for (int a = 0; a < ctx->nargs && compiled; a++)
       compiled = flat_stride[a] == (((h->contig >> a) & 1u) ? 1 : 0);
@@ -645,7 +702,7 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
     }
   }
   bool summed = false; /* compiled up to a sum that the stream below finishes */
-  if (rc == 0 && !compiled && flat && h->kernel && h->kernel_kind == TY__FK_SUM && nreduce == 1 &&
+  if (rc == 0 && !compiled && !unavail && flat && h->kernel && h->kernel_kind == TY__FK_SUM && nreduce == 1 &&
       ps.block <= 4096) {
     const rsub *r = &ps.rs[ps.nsub - 1];
     summed = r->s->kind == TY__FK_REDUCE && r->stream == STREAM_PIECE;
@@ -658,7 +715,7 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
       run_flat_sum(&ps, n, r, fn);
     }
   }
-  if (rc == 0 && !compiled && !summed && h->kernel && h->kernel_kind == TY__FK_ROWSUM && ps.nd == 2 &&
+  if (rc == 0 && !compiled && !summed && !unavail && h->kernel && h->kernel_kind == TY__FK_ROWSUM && ps.nd == 2 &&
       nreduce == 1 && !has_task && !has_arg && ps.block <= 4096) {
     /* a compiled 2-D run ending in a sum, with the layout it was compiled for */
     const rsub *r = &ps.rs[ps.nsub - 1];
@@ -677,18 +734,33 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
   if (rc == 0 && !compiled && !summed) rc = flat ? run_flat(&ps, n) : run_box(&ps);
   for (int k = 0; rc == 0 && !compiled && k < ps.nsub; k++) {
     rsub *r = &ps.rs[k];
-    if (r->s->kind == TY__FK_REDUCE && r->stream == STREAM_PIECE) stream_apply(r, ps.ro[r->first].base);
+    if (r->s->kind == TY__FK_REDUCE && r->stream == STREAM_PIECE && !(ps.skip && ps.skip[k]))
+      stream_apply(r, ps.ro[r->first].base);
   }
   if (mem != local) free(mem);
   return rc;
 }
+
+static int fused_walk(ty_task_ctx *ctx, fused_fail *fail);
 
 int ty__fused_variant(ty_task_ctx *ctx) {
   const ty__fhead *h = ctx->scalars;
   if (ctx->scalar_bytes < sizeof *h || h->magic != TY__FUSE_MAGIC || h->version != TY__FUSE_VERSION ||
       h->bytes > ctx->scalar_bytes || h->nargs != ctx->nargs || h->ndim != ctx->ndim)
     return ty_ctx_fail(ctx, "fused: the launch's description is not a fused run");
-  if (ctx->pieces > 1) return fused_piece(ctx, NULL);
+  fused_fail fail = {0, 0, 0};
+  int rc = fused_walk(ctx, ctx->reach ? &fail : NULL);
+  if (rc == 0 && fail.rc) {
+    ty_ctx_fail_reached(ctx, fail.reached);
+    return fail.rc;
+  }
+  return rc;
+}
+
+/* The piece: one call of fused_piece, or its ordered tiles (below). */
+static int fused_walk(ty_task_ctx *ctx, fused_fail *fail) {
+  const ty__fhead *h = ctx->scalars;
+  if (ctx->pieces > 1) return fused_piece(ctx, fail);
   /* one piece: an ordered reduction into a REDUCE accumulator walks the
    * ordered tiles, as it would run with several pieces (ty__ordered_walk) */
   _Static_assert(TY_MAX_ARGS <= 64, "argument masks are 64 bits");
@@ -706,7 +778,7 @@ int ty__fused_variant(ty_task_ctx *ctx) {
         kinds[o->ref] = s->op;
       }
     }
-  if (!accs) return fused_piece(ctx, NULL);
+  if (!accs) return fused_piece(ctx, fail);
   const uint64_t all = ctx->nargs >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << ctx->nargs) - 1;
-  return ty__ordered_walk(ctx, all & ~whole, accs, kinds, fused_piece, NULL);
+  return ty__ordered_walk(ctx, all & ~whole, accs, kinds, fused_piece, fail);
 }

@@ -19,6 +19,7 @@ typedef struct private_tile {
 
 typedef struct piece_result {
   int failed; /* 0 ok; else a ty_status */
+  struct ty_reach reach; /* what the failure reached (ty_ctx_fail_reached) */
   char msg[TY_ERRLEN];
 } piece_result;
 
@@ -53,6 +54,10 @@ typedef struct prepared {
   size_t lb_row;
   uint64_t lazy;  /* dist: the written arguments left split (dist_data.c), not exchanged */
   bool by_rows;   /* dist: pieces go to ranks by rows (ty__dist_first), not by number */
+  /* a fused run with inputs a failed launch left unavailable (prepare):
+   * those arguments, and the written ones that depend on them (cancelled
+   * in finish with the inputs' cause); the rest runs */
+  uint64_t unavail, unavail_reached;
   piece_result one; /* last: prepare clears what comes before (its 2 KiB message is
                        written by run_piece before anyone reads it) */
   /* the privates of a small reduction (a one-piece sum of a few arguments:
