@@ -25,8 +25,11 @@ exits 1. Options:
   --out FILE      write the minimal program there too
   --minimize-seconds T   time given to the minimiser (default 60)
   --verbose       print every step and its outcome
-  --fused-failures  do not flush around launches that fail or read what a
-                  failed launch left unavailable (see fuzz_gen.lua's G.isolate)
+  --isolate-failures  flush around launches that fail or read what a failed
+                  launch left unavailable, so that they never fuse with
+                  unrelated launches (fuzz_gen.lua's G.isolate; the default
+                  before session 14, which --fused-failures, now the
+                  default, turned off)
   --oom-resets    (implied by TYCHO_FAIL_ALLOC, fault_inject.lua's runs) an
                   out-of-memory error where the model expects success drops
                   every store and the model's state, and the run goes on:
@@ -70,6 +73,7 @@ do
     elseif a == "--minimize-seconds" then opts.minimize_seconds = tonumber(val())
     elseif a == "--verbose" then opts.verbose = true
     elseif a == "--fused-failures" then G.isolate = false
+    elseif a == "--isolate-failures" then G.isolate = true
     elseif a == "--oom-resets" then opts.oom_resets = true
     else error("api_fuzz: unknown option " .. a, 0) end
     k = k + 1

@@ -1524,12 +1524,13 @@ local WEIGHTS = {
 local TOTAL = 0
 for _, w in ipairs(WEIGHTS) do TOTAL = TOTAL + w[2] end
 
--- G.isolate (the default): keep launches that fail, or read storage a failed
--- launch left unavailable, out of fused runs, by flushing around them. With
--- fusion, such a launch takes the unrelated launches fused with it down too
--- (their results read as "unavailable"): a known bug of the fusion pass that
--- api_fuzz.lua --fused-failures exposes.
-G.isolate = true
+-- G.isolate (api_fuzz.lua --isolate-failures): keep launches that fail, or
+-- read storage a failed launch left unavailable, out of fused runs, by
+-- flushing around them. Until session 14 such a launch took the unrelated
+-- launches fused with it down too (their results read as "unavailable"), so
+-- this was the default; a failure now takes only what depends on it
+-- (docs/fusion.md, "Failures"), and the default lets them fuse.
+G.isolate = false
 
 function G.next(S)
   CUR = S
