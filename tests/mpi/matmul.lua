@@ -14,8 +14,9 @@ local bytes_checked = np > 1 and os.getenv("TYCHO_MPI_REPLICATED") ~= "1"
 -- what making an operand of `elems` f64 elements whole brings one rank:
 -- the other ranks' shares (rank 0 holds the first 1/np)
 local function whole(elems) return elems * 8 * (np - 1) // np end
--- failure records of a split launch's exchange: 8 bytes a rank a launch
-local records = 8 * np
+-- failure records of a split launch's exchange: 16 bytes a rank a launch
+-- (the failed piece, its status, the written arguments the failures reached)
+local records = 16 * np
 
 tycho.seed(20)
 

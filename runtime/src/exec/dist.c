@@ -381,11 +381,10 @@ static void copy_box(const ty_store *s, int ndim, const int64_t *lo, const int64
 }
 
 typedef struct failure {
-  int32_t piece;   /* this rank's first failed piece of the launch, -1: none */
+  int32_t piece; /* this rank's first failed piece of the launch, -1: none */
   int32_t code;
-  int32_t partial; /* every failed piece of this rank said what it reached */
-  int32_t pad;
-  uint64_t reached; /* what they reached (ty_ctx_fail_reached): the union */
+  uint64_t reached; /* the written arguments its failed pieces reached (the
+                       union of ty_ctx_fail_reached; all ones: every one) */
 } failure;
 
 /* Launch k's failure record of the rank whose bytes start at `from` (a
@@ -528,13 +527,12 @@ void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int 
   char *p = mine + head;
   for (int k = 0; k < nd; k++) {
     prepared *pr = &prs[dist[k]];
-    f[k] = (failure){-1, 0, 1, 0, 0};
+    f[k] = (failure){-1, 0, 0};
     for (int q = pr->first; q < pr->last; q++) {
       const piece_result *res = &pr->results[q];
       if (!res->failed) continue;
       if (f[k].piece < 0) f[k].piece = q, f[k].code = res->failed;
-      f[k].partial &= res->reach.partial;
-      f[k].reached |= res->reach.args;
+      f[k].reached |= res->reach.partial ? res->reach.args : ~UINT64_C(0);
     }
     p = move_pieces(rt, pr, orders[k], nxs[k], me, p, true);
   }
@@ -560,7 +558,7 @@ void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int 
       const failure fr = failure_of(all + displs[r], k);
       if (fr.piece >= 0) {
         pr->results[fr.piece].failed = fr.code;
-        pr->results[fr.piece].reach = (struct ty_reach){fr.partial != 0, fr.reached, 0};
+        pr->results[fr.piece].reach = (struct ty_reach){fr.reached != ~UINT64_C(0), fr.reached, 0};
       }
       q = move_pieces(rt, pr, orders[k], nxs[k], r, q, false);
     }

@@ -13,11 +13,14 @@
  *    piece order (the same bits for any processor count);
  *  - prepare and finish run on the driving thread in program order; pieces
  *    run on workers and touch only their own result and private slots;
- *  - a launch that fails cancels what it writes with its cause; one that
- *    reads cancelled storage is skipped and passes that cause on; one that
- *    writes a whole store makes it readable again.
+ *  - a launch that fails cancels what it writes with its cause (a fused run
+ *    only what its failure reached: ty_ctx_fail_reached); one that reads
+ *    cancelled storage is skipped and passes that cause on (a fused run runs
+ *    the members that do not read it: fused_without); one that writes a
+ *    whole store makes it readable again.
  */
 #include "internal.h"
+#include "builtins.h"
 #include "exec.h"
 #include "fused.h"
 #include "kernels.h"
@@ -286,10 +289,11 @@ static ty_status host_copies(ty_runtime *rt, const ty_pending *l) {
  * skip it whole, as any launch with an unavailable input. */
 static bool fused_without(ty_runtime *rt, prepared *pr) {
   const ty_pending *l = pr->l;
-  if (l->task != ty__fused_task(rt) || l->lb_arg || rt->dist.nranks > 1) return false;
+  if (!rt->builtins || l->task != rt->builtins->fused || l->lb_arg || rt->dist.nranks > 1) return false;
   const ty__fhead *h = (const ty__fhead *)l->scalars;
   uint8_t scratch[1024];
-  if (l->scalar_bytes < sizeof *h || h->magic != TY__FUSE_MAGIC || (size_t)h->nsub + h->nslots > sizeof scratch)
+  if (l->scalar_bytes < sizeof *h || h->magic != TY__FUSE_MAGIC || h->bytes > l->scalar_bytes ||
+      (size_t)h->nsub + h->nslots > sizeof scratch)
     return false;
   int nrun;
   pr->unavail_reached = ty__fused_taint(h, pr->unavail, NULL, scratch, scratch + h->nsub, &nrun);
