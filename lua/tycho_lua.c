@@ -835,6 +835,7 @@ static void *fault_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 #endif
 #endif
 
+#ifndef LB_OFF
 enum { LB_STEP = 16, LB_CLASSES = 16, LB_MAX = LB_STEP * LB_CLASSES, LB_KEEP = 1024 };
 
 typedef struct lua_blocks {
@@ -920,10 +921,9 @@ static int blocks_sentinel(lua_State *L) {
   return 0;
 }
 
-/* Gives L the small-block allocator (a no-op in sanitizer builds, or when
- * out of memory: L keeps fault_alloc). */
+/* Gives L the small-block allocator (when out of memory, L keeps
+ * fault_alloc). */
 static void blocks_install(lua_State *L) {
-#ifndef LB_OFF
   lua_blocks *b = calloc(1, sizeof *b);
   if (!b) return;
   lua_setallocf(L, blocks_alloc, b);
@@ -932,10 +932,10 @@ static void blocks_install(lua_State *L) {
     lua_pop(L, 1);
     blocks_gc(L);
   }
-#else
-  (void)L;
-#endif
 }
+#else
+static void blocks_install(lua_State *L) { (void)L; } /* sanitizer builds: none kept */
+#endif
 
 static void report_alloc_count(void) {
   fprintf(stderr, "tycho: fault injection: %ld allocations counted, %ld failed on purpose\n",
