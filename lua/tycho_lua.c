@@ -819,15 +819,18 @@ static void *fault_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
  * back through _int_malloc: CG at 256^2 made ~90 Lua allocations and ~100
  * frees an iteration at ~350 instructions each (~45k of ~1,333k).
  *
- * Invariants: every block this allocator returns for nsize <= LB_MAX holds at
- * least its class's bytes (LB_STEP * (class + 1)) and is a malloc block, so
- * free() and realloc() stay valid on any of them; a list holds at most
- * LB_KEEP blocks (LB_KEEP * 2,176 bytes = 2.1 MiB over the 16 classes, at
- * most). Shrinking never fails (Lua assumes it cannot): a small block that
- * shrinks stays where it is. At lua_close a sentinel's finalizer puts the
- * plain allocator back and frees the lists; blocks freed after it go to
- * free(). Sanitizer builds keep no blocks, so that a use after free is seen. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+ * Invariants: a list of class c holds malloc blocks whose usable size
+ * (malloc_usable_size) is at least LB_STEP * (c + 1), so a block taken from
+ * it holds any size of its class, and free() and realloc() stay valid on
+ * every block. A block is filed by its usable size, not by Lua's size:
+ * blocks Lua made before this allocator was installed (luaL_newstate's) are
+ * malloc blocks of their exact size. A list holds at most LB_KEEP blocks
+ * (LB_KEEP * 2,176 bytes = 2.1 MiB over the 16 classes, at most).
+ * Shrinking never fails (Lua assumes it cannot). At lua_close a sentinel's
+ * finalizer puts the plain allocator back and frees the lists; blocks freed
+ * after it go to free(). Sanitizer builds keep no blocks, so that a use
+ * after free is seen; nor do C libraries other than glibc. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__GLIBC__)
 #define LB_OFF 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
@@ -836,6 +839,8 @@ static void *fault_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 #endif
 
 #ifndef LB_OFF
+#include <malloc.h> /* malloc_usable_size */
+
 enum { LB_STEP = 16, LB_CLASSES = 16, LB_MAX = LB_STEP * LB_CLASSES, LB_KEEP = 1024 };
 
 typedef struct lua_blocks {
@@ -856,9 +861,11 @@ static void *lb_take(lua_blocks *b, size_t size) {
   return malloc((size_t)(c + 1) * LB_STEP);
 }
 
-static void lb_give(lua_blocks *b, void *p, size_t size) {
-  int c = lb_class(size);
-  if (b->n[c] >= LB_KEEP) {
+/* Files p under the largest class its usable size holds. */
+static void lb_give(lua_blocks *b, void *p) {
+  size_t cap = malloc_usable_size(p);
+  int c = cap >= LB_MAX ? LB_CLASSES - 1 : (int)(cap / LB_STEP) - 1;
+  if (c < 0 || b->n[c] >= LB_KEEP) {
     free(p);
     return;
   }
@@ -870,7 +877,7 @@ static void lb_give(lua_blocks *b, void *p, size_t size) {
 static void *blocks_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   lua_blocks *b = ud;
   if (nsize == 0) {
-    if (ptr && osize <= LB_MAX) lb_give(b, ptr, osize);
+    if (ptr && osize <= LB_MAX) lb_give(b, ptr);
     else free(ptr);
     return NULL;
   }
@@ -878,15 +885,15 @@ static void *blocks_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   if (ptr == NULL) return nsize <= LB_MAX ? lb_take(b, nsize) : malloc(nsize);
   /* with ptr, osize is the block's size (without, it names an object type) */
   if (osize <= LB_MAX) {
-    if (nsize <= osize || lb_class(nsize) == lb_class(osize)) return ptr;
+    if (nsize <= osize || nsize <= malloc_usable_size(ptr)) return ptr;
     void *q = nsize <= LB_MAX ? lb_take(b, nsize) : malloc(nsize);
     if (!q) return NULL; /* a growth: Lua collects and retries */
     memcpy(q, ptr, osize);
-    lb_give(b, ptr, osize);
+    lb_give(b, ptr);
     return q;
   }
-  if (nsize <= LB_MAX) { /* a large block shrinks to a small one: its class's bytes at least */
-    void *q = realloc(ptr, (size_t)(lb_class(nsize) + 1) * LB_STEP);
+  if (nsize <= LB_MAX) { /* a large block shrinks to a small one */
+    void *q = realloc(ptr, nsize);
     return q ? q : ptr;
   }
   return realloc(ptr, nsize);
