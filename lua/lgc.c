@@ -153,6 +153,7 @@ void tl_gc_install(lua_State *L, ty_runtime *rt) {
   lua_pop(L, 1);
   s->incremental = false;
   s->last_debt = 0;
+  s->last_fulls = s->box ? s->box->gc_fulls : 0; /* a userdata's bytes are not zeroed */
   lua_createtable(L, 0, 1);
   lua_pushcfunction(L, sentinel_gc);
   lua_setfield(L, -2, "__gc");

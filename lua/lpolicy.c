@@ -1017,6 +1017,7 @@ void tl_policy_open(lua_State *L, int module_index) {
     pol_state *st = lua_newuserdatauv(L, sizeof *st, 2);
     st->synced = NULL;
     st->npushed = 0;
+    st->ncollected = 0; /* a userdata's bytes are not zeroed */
     st->allow_bytecode = env_allows_bytecode();
     lua_newtable(L); /* threads, weak keys: a dead thread takes its scopes with it */
     lua_createtable(L, 0, 1);

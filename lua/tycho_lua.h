@@ -59,7 +59,10 @@ lua_State *ty_lua_open(ty_runtime *rt);
  * k-th allocation from here on fails) and TYCHO_ALLOC_COUNT=1 (print the
  * allocations counted on standard error at exit); TYCHO_FAIL_ALLOC_LUA=0
  * leaves the Lua state's allocations out of the count (the core's only).
- * The `tycho` shell and ty_lua_open make their states here. NULL when out of
+ * The `tycho` shell and ty_lua_open make their states here. Freed blocks of
+ * up to 256 bytes are kept in per-size lists for the state's next
+ * allocations (tycho_lua.c, "Lua's small blocks"; not in sanitizer builds);
+ * a sentinel in the registry frees them at lua_close. NULL when out of
  * memory. */
 lua_State *ty_lua_newstate(void);
 

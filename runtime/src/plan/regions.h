@@ -18,9 +18,12 @@ void ty__regions_cut(ty_runtime *rt);
  * malloc'd and freed one ~6 KiB record (~140 instructions an operation of
  * bench/workloads/overhead.lua); with a window and 8, CG at 64^2 still
  * malloc'd and freed ~4 an iteration (~13k instructions with glibc's
- * consolidation, of ~281k). Only records a flush needed at once are kept:
- * at most 136 of 6,472 bytes (860 KiB) at the default window of 64. */
-#define TY__PENDING_KEEP(rt) (2 * (rt)->cfg.window + 8)
+ * consolidation, of ~281k). CG at 256^2 cuts its stencil into 9 regions, ~57
+ * records an iteration, ~160 a flush beside the window's 64: with two
+ * windows and 8 it malloc'd and freed ~40 an iteration (~12k instructions).
+ * Only records a flush needed at once are kept: at most 264 of 6,472 bytes
+ * (1.6 MiB) at the default window of 64. */
+#define TY__PENDING_KEEP(rt) (4 * (rt)->cfg.window + 8)
 
 /* Launch records from the window's free list (fuse.c). */
 ty_pending *ty__pending_take(ty_runtime *rt);
