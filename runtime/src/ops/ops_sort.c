@@ -488,7 +488,8 @@ static ty_status sort_common(ty_runtime *rt, const char *fn, ty_store *x, int ax
   if (o == 1 && r == 1 && m >= 2 * SORT_CHUNK) { /* one long line: runs and merges */
     ty_store *xd = NULL, *flat = NULL;
     st = dense(rt, x, 1, &m, &xd);
-    if (!st) st = sort_1d(rt, fn, xd, mode, base, &flat);
+    if (!st && !mode && ty__sort_bucketable(x->dtype)) st = ty__sort_1d_bucket(rt, fn, xd, &flat);
+    else if (!st) st = sort_1d(rt, fn, xd, mode, base, &flat);
     if (!st) st = ty_store_reshape(rt, flat, x->ndim, x->shape, out);
     ty_store_release(flat);
     ty_store_release(xd);
