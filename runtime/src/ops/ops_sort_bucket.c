@@ -100,15 +100,17 @@ static inline int special_f32(float v) { return v != v || (v == 0 && signbit(v))
 #define special_u32(v) 0
 
 #define SB_SMALL 24 /* groups up to this size: insertion sort */
-#define SB_DIGIT 12 /* at most 4096 groups per counting pass: 16 KiB of counts */
+#define SB_DIGIT 14 /* at most 16384 groups per counting pass: 64 KiB of counts */
 
-/* ksort_K: stable sort of the keys k[0..m) (t: scratch of m) by one counting
- * pass on the top SB_DIGIT bits of (key - min), which leaves groups of ~2-4
- * keys on a bucket's near-uniform spread, then insertion sort of the small
- * groups and the same again on larger ones (each level takes SB_DIGIT bits
- * of the range away, so the depth is at most 64 / SB_DIGIT). */
+/* ksort_K: stable sort of the keys k[0..m), all in [lo, hi] (t: scratch of
+ * m), by one counting pass on the top bits of (key - lo): up to 2^SB_DIGIT
+ * groups, about m / 2 of them, which leaves groups of ~2 keys on a bucket's
+ * near-uniform spread; then insertion sort of the small groups and the same
+ * again on larger ones, within the group's own bounds (no scan for min and
+ * max below the top: each level takes >= 4 bits of the range away). */
 #define KSORT_FUNCS(K)                                                                       \
-  static void ksort_##K(K *k, K *t, int64_t m) {                                             \
+  static void ksort_##K(K *k, K *t, int64_t m, K lo, K hi) {                                 \
+    if (lo == hi) return;                                                                    \
     if (m <= SB_SMALL) {                                                                     \
       for (int64_t i = 1; i < m; i++) {                                                      \
         const K v = k[i];                                                                    \
@@ -118,20 +120,15 @@ static inline int special_f32(float v) { return v != v || (v == 0 && signbit(v))
       }                                                                                      \
       return;                                                                                \
     }                                                                                        \
-    K lo = k[0], hi = k[0];                                                                  \
-    for (int64_t i = 1; i < m; i++) {                                                        \
-      lo = k[i] < lo ? k[i] : lo;                                                            \
-      hi = k[i] > hi ? k[i] : hi;                                                            \
-    }                                                                                        \
-    if (lo == hi) return;                                                                    \
     int db = 4;                                                                              \
-    while (db < SB_DIGIT && ((int64_t)1 << (db + 1)) <= m) db++;                             \
+    while (db < SB_DIGIT && ((int64_t)1 << (db + 2)) <= m) db++;                             \
     const K range = hi - lo;                                                                 \
     int bits = 0;                                                                            \
     while (bits < (int)(8 * sizeof(K)) && (range >> bits) != 0) bits++;                      \
     const int shift = bits > db ? bits - db : 0;                                             \
+    const K mask = (K)(((K)1 << shift) - 1);                                                 \
     const int64_t G = (int64_t)(range >> shift) + 1;                                         \
-    uint32_t cnt[((int64_t)1 << db) + 1]; /* VLA: <= 16 KiB */                                             \
+    uint32_t cnt[((int64_t)1 << db) + 1]; /* VLA: <= 4 << SB_DIGIT bytes */                  \
     memset(cnt, 0, sizeof(uint32_t) * (size_t)(G + 1));                                      \
     for (int64_t i = 0; i < m; i++) cnt[((k[i] - lo) >> shift) + 1]++;                       \
     for (int64_t g = 0; g < G; g++) cnt[g + 1] += cnt[g];                                    \
@@ -140,10 +137,29 @@ static inline int special_f32(float v) { return v != v || (v == 0 && signbit(v))
     int64_t s = 0;                                                                           \
     for (int64_t g = 0; g < G; g++) {                                                        \
       const int64_t e = cnt[g];                                                              \
-      if (e - s > 1) ksort_##K(t + s, k + s, e - s);                                         \
+      if (e - s > SB_SMALL) {                                                                \
+        const K glo = lo + ((K)g << shift), ghi = hi - glo < mask ? hi : glo + mask;         \
+        ksort_##K(t + s, k + s, e - s, glo, ghi);                                            \
+      } else if (shift > 0) {                                                                \
+        for (int64_t i = s + 1; i < e; i++) {                                                \
+          const K v = t[i];                                                                  \
+          int64_t j = i;                                                                     \
+          while (j > s && v < t[j - 1]) { t[j] = t[j - 1]; j--; }                            \
+          t[j] = v;                                                                          \
+        }                                                                                    \
+      }                                                                                      \
       s = e;                                                                                 \
     }                                                                                        \
     memcpy(k, t, sizeof(K) * (size_t)m);                                                     \
+  }                                                                                          \
+  static void minmax_##K(const K *k, int64_t m, K *lo, K *hi) {                              \
+    K a = k[0], b = k[0];                                                                    \
+    for (int64_t i = 1; i < m; i++) {                                                        \
+      a = k[i] < a ? k[i] : a;                                                               \
+      b = k[i] > b ? k[i] : b;                                                               \
+    }                                                                                        \
+    *lo = a;                                                                                 \
+    *hi = b;                                                                                 \
   }
 KSORT_FUNCS(uint64_t)
 KSORT_FUNCS(uint32_t)
@@ -222,6 +238,23 @@ SB_AVX512 static int keys_f64_avx512(const double *x, int64_t l, uint64_t *k) {
   }
   return r;
 }
+/* the least and the greatest of k[0..m), m >= 1 */
+SB_AVX512 static void minmax_u64_avx512(const uint64_t *k, int64_t m, uint64_t *lo, uint64_t *hi) {
+  __m512i a = _mm512_set1_epi64((long long)k[0]), b = a;
+  int64_t i = 0;
+  for (; i + 8 <= m; i += 8) {
+    const __m512i v = _mm512_loadu_si512(k + i);
+    a = _mm512_min_epu64(a, v);
+    b = _mm512_max_epu64(b, v);
+  }
+  uint64_t x = _mm512_reduce_min_epu64(a), y = _mm512_reduce_max_epu64(b);
+  for (; i < m; i++) {
+    x = k[i] < x ? k[i] : x;
+    y = k[i] > y ? k[i] : y;
+  }
+  *lo = x;
+  *hi = y;
+}
 /* out[0..l) = the values of the keys k[0..l) (no -0.0 or NaN among them) */
 SB_AVX512 static void unkeys_f64_avx512(const uint64_t *k, int64_t l, double *out) {
   const __m512i sign = _mm512_set1_epi64((long long)((uint64_t)1 << 63)), ones = _mm512_set1_epi64(-1);
@@ -243,12 +276,14 @@ SB_AVX512 static void unkeys_f64_avx512(const uint64_t *k, int64_t l, double *ou
        : 0)
 #define VEC_F64(E) (E == TY_F64 && ty__isa_lanes() == 8)
 #define KEYS_F64(x, l, k) keys_f64_avx512((const double *)(const void *)(x), l, (uint64_t *)(void *)(k))
+#define MINMAX_U64(k, m, lo, hi) minmax_u64_avx512((const uint64_t *)(const void *)(k), m, (uint64_t *)(void *)(lo), (uint64_t *)(void *)(hi))
 #define UNKEYS_F64(k, l, out) unkeys_f64_avx512((const uint64_t *)(const void *)(k), l, (double *)(void *)(out))
 #else
 #define CLASSIFY_FAST(E, x, len, tree, L, bid, off) 0
 #define VEC_F64(E) 0
 #define KEYS_F64(x, l, k) 0
 #define UNKEYS_F64(k, l, out) ((void)0)
+#define MINMAX_U64(k, m, lo, hi) ((void)0)
 #endif
 
 #define SB_FUNCS(NAME, T, K, E)                                                              \
@@ -360,7 +395,10 @@ SB_AVX512 static void unkeys_f64_avx512(const uint64_t *k, int64_t l, double *ou
       }                                                                                      \
     }                                                                                        \
     if (!sp) {                                                                               \
-      ksort_##K(k, t, m);                                                                    \
+      K klo, khi;                                                                            \
+      if (VEC_F64(E)) MINMAX_U64(k, m, &klo, &khi);                                           \
+      else minmax_##K(k, m, &klo, &khi);                                                     \
+      ksort_##K(k, t, m, klo, khi);                                                          \
       if (VEC_F64(E)) UNKEYS_F64(k + skip, cnt, out);                                        \
       else                                                                                   \
         for (int64_t i = 0; i < cnt; i++) out[i] = unkey_##NAME(k[skip + i]);                \
