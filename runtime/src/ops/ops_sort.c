@@ -9,9 +9,11 @@
  *            of 32, then merges; m extra elements of scratch per line;
  *            argsort sorts (key, position) pairs so that merges read in order). The
  *            comparison puts NaN last (numpy's). Lines are independent, so
- *            the result does not depend on the pieces. A 1-D sort is one line
- *            and so one piece today (a per-piece sort and an ordered merge is
- *            the next step).
+ *            the result does not depend on the pieces. One long line (a 1-D
+ *            sort of >= 2 SORT_CHUNK elements) is not this task: its values
+ *            of a 4- or 8-byte dtype go to the sample sort of
+ *            ops_sort_bucket.c, the rest (argsort, 1- and 2-byte dtypes) to
+ *            the runs and merges below (sort_1d).
  *   - searchsorted domain (k) over v: each element binary-searches the whole
  *            sorted store a (read WHOLE). Mode 2 (isin) says whether a holds
  *            the element.
