@@ -161,6 +161,32 @@ describe("a long 1-D value sort (sample sort, radix-sorted buckets)", function()
       assert.are.equal(n, ok:sum():item(), "n = " .. n)
     end
   end)
+  it("gives each repeated value a bucket of its own (all equal, few others, zeros of both signs)", function()
+    local n = 200003
+    local eq = tycho.full(n, 3.5):sort()
+    assert.are.equal(n, eq:eq(3.5):sum():item())
+    local f = tycho.full(n, 2.0)
+    f[{ { 1, n, 1003 } }] = -5
+    f[{ { 2, n, 2001 } }] = 7
+    local s = f:sort()
+    same({ s[{ { 1, 200 } }]:eq(-5):sum():item(), s[{ { n - 99, n } }]:eq(7):sum():item(), s[201], s[n - 100] },
+      { 200, 100, 2, 2 })
+    local z = tycho.zeros(n)
+    z[{ { 1, n, 3 } }] = -0.0
+    z[{ { 2, n, 1001 } }] = -1
+    z[{ { 5, n, 977 } }] = N
+    s = z:sort()
+    assert.are.equal(200, s[{ { 1, 200 } }]:eq(-1):sum():item())
+    assert.are.equal(205, s[{ { n - 204, n } }]:ne(s[{ { n - 204, n } }]):sum():item())
+    local zr = s[{ { 201, 199798 } }]
+    assert.are.equal(199598, zr:eq(0):sum():item())
+    same(((1 / zr):lt(0) * tycho.arange(199598):mod(1000)):sum():item(), 33181039)
+    for _, x in ipairs({ f, z, (tycho.arange(n) * 7919):mod(7):astype("f64") }) do
+      local a, b = x:sort(), x[x:argsort()]
+      local ok = a:eq(b):logical_or(a:ne(a):logical_and(b:ne(b))):logical_and((1 / a):eq(1 / b):logical_or(a:ne(a)))
+      assert.are.equal(n, ok:sum():item())
+    end
+  end)
   it("sorts reversed and already sorted input around its threshold (2 * 65536)", function()
     for n, want in pairs({ [131071] = 196323864, [131072] = 196325501, [262145] = 392698958 }) do
       local a = ((tycho.arange(n) * -1 + (n - 1)) * 3):mod(1000):astype("f64")

@@ -455,6 +455,11 @@ static int split_variant(ty_task_ctx *ctx) {
 #undef X
   default: break;
   }
+  /* a key repeated among the splitters gets a bucket of its own: the first of
+   * the run becomes key - 1, so the next bucket, (key - 1, key], holds only
+   * that key (sort_bucket copies it in row order, without sorting) */
+  for (int64_t b = 0; b + 1 < a->B - 1; b++)
+    if (s[b] == s[b + 1] && s[b] > 0 && (b == 0 || s[b - 1] < s[b] - 1)) s[b] = s[b] - 1;
   s[a->B - 1] = UINT64_MAX; /* not a splitter: the store's last element */
   free(buf);
   return 0;
@@ -523,10 +528,18 @@ static int count_variant(ty_task_ctx *ctx) {
   return 0;
 }
 
-/* args: out (n), rows WHOLE (P, C), counts WHOLE (P, B) */
+/* Whether bucket b can hold one key only: (s[b - 1], s[b]] with
+ * s[b] = s[b - 1] + 1 (bucket 0 is [0, s[0]]). */
+static bool one_key(const uint64_t *s, int64_t b, int64_t B) {
+  if (b == B - 1) return false;
+  return b == 0 ? s[0] == 0 : s[b] - s[b - 1] == 1;
+}
+
+/* args: out (n), rows WHOLE (P, C), counts WHOLE (P, B), splitters WHOLE (B) */
 static int bucket_variant(ty_task_ctx *ctx) {
   const sb_args *a = ctx->scalars;
   const ty_tile *to = &ctx->args[0], *tr = &ctx->args[1], *th = &ctx->args[2];
+  const uint64_t *sp = (const uint64_t *)ctx->args[3].data;
   const size_t es = ty_dtype_size(to->dtype);
   const int64_t B = a->B, P = th->shape[0], lo = ctx->lo[0], hi = ctx->hi[0];
   const int64_t *h = (const int64_t *)th->data;
@@ -548,7 +561,7 @@ static int bucket_variant(ty_task_ctx *ctx) {
   int64_t b0 = 0, maxm = 0;
   while (b0 < B && g[b0 + 1] <= lo) b0++;
   for (int64_t b = b0; b < B && g[b] < hi; b++)
-    if (g[b + 1] - g[b] > maxm) maxm = g[b + 1] - g[b];
+    if (g[b + 1] - g[b] > maxm && !one_key(sp, b, B)) maxm = g[b + 1] - g[b];
   char *buf = malloc(es * (size_t)maxm * 2 + 1);
   if (!buf) {
     free(at);
@@ -559,6 +572,18 @@ static int bucket_variant(ty_task_ctx *ctx) {
     if (m == 0) continue;
     const int64_t from = g[b] > lo ? g[b] : lo, end = g[b + 1] < hi ? g[b + 1] : hi;
     const int64_t rs = tr->strides[0] * (int64_t)es;
+    if (one_key(sp, b, B)) { /* equal keys: the stable order is the rows' order */
+      int64_t k = g[b];
+      for (int64_t c = 0; c < P && k < end; c++) {
+        const int64_t len = h[c * th->strides[0] + b * th->strides[1]];
+        const int64_t f = from > k ? from : k, e = end < k + len ? end : k + len;
+        if (f < e)
+          memcpy(to->data + (f - lo) * (int64_t)es, tr->data + c * rs + (at[c * B + b] + f - k) * (int64_t)es,
+                 (size_t)(e - f) * es);
+        k += len;
+      }
+      continue;
+    }
     switch (to->dtype) {
 #define X(NAME, T, K, E)                                                                   \
   case E:                                                                                  \
@@ -627,9 +652,9 @@ ty_status ty__sort_1d_bucket(ty_runtime *rt, const char *fn, ty_store *xd, ty_st
   }
   if (!st) st = ty_store_create(rt, xd->dtype, 1, &n, &res);
   if (!st) {
-    ty_arg args[3] = {ty__arg(res, TY_PRIV_OUT, TY_PROJ_ALIGNED), ty__arg(rows, TY_PRIV_IN, TY_PROJ_WHOLE),
-                      ty__arg(counts, TY_PRIV_IN, TY_PROJ_WHOLE)};
-    st = ty__launch_named(rt, fn, "sort_bucket", 1, &n, 3, args, &sa, sizeof sa, 0);
+    ty_arg args[4] = {ty__arg(res, TY_PRIV_OUT, TY_PROJ_ALIGNED), ty__arg(rows, TY_PRIV_IN, TY_PROJ_WHOLE),
+                      ty__arg(counts, TY_PRIV_IN, TY_PROJ_WHOLE), ty__arg(split, TY_PRIV_IN, TY_PROJ_WHOLE)};
+    st = ty__launch_named(rt, fn, "sort_bucket", 1, &n, 4, args, &sa, sizeof sa, 0);
   }
   ty_store_release(split);
   ty_store_release(rows);
