@@ -107,10 +107,11 @@ static inline int special_f32(float v) { return v != v || (v == 0 && signbit(v))
  * groups, about m / 2 of them, which leaves groups of ~2 keys on a bucket's
  * near-uniform spread; then insertion sort of the small groups and the same
  * again on larger ones, within the group's own bounds (no scan for min and
- * max below the top: each level takes >= 4 bits of the range away). */
+ * max below the top: each level takes >= 4 bits of the range away). Returns
+ * where the sorted keys are: k, or t when !back (saves the top's copy). */
 #define KSORT_FUNCS(K)                                                                       \
-  static void ksort_##K(K *k, K *t, int64_t m, K lo, K hi) {                                 \
-    if (lo == hi) return;                                                                    \
+  static K *ksort_##K(K *k, K *t, int64_t m, K lo, K hi, int back) {                         \
+    if (lo == hi) return k;                                                                  \
     if (m <= SB_SMALL) {                                                                     \
       for (int64_t i = 1; i < m; i++) {                                                      \
         const K v = k[i];                                                                    \
@@ -118,7 +119,7 @@ static inline int special_f32(float v) { return v != v || (v == 0 && signbit(v))
         while (j > 0 && v < k[j - 1]) { k[j] = k[j - 1]; j--; }                              \
         k[j] = v;                                                                            \
       }                                                                                      \
-      return;                                                                                \
+      return k;                                                                              \
     }                                                                                        \
     int db = 4;                                                                              \
     while (db < SB_DIGIT && ((int64_t)1 << (db + 2)) <= m) db++;                             \
@@ -139,7 +140,7 @@ static inline int special_f32(float v) { return v != v || (v == 0 && signbit(v))
       const int64_t e = cnt[g];                                                              \
       if (e - s > SB_SMALL) {                                                                \
         const K glo = lo + ((K)g << shift), ghi = hi - glo < mask ? hi : glo + mask;         \
-        ksort_##K(t + s, k + s, e - s, glo, ghi);                                            \
+        ksort_##K(t + s, k + s, e - s, glo, ghi, 1);                                         \
       } else if (shift > 0) {                                                                \
         for (int64_t i = s + 1; i < e; i++) {                                                \
           const K v = t[i];                                                                  \
@@ -150,7 +151,9 @@ static inline int special_f32(float v) { return v != v || (v == 0 && signbit(v))
       }                                                                                      \
       s = e;                                                                                 \
     }                                                                                        \
+    if (!back) return t;                                                                     \
     memcpy(k, t, sizeof(K) * (size_t)m);                                                     \
+    return k;                                                                                \
   }                                                                                          \
   static void minmax_##K(const K *k, int64_t m, K *lo, K *hi) {                              \
     K a = k[0], b = k[0];                                                                    \
@@ -398,10 +401,10 @@ SB_AVX512 static void unkeys_f64_avx512(const uint64_t *k, int64_t l, double *ou
       K klo, khi;                                                                            \
       if (VEC_F64(E)) MINMAX_U64(k, m, &klo, &khi);                                           \
       else minmax_##K(k, m, &klo, &khi);                                                     \
-      ksort_##K(k, t, m, klo, khi);                                                          \
-      if (VEC_F64(E)) UNKEYS_F64(k + skip, cnt, out);                                        \
+      const K *r = ksort_##K(k, t, m, klo, khi, 0); /* k or t */                             \
+      if (VEC_F64(E)) UNKEYS_F64(r + skip, cnt, out);                                        \
       else                                                                                   \
-        for (int64_t i = 0; i < cnt; i++) out[i] = unkey_##NAME(k[skip + i]);                \
+        for (int64_t i = 0; i < cnt; i++) out[i] = unkey_##NAME(r[skip + i]);                \
       return;                                                                                \
     }                                                                                        \
     T *v = w;                                                                                \
