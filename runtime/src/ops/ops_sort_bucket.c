@@ -105,7 +105,7 @@ static inline int special_f32(float v) { return v != v || (v == 0 && signbit(v))
 
 /* ksort_K: stable sort of the keys k[0..m), all in [lo, hi] (t: scratch of
  * m), by one counting pass on the top bits of (key - lo): up to 2^SB_DIGIT
- * groups, about m / 2 of them, which leaves groups of ~2 keys on a bucket's
+ * groups, m / 8 to m / 4 of them, which leaves groups of ~4-8 keys on a bucket's
  * near-uniform spread; then insertion sort of the small groups and the same
  * again on larger ones, within the group's own bounds (no scan for min and
  * max below the top: each level takes >= 4 bits of the range away). Returns
