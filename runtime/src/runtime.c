@@ -210,6 +210,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   if (st == TY_OK) st = ty__register_shape_ops(rt);
   if (st == TY_OK) st = ty__register_mask_ops(rt);
   if (st == TY_OK) st = ty__register_sort_ops(rt);
+  if (st == TY_OK) st = ty__register_sort_bucket_ops(rt);
   if (st == TY_OK) st = ty__register_scatter_ops(rt);
   if (st == TY_OK) st = ty__register_linalg_ops(rt);
   if (st == TY_OK) st = ty__register_convolve_ops(rt);

@@ -103,14 +103,144 @@ describe("a long 1-D sort (runs sorted in parallel, then merged)", function()
     same(zi:sort()[{ { 1, n, 50000 } }]:totable(), { 0, 168, 336, 504, 672, 840, 1008 })
     same((zi:argsort() * tycho.arange(1, n + 1):mod(1000)):sum():item(), 22478402907903)
   end)
-  it("shows its runs and merges in explain", function()
+  it("shows its runs and merges in explain (argsort), its buckets (sort)", function()
     tycho.flush()
-    z():sort():sum():item()
+    z():argsort():sum():item()
     local names = {}
     for _, e in ipairs(tycho.explain(30)) do names[#names + 1] = e.task end
     local text = table.concat(names, " ")
     assert.truthy(text:find("sort_runs", 1, true), text)
     assert.truthy(text:find("sort_merge", 1, true), text)
+    tycho.flush()
+    z():sort():sum():item()
+    names = {}
+    for _, e in ipairs(tycho.explain(30)) do names[#names + 1] = e.task end
+    text = table.concat(names, " ")
+    for _, t in ipairs({ "sort_split", "sort_group", "sort_count", "sort_bucket" }) do
+      assert.truthy(text:find(t, 1, true), text)
+    end
+  end)
+end)
+
+-- The long 1-D value sort of the 4- and 8-byte dtypes (ops_sort_bucket.c):
+-- numbers from numpy 1.24's np.sort(kind="stable") (numpy's default sort
+-- orders -0.0 and 0.0 as its algorithm happens to; tycho keeps them in input
+-- order, as numpy's stable sort and tycho's merge sort do).
+describe("a long 1-D value sort (sample sort, radix-sorted buckets)", function()
+  local I = 1 / 0
+  -- integers in [-1000, 1000], -0.0 at every 7th place, NaN, +inf, -inf
+  local function sp(n)
+    n = n or 200003
+    local v = ((tycho.arange(n) * 7919):mod(2001) - 1000):astype("f64")
+    v[{ { 1, n, 7 } }] = -0.0
+    v[{ { 3, n, 101 } }] = N
+    v[{ { 5, n, 997 } }] = I
+    v[{ { 6, n, 1009 } }] = -I
+    return v
+  end
+  it("gives numpy's stable order with NaN, -0.0, 0.0, inf, -inf and duplicates", function()
+    local n = 200003
+    local s = sp():sort()
+    assert.are.equal(1977, s[{ { n - 1976, n } }]:ne(s[{ { n - 1976, n } }]):sum():item())
+    assert.are.equal(200, s[{ { n - 2176, n - 1977 } }]:eq(I):sum():item())
+    assert.are.equal(199, s[{ { 1, 199 } }]:eq(-I):sum():item())
+    local fin = s[{ { 200, n - 2177 } }]
+    same((fin * tycho.arange(1, 197628):mod(7)):sum():item(), 15364)
+    local zr = s[{ { 84850, 113165 } }]
+    assert.are.equal(28316, zr:eq(0):sum():item())
+    same({ s[84849] < 0, s[113166] > 0 }, { true, true })
+    -- the signs of the zeros in input order: numpy's stable sort's 28231 -0.0
+    same(((1 / zr):lt(0) * tycho.arange(28316):mod(1000)):sum():item(), 13995027)
+    assert.are.equal(28231, (1 / zr):lt(0):sum():item())
+  end)
+  it("gives the same bits as the merge sort (x[argsort(x)])", function()
+    for _, n in ipairs({ 131071, 131072, 200003, 300007 }) do
+      local x = sp(n)
+      local a, b = x:sort(), x[x:argsort()]
+      local ok = a:eq(b):logical_or(a:ne(a):logical_and(b:ne(b))):logical_and((1 / a):eq(1 / b):logical_or(a:ne(a)))
+      assert.are.equal(n, ok:sum():item(), "n = " .. n)
+    end
+  end)
+  it("gives each repeated value a bucket of its own (all equal, few others, zeros of both signs)", function()
+    local n = 200003
+    local eq = tycho.full(n, 3.5):sort()
+    assert.are.equal(n, eq:eq(3.5):sum():item())
+    local f = tycho.full(n, 2.0)
+    f[{ { 1, n, 1003 } }] = -5
+    f[{ { 2, n, 2001 } }] = 7
+    local s = f:sort()
+    same({ s[{ { 1, 200 } }]:eq(-5):sum():item(), s[{ { n - 99, n } }]:eq(7):sum():item(), s[201], s[n - 100] },
+      { 200, 100, 2, 2 })
+    local z = tycho.zeros(n)
+    z[{ { 1, n, 3 } }] = -0.0
+    z[{ { 2, n, 1001 } }] = -1
+    z[{ { 5, n, 977 } }] = N
+    s = z:sort()
+    assert.are.equal(200, s[{ { 1, 200 } }]:eq(-1):sum():item())
+    assert.are.equal(205, s[{ { n - 204, n } }]:ne(s[{ { n - 204, n } }]):sum():item())
+    local zr = s[{ { 201, 199798 } }]
+    assert.are.equal(199598, zr:eq(0):sum():item())
+    same(((1 / zr):lt(0) * tycho.arange(199598):mod(1000)):sum():item(), 33181039)
+    for _, x in ipairs({ f, z, (tycho.arange(n) * 7919):mod(7):astype("f64") }) do
+      local a, b = x:sort(), x[x:argsort()]
+      local ok = a:eq(b):logical_or(a:ne(a):logical_and(b:ne(b))):logical_and((1 / a):eq(1 / b):logical_or(a:ne(a)))
+      assert.are.equal(n, ok:sum():item())
+    end
+  end)
+  it("sorts reversed and already sorted input around its threshold (2 * 65536)", function()
+    for n, want in pairs({ [131071] = 196323864, [131072] = 196325501, [262145] = 392698958 }) do
+      local a = ((tycho.arange(n) * -1 + (n - 1)) * 3):mod(1000):astype("f64")
+      local s = a:sort()
+      same((s * tycho.arange(1, n + 1):mod(7)):sum():item(), want)
+      same({ s[1], s[n] }, { 0, 999 })
+      same((s:sort() * tycho.arange(1, n + 1):mod(7)):sum():item(), want)
+    end
+  end)
+  it("keeps f32, i64, i32, u32 and u64", function()
+    local n = 300007
+    local base = (tycho.arange(n) * 7919):mod(100003) - 50000
+    for _, dt in ipairs({ "f32", "i64", "i32" }) do
+      local s = base:astype(dt):sort()
+      assert.are.equal(dt, s.dtype)
+      same(s[{ { 1, n, 50000 } }]:totable(), { -50000, -33334, -16667, 0, 16666, 33333, 50000 })
+      same((s:astype("f64") * tycho.arange(1, n + 1):mod(7)):sum():item(), 671277)
+    end
+    local s = base:astype("u32"):sort()
+    same(s[{ { 1, n, 50000 } }]:totable(), { 0, 16666, 33333, 50000, 4294933960, 4294950627, 4294967293 })
+    s = base:astype("u64"):sort()
+    same(s[{ { 1, 150001, 50000 } }]:totable(), { 0, 16666, 33333, 50000 })
+  end)
+  it("gives the same bits under TYCHO_CPUS=1, 2, 3 and every TYCHO_ISA", function()
+    local code = [[
+      tycho.seed(11)
+      local v = ((tycho.arange(300007) * 7919):mod(2001) - 1000):astype("f64")
+      v[{ { 1, 300007, 7 } }] = -0.0
+      v[{ { 3, 300007, 101 } }] = 0 / 0
+      tycho.save(os.getenv("OUT") .. "a.npy", v:sort())
+      tycho.save(os.getenv("OUT") .. "b.npy", tycho.random(400000):sort())
+      tycho.save(os.getenv("OUT") .. "c.npy", (tycho.random(300000) * 1e6 - 5e5):astype("i32"):sort())
+      print("saved")
+    ]]
+    local function run(env)
+      env.OUT = os.tmpname()
+      local out = spec_lua(code, env)
+      assert.truthy(out:find("saved", 1, true), out)
+      local got = {}
+      for _, f in ipairs({ "a", "b", "c" }) do
+        local h = assert(io.open(env.OUT .. f .. ".npy", "rb"))
+        got[#got + 1] = h:read("a")
+        h:close()
+        os.remove(env.OUT .. f .. ".npy")
+      end
+      os.remove(env.OUT)
+      return got
+    end
+    local want = run({ TYCHO_CPUS = "1", TYCHO_ISA = "baseline" })
+    for _, env in ipairs({ { TYCHO_CPUS = "2" }, { TYCHO_CPUS = "3", TYCHO_PARALLEL = "all" },
+      { TYCHO_CPUS = "2", TYCHO_ISA = "avx2" }, { TYCHO_CPUS = "3", TYCHO_ISA = "baseline" } }) do
+      local got = run(env)
+      for i = 1, 3 do assert.truthy(got[i] == want[i], "file " .. i .. " differs under " .. env.TYCHO_CPUS) end
+    end
   end)
 end)
 

@@ -484,6 +484,7 @@ ty_status ty__register_index_ops(ty_runtime *rt); /* ops_index.c: bincount, ... 
 ty_status ty__register_shape_ops(ty_runtime *rt); /* ops_shape.c: scan */
 ty_status ty__register_mask_ops(ty_runtime *rt);  /* ops_mask.c: masks, take, put */
 ty_status ty__register_sort_ops(ty_runtime *rt);  /* ops_sort.c: sort, searchsorted */
+ty_status ty__register_sort_bucket_ops(ty_runtime *rt); /* ops_sort_bucket.c */
 ty_status ty__register_scatter_ops(ty_runtime *rt); /* ops_scatter.c: bucketed put */
 ty_status ty__register_linalg_ops(ty_runtime *rt); /* ops_linalg.c: LAPACK */
 ty_status ty__register_convolve_ops(ty_runtime *rt); /* ops_convolve.c: convolve, correlate */
@@ -573,6 +574,10 @@ ty_status ty__unavailable(ty_runtime *rt, const char *fn, const ty_storage *stg)
 ty_status ty__launch_named(ty_runtime *rt, const char *fn, const char *task, int ndim,
                            const int64_t *dom, int nargs, const ty_arg *args, const void *sc,
                            size_t scb, uint32_t nosplit);
+/* ops_sort_bucket.c: whether the long 1-D value sort takes dtype t (the 4-
+ * and 8-byte ones); that sort of the dense 1-D store xd into a new *out. */
+bool ty__sort_bucketable(ty_dtype t);
+ty_status ty__sort_1d_bucket(ty_runtime *rt, const char *fn, ty_store *xd, ty_store **out);
 /* ops_scatter.c: whether a put of k positions into x as (o, m, r) goes
  * through the bucketed scatter; how many segments it takes (one pass over
  * each); the scatter itself: xv (1, m, 1) in/out, iv the k dense positions,

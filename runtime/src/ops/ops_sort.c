@@ -9,9 +9,11 @@
  *            of 32, then merges; m extra elements of scratch per line;
  *            argsort sorts (key, position) pairs so that merges read in order). The
  *            comparison puts NaN last (numpy's). Lines are independent, so
- *            the result does not depend on the pieces. A 1-D sort is one line
- *            and so one piece today (a per-piece sort and an ordered merge is
- *            the next step).
+ *            the result does not depend on the pieces. One long line (a 1-D
+ *            sort of >= 2 SORT_CHUNK elements) is not this task: its values
+ *            of a 4- or 8-byte dtype go to the sample sort of
+ *            ops_sort_bucket.c, the rest (argsort, 1- and 2-byte dtypes) to
+ *            the runs and merges below (sort_1d).
  *   - searchsorted domain (k) over v: each element binary-searches the whole
  *            sorted store a (read WHOLE). Mode 2 (isin) says whether a holds
  *            the element.
@@ -488,7 +490,8 @@ static ty_status sort_common(ty_runtime *rt, const char *fn, ty_store *x, int ax
   if (o == 1 && r == 1 && m >= 2 * SORT_CHUNK) { /* one long line: runs and merges */
     ty_store *xd = NULL, *flat = NULL;
     st = dense(rt, x, 1, &m, &xd);
-    if (!st) st = sort_1d(rt, fn, xd, mode, base, &flat);
+    if (!st && !mode && ty__sort_bucketable(x->dtype)) st = ty__sort_1d_bucket(rt, fn, xd, &flat);
+    else if (!st) st = sort_1d(rt, fn, xd, mode, base, &flat);
     if (!st) st = ty_store_reshape(rt, flat, x->ndim, x->shape, out);
     ty_store_release(flat);
     ty_store_release(xd);
