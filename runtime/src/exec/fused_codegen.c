@@ -594,9 +594,12 @@ static bool flat_args(const ty_pending *f, int acc, uint64_t *contig) {
  * streaming costs: the next pass reads from memory what it would have found
  * in the cache (CG 4M on a 480 MiB L3: 1.9 -> 2.8 s, bench/README.md). So a
  * run streams (nt_stream) from CG_NT_ELEMS elements and only when its
- * footprint (the bytes of its arguments' views, each storage once) is above
- * CG_NT_LLC_NUM / CG_NT_LLC_DEN of the last-level cache (llc_bytes:
- * TYCHO_LLC_BYTES, else the system's; unknown: from CG_NT_ELEMS alone). The
+ * footprint (the bytes of its arguments' views, each storage once) exceeds
+ * the last-level cache (ty__llc_bytes: TYCHO_LLC_BYTES, else the system's;
+ * unknown: from CG_NT_ELEMS alone). CG 4M's runs are 0.07-0.53 of a 480 MiB
+ * L3 and lose with streaming; STREAM's triad at 160M (7.6x) gains; a triad
+ * whose output is never read again gains from ~0.5x too, but a run cannot
+ * tell whether its output is read again, so the bound is the cache. The
  * choice is part of the structure key, so the kernel found for a run was
  * generated for its choice. The body keeps such an argument's value in a
  * register and stores it once, at its end (stn); so no other argument may
@@ -609,8 +612,6 @@ static bool flat_args(const ty_pending *f, int acc, uint64_t *contig) {
  * off, 1 streams from CG_NT_ELEMS whatever the cache, auto (the default)
  * asks the cache. */
 #define CG_NT_ELEMS ((int64_t)1 << 21)
-#define CG_NT_LLC_NUM 1
-#define CG_NT_LLC_DEN 1
 
 /* A size in bytes from sysfs ("491520K", "32M", "1024"), or 0. */
 static int64_t sysfs_size(const char *path) {
@@ -683,7 +684,7 @@ static bool nt_stream(const ty__codegen *cg, const ty_pending *f) {
     }
     if (first) bytes += s->size * (int64_t)ty_dtype_size(s->dtype);
   }
-  return bytes * CG_NT_LLC_DEN > cg->llc * CG_NT_LLC_NUM;
+  return bytes > cg->llc;
 }
 
 /* The arguments stored with stn: contiguous f64 OUT arguments of a run that
