@@ -21,8 +21,8 @@
  * bench/README "Issue 19"). And so does X^T z for a tall row-major X of
  * 2..TY__THIN_K columns (A = X^T, C one column): z^T X as ty__thin_acc, one
  * pass over X's rows in order, the bits of z X; OpenBLAS 0.3.21's sgemv
- * took 1.12 s of CPU for 10 products of 10M x 32 f32 on 2 Xeon cores,
- * this 0.92 s (bench/README "X^T z on the Xeon: session 14").
+ * took 0.56 s (1.12 s of CPU) for 10 products of 10M x 32 f32 on 2 Xeon
+ * cores, this 0.46 s (0.92 s) (bench/README "X^T z on the Xeon: session 14").
  * Other f64/f32 go to OpenBLAS (cblas_dgemm/sgemm; cblas_dgemv/sgemv when C's
  * block is one column or one row, a matrix-vector product, which gemm would
  * run by packing the whole matrix) when each operand is row-major
