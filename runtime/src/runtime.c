@@ -101,8 +101,12 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
     if (err) snprintf(err, errlen, "TYCHO_SCATTER_DIRECT must be a number of bytes >= 0, got '%s'", v);
     st = TY_EINVAL;
   }
-  if ((v = getenv("TYCHO_NT_STORES")) && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
-    if (err) snprintf(err, errlen, "TYCHO_NT_STORES must be 0 or 1, got '%s'", v); /* exec/fused_codegen.c */
+  if ((v = getenv("TYCHO_NT_STORES")) && *v && strcmp(v, "auto") != 0 && parse_int(v, 0, 1, &n) != 0) {
+    if (err) snprintf(err, errlen, "TYCHO_NT_STORES must be 0, 1 or auto, got '%s'", v); /* exec/fused_codegen.c */
+    st = TY_EINVAL;
+  }
+  if ((v = getenv("TYCHO_LLC_BYTES")) && *v && parse_int(v, 1, LONG_MAX, &n) != 0) { /* exec/fused_codegen.c */
+    if (err) snprintf(err, errlen, "TYCHO_LLC_BYTES must be a number of bytes >= 1, got '%s'", v);
     st = TY_EINVAL;
   }
   static const struct {

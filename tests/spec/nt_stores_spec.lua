@@ -1,11 +1,13 @@
 -- tests/spec/nt_stores_spec.lua — streaming stores in compiled runs.
 --
--- A compiled run of 2^21 elements or more stores the f64 arguments it only
--- writes (fresh outputs) with non-temporal stores, once per vector at the
--- body's end, the first such argument aligned by a partial vector first
--- (fused_codegen.c, nt_args; docs/fusion.md "Streaming stores"). Only how
--- the values reach memory changes: the same bits as the interpreter and as
--- TYCHO_NT_STORES=0, on any number of processors (pieces of 2^21 + 13
+-- A compiled run of 2^21 elements or more whose arguments' bytes exceed the
+-- last-level cache (TYCHO_LLC_BYTES here, to force either choice) stores the
+-- f64 arguments it only writes (fresh outputs) with non-temporal stores, once
+-- per vector at the body's end, the first such argument aligned by a partial
+-- vector first (fused_codegen.c, nt_stream, nt_args; docs/fusion.md
+-- "Streaming stores"). Only how the values reach memory changes: the same
+-- bits as the interpreter, as TYCHO_NT_STORES=0 and as a cache that holds the
+-- run, on any number of processors (pieces of 2^21 + 13
 -- elements on 3 processors start at unaligned addresses; the Laplacian's
 -- inside rows start 8 bytes past a vector). Expected values: numpy, pasted.
 
@@ -20,22 +22,27 @@ local function run(code, env)
   return out
 end
 
--- the kernels of the cache directory that stream a store
-local function streaming_kernels()
-  local p = assert(io.popen("grep -l 'stn(p' '" .. cache .. "'/fk-*.c 2>/dev/null"))
+-- the kernels of the cache directory (default: the shared one) that stream a store
+local function streaming_kernels(dir)
+  local p = assert(io.popen("grep -l 'stn(p' '" .. (dir or cache) .. "'/fk-*.c 2>/dev/null"))
   local n = 0
   for _ in p:lines() do n = n + 1 end
   p:close()
   return n
 end
 
--- every setting: compiled with streaming stores, compiled without, the
--- interpreter; on 1 and 3 processors. All print the same line.
+-- every setting: compiled with streaming stores (a last-level cache of 1 MiB;
+-- TYCHO_NT_STORES=1 whatever the cache), compiled without (0; a cache of
+-- 64 GiB that holds every run), the interpreter; on 1 and 3 processors. All
+-- print the same line.
+local MIB, GIB = 1 << 20, 1 << 30
 local function same_everywhere(code)
   local ref
   for _, env in ipairs({
-    { TYCHO_CODEGEN = "always" },
+    { TYCHO_CODEGEN = "always", TYCHO_LLC_BYTES = tostring(MIB) },
+    { TYCHO_CODEGEN = "always", TYCHO_NT_STORES = "1", TYCHO_LLC_BYTES = tostring(64 * GIB) },
     { TYCHO_CODEGEN = "always", TYCHO_NT_STORES = "0" },
+    { TYCHO_CODEGEN = "always", TYCHO_LLC_BYTES = tostring(64 * GIB) },
     { TYCHO_CODEGEN = "off" },
   }) do
     env.TYCHO_CACHE_DIR = cache
@@ -53,13 +60,46 @@ end
 describe("streaming stores", function()
   teardown(function() os.execute("rm -rf '" .. cache .. "'") end)
 
-  it("TYCHO_NT_STORES takes 0 or 1; another value is an error at start", function()
+  it("TYCHO_NT_STORES takes 0, 1 or auto, TYCHO_LLC_BYTES a byte count; another value is an error at start",
+     function()
     local out, rc = spec_lua("print(tycho.arange(4):sum():item())", { TYCHO_NT_STORES = "off" })
     assert.are_not.equal(0, rc)
-    assert.is_truthy(out:find("TYCHO_NT_STORES must be 0 or 1, got 'off'", 1, true), out)
-    for _, v in ipairs({ "0", "1" }) do
-      out = run("print(tycho.arange(4):sum():item())", { TYCHO_NT_STORES = v })
+    assert.is_truthy(out:find("TYCHO_NT_STORES must be 0, 1 or auto, got 'off'", 1, true), out)
+    out, rc = spec_lua("print(tycho.arange(4):sum():item())", { TYCHO_NT_STORES = "2" })
+    assert.are_not.equal(0, rc)
+    for _, v in ipairs({ "0k", "-5", "0" }) do
+      out, rc = spec_lua("print(tycho.arange(4):sum():item())", { TYCHO_LLC_BYTES = v })
+      assert.are_not.equal(0, rc)
+      assert.is_truthy(out:find("TYCHO_LLC_BYTES must be a number of bytes >= 1, got '" .. v .. "'", 1, true), out)
+    end
+    for _, v in ipairs({ "0", "1", "auto", "00" }) do
+      out = run("print(tycho.arange(4):sum():item())", { TYCHO_NT_STORES = v, TYCHO_LLC_BYTES = "33554432" })
       assert.are.equal("6", out:match("^(%S+)"))
+    end
+  end)
+
+  it("streams by the last-level cache: 1 MiB streams, 1 GiB does not, 1 and 00 as at start", function()
+    -- a (16 MiB) read, b (16 MiB) written: 32 MiB of arguments
+    local code = [[
+      local n = (1 << 21) + 13
+      local a = tycho.arange(n) * 0.5
+      tycho.flush()
+      local b = a * 3.0 + 1.0
+      tycho.flush()
+      print(string.format("%a %a %a", b[1], b[n], b:sum():item()))
+    ]]
+    -- TYCHO_NT_STORES, TYCHO_LLC_BYTES -> whether the run's kernel streams
+    for _, c in ipairs({ { nil, MIB, true }, { "auto", 31 * MIB, true }, { "auto", 64 * MIB, false },
+                         { nil, GIB, false }, { "1", GIB, true }, { "0", MIB, false }, { "00", MIB, false } }) do
+      local dir = os.tmpname()
+      os.remove(dir)
+      local out = run(code, { TYCHO_CODEGEN = "always", TYCHO_CACHE_DIR = dir, TYCHO_CPUS = "2",
+                              TYCHO_NT_STORES = c[1], TYCHO_LLC_BYTES = tostring(c[2]) })
+      -- numpy: b = arange(n)*0.5*3+1: b[0], b[-1], b.sum()
+      assert.are.equal(string.format("%a %a %a", 1.0, 3145747.0, 3298576302210.0), out:match("^[^\n]*"))
+      local streams = streaming_kernels(dir)
+      os.execute("rm -rf '" .. dir .. "'")
+      assert.are.equal(c[3], streams > 0, (c[1] or "unset") .. " " .. c[2])
     end
   end)
 
@@ -125,7 +165,8 @@ describe("streaming stores", function()
       print(string.format("%a %a %a", b[2], c[2], c[1 << 21]))
     ]]
     local before = streaming_kernels()
-    local out = run(code, { TYCHO_CODEGEN = "always", TYCHO_CACHE_DIR = cache, TYCHO_CPUS = "2" })
+    local out = run(code, { TYCHO_CODEGEN = "always", TYCHO_CACHE_DIR = cache, TYCHO_CPUS = "2",
+                            TYCHO_LLC_BYTES = "1" })
     -- numpy: (arange(2**21-8)*0.5*3+1)[1] = 2.5; (arange(2**21)*2+1)[1], [-1]
     assert.are.equal(string.format("%a %a %a", 2.5, 3.0, 4194303.0), out:match("^[^\n]*"))
     assert.are.equal(before, streaming_kernels())

@@ -69,6 +69,44 @@ describe("products", function()
                 {169, 17, -58, -78, 50})
     end
   end)
+  -- X^T z with X's columns <= TY__THIN_K: ty__thin_acc over X's rows, in row
+  -- order within each chunk (kernels_linalg.c, thin), as z X: the same bits
+  -- as z X, and under any number of processors
+  it("X^T z of fractions over 300007 rows: numpy's values, the bits of z X, the same bits on 1 and 3 cpus", function()
+    local code = [[
+      local n, f = 300007, 16
+      local u = (tycho.arange(n * f) + 0.5) * 0.6180339887498949
+      local X = (u - tycho.floor(u)):reshape(n, f)
+      local v = (tycho.arange(n) + 0.5) * 0.7548776662466927
+      local z = v - tycho.floor(v)
+      local out = {}
+      for _, dt in ipairs({ "f64", "f32" }) do
+        local Xd, zd = X:astype(dt), z:astype(dt)
+        local a, b = Xd:t():dot(zd), zd:dot(Xd)
+        for i = 1, f do
+          out[#out + 1] = string.format("%a", a[i])
+          assert(string.format("%a", b[i]) == out[#out], "z X differs at " .. i)
+        end
+      end
+      print(table.concat(out, " "))
+    ]]
+    local lines = {}
+    for _, cpus in ipairs({ 1, 3 }) do
+      local out, rc = spec_lua(code, { TYCHO_CPUS = tostring(cpus) })
+      assert.are.equal(0, rc, out)
+      lines[#lines + 1] = out:match("^[^\n]*")
+    end
+    assert.are.equal(lines[1], lines[2])
+    local v = {}
+    for w in lines[1]:gmatch("%S+") do v[#v + 1] = tonumber(w) end
+    -- numpy: X.T.dot(z)[0], [15] in f64, and with X, z cast to f32
+    local want = { 75001.22864398066, 74995.72299191852, 75001.195, 74995.67 }
+    local got = { v[1], v[16], v[17], v[32] }
+    for i = 1, 4 do
+      local tol = i <= 2 and 1e-12 or 1e-5
+      assert.is_true(math.abs(got[i] - want[i]) <= tol * want[i], i .. ": " .. got[i])
+    end
+  end)
   it("matmul of u8 stacks wraps", function()
     local r = tycho.matmul(ramp({2, 2, 5}, 'u8', 0), ramp({2, 5, 2}, 'u8', 0))
     spec_same(r:totable(), {{{135, 174}, {74, 183}}, {{142, 79}, {143, 106}}})

@@ -185,6 +185,9 @@ const ty_task *ty__gemv_chain_task(const ty_runtime *rt);
 typedef struct ty__codegen ty__codegen;
 ty__codegen *ty__codegen_new(void);
 void ty__codegen_free(ty__codegen *cg);
+/* The last-level cache's bytes as compiled runs see it: TYCHO_LLC_BYTES,
+ * else the system's; 0 when unknown (streaming stores, docs/fusion.md). */
+int64_t ty__llc_bytes(void);
 
 /* Fusion's state in a runtime: the data of the task "fused" (ops.c), freed
  * with the runtime. The pass's scratch memory is kept between flushes. */

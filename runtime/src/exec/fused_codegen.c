@@ -142,8 +142,13 @@ typedef struct cg_pre {
 /* Compiles running at once in the background (each a compiler process). */
 #define CG_MAX_JOBS 2
 
+enum { CG_NT_OFF, CG_NT_AUTO, CG_NT_ALWAYS }; /* TYCHO_NT_STORES (nt_mode_of_env) */
+static int nt_mode_of_env(void);
+
 struct ty__codegen {
   int mode; /* 0 off, 1 auto, 2 always */
+  int nt_mode;  /* streaming stores: CG_NT_OFF, CG_NT_AUTO, CG_NT_ALWAYS */
+  int64_t llc;  /* the last-level cache's bytes (ty__llc_bytes; 0 unknown) */
   bool wait;    /* wait for each compile (TYCHO_CODEGEN_WAIT; default: under always) */
   int jobs, max_jobs; /* compiles in flight, and the bound */
   int64_t next_poll;  /* when to poll them next (ns, CLOCK_MONOTONIC_COARSE) */
@@ -169,6 +174,8 @@ ty__codegen *ty__codegen_new(void) {
   const char *w = getenv("TYCHO_CODEGEN_WAIT");
   cg->wait = w && *w ? strcmp(w, "0") && strcmp(w, "off") && strcmp(w, "false") : cg->mode == 2;
   cg->max_jobs = CG_MAX_JOBS;
+  cg->nt_mode = nt_mode_of_env();
+  cg->llc = ty__llc_bytes();
   const char *d = getenv("TYCHO_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
   if (d && *d) snprintf(cg->dir, sizeof cg->dir, "%s", d);
   else if (x && *x) snprintf(cg->dir, sizeof cg->dir, "%s/tycho", x);
@@ -578,34 +585,112 @@ static bool flat_args(const ty_pending *f, int acc, uint64_t *contig) {
   return true;
 }
 
-/* Streaming stores (docs/fusion.md "Streaming stores"). A run of at least
- * CG_NT_ELEMS elements streams more than the last-level cache holds, so what
- * it writes is read back from memory by the next pass anyway; an argument it
- * only writes (OUT: the whole view, nothing read first) is then stored with
- * non-temporal stores, which skip reading each line before writing it (a
- * plain store of a fresh element moves 16 bytes, a streaming one 8). The body
- * keeps such an argument's value in a register and stores it once, at its
- * end (stn); so no other argument may be a view of the same storage (the
- * structure key records which arguments share one). stn streams only at a
- * vector-aligned address and with nt set (the vector loop; the zero-padded
- * partial vectors pass 0): elsewhere it is st. The entry points align the
- * first such argument by running a partial vector first, and end with a
- * store fence. The values stored are the same: only how they reach memory
- * changes. TYCHO_NT_STORES=0 turns it off. */
+/* Streaming stores (docs/fusion.md "Streaming stores"). A run that streams
+ * more than the last-level cache holds reads back what it writes from memory
+ * in the next pass anyway; an argument it only writes (OUT: the whole view,
+ * nothing read first) is then stored with non-temporal stores, which skip
+ * reading each line before writing it (a plain store of a fresh element
+ * moves 16 bytes, a streaming one 8). When the run's data fits the cache,
+ * streaming costs: the next pass reads from memory what it would have found
+ * in the cache (CG 4M on a 480 MiB L3: 1.9 -> 2.8 s, bench/README.md). So a
+ * run streams (nt_stream) from CG_NT_ELEMS elements and only when its
+ * footprint (the bytes of its arguments' views, each storage once) exceeds
+ * the last-level cache (ty__llc_bytes: TYCHO_LLC_BYTES, else the system's;
+ * unknown: from CG_NT_ELEMS alone). CG 4M's runs are 0.07-0.53 of a 480 MiB
+ * L3 and lose with streaming; STREAM's triad at 160M (7.6x) gains; a triad
+ * whose output is never read again gains from ~0.5x too, but a run cannot
+ * tell whether its output is read again, so the bound is the cache. The
+ * choice is part of the structure key, so the kernel found for a run was
+ * generated for its choice. The body keeps such an argument's value in a
+ * register and stores it once, at its end (stn); so no other argument may
+ * be a view of the same storage (the structure key records which arguments
+ * share one). stn streams only at a vector-aligned address and with nt set
+ * (the vector loop; the zero-padded partial vectors pass 0): elsewhere it
+ * is st. The entry points align the first such argument by running a
+ * partial vector first, and end with a store fence. The values stored are
+ * the same: only how they reach memory changes. TYCHO_NT_STORES=0 turns it
+ * off, 1 streams from CG_NT_ELEMS whatever the cache, auto (the default)
+ * asks the cache. */
 #define CG_NT_ELEMS ((int64_t)1 << 21)
 
-static bool nt_enabled(void) {
-  static int on = -1;
-  if (on < 0) on = !ty__env_off("TYCHO_NT_STORES"); /* 0 or 1: runtime.c refuses another value */
-  return on;
+/* A size in bytes from sysfs ("491520K", "32M", "1024"), or 0. */
+static int64_t sysfs_size(const char *path) {
+  FILE *fp = fopen(path, "r");
+  if (!fp) return 0;
+  char buf[64] = {0};
+  const bool got = fgets(buf, sizeof buf, fp) != NULL;
+  fclose(fp);
+  if (!got) return 0;
+  char *end;
+  long long v = strtoll(buf, &end, 10);
+  if (v <= 0) return 0;
+  if (*end == 'K') v <<= 10;
+  else if (*end == 'M') v <<= 20;
+  else if (*end == 'G') v <<= 30;
+  return v;
 }
 
-/* The arguments stored with stn: contiguous f64 OUT arguments of a large
- * enough run, each the only view of its storage among the arguments. */
-static uint64_t nt_args(const ty_pending *f, uint64_t c, int acc) {
+/* The last-level cache's bytes: TYCHO_LLC_BYTES (runtime.c checks it), else
+ * sysconf's level-3 size, else the largest cache of cpu0 in sysfs; 0 when
+ * unknown. */
+int64_t ty__llc_bytes(void) {
+  const char *v = getenv("TYCHO_LLC_BYTES");
+  if (v && *v) {
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (*end == 0 && n > 0) return n;
+  }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) return l3;
+#endif
+  int64_t best = 0;
+  for (int i = 0; i < 8; i++) {
+    char path[96];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    int64_t s = sysfs_size(path);
+    if (s > best) best = s;
+  }
+  return best;
+}
+
+/* TYCHO_NT_STORES: 0 off, 1 from CG_NT_ELEMS whatever the cache, unset or
+ * auto: by the cache. runtime.c accepts a whole number in 0..1 or "auto";
+ * this reads a whole number the same way (strtol). */
+static int nt_mode_of_env(void) {
+  const char *v = getenv("TYCHO_NT_STORES");
+  if (!v || !*v) return CG_NT_AUTO;
+  char *end;
+  long n = strtol(v, &end, 10);
+  if (end == v || *end) return CG_NT_AUTO;
+  return n == 0 ? CG_NT_OFF : CG_NT_ALWAYS;
+}
+
+/* Whether run f streams its fresh f64 outputs (see above). */
+static bool nt_stream(const ty__codegen *cg, const ty_pending *f) {
+  if (cg->nt_mode == CG_NT_OFF) return false;
   int64_t elems = 1;
   for (int d = 0; d < f->ndim; d++) elems *= f->domain[d];
-  if (elems < CG_NT_ELEMS || !nt_enabled()) return 0;
+  if (elems < CG_NT_ELEMS) return false;
+  if (cg->nt_mode == CG_NT_ALWAYS || cg->llc <= 0) return true;
+  int64_t bytes = 0;
+  for (int k = 0; k < f->nargs; k++) {
+    const ty_store *s = f->args[k].store;
+    bool first = true; /* each storage once: the largest of its views */
+    for (int j = 0; j < f->nargs && first; j++) {
+      const ty_store *o = f->args[j].store;
+      if (j != k && o->storage == s->storage)
+        first = o->size < s->size || (o->size == s->size && j > k);
+    }
+    if (first) bytes += s->size * (int64_t)ty_dtype_size(s->dtype);
+  }
+  return bytes > cg->llc;
+}
+
+/* The arguments stored with stn: contiguous f64 OUT arguments of a run that
+ * streams, each the only view of its storage among the arguments. */
+static uint64_t nt_args(const ty_pending *f, uint64_t c, int acc, bool stream) {
+  if (!stream) return 0;
   uint64_t m = 0;
   for (int k = 0; k < f->nargs; k++) {
     const ty_arg *a = &f->args[k];
@@ -745,13 +830,13 @@ static void flat_entry(sbuf *b, const ty_pending *f, const ty__fhead *h, uint64_
 }
 
 /* The whole file for a fused launch; false when the run is not supported. */
-static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig) {
+static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig, bool stream) {
   const ty__fhead *h = (const ty__fhead *)f->scalars;
   uint64_t c = 0;
   if (!flat_args(f, -1, &c)) return false;
   *contig = c;
   preamble(b);
-  gen g = {.b = b, .h = h, .f = f, .contig = c, .nt = nt_args(f, c, -1), .ok = true};
+  gen g = {.b = b, .h = h, .f = f, .contig = c, .nt = nt_args(f, c, -1, stream), .ok = true};
   g.late = late_args(f, h, c, g.nt);
   flat_body_head(b, false, g.nt);
   const ty__fsub *s = ty__fsub_first(h);
@@ -1143,7 +1228,7 @@ static bool sum_body(const ty_pending *f, const ty__fhead *h, const ty__fsub *la
  * ordered stream, the interpreter's own call on the same values, so the sum
  * keeps its bits. The sum's accumulator is an argument the kernel never
  * touches. */
-static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig) {
+static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig, bool stream) {
   const ty__fhead *h = (const ty__fhead *)f->scalars;
   if (h->nsub < 2) return false;
   const ty__fsub *last = sum_tail_of(h);
@@ -1153,7 +1238,7 @@ static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig) {
   if (!flat_args(f, acc, &c)) return false;
   *contig = c;
   int npow = 0;
-  const uint64_t nt = nt_args(f, c, acc);
+  const uint64_t nt = nt_args(f, c, acc, stream);
   if (!sum_body(f, h, last, c, nt, b, &npow)) return false;
   flat_entry(b, f, h, c, npow, acc, nt);
   return !b->failed;
@@ -1209,7 +1294,7 @@ static void rows_sum_part(sbuf *b, const ty_pending *f, uint64_t c, uint64_t nt)
   put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(ro + (i + j) * 8, to + j * 8, 8);\n");
 }
 
-static bool generate4(const ty_pending *f, sbuf *b, uint64_t *contig) {
+static bool generate4(const ty_pending *f, sbuf *b, uint64_t *contig, bool stream) {
   const ty__fhead *h = (const ty__fhead *)f->scalars;
   if (f->ndim != 2 || h->nsub < 2) return false;
   const ty__fsub *last = sum_tail_of(h);
@@ -1219,7 +1304,7 @@ static bool generate4(const ty_pending *f, sbuf *b, uint64_t *contig) {
   if (!rows_sum_args(f, acc, &c)) return false;
   *contig = c;
   int npow = 0;
-  const uint64_t nt = nt_args(f, c, acc);
+  const uint64_t nt = nt_args(f, c, acc, stream);
   if (!sum_body(f, h, last, c, nt, b, &npow)) return false;
   put(b, "void ty_fk4(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D, char *o) {\n");
   put(b, "  double K[%d], Bc[%d];\n  int sq[%d];\n  char *ra[%d], *p[%d];\n", h->nconsts + 1,
@@ -1394,7 +1479,7 @@ static uint64_t key_hash(const char *p, size_t n) {
 
 /* The run's structure key into cg->key: the domain, each argument's dtype,
  * access and layout, and the description without the constants' values. */
-static bool structure_key(ty__codegen *cg, const ty_pending *f) {
+static bool structure_key(ty__codegen *cg, const ty_pending *f, bool stream) {
   sbuf *b = &cg->key;
   b->len = 0;
   b->failed = false;
@@ -1420,13 +1505,15 @@ static bool structure_key(ty__codegen *cg, const ty_pending *f) {
   }
   if (h->consts < sizeof *h || h->consts > f->scalar_bytes) return false;
   ty__sb_append(b, (const char *)f->scalars + sizeof *h, h->consts - sizeof *h);
+  const unsigned char nt = stream; /* nt_stream's choice: the kernel's stores */
+  ty__sb_append(b, &nt, 1);
   return !b->failed;
 }
 
 /* The remembered structure of f, added when new (NULL: no key, or the table
  * is full). */
-static cg_pre *pre_find(ty__codegen *cg, const ty_pending *f) {
-  if (!structure_key(cg, f)) return NULL;
+static cg_pre *pre_find(ty__codegen *cg, const ty_pending *f, bool stream) {
+  if (!structure_key(cg, f, stream)) return NULL;
   const uint64_t hash = key_hash(cg->key.p, cg->key.len);
   for (int i = 0; i < cg->npre; i++) {
     cg_pre *p = &cg->pre[i];
@@ -1459,7 +1546,8 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   const bool small = cg->mode == 1 && elems < CG_MIN_ELEMS;
   if (small && elems < CG_SMALL_MIN) return NULL;
   if (cg->jobs) poll_jobs(cg);
-  cg_pre *p = pre_find(cg, f);
+  const bool stream = nt_stream(cg, f);
+  cg_pre *p = pre_find(cg, f, stream);
   if (p) {
     p->seen++;
     if (p->entry == -1) return NULL;
@@ -1480,7 +1568,7 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
     return NULL;
   }
   sbuf b = {0};
-  if (!generate(f, &b, contig)) {
+  if (!generate(f, &b, contig, stream)) {
     free(b.p);
     b = (sbuf){0};
     *kind = TY__FK_ROWS;
@@ -1488,11 +1576,11 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
       free(b.p);
       b = (sbuf){0};
       *kind = TY__FK_SUM;
-      if (!generate3(f, &b, contig)) {
+      if (!generate3(f, &b, contig, stream)) {
         free(b.p);
         b = (sbuf){0};
         *kind = TY__FK_ROWSUM;
-        if (!generate4(f, &b, contig)) {
+        if (!generate4(f, &b, contig, stream)) {
           free(b.p);
           *contig = 0;
           *kind = TY__FK_FLAT;

@@ -18,7 +18,11 @@
  * (A x, issue 19): the dot of four rows at a time (eight on AVX-512) streams
  * A at the memory's bandwidth, where OpenBLAS 0.3.21's dgemv on each 128-row
  * block did not (8192^2 f64, 2 Zen 4 cores: 0.83x numpy's OpenBLAS 0.3.31,
- * bench/README "Issue 19").
+ * bench/README "Issue 19"). And so does X^T z for a tall row-major X of
+ * 2..TY__THIN_K columns (A = X^T, C one column): z^T X as ty__thin_acc, one
+ * pass over X's rows in order, the bits of z X; OpenBLAS 0.3.21's sgemv
+ * took 0.56 s (1.12 s of CPU) for 10 products of 10M x 32 f32 on 2 Xeon
+ * cores, this 0.46 s (0.92 s) (bench/README "X^T z on the Xeon: session 14").
  * Other f64/f32 go to OpenBLAS (cblas_dgemm/sgemm; cblas_dgemv/sgemv when C's
  * block is one column or one row, a matrix-vector product, which gemm would
  * run by packing the whole matrix) when each operand is row-major
@@ -233,6 +237,19 @@ static bool thin(const ty_tile *C, const ty_tile *A, const ty_tile *B) {
     const char *a = A->data + C->lo[0] * A->strides[0] * es;
     ty__thin_dot(t, m, k, a, A->strides[0], A->strides[1], B->data, B->strides[0], C->data,
                  C->strides[0]);
+    return true;
+  }
+  /* X^T z with X a tall row-major matrix of <= TY__THIN_K columns (A = X^T:
+   * A's rows are X's columns, contiguous along A's first axis): C's m
+   * elements are the box's columns of z^T X, ty__thin_acc's sums over all
+   * of k in order, one pass over X's rows (OpenBLAS's sgemv on Intel read
+   * it at 0.6 of the triad's bandwidth, bench/README.md) */
+  if (N == 1 && M >= 2 && M <= TY__THIN_K && A->strides[0] == 1 && C->shape[1] == 1) {
+    _Alignas(64) char g[TY__THIN_K * 8];
+    memset(g, 0, (size_t)(m * es));
+    const char *a = A->data + C->lo[0] * es; /* the box's rows of A: X's columns */
+    ty__thin_acc(t, k, m, B->data, B->strides[0], a, A->strides[1], 1, g);
+    for (int64_t i = 0; i < m; i++) memcpy(C->data + i * C->strides[0] * es, g + i * es, (size_t)es);
     return true;
   }
   if (M == 1 && N >= 2 && N <= TY__THIN_K) {
