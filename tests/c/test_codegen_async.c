@@ -345,7 +345,7 @@ TEST(wait_compiles_at_first_sight) {
 }
 
 /* A background compile starts niced and, starved past its cap (codegen_cc.c:
- * 0.5 s), is stopped and run again at the program's own priority: here the
+ * 0.2 s), is stopped and run again at the program's own priority: here the
  * compiler "starves" (sleeps 60 s) whenever it runs niced, yet the kernel is
  * installed within seconds, by a second try at this process's priority;
  * each try logs its niceness. */

@@ -69,11 +69,18 @@ static void free_targets(ty__ccjob *j) {
  * 10 s, 11.1-11.4 s in all, against 8.5-9.7 s at nice 0). The cap bounds
  * that: a long run switches at most CC_NICE_S later than at nice 0. On an
  * idle core a compile takes 0.06-0.12 s (gcc 12, a Black-Scholes or stencil
- * kernel), so an unloaded niced compile finishes well within the cap.
+ * kernel; a unit of several about as long: codegen_cc.h), so an unloaded
+ * niced compile finishes within the cap. 0.2 s since session 14 (0.5 s
+ * before): a run whose interpreter keeps both cores busy (k-means 10M) left
+ * its niced compile nothing for the whole cap, so it switched 0.5 s late at
+ * least; cold runs alternating at load 10-14 (bench/README.md, session 14):
+ * k-means 10M 12.0 -> 10.3 s (CPU 4.25 -> 4.20 s) and 12.0 -> 9.7 s (4.47 ->
+ * 4.07), CG 256^2 2.76 -> 2.10 s, stencil 2048^2 5.2 -> 4.6 s, and the short
+ * 768^2 stencil (0.2-0.3 s, what the nice is for) 0.28 -> 0.21 s.
  * timeout(1) signals its own process group (the compiler and what it
  * started); without timeout or nice the first try fails and the second
  * runs as before. A failing compiler fails twice. */
-#define CC_NICE_S "0.5"
+#define CC_NICE_S "0.2"
 static const char detach_script[] =
     "tso=$1 tc=$2 fail=$3 n=$4; shift 4\n"
     "( if { ( shift $((3 * n)); timeout " CC_NICE_S " nice -n 19 \"$@\" ) ||\n"

@@ -24,7 +24,7 @@
  *    by ty__cc_poll(j, true), which then installs the targets;
  *  - detached (background): a shell started in a process group of its own
  *    runs "cc ... && install || mark failed" in the background (the compile
- *    niced first, at the program's priority after 0.5 s: codegen_cc.c) and
+ *    niced first, at the program's priority after 0.2 s: codegen_cc.c) and
  *    exits at once, so the compile is nobody's child here: it finishes and installs
  *    its kernels in the cache even when the runtime (or the process) has
  *    ended, which is what makes the next run warm. ty__cc_poll(j, false)

@@ -51,10 +51,12 @@
  * is the compiler. Any failure (no compiler, no writable directory, a
  * compile error) quietly leaves the run to the interpreter.
  *
- * Compiles never stall the run: a compile starts in the background
- * (codegen_cc.c: a detached compiler process, at most
- * CG_MAX_JOBS at once) and the run it was started for, and every run of the
- * structure until it is done, goes to the interpreter (fused_cpu.c), which
+ * Compiles never stall the run: a new kernel is queued, and at the end of
+ * the fusion pass every kernel queued so far starts compiling in the
+ * background in ONE compiler process (codegen_cc.c: a detached compiler
+ * process for one translation unit of all of them; at most CG_MAX_JOBS at
+ * once, the queue waits for a free one), and the run it was queued for, and
+ * every run of the structure until it is done, goes to the interpreter (fused_cpu.c), which
  * gives the same bits; the first sight after it is done loads the kernel
  * (the switch). A compile still running when the runtime ends goes on and
  * installs its kernel in the disk cache, so the next run is warm.
