@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -39,12 +40,24 @@ static bool write_file(const char *path, const char *data, size_t len) {
 }
 
 static void remove_temporaries(ty__ccjob *j) {
-  unlink(j->tmp_src);
+  unlink(j->tmp_c);
   unlink(j->tmp_so);
+  for (int i = 0; i < j->n; i++) unlink(j->t[i].tmp_src);
 }
 
-/* The detached job's shell: the compile in the background, then the renames
- * (or the failure mark); $1..$5 the paths, the rest the compiler's argv.
+static void free_targets(ty__ccjob *j) {
+  free(j->t);
+  j->t = NULL;
+  j->n = 0;
+}
+
+/* The detached job's shell: the compile in the background, then the
+ * installs (or the failure mark); $1 the unit's object, $2 the unit, $3 the
+ * failure mark, $4 the kernels n, then n triples (source written, source,
+ * object), then the compiler's argv. The compile runs in a subshell that
+ * shifts the triples away; the install links each object to the unit's
+ * (the last one is the rename of the unit's object itself, the job's last
+ * act), each source renamed first.
  *
  * The compile starts at the lowest priority (nice 19) and, when it is not
  * done within CC_NICE_S seconds, is stopped and run again at the program's
@@ -56,18 +69,36 @@ static void remove_temporaries(ty__ccjob *j) {
  * 10 s, 11.1-11.4 s in all, against 8.5-9.7 s at nice 0). The cap bounds
  * that: a long run switches at most CC_NICE_S later than at nice 0. On an
  * idle core a compile takes 0.06-0.12 s (gcc 12, a Black-Scholes or stencil
- * kernel), so an unloaded niced compile finishes well within the cap.
+ * kernel; a unit of several about as long: codegen_cc.h), so an unloaded
+ * niced compile finishes within the cap. 0.2 s since session 14 (0.5 s
+ * before): a run whose interpreter keeps both cores busy (k-means 10M) left
+ * its niced compile nothing for the whole cap, so it switched 0.5 s late at
+ * least; cold runs alternating at load 10-14 (bench/README.md, session 14):
+ * k-means 10M 12.0 -> 10.3 s (CPU 4.25 -> 4.20 s) and 12.0 -> 9.7 s (4.47 ->
+ * 4.07), CG 256^2 2.76 -> 2.10 s, stencil 2048^2 5.2 -> 4.6 s, and the short
+ * 768^2 stencil (0.2-0.3 s, what the nice is for) 0.28 -> 0.21 s.
  * timeout(1) signals its own process group (the compiler and what it
  * started); without timeout or nice the first try fails and the second
  * runs as before. A failing compiler fails twice. */
-#define CC_NICE_S "0.5"
+#define CC_NICE_S "0.2"
 static const char detach_script[] =
-    "so=$1 src=$2 tso=$3 tsrc=$4 fail=$5; shift 5\n"
-    "( { timeout " CC_NICE_S " nice -n 19 \"$@\" || \"$@\"; } &&\n"
-    "  mv -f \"$tso\" \"$so\" && { mv -f \"$tsrc\" \"$src\"; :; } || : > \"$fail\"\n"
-    "  rm -f \"$tso\" \"$tsrc\" ) </dev/null >/dev/null 2>&1 &\n";
+    "tso=$1 tc=$2 fail=$3 n=$4; shift 4\n"
+    "( if { ( shift $((3 * n)); timeout " CC_NICE_S " nice -n 19 \"$@\" ) ||\n"
+    "       ( shift $((3 * n)); \"$@\" ); }; then\n"
+    "    rm -f \"$tc\"; bad=\n"
+    "    while [ \"$n\" -gt 1 ]; do\n"
+    "      mv -f \"$1\" \"$2\"; ln -f \"$tso\" \"$3.$$\" && mv -f \"$3.$$\" \"$3\" || { rm -f \"$3.$$\"; bad=1; }\n"
+    "      shift 3; n=$((n - 1))\n"
+    "    done\n"
+    "    mv -f \"$1\" \"$2\"; mv -f \"$tso\" \"$3\" || bad=1\n"
+    "    [ -z \"$bad\" ] || { rm -f \"$tso\"; : > \"$fail\"; }\n"
+    "  else\n"
+    "    rm -f \"$tso\" \"$tc\"\n"
+    "    while [ \"$n\" -gt 0 ]; do rm -f \"$1\"; shift 3; n=$((n - 1)); done\n"
+    "    : > \"$fail\"\n"
+    "  fi ) </dev/null >/dev/null 2>&1 &\n";
 
-/* The optimisation level by the source's size. A compile of a small kernel
+/* The optimisation level by the source's size (TY__CC_O1_BYTES). A compile of a small kernel
  * is mostly the compiler's and the linker's start (a Black-Scholes, stencil
  * or CG kernel of 4-7 KB: 0.03-0.05 s of CPU at -O2, 0.02-0.04 s at -O1), so -O2
  * costs ~0.01 s there; a large one (the k-means row kernels, 11-12 KB) takes
@@ -76,46 +107,63 @@ static const char detach_script[] =
  * (callgrind: 11% fewer instructions in k-means' kernels; the same
  * checksums). At -O1 the Black-Scholes kernels run 7.5% more instructions,
  * so small sources keep -O2 (session 13, bench/README.md). The level follows
- * from the source, so a cache key (the source's hash) stands for one level. */
-enum { CC_O1_BYTES = 8192 };
+ * from the kernel's own source, so a cache key (the source's hash) stands
+ * for one level; the caller puts kernels of one level in a job. */
 
-bool ty__cc_start(ty__ccjob *j, const char *cc, const char *so, const char *src, const char *text,
-                  size_t len, bool detached) {
+bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
+                  size_t ulen, bool detached) {
   /* unique temporaries: this process's id and a count (runtimes of one
    * process may compile the same kernel at once) */
   static unsigned seq;
-  const unsigned n = __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED);
-  j->pid = 0;
+  const unsigned q = __atomic_fetch_add(&seq, 1u, __ATOMIC_RELAXED);
+  memset(j, 0, sizeof *j);
   j->detached = detached;
-  j->outcome = 0;
-  snprintf(j->so, sizeof j->so, "%s", so);
-  snprintf(j->src, sizeof j->src, "%s", src);
-  snprintf(j->tmp_src, sizeof j->tmp_src, "%s.%ld-%u.c", so, (long)getpid(), n);
-  snprintf(j->tmp_so, sizeof j->tmp_so, "%s.%ld-%u.so", so, (long)getpid(), n);
+  if (n < 1 || n > TY__CC_MAX_KERNELS) return false;
+  j->t = calloc((size_t)n, sizeof *j->t);
+  if (!j->t) return false;
+  j->n = n;
+  snprintf(j->tmp_so, sizeof j->tmp_so, "%s.%ld-%u.so", k[0].so, (long)getpid(), q);
+  snprintf(j->tmp_c, sizeof j->tmp_c, "%s.%ld-%u-u.c", k[0].so, (long)getpid(), q);
   snprintf(j->failed, sizeof j->failed, "%s.failed", j->tmp_so);
-  if (!write_file(j->tmp_src, text, len)) {
-    unlink(j->tmp_src);
+  bool ok = write_file(j->tmp_c, unit, ulen);
+  for (int i = 0; i < n; i++) {
+    ty__cctarget *t = &j->t[i];
+    snprintf(t->so, sizeof t->so, "%s", k[i].so);
+    snprintf(t->src, sizeof t->src, "%s", k[i].src);
+    snprintf(t->tmp_src, sizeof t->tmp_src, "%s.%ld-%u.c", k[i].so, (long)getpid(), q);
+    ok = ok && write_file(t->tmp_src, k[i].text, k[i].len);
+  }
+  if (!ok) {
+    remove_temporaries(j);
+    free_targets(j);
     return false;
   }
-  /* [sh -c script tycho-cc so src tmp_so tmp_src failed] cc -O2 (-O1 for a
-   * large source) <the ISA level's flags> ... -o tmp_so tmp_src -lsleef -lm */
+  /* [sh -c script tycho-cc tmp_so tmp_c failed n (tmp_src src so)...] cc -O2
+   * (-O1 for large sources) <the ISA level's flags> ... -o tmp_so tmp_c -lsleef -lm */
   char flags[256];
   snprintf(flags, sizeof flags, "%s", ty__isa_cflags());
-  char *argv[48];
-  int k = 0;
+  char nbuf[16];
+  snprintf(nbuf, sizeof nbuf, "%d", n);
+  char *argv[64 + 3 * TY__CC_MAX_KERNELS];
+  int a = 0;
   if (detached) {
-    const char *pre[] = {"/bin/sh", "-c", detach_script, "tycho-cc", j->so, j->src, j->tmp_so,
-                         j->tmp_src, j->failed};
-    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) argv[k++] = (char *)pre[i];
+    const char *pre[] = {"/bin/sh", "-c", detach_script, "tycho-cc", j->tmp_so, j->tmp_c, j->failed, nbuf};
+    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) argv[a++] = (char *)pre[i];
+    for (int i = 0; i < n; i++) {
+      argv[a++] = j->t[i].tmp_src;
+      argv[a++] = j->t[i].src;
+      argv[a++] = j->t[i].so;
+    }
   }
-  argv[k++] = (char *)cc;
-  argv[k++] = len >= CC_O1_BYTES ? "-O1" : "-O2";
-  for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && k < 28; t = strtok_r(NULL, " ", &save))
-    argv[k++] = t;
+  argv[a++] = (char *)cc;
+  argv[a++] = k[0].len >= TY__CC_O1_BYTES ? "-O1" : "-O2";
+  const int a0 = a;
+  for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && a - a0 < 24; t = strtok_r(NULL, " ", &save))
+    argv[a++] = t;
   const char *rest[] = {"-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-w", "-o",
-                        j->tmp_so, j->tmp_src, "-lsleef", "-lm"};
-  for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[k++] = (char *)rest[i];
-  argv[k] = NULL;
+                        j->tmp_so, j->tmp_c, "-lsleef", "-lm"};
+  for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[a++] = (char *)rest[i];
+  argv[a] = NULL;
   /* no input, its output discarded, none of this process's other files
    * (a detached compile must not hold a caller's pipe open), a process
    * group of its own (ty__cc_release; and a terminal's Ctrl-C, meant for
@@ -123,12 +171,14 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const char *so, const char *src,
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;
   if (posix_spawn_file_actions_init(&fa) != 0) {
-    unlink(j->tmp_src);
+    remove_temporaries(j);
+    free_targets(j);
     return false;
   }
   if (posix_spawnattr_init(&at) != 0) {
     posix_spawn_file_actions_destroy(&fa);
-    unlink(j->tmp_src);
+    remove_temporaries(j);
+    free_targets(j);
     return false;
   }
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -145,6 +195,7 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const char *so, const char *src,
   posix_spawnattr_destroy(&at);
   if (rc != 0) {
     remove_temporaries(j);
+    free_targets(j);
     return false;
   }
   j->pid = pid;
@@ -166,45 +217,82 @@ static bool reap(ty__ccjob *j, bool block, int *status) {
 
 static bool exited_ok(int status) { return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
+/* Every target in place (the last one first: it is installed last). */
+static bool all_installed(const ty__ccjob *j) {
+  for (int i = j->n - 1; i >= 0; i--)
+    if (access(j->t[i].so, R_OK) != 0) return false;
+  return true;
+}
+
+/* A waited job's install: each object a link to the unit's, the last one
+ * its rename; each source renamed first. False when one failed. */
+static bool install(ty__ccjob *j) {
+  bool ok = true;
+  for (int i = 0; i < j->n; i++) {
+    ty__cctarget *t = &j->t[i];
+    rename(t->tmp_src, t->src);
+    if (i == j->n - 1) {
+      ok = rename(j->tmp_so, t->so) == 0 && ok;
+      break;
+    }
+    char ln[1320];
+    snprintf(ln, sizeof ln, "%s.%ld.ln", t->so, (long)getpid());
+    unlink(ln);
+    if (link(j->tmp_so, ln) != 0 || rename(ln, t->so) != 0) {
+      unlink(ln);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
 int ty__cc_poll(ty__ccjob *j, bool block) {
   int status = 0;
   if (j->detached) {
     /* the shell exits as soon as the compile is started; a shell reaped by
      * someone else (status -1) tells nothing: the files will */
     if (j->pid > 0 && reap(j, false, &status) && status != -1 && !exited_ok(status)) j->outcome = -1;
-    if (access(j->so, R_OK) == 0) {
+    if (all_installed(j)) {
       unlink(j->failed);
       if (j->pid > 0) reap(j, true, &status); /* the shell, about to exit if not gone */
+      free_targets(j);
       return 1;
     }
     if (j->outcome < 0 && j->pid == 0) {
       remove_temporaries(j); /* the shell failed: no compile runs */
+      free_targets(j);
       return -1;
     }
     if (access(j->failed, F_OK) == 0) {
       unlink(j->failed);
       if (j->pid > 0) reap(j, true, &status);
+      free_targets(j);
       return -1;
     }
     return 0;
   }
-  if (j->pid <= 0) return -1;
+  if (j->pid <= 0) {
+    free_targets(j);
+    return -1;
+  }
   if (!reap(j, block, &status)) return 0;
-  bool ok = exited_ok(status) && rename(j->tmp_so, j->so) == 0;
-  if (ok) rename(j->tmp_src, j->src);
+  bool ok = exited_ok(status) && install(j);
   remove_temporaries(j);
+  free_targets(j);
   return ok ? 1 : -1;
 }
 
 void ty__cc_release(ty__ccjob *j) {
-  if (j->pid <= 0) return;
-  int status;
-  if (j->detached) { /* the compile goes on, nobody's child here */
-    reap(j, true, &status);
-    return;
+  if (j->pid > 0) {
+    int status;
+    if (j->detached) { /* the compile goes on, nobody's child here */
+      reap(j, true, &status);
+    } else {
+      kill(-j->pid, SIGKILL); /* the group: cc and what it started */
+      kill(j->pid, SIGKILL);  /* in case it had not made its group yet */
+      reap(j, true, &status);
+      remove_temporaries(j);
+    }
   }
-  kill(-j->pid, SIGKILL); /* the group: cc and what it started */
-  kill(j->pid, SIGKILL);  /* in case it had not made its group yet */
-  reap(j, true, &status);
-  remove_temporaries(j);
+  free_targets(j);
 }

@@ -4,20 +4,31 @@
  * process that is either waited for at once (synchronous) or polled later
  * (in the background, while the run is interpreted).
  *
- * A job writes the source to a temporary file next to its target, compiles
- * it into a temporary object and on success renames both into place:
- * processes compiling the same kernel at once never see a half-written file.
+ * A job compiles one or several kernels in ONE compiler process: the caller
+ * gives one translation unit holding them all (fused_codegen.c renames each
+ * kernel's file-scope names) and, per kernel, its target object, its own
+ * source and that source's text. A compile is mostly the compiler's and the
+ * linker's start (~25 ms of a ~45 ms compile of one kernel): CG 256^2's 11
+ * kernels took 0.54 s of CPU one by one, 0.16 s as one unit (session 14,
+ * bench/README.md). The unit is compiled into a temporary object; on success
+ * each kernel's target becomes a hard link to it (the last one the object's
+ * own rename), so fk-<hash>.so of every kernel of a unit is one file: a
+ * process that loads several of them maps it once (the dynamic loader
+ * matches the file's identity). Each kernel's source is renamed into place
+ * before its object. Processes compiling the same kernel at once never see a
+ * half-written file, and a job's last act is its last target's rename, so a
+ * job whose targets are all there has left no temporary behind.
  *
  * Two kinds of job:
  *  - waited (synchronous): the compiler is this process's child, waited for
- *    by ty__cc_poll(j, true);
+ *    by ty__cc_poll(j, true), which then installs the targets;
  *  - detached (background): a shell started in a process group of its own
- *    runs "cc ... && mv ... || mark failed" in the background (the compile
- *    niced first, at the program's priority after 0.5 s: codegen_cc.c) and
+ *    runs "cc ... && install || mark failed" in the background (the compile
+ *    niced first, at the program's priority after 0.2 s: codegen_cc.c) and
  *    exits at once, so the compile is nobody's child here: it finishes and installs
- *    its kernel in the cache even when the runtime (or the process) has
+ *    its kernels in the cache even when the runtime (or the process) has
  *    ended, which is what makes the next run warm. ty__cc_poll(j, false)
- *    reaps the shell and reads the outcome from the files: the object in
+ *    reaps the shell and reads the outcome from the files: every target in
  *    place (done) or <temporary>.failed (the compiler failed).
  * ty__cc_release ends a job's hold on this process: a detached job's shell
  * is reaped (it exits right after starting the compile), a waited job still
@@ -31,31 +42,52 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* A source of this size or more compiles at -O1, a smaller one at -O2
+ * (codegen_cc.c says why); the kernels of one job share a level. */
+enum { TY__CC_O1_BYTES = 8192 };
+/* At most this many kernels in one job. */
+enum { TY__CC_MAX_KERNELS = 32 };
+
+/* One kernel of a job: its object <dir>/fk-<hash>.so, its own source kept
+ * beside it (<dir>/fk-<hash>.c) and that source's text. */
+typedef struct ty__cckernel {
+  const char *so, *src, *text;
+  size_t len;
+} ty__cckernel;
+
+typedef struct ty__cctarget {
+  char so[1200];      /* the target */
+  char src[1200];     /* its source */
+  char tmp_src[1300]; /* the source written: <so>.<pid>-<n>.c */
+} ty__cctarget;
+
 typedef struct ty__ccjob {
   pid_t pid;          /* the compiler (waited) or the launching shell (detached); 0 once reaped */
   bool detached;
   int outcome;        /* detached: the shell's failure (-1) once reaped, else 0 */
-  char so[1200];      /* the target: <dir>/fk-<hash>.so */
-  char src[1200];     /* its source, kept beside it: <dir>/fk-<hash>.c */
-  char tmp_so[1300];  /* the temporaries: <so>.<pid>-<n>.so and .c */
-  char tmp_src[1300];
+  int n;              /* kernels */
+  ty__cctarget *t;    /* n targets (owned; freed when the job holds no file) */
+  char tmp_so[1300];  /* the unit's object: <so of the first>.<pid>-<n>.so */
+  char tmp_c[1300];   /* the unit: <so of the first>.<pid>-<n>-u.c */
   char failed[1310];  /* detached: <tmp_so>.failed, made when the compile fails */
 } ty__ccjob;
 
-/* Start compiling `text` into `so` (its source kept as `src`) with the
- * compiler `cc` and the level's flags, waited or detached. False when it
+/* Start compiling the unit `unit` (ulen bytes) holding the n kernels k with
+ * the compiler `cc` and the level's flags (-O1 when the first kernel's
+ * source is TY__CC_O1_BYTES or more), waited or detached. False when it
  * could not start (a file not written, nothing to spawn): nothing is left
  * behind. */
-bool ty__cc_start(ty__ccjob *j, const char *cc, const char *so, const char *src, const char *text,
-                  size_t len, bool detached);
+bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
+                  size_t ulen, bool detached);
 
 /* The job's state: 0 still running (never when block: a waited job is
- * waited for; block is for waited jobs only), 1 compiled (the object is in
- * place), -1 failed (the compiler's error, or it could not be waited for).
- * Once it returned 1 or -1 the job holds no process and no file. */
+ * waited for; block is for waited jobs only), 1 compiled (every object is in
+ * place), -1 failed (the compiler's error, or it could not be waited for;
+ * some targets may still be there, made by another process). Once it
+ * returned 1 or -1 the job holds no process and no file. */
 int ty__cc_poll(ty__ccjob *j, bool block);
 
-/* Release a job still running (see the top). */
+/* Release a job still running (see the top), and its memory. */
 void ty__cc_release(ty__ccjob *j);
 
 #endif /* TY_CODEGEN_CC_H */

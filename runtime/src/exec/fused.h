@@ -209,5 +209,9 @@ void ty__fusion_free(void *state);
  * (it may start a compile, or wait for one under TYCHO_CODEGEN_WAIT=1). */
 ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig,
                                     uint32_t *kind);
+/* Start compiling, in one compiler process per free slot, the kernels that
+ * ty__codegen_kernel queued (in the background): called at the end of the
+ * fusion pass, so that every new kernel of a flush shares one compile. */
+void ty__codegen_start(ty__codegen *cg);
 
 #endif /* TY_FUSED_H */

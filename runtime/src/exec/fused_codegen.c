@@ -51,10 +51,12 @@
  * is the compiler. Any failure (no compiler, no writable directory, a
  * compile error) quietly leaves the run to the interpreter.
  *
- * Compiles never stall the run: a compile starts in the background
- * (codegen_cc.c: a detached compiler process, at most
- * CG_MAX_JOBS at once) and the run it was started for, and every run of the
- * structure until it is done, goes to the interpreter (fused_cpu.c), which
+ * Compiles never stall the run: a new kernel is queued, and at the end of
+ * the fusion pass every kernel queued so far starts compiling in the
+ * background in ONE compiler process (codegen_cc.c: a detached compiler
+ * process for one translation unit of all of them; at most CG_MAX_JOBS at
+ * once, the queue waits for a free one), and the run it was queued for, and
+ * every run of the structure until it is done, goes to the interpreter (fused_cpu.c), which
  * gives the same bits; the first sight after it is done loads the kernel
  * (the switch). A compile still running when the runtime ends goes on and
  * installs its kernel in the disk cache, so the next run is warm.
@@ -123,7 +125,10 @@ typedef struct cg_entry {
                          ty_fk4 (TY__FK_ROWSUM) */
   ty__fused_kernel fn;
   void *handle;
-  ty__ccjob *job;     /* its compile while in flight (codegen_cc.h) */
+  int job;            /* 1 + the slot of its compile while in flight; 0: none */
+  bool queued;        /* waiting in the queue for a compile, its source kept: */
+  char *text;
+  size_t len;
 } cg_entry;
 
 /* A run's structure (its key: what generate and generate2 read of it, the
@@ -139,8 +144,17 @@ typedef struct cg_pre {
   uint64_t contig;
 } cg_pre;
 
-/* Compiles running at once in the background (each a compiler process). */
+/* Compiles running at once in the background (each a compiler process,
+ * compiling the kernels queued when it started: codegen_cc.h), and the
+ * kernels waiting for one. */
 #define CG_MAX_JOBS 2
+#define CG_QUEUE_MAX 64
+
+typedef struct cg_job {
+  ty__ccjob cc;
+  int n;
+  int ent[TY__CC_MAX_KERNELS]; /* its kernels: indices in ty__codegen.e */
+} cg_job;
 
 enum { CG_NT_OFF, CG_NT_AUTO, CG_NT_ALWAYS }; /* TYCHO_NT_STORES (nt_mode_of_env) */
 static int nt_mode_of_env(void);
@@ -151,6 +165,11 @@ struct ty__codegen {
   int64_t llc;  /* the last-level cache's bytes (ty__llc_bytes; 0 unknown) */
   bool wait;    /* wait for each compile (TYCHO_CODEGEN_WAIT; default: under always) */
   int jobs, max_jobs; /* compiles in flight, and the bound */
+  cg_job *slot[CG_MAX_JOBS]; /* the compiles in flight (NULL: a free slot) */
+  int queue[CG_QUEUE_MAX];   /* kernels (indices in e) waiting for a compile, first seen first */
+  int nqueue;
+  char *pre_text;            /* the preamble's text, its length (made once) */
+  size_t pre_len;
   int64_t next_poll;  /* when to poll them next (ns, CLOCK_MONOTONIC_COARSE) */
   bool dir_made;      /* the cache directory exists (made once) */
   char dir[1024];
@@ -186,16 +205,27 @@ ty__codegen *ty__codegen_new(void) {
   return cg;
 }
 
+static cg_job *start_queued(ty__codegen *cg);
+
 void ty__codegen_free(ty__codegen *cg) {
   if (!cg) return;
-  for (int i = 0; i < cg->n; i++) {
-    if (cg->e[i].job) { /* a compile in flight finishes on its own (codegen_cc.h) */
-      ty__cc_release(cg->e[i].job);
-      free(cg->e[i].job);
+  /* kernels still queued start compiling now, for the next run (they
+   * finish on their own, like the compiles in flight: codegen_cc.h) */
+  for (cg_job *j; cg->nqueue > 0 && (j = start_queued(cg));) {
+    ty__cc_release(&j->cc);
+    free(j);
+  }
+  for (int s = 0; s < CG_MAX_JOBS; s++)
+    if (cg->slot[s]) {
+      ty__cc_release(&cg->slot[s]->cc);
+      free(cg->slot[s]);
     }
+  for (int i = 0; i < cg->n; i++) {
+    free(cg->e[i].text);
     if (cg->e[i].handle) dlclose(cg->e[i].handle);
   }
   free(cg->e);
+  free(cg->pre_text);
   for (int i = 0; i < cg->npre; i++) free(cg->pre[i].key);
   free(cg->pre);
   free(cg->key.p);
@@ -1376,13 +1406,22 @@ static cg_entry *lookup(ty__codegen *cg, uint64_t hash) {
   return e;
 }
 
-/* Open a compiled object and find its entry point; false when it cannot be
- * loaded (e->fn stays NULL). */
+static void so_path(const ty__codegen *cg, uint64_t hash, char *so, size_t cap, const char *ext) {
+  snprintf(so, cap, "%s/fk-%016llx.%s", cg->dir, (unsigned long long)hash, ext);
+}
+
+/* Open a compiled object and find its entry point: k<hash>_ty_fk... (the
+ * name a unit gives it: unit()), or ty_fk... (an object compiled alone
+ * before session 14); false when it cannot be loaded (e->fn stays NULL). */
 static bool open_so(cg_entry *e, const char *so) {
   e->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!e->handle) return false;
   static const char *const entry[] = {"ty_fk", "ty_fk2", "ty_fk3", "ty_fk4"};
-  void *sym = dlsym(e->handle, entry[e->kind < 4 ? e->kind : 0]);
+  const char *name = entry[e->kind < 4 ? e->kind : 0];
+  char own[64];
+  snprintf(own, sizeof own, "k%016llx_%s", (unsigned long long)e->hash, name);
+  void *sym = dlsym(e->handle, own);
+  if (!sym) sym = dlsym(e->handle, name);
   if (!sym) {
     dlclose(e->handle);
     e->handle = NULL;
@@ -1392,13 +1431,24 @@ static bool open_so(cg_entry *e, const char *so) {
   return true;
 }
 
-/* A finished or failed job: load what it made, or mark the kernel failed
- * (its runs stay with the interpreter, as when no compiler is found). */
-static void job_done(ty__codegen *cg, cg_entry *e, int state) {
-  if (state != 1 || !open_so(e, e->job->so)) e->failed = true;
-  free(e->job);
-  e->job = NULL;
-  cg->jobs--;
+/* A finished or failed job: load what it made for each of its kernels, or
+ * mark a kernel failed (its runs stay with the interpreter, as when no
+ * compiler is found). A failed job's kernel may still be there, installed
+ * by another process: it is loaded. */
+static void job_done(ty__codegen *cg, cg_job *j) {
+  for (int i = 0; i < j->n; i++) {
+    cg_entry *e = &cg->e[j->ent[i]];
+    char so[1200];
+    so_path(cg, e->hash, so, sizeof so, "so");
+    e->job = 0;
+    if (!open_so(e, so)) e->failed = true;
+  }
+  for (int s = 0; s < CG_MAX_JOBS; s++)
+    if (cg->slot[s] == j) {
+      cg->slot[s] = NULL;
+      cg->jobs--;
+    }
+  free(j);
 }
 
 /* Poll every compile in flight (a kernel whose structure does not come back
@@ -1412,52 +1462,177 @@ static void poll_jobs(ty__codegen *cg) {
   const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
   if (now < cg->next_poll) return;
   cg->next_poll = now + CG_POLL_NS;
-  for (int i = 0; i < cg->n && cg->jobs > 0; i++) {
-    cg_entry *e = &cg->e[i];
-    if (!e->job) continue;
-    int state = ty__cc_poll(e->job, false);
-    if (state) job_done(cg, e, state);
-  }
+  for (int s = 0; s < CG_MAX_JOBS; s++)
+    if (cg->slot[s] && ty__cc_poll(&cg->slot[s]->cc, false)) job_done(cg, cg->slot[s]);
 }
 
 /* The kernel is in the disk cache (a run before this one compiled it). */
 static bool cached(const ty__codegen *cg, const cg_entry *e) {
   char so[1200];
-  snprintf(so, sizeof so, "%s/fk-%016llx.so", cg->dir, (unsigned long long)e->hash);
+  so_path(cg, e->hash, so, sizeof so, "so");
   return access(so, R_OK) == 0;
 }
 
+/* The file-scope names a kernel's source defines after the preamble (the
+ * generators above): renamed per kernel in a unit. */
+static const char *const cg_names[] = {"body", "body_x", "across", "comb", "rows",
+                                       "stn",  "ty_fk",  "ty_fk2", "ty_fk3", "ty_fk4"};
+
+/* The preamble's text (the same in every source of this process). */
+static bool preamble_text(ty__codegen *cg) {
+  if (cg->pre_text) return true;
+  sbuf b = {0};
+  preamble(&b);
+  if (b.failed) {
+    free(b.p);
+    return false;
+  }
+  cg->pre_text = b.p;
+  cg->pre_len = b.len;
+  return true;
+}
+
+/* A source that starts with the preamble can share a unit with others. */
+static bool joins(ty__codegen *cg, const char *text, size_t len) {
+  return preamble_text(cg) && len >= cg->pre_len && memcmp(text, cg->pre_text, cg->pre_len) == 0;
+}
+
+/* The translation unit of n kernels (one compiler process for all:
+ * codegen_cc.h): the preamble once (when n > 1: every source starts with
+ * it), then each kernel's own text with its file-scope names prefixed by
+ * k<hash>_ (its entry point k<hash>_ty_fk..., which open_so finds). The
+ * kernels' code is the same as compiled alone: each is its own functions
+ * under -ffp-contract=off, so the same bits (test_codegen_async.c). */
+static bool unit(ty__codegen *cg, const uint64_t *hash, char *const *text, const size_t *len, int n, sbuf *u) {
+  const size_t skip = n > 1 ? cg->pre_len : 0;
+  if (n > 1) ty__sb_append(u, cg->pre_text, skip);
+  const int nn = (int)(sizeof cg_names / sizeof cg_names[0]);
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < nn; k++)
+      put(u, "#define %s k%016llx_%s\n", cg_names[k], (unsigned long long)hash[i], cg_names[k]);
+    ty__sb_append(u, text[i] + skip, len[i] - skip);
+    for (int k = 0; k < nn; k++) put(u, "#undef %s\n", cg_names[k]);
+  }
+  return !u->failed;
+}
+
+/* Start one compile of the kernels ent[0..n) (their sources text[]); NULL
+ * when it could not start. */
+static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const size_t *len, int n,
+                     bool detached) {
+  cg_job *j = ty__malloc(sizeof *j);
+  if (!j) return NULL;
+  char so[TY__CC_MAX_KERNELS][1200], src[TY__CC_MAX_KERNELS][1200];
+  ty__cckernel k[TY__CC_MAX_KERNELS];
+  uint64_t hash[TY__CC_MAX_KERNELS];
+  for (int i = 0; i < n; i++) {
+    hash[i] = cg->e[ent[i]].hash;
+    so_path(cg, hash[i], so[i], sizeof so[i], "so");
+    so_path(cg, hash[i], src[i], sizeof src[i], "c");
+    k[i] = (ty__cckernel){so[i], src[i], text[i], len[i]};
+    j->ent[i] = ent[i];
+  }
+  j->n = n;
+  sbuf u = {0};
+  const bool ok = unit(cg, hash, text, len, n, &u) && ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, detached);
+  free(u.p);
+  if (!ok) {
+    free(j);
+    return NULL;
+  }
+  for (int i = 0; i < n; i++) cg->e[ent[i]].job = -1; /* in flight (the caller gives the slot) */
+  return j;
+}
+
+/* Start one compile of queued kernels: the first one queued and every
+ * other of its level (codegen_cc.h) that shares its preamble, up to
+ * TY__CC_MAX_KERNELS; they leave the queue. NULL when the queue is empty or
+ * the compile could not start (its kernels are marked failed). */
+static cg_job *start_queued(ty__codegen *cg) {
+  if (cg->nqueue == 0) return NULL;
+  int ent[TY__CC_MAX_KERNELS] = {0}, n = 0, left = 0;
+  char *text[TY__CC_MAX_KERNELS] = {0};
+  size_t len[TY__CC_MAX_KERNELS] = {0};
+  const cg_entry *e0 = &cg->e[cg->queue[0]];
+  const bool o1 = e0->len >= TY__CC_O1_BYTES, shared = joins(cg, e0->text, e0->len);
+  for (int q = 0; q < cg->nqueue; q++) {
+    cg_entry *e = &cg->e[cg->queue[q]];
+    const bool take = q == 0 || (shared && n < TY__CC_MAX_KERNELS && (e->len >= TY__CC_O1_BYTES) == o1 &&
+                                 joins(cg, e->text, e->len));
+    if (!take) {
+      cg->queue[left++] = cg->queue[q];
+      continue;
+    }
+    ent[n] = cg->queue[q];
+    text[n] = e->text;
+    len[n++] = e->len;
+  }
+  cg->nqueue = left;
+  cg_job *j = start(cg, ent, text, len, n, true);
+  for (int i = 0; i < n; i++) {
+    cg_entry *e = &cg->e[ent[i]];
+    e->queued = false;
+    free(e->text);
+    e->text = NULL;
+    if (!j) e->failed = true;
+  }
+  return j;
+}
+
+void ty__codegen_start(ty__codegen *cg) {
+  if (!cg || cg->nqueue == 0) return;
+  if (cg->jobs) poll_jobs(cg);
+  for (int s = 0; s < CG_MAX_JOBS && cg->nqueue > 0; s++) {
+    if (cg->slot[s]) continue;
+    cg_job *j = start_queued(cg);
+    if (!j) continue;
+    cg->slot[s] = j;
+    cg->jobs++;
+    for (int i = 0; i < j->n; i++) cg->e[j->ent[i]].job = s + 1;
+  }
+}
+
 /* Make e's kernel: load fk-<hash>.so from the cache directory when it is
- * there, else start compiling it (source b) and, when waiting (TYCHO_CODEGEN_WAIT),
- * wait for it. A compile not waited for leaves e->fn NULL: the run is
- * interpreted, and a later sight of the structure finds the kernel once the
- * job is done (poll_jobs). At most cg->max_jobs compiles run at once; past
- * that, nothing starts now, not even a look into the disk cache (a later
+ * there, else compile it (source b): waited for at once (TYCHO_CODEGEN_WAIT),
+ * or queued, to start in the background with the other kernels queued by
+ * the end of the fusion pass (ty__codegen_start). A kernel not waited for
+ * leaves e->fn NULL: the run is interpreted, and a later sight of the
+ * structure finds the kernel once its compile is done (poll_jobs). At most
+ * cg->max_jobs compiles run at once and CG_QUEUE_MAX kernels wait; past
+ * that, nothing is queued now, not even a look into the disk cache (a later
  * sight tries again). */
 static void begin(ty__codegen *cg, cg_entry *e, const sbuf *b, uint32_t kind) {
-  char so[1200], src[1200];
-  if (!cg->wait && cg->jobs >= cg->max_jobs) return;
+  char so[1200];
+  if (!cg->wait && cg->nqueue >= CG_QUEUE_MAX) return;
   e->kind = kind;
   if (!cg->dir_made && mkdirs(cg->dir) != 0) {
     e->failed = true;
     return;
   }
   cg->dir_made = true;
-  snprintf(so, sizeof so, "%s/fk-%016llx.so", cg->dir, (unsigned long long)e->hash);
-  snprintf(src, sizeof src, "%s/fk-%016llx.c", cg->dir, (unsigned long long)e->hash);
+  so_path(cg, e->hash, so, sizeof so, "so");
   if (access(so, R_OK) == 0) {
     if (!open_so(e, so)) e->failed = true;
     return;
   }
-  e->job = ty__malloc(sizeof *e->job);
-  if (!e->job || !ty__cc_start(e->job, cg->cc, so, src, b->p, b->len, !cg->wait)) {
-    free(e->job);
-    e->job = NULL;
-    e->failed = true;
+  if (cg->wait) {
+    const int ent = (int)(e - cg->e);
+    char *text = b->p;
+    cg_job *j = start(cg, &ent, &text, &b->len, 1, false);
+    if (!j) {
+      e->failed = true;
+      return;
+    }
+    ty__cc_poll(&j->cc, true);
+    job_done(cg, j);
     return;
   }
-  cg->jobs++;
-  if (cg->wait) job_done(cg, e, ty__cc_poll(e->job, true));
+  e->text = ty__malloc(b->len);
+  if (!e->text) return;
+  memcpy(e->text, b->p, b->len);
+  e->len = b->len;
+  e->queued = true;
+  cg->queue[cg->nqueue++] = (int)(e - cg->e);
 }
 
 /* A hash of the key 8 bytes at a time (fnv1a, a byte at a time, cost ~5
@@ -1553,9 +1728,9 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
     if (p->entry == -1) return NULL;
     if (p->entry >= 0) {
       const cg_entry *e = &cg->e[p->entry];
-      if (e->job) return NULL; /* compiling: the interpreter runs it meanwhile */
-      /* its compile waits for a free slot: no source text until there is one */
-      if (!e->fn && !e->failed && !cg->wait && cg->jobs >= cg->max_jobs) return NULL;
+      if (e->job || e->queued) return NULL; /* compiling: the interpreter runs it meanwhile */
+      /* no room in the queue: no source text until there is some */
+      if (!e->fn && !e->failed && !cg->wait && cg->nqueue >= CG_QUEUE_MAX) return NULL;
       if (e->fn) {
         *contig = p->contig;
         *kind = p->kind;
@@ -1604,7 +1779,7 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
      * waited for, at the second (a one-off expression never waits) or at
      * once from CG_EAGER_ELEMS */
     const bool want = cg->mode == 2 || small || !cg->wait || e->seen >= 2 || elems >= CG_EAGER_ELEMS;
-    if (!e->fn && !e->job && (want || cached(cg, e))) begin(cg, e, &b, *kind);
+    if (!e->fn && !e->job && !e->queued && (want || cached(cg, e))) begin(cg, e, &b, *kind);
     fn = e->fn;
   }
   free(b.p);
