@@ -104,8 +104,11 @@ ty_status ty_lua_dostring(lua_State *L, const char *code, const char *chunkname)
 
 void ty_lua_push_store(lua_State *L, ty_store *s) {
   tl_slot *u = lua_newuserdatauv(L, sizeof *u, 0); /* tagged, as tl_newslot's (tl.h) */
-  u->store = s;
+  u->store = NULL;
   u->tag = &tl_store_tag;
+  tl_heap *h = tl_heap_of(L);
+  if (h) tl_heap_adopt(L, h, u);
+  u->store = s;
   if (s) ty_store_retain(s);
   luaL_setmetatable(L, TL_STORE);
 }

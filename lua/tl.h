@@ -12,6 +12,8 @@
  *   lbody.c      moving a Lua body to worker states (bytecode + upvalues)
  *   lworker.c    worker states, tile accessors, running one piece
  *   lhost.c      the embedding API of tycho_lua.h (ty_lua_open, ...)
+ *   lheap.c      the allocator of tycho's Lua states (ty_lua_newstate): fault
+ *                injection, small-block lists, store userdata freed without __gc
  *   largs.c      argument checking of the built-ins (tl_sig, tl_args)
  *   lshape.c     numpy's shape functions: joining, splitting, scans, flips
  *   lbuild.c     stores built from shapes or like others (eye, tri, pad, ...)
@@ -53,6 +55,7 @@
 #define TL_MODULE "tycho.module"   /* registry key: the module table */
 
 typedef struct tl_tasks tl_tasks;
+typedef struct tl_heap tl_heap;
 
 /* The runtime as Lua holds it: a full userdata so its __gc can destroy an
  * owned runtime when the state closes. rt is NULL once destroyed. */
@@ -86,6 +89,8 @@ typedef struct tl_box {
   pol_state *pol;         /* the state's policy record once lpolicy.c opened it (tl_rt's
                              fast check: the running thread is the synced one) */
   const void *store_meta; /* the store metatable (tl_isstore's pointer test) */
+  tl_heap *heap;          /* the state's heap when store userdata have no __gc (lheap.c):
+                             each slot made is adopted by it */
 } tl_box;
 
 /* ---- tycho_lua.c: runtime, errors, conversions ------------------------------ */
@@ -145,6 +150,23 @@ static inline ty_store **tl_slot_tagged(lua_State *L, int idx) {
   tl_slot *u = lua_touserdata(L, idx);
   return u->tag == &tl_store_tag ? &u->store : NULL;
 }
+
+/* ---- lheap.c: store userdata without __gc --------------------------------------
+ * In a state made by ty_lua_newstate the allocator releases a store when Lua
+ * frees its userdata's block (lheap.c explains how and why). */
+/* At bind: L's heap when its store metatable may go without __gc (the
+ * allocator is lheap.c's and the userdata layout was measured); NULL: keep
+ * __gc. Each non-NULL return is matched by one tl_heap_unbind. */
+tl_heap *tl_heap_bind(lua_State *L);
+/* The heap of a state bound without __gc, else NULL (for slots made
+ * without the box at hand). */
+tl_heap *tl_heap_of(lua_State *L);
+/* Record u, a fresh slot (store NULL) not yet given its metatable, so that
+ * its store is released when Lua frees it. Raises "not enough memory". */
+void tl_heap_adopt(lua_State *L, tl_heap *h, tl_slot *u);
+/* The binding is going (the box's __gc at lua_close): the last one releases
+ * every store still held by a userdata (leaving NULL: a closed store). */
+void tl_heap_unbind(lua_State *L, tl_heap *h);
 
 /* The forms of tl_rt, tl_newslot, tl_created and tl_const_operand for a C
  * function that already holds its box b (upvalue 1, read once: each upvalue

@@ -124,6 +124,8 @@ ty_runtime *ty_lua_runtime(lua_State *L) {
  * goes last; ty_runtime_destroy is safe with live stores in any case. */
 static int box_gc(lua_State *L) {
   tl_box *b = luaL_checkudata(L, 1, TL_BOXMETA);
+  if (b->heap) tl_heap_unbind(L, b->heap); /* the stores first, while the runtime is there */
+  b->heap = NULL;
   tl_tasks_close(b); /* first: an owned runtime frees the Lua tasks' records */
   tl_consts_clear(b);
   if (b->rt && b->owned) ty_runtime_destroy(b->rt);
@@ -145,6 +147,7 @@ static tl_box *push_box(lua_State *L, ty_runtime *rt, bool owned) {
   b->consts_busy = false;
   b->pol = NULL;
   b->store_meta = NULL;
+  b->heap = NULL;
   if (luaL_newmetatable(L, TL_BOXMETA)) {
     lua_pushcfunction(L, box_gc);
     lua_setfield(L, -2, "__gc");
@@ -181,6 +184,8 @@ ty_store **tl_newslot_in(lua_State *L, const tl_box *b) {
   tl_slot *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->store = NULL;
   u->tag = &tl_store_tag;
+  tl_heap *h = b ? b->heap : tl_heap_of(L);
+  if (h) tl_heap_adopt(L, h, u);
   if (b && b->store_meta) {
     if (lua_getiuservalue(L, lua_upvalueindex(1), 1) == LUA_TTABLE &&
         lua_topointer(L, -1) == b->store_meta) {
@@ -787,189 +792,6 @@ static const luaL_Reg runtime_funcs[] = {
     {"is_store", l_is_store}, {"stats_text", l_stats_text},
     {"trace_start", l_trace_start}, {"trace_stop", l_trace_stop}, {NULL, NULL}};
 
-/* ---- Lua states under fault injection ------------------------------------------------- */
-
-/* Defined by the core (runtime/src/core/alloc.c): counts one allocation and says
- * whether the injector wants it to fail. The one internal symbol the binding
- * uses, so that Lua's allocations and the core's share one count. */
-bool ty__alloc_should_fail(void);
-
-static bool lua_counts = true; /* TYCHO_FAIL_ALLOC_LUA=0: the core's allocations only */
-
-/* lauxlib's l_alloc (realloc/free, so blocks move freely between the two)
- * with the injector consulted on growth. Lua answers a failure with an
- * emergency collection and one retry, then "not enough memory". */
-static void *fault_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  (void)ud;
-  if (nsize == 0) {
-    free(ptr);
-    return NULL;
-  }
-  if (lua_counts && (ptr == NULL || nsize > osize) && ty__alloc_should_fail()) return NULL;
-  return realloc(ptr, nsize);
-}
-
-/* ---- Lua's small blocks ----------------------------------------------------------------
- *
- * The main state's allocator keeps freed blocks of up to LB_MAX bytes in
- * per-size lists (16-byte classes) and hands them out again before asking
- * malloc. Why: Lua frees in bursts (a collection sweeps hundreds of
- * temporaries' userdata and index tables at once) and glibc's per-thread
- * cache holds 7 blocks a size, so the rest went through _int_free and came
- * back through _int_malloc: CG at 256^2 made ~90 Lua allocations and ~100
- * frees an iteration at ~350 instructions each (~45k of ~1,333k).
- *
- * Invariants: a list of class c holds malloc blocks whose usable size
- * (malloc_usable_size) is at least LB_STEP * (c + 1), so a block taken from
- * it holds any size of its class, and free() and realloc() stay valid on
- * every block. A block is filed by its usable size, not by Lua's size:
- * blocks Lua made before this allocator was installed (luaL_newstate's) are
- * malloc blocks of their exact size. A list holds at most LB_KEEP blocks
- * (LB_KEEP * 2,176 bytes = 2.1 MiB over the 16 classes, at most).
- * Shrinking never fails (Lua assumes it cannot). At lua_close a sentinel's
- * finalizer puts the plain allocator back and frees the lists; blocks freed
- * after it go to free(). Sanitizer builds keep no blocks, so that a use
- * after free is seen; nor do C libraries other than glibc. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__GLIBC__)
-#define LB_OFF 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define LB_OFF 1
-#endif
-#endif
-
-#ifndef LB_OFF
-#include <malloc.h> /* malloc_usable_size */
-
-enum { LB_STEP = 16, LB_CLASSES = 16, LB_MAX = LB_STEP * LB_CLASSES, LB_KEEP = 1024 };
-
-typedef struct lua_blocks {
-  void *head[LB_CLASSES]; /* free blocks, linked through their first word */
-  int n[LB_CLASSES];
-} lua_blocks;
-
-static int lb_class(size_t size) { return size ? (int)((size - 1) / LB_STEP) : 0; }
-
-static void *lb_take(lua_blocks *b, size_t size) {
-  int c = lb_class(size);
-  void *p = b->head[c];
-  if (p) {
-    b->head[c] = *(void **)p;
-    b->n[c]--;
-    return p;
-  }
-  return malloc((size_t)(c + 1) * LB_STEP);
-}
-
-/* Files p under the largest class its usable size holds. */
-static void lb_give(lua_blocks *b, void *p) {
-  size_t cap = malloc_usable_size(p);
-  int c = cap >= LB_MAX ? LB_CLASSES - 1 : (int)(cap / LB_STEP) - 1;
-  if (c < 0 || b->n[c] >= LB_KEEP) {
-    free(p);
-    return;
-  }
-  *(void **)p = b->head[c];
-  b->head[c] = p;
-  b->n[c]++;
-}
-
-static void *blocks_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  lua_blocks *b = ud;
-  if (nsize == 0) {
-    if (ptr && osize <= LB_MAX) lb_give(b, ptr);
-    else free(ptr);
-    return NULL;
-  }
-  if (lua_counts && (ptr == NULL || nsize > osize) && ty__alloc_should_fail()) return NULL;
-  if (ptr == NULL) return nsize <= LB_MAX ? lb_take(b, nsize) : malloc(nsize);
-  /* with ptr, osize is the block's size (without, it names an object type) */
-  if (osize <= LB_MAX) {
-    if (nsize <= osize || nsize <= malloc_usable_size(ptr)) return ptr;
-    void *q = nsize <= LB_MAX ? lb_take(b, nsize) : malloc(nsize);
-    if (!q) return NULL; /* a growth: Lua collects and retries */
-    memcpy(q, ptr, osize);
-    lb_give(b, ptr);
-    return q;
-  }
-  if (nsize <= LB_MAX) { /* a large block shrinks to a small one */
-    void *q = realloc(ptr, nsize);
-    return q ? q : ptr;
-  }
-  return realloc(ptr, nsize);
-}
-
-/* The sentinel's __gc: lua_close (or a script that took it out of the
- * registry) ends the lists; the plain allocator frees whatever comes after. */
-static int blocks_gc(lua_State *L) {
-  void *ud;
-  if (lua_getallocf(L, &ud) != blocks_alloc) return 0;
-  lua_setallocf(L, fault_alloc, NULL);
-  lua_blocks *b = ud;
-  for (int c = 0; c < LB_CLASSES; c++)
-    while (b->head[c]) {
-      void *p = b->head[c];
-      b->head[c] = *(void **)p;
-      free(p);
-    }
-  free(b);
-  return 0;
-}
-
-static int blocks_sentinel(lua_State *L) {
-  lua_newuserdatauv(L, 0, 0);
-  lua_createtable(L, 0, 2);
-  lua_pushcfunction(L, blocks_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushliteral(L, "tycho.lua_blocks");
-  lua_setfield(L, -2, "__name");
-  lua_setmetatable(L, -2);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, (void *)&blocks_sentinel);
-  return 0;
-}
-
-/* Gives L the small-block allocator (when out of memory, L keeps
- * fault_alloc). */
-static void blocks_install(lua_State *L) {
-  lua_blocks *b = calloc(1, sizeof *b);
-  if (!b) return;
-  lua_setallocf(L, blocks_alloc, b);
-  lua_pushcfunction(L, blocks_sentinel);
-  if (lua_pcall(L, 0, 0, 0) != LUA_OK) { /* its blocks are malloc blocks: free() takes them */
-    lua_pop(L, 1);
-    blocks_gc(L);
-  }
-}
-#else
-static void blocks_install(lua_State *L) { (void)L; } /* sanitizer builds: none kept */
-#endif
-
-static void report_alloc_count(void) {
-  fprintf(stderr, "tycho: fault injection: %ld allocations counted, %ld failed on purpose\n",
-          ty_fault_alloc_count(), ty_fault_failures());
-}
-
-lua_State *ty_lua_newstate(void) {
-  static bool env_read; /* once per process: a second state must not re-arm */
-  if (!env_read) {
-    env_read = true;
-    const char *k = getenv("TYCHO_FAIL_ALLOC");
-    const char *count = getenv("TYCHO_ALLOC_COUNT");
-    const char *lua = getenv("TYCHO_FAIL_ALLOC_LUA");
-    lua_counts = !(lua && strcmp(lua, "0") == 0);
-    if ((k && *k) || (count && *count && strcmp(count, "0") != 0)) {
-      ty_fault_fail_alloc(k ? strtol(k, NULL, 10) : 0); /* also restarts the count */
-      if (count && *count && strcmp(count, "0") != 0) atexit(report_alloc_count);
-    }
-  }
-  /* luaL_newstate's panic and warning functions (static in lauxlib), then
-   * this allocator for everything from here on */
-  lua_State *L = luaL_newstate();
-  if (L) lua_setallocf(L, fault_alloc, NULL);
-  if (L) blocks_install(L);
-  return L;
-}
-
 /* ---- binding ---------------------------------------------------------------------- */
 
 /* t[...] = functions of reg, each with upvalue 1 = the box at `box`. */
@@ -1002,6 +824,14 @@ static int bind(lua_State *L) {
   lua_setiuservalue(L, box, 1); /* for tl_newslot */
   setfuncs(L, meta, box, tl_store_meta);
   setfuncs(L, meta, box, tl_ops_meta);
+  /* Without __gc where the allocator releases stores (lheap.c); removed
+   * before any store userdata takes this metatable (Lua decides whether an
+   * object has a finalizer when its metatable is set). */
+  tl_box *bx = lua_touserdata(L, box);
+  if (!bx->heap && (bx->heap = tl_heap_bind(L)) != NULL) {
+    lua_pushnil(L);
+    lua_setfield(L, meta, "__gc");
+  }
   lua_pushvalue(L, box);
   lua_pushvalue(L, methods);
   lua_pushcclosure(L, tl_store_index, 2);

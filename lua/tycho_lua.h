@@ -61,9 +61,12 @@ lua_State *ty_lua_open(ty_runtime *rt);
  * leaves the Lua state's allocations out of the count (the core's only).
  * The `tycho` shell and ty_lua_open make their states here. Freed blocks of
  * up to 256 bytes are kept in per-size lists for the state's next
- * allocations (tycho_lua.c, "Lua's small blocks"; not in sanitizer builds);
- * a sentinel in the registry frees them at lua_close. NULL when out of
- * memory. */
+ * allocations (lheap.c, "Lua's small blocks"; not in sanitizer builds);
+ * a sentinel in the registry frees them at lua_close. Once tycho is bound
+ * to such a state, its store userdata have no __gc: the allocator releases
+ * a store when Lua frees its userdata (lheap.c), which spares Lua's costly
+ * finalizers; so do not replace this state's allocator (lua_setallocf)
+ * after binding: stores would then leak. NULL when out of memory. */
 lua_State *ty_lua_newstate(void);
 
 /* Allow (1) or refuse (0) precompiled Lua chunks in L's loaders (load,

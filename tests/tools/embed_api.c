@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <lauxlib.h>
+#include <lualib.h>
 
 #include "tycho/task.h"
 #include "tycho/tycho.h"
@@ -144,6 +145,50 @@ int main(void) {
              strstr(ty_lua_errmsg(L2), "is a Lua task of another Lua state"),
          "two live states cannot share a Lua task");
   lua_close(L2);
+
+  /* An embedder's state releases its stores without __gc (lua/lheap.c): when
+   * Lua collects them, and every one left at lua_close; a host's store
+   * pushed into it keeps the host's reference. */
+  ty_stats st0, st1;
+  ty_flush(rt);
+  ty_get_stats(rt, &st0);
+  lua_State *L3 = ty_lua_open(rt);
+  EXPECT(ty_lua_dostring(L3, "assert(getmetatable(tycho.ones(1)).__gc == nil)", NULL) == TY_OK,
+         "store userdata of ty_lua_open's state have no __gc");
+  EXPECT(ty_lua_dostring(L3,
+                         "local t = {}\n"
+                         "for i = 1, 200 do t[i] = tycho.ones(4) * i end\n"
+                         "keep, t = t[7], nil\n"
+                         "collectgarbage(); collectgarbage()\n"
+                         "assert(keep:sum():item() == 28)",
+                         "=release") == TY_OK,
+         "collected stores are released, a kept one stays");
+  ty_flush(rt);
+  ty_get_stats(rt, &st1);
+  /* keep and up to 8 numbers in the binding's constant cache */
+  EXPECT(st1.stores_live <= st0.stores_live + 1 + 8, "a collection releases what Lua dropped");
+  ty_lua_push_store(L3, q2);
+  lua_setglobal(L3, "hq");
+  EXPECT(ty_lua_dostring(L3, "view = hq[{{2, 3}}] * 1; alias = hq", NULL) == TY_OK,
+         "a host store used by the script");
+  lua_close(L3);
+  ty_flush(rt); /* the launch of view * 1 held its stores */
+  ty_get_stats(rt, &st1);
+  EXPECT(st1.stores_live == st0.stores_live, "lua_close releases every store of the state");
+  EXPECT(ty_store_size(q2) == 3, "and the host's store keeps its own reference");
+
+  /* luaopen_tycho on a ty_lua_newstate state: an owned runtime, destroyed by
+   * the binding at lua_close after its stores are released (ASan checks) */
+  lua_State *L4 = ty_lua_newstate();
+  luaL_openlibs(L4);
+  luaL_requiref(L4, "tycho", luaopen_tycho, 1);
+  lua_pop(L4, 1);
+  EXPECT(ty_lua_dostring(L4, "x = tycho.ones(6) * 2; v = x[{{2, 4}}]; w = v + x[{{1, 3}}]", NULL) ==
+                 TY_OK &&
+             ty_lua_runtime(L4) != rt,
+         "a state of ty_lua_newstate with its own runtime");
+  lua_close(L4);
+
   ty_store_release(q);
   ty_store_release(q2);
   lua_close(L);
