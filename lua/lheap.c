@@ -17,8 +17,8 @@
  *     second time (~250), against ~3,900 for the whole of an operation
  *     such as `x * 0.999`. In a state whose allocator is this one the store
  *     metatable has no __gc: every store userdata's block is recorded in a
- *     list (the slot list) when it is made (tl_heap_adopt), and when Lua
- *     frees a block of a store userdata's size that the list holds,
+ *     set of addresses (the slot set) when it is made (tl_heap_adopt), and
+ *     when Lua frees a block of a store userdata's size that the set holds,
  *     the allocator releases the store in it. Lua frees a userdata's block
  *     only once nothing can reach it (no finalizer can resurrect it), with
  *     its payload as the binding left it.
@@ -33,12 +33,12 @@
  * metamethod, as before.
  *
  * Invariants:
- *  - The list holds exactly the blocks of the live store userdata made in
- *    this state since it was bound without __gc, each at the place its
- *    slot names. A block is taken for a store only when the list holds it:
- *    no other block, whatever its bytes (a string of the same size), is.
+ *  - The set holds exactly the blocks of the live store userdata made in
+ *    this state since it was bound without __gc. It holds addresses, not
+ *    contents: no other block, whatever its bytes (a string of the same
+ *    size), is ever taken for a store.
  *  - A store is released once: when its block is freed (and taken out of
- *    the list first), or earlier by __close or tl_heap_unbind, which leave
+ *    the set first), or earlier by __close or tl_heap_unbind, which leave
  *    NULL in the slot.
  *  - The release runs inside Lua's collector or lua_close; ty_store_release
  *    is plain C and never calls Lua (the core never does).
@@ -49,7 +49,7 @@
  *    back (retire); the blocks freed after that go to free().
  *  - A sentinel collected early (a script that took it out of the
  *    registry) ends the lists only; the heap stays the state's allocator
- *    until the binding is unbound, since the list must see the blocks freed.
+ *    until the binding is unbound, since the set must see the blocks freed.
  */
 #include "tl.h"
 #include "tycho_lua.h"
@@ -123,11 +123,12 @@ struct tl_heap {
   size_t slot_off;    /* where its payload (the tl_slot) starts in the block */
   void *probe_block;
   size_t probe_size;
-  /* the slot list: the blocks of the store userdata, each slot holding its
-   * place (tl_slot.at), so that a look-up is one read and one compare */
-  uintptr_t *slots;
-  size_t cap;
+  /* the slot set: block addresses, open addressing with linear probing,
+   * at most half full, 0 = empty; deletion shifts back (no tombstones) */
+  uintptr_t *keys;
+  size_t cap; /* a power of two, or 0 */
   size_t n;
+  unsigned shift; /* 64 - log2(cap) */
   void *head[LB_CLASSES]; /* free blocks, linked through their first word */
   int nfree[LB_CLASSES];
 };
@@ -189,26 +190,54 @@ static void lb_clear(tl_heap *h) {
   memset(h->nfree, 0, sizeof h->nfree);
 }
 
-/* ---- the slot list ---------------------------------------------------------------------
- *
- * A block is a store userdata's iff its slot's `at` is a place in the list
- * and the list holds that block there. Reading `at` from any block of a
- * store userdata's size is safe (it lies inside the block) and whatever
- * bytes it holds, only a block the list holds passes; removal moves the
- * last entry into the hole and updates that slot's `at`. */
+/* ---- the slot set ---------------------------------------------------------------------- */
+
+static size_t set_home(const tl_heap *h, uintptr_t k) {
+  return (size_t)(((uint64_t)k >> 4) * UINT64_C(0x9E3779B97F4A7C15) >> h->shift);
+}
+
+static void set_place(tl_heap *h, uintptr_t k) {
+  size_t m = h->cap - 1, i = set_home(h, k);
+  while (h->keys[i]) i = (i + 1) & m;
+  h->keys[i] = k;
+}
+
+/* Doubles the set (1,024 entries at first: 8 KiB). False when out of memory. */
+static bool set_grow(tl_heap *h) {
+  size_t ncap = h->cap ? h->cap * 2 : 1024;
+  uintptr_t *nk = calloc(ncap, sizeof *nk);
+  if (!nk) return false;
+  uintptr_t *old = h->keys;
+  size_t ocap = h->cap;
+  h->keys = nk;
+  h->cap = ncap;
+  h->shift = 64;
+  for (size_t c = ncap; c > 1; c >>= 1) h->shift--;
+  for (size_t i = 0; i < ocap; i++)
+    if (old[i]) set_place(h, old[i]);
+  free(old);
+  return true;
+}
+
+/* Takes k out of the set; false when it is not there (any other block). */
+static bool set_remove(tl_heap *h, uintptr_t k) {
+  size_t m = h->cap - 1, i = set_home(h, k);
+  for (; h->keys[i] != k; i = (i + 1) & m)
+    if (!h->keys[i]) return false;
+  /* shift back the entries after the hole that may sit in it: an entry at j
+   * whose home is at least as far from j as the hole is */
+  for (size_t j = (i + 1) & m; h->keys[j]; j = (j + 1) & m)
+    if (((j - set_home(h, h->keys[j])) & m) >= ((j - i) & m)) {
+      h->keys[i] = h->keys[j];
+      i = j;
+    }
+  h->keys[i] = 0;
+  h->n--;
+  return true;
+}
 
 static tl_slot *slot_of(const tl_heap *h, uintptr_t block) {
   return (tl_slot *)(block + h->slot_off);
-}
-
-/* Takes the block out of the list; false when it is not a slot. */
-static bool list_remove(tl_heap *h, uintptr_t block) {
-  size_t at = slot_of(h, block)->at;
-  if (at >= h->n || h->slots[at] != block) return false;
-  uintptr_t last = h->slots[--h->n];
-  h->slots[at] = last;
-  slot_of(h, last)->at = at;
-  return true;
 }
 
 /* ---- the allocator ----------------------------------------------------------------------- */
@@ -216,7 +245,7 @@ static bool list_remove(tl_heap *h, uintptr_t block) {
 static void *heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   tl_heap *h = ud;
   if (nsize == 0) {
-    if (ptr && osize == h->slot_size && h->n && list_remove(h, (uintptr_t)ptr)) {
+    if (ptr && osize == h->slot_size && h->n && set_remove(h, (uintptr_t)ptr)) {
       tl_slot *u = slot_of(h, (uintptr_t)ptr);
       assert(u->tag == &tl_store_tag);
       ty_store_release(u->store);
@@ -250,17 +279,17 @@ static void *heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return realloc(ptr, nsize);
 }
 
-/* Puts the plain allocator back and frees the heap: its lists, its list. */
+/* Puts the plain allocator back and frees the heap: its lists, its set. */
 static void retire(lua_State *L, tl_heap *h) {
   lua_setallocf(L, fault_alloc, NULL);
   lb_clear(h);
-  free(h->slots);
+  free(h->keys);
   free(h);
 }
 
 /* The sentinel's __gc: lua_close (or a script that took it out of the
  * registry) ends the lists; the heap goes too unless a binding still needs
- * its list. */
+ * its set. */
 static int sentinel_gc(lua_State *L) {
   void *ud;
   if (lua_getallocf(L, &ud) != heap_alloc) return 0;
@@ -330,27 +359,23 @@ tl_heap *tl_heap_of(lua_State *L) {
 }
 
 void tl_heap_adopt(lua_State *L, tl_heap *h, tl_slot *u) {
-  if (h->n == h->cap) { /* 1,024 places at first (8 KiB), then doubling */
-    size_t ncap = h->cap ? h->cap * 2 : 1024;
-    uintptr_t *ns = realloc(h->slots, ncap * sizeof *ns);
-    if (!ns) {
-      luaL_error(L, "not enough memory");
-      return;
-    }
-    h->slots = ns;
-    h->cap = ncap;
+  if ((h->n + 1) * 2 > h->cap && !set_grow(h)) {
+    luaL_error(L, "not enough memory");
+    return;
   }
-  u->at = h->n;
-  h->slots[h->n++] = (uintptr_t)u - h->slot_off;
+  set_place(h, (uintptr_t)u - h->slot_off);
+  h->n++;
 }
 
 void tl_heap_unbind(lua_State *L, tl_heap *h) {
   if (--h->nbound > 0) return;
-  for (size_t i = 0; i < h->n; i++) {
-    tl_slot *u = slot_of(h, h->slots[i]);
-    ty_store_release(u->store);
-    u->store = NULL;
-  }
+  for (size_t i = 0; i < h->cap; i++)
+    if (h->keys[i]) {
+      tl_slot *u = slot_of(h, h->keys[i]);
+      ty_store_release(u->store);
+      u->store = NULL;
+      h->keys[i] = 0;
+    }
   h->n = 0;
   if (h->sentinel_gone) retire(L, h);
 }

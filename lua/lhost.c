@@ -106,7 +106,6 @@ void ty_lua_push_store(lua_State *L, ty_store *s) {
   tl_slot *u = lua_newuserdatauv(L, sizeof *u, 0); /* tagged, as tl_newslot's (tl.h) */
   u->store = NULL;
   u->tag = &tl_store_tag;
-  u->at = 0;
   tl_heap *h = tl_heap_of(L);
   if (h) tl_heap_adopt(L, h, u);
   u->store = s;

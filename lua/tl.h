@@ -34,8 +34,8 @@
  *    longjmp; with this order nothing can leak: the collector releases the
  *    slot. The few raw ty_store* held across C calls (view chains) are released
  *    before any error is raised.
- *  - Every store userdata is a tl_slot (the handle, the tag, its place in the
- *    heap's list): made by tl_newslot or ty_lua_push_store only.
+ *  - Every store userdata is a tl_slot (the handle, then the tag): made by
+ *    tl_newslot or ty_lua_push_store only.
  *  - The binding uses only the public C API (tycho.h, task.h).
  */
 #ifndef TL_H
@@ -143,7 +143,6 @@ ty_store **tl_newslot(lua_State *L);
 typedef struct tl_slot {
   ty_store *store;
   const void *tag;
-  size_t at; /* its place in the heap's list of slots (lheap.c); 0 with __gc */
 } tl_slot;
 extern const char tl_store_tag;
 static inline ty_store **tl_slot_tagged(lua_State *L, int idx) {

@@ -184,7 +184,6 @@ ty_store **tl_newslot_in(lua_State *L, const tl_box *b) {
   tl_slot *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->store = NULL;
   u->tag = &tl_store_tag;
-  u->at = 0;
   tl_heap *h = b ? b->heap : tl_heap_of(L);
   if (h) tl_heap_adopt(L, h, u);
   if (b && b->store_meta) {

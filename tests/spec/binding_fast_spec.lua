@@ -242,7 +242,7 @@ describe("the operators' fast path", function()
                function() return x + 300 end)
     spec_fails({"tycho.sub", "the integer -1 is out of range for u8 (0..255)"},
                function() return -1 - x end)
-    -- io.stdout is a userdata (16 bytes; a store's is 24): not a store
+    -- io.stdout is a 16-byte userdata, the size of a store's: not a store
     spec_fails({"tycho.add", "argument 2 must be a store or a number, got userdata"},
                function() return x + io.stdout end)
     spec_fails({"tycho.mul", "argument 1 must be a store or a number, got userdata"},
