@@ -1,10 +1,10 @@
 -- lua_blocks_spec.lua — the shell's Lua allocator keeps freed small blocks
--- (tycho_lua.c, "Lua's small blocks"): blocks that grow and shrink across
+-- (lua/lheap.c, "Lua's small blocks"): blocks that grow and shrink across
 -- its 16-byte classes and past its 256-byte limit keep their contents, a
 -- block handed out again after a collection holds what its new owner wrote,
 -- and the state keeps working when the sentinel that ends the lists is
--- collected early (the plain allocator takes over, blocks from the lists
--- included). Specs run inside the `tycho` shell, so its allocator is the one
+-- collected early (the allocator goes on without lists, blocks from the
+-- lists included, and still releases stores: tycho is bound). Specs run inside the `tycho` shell, so its allocator is the one
 -- under test here and under every other spec.
 local function sentinel_key()
   for k, v in pairs(debug.getregistry()) do
@@ -63,7 +63,17 @@ describe("the shell's Lua allocator", function()
     assert.are.equal(90300, bytes)
     for i = 1, 100 do keep[i][3] = i * 2 end -- growth of a block the lists made
     assert.are.same({ 7, "7", 14 }, keep[7])
-    local x = require("tycho").arange(4) * 2
+    local t = require("tycho")
+    local x = t.arange(4) * 2
     assert.are.same({ 0, 2, 4, 6 }, x:totable())
+    -- stores are still released when Lua frees them (lua/lheap.c)
+    t.flush()
+    collectgarbage()
+    local live0 = t.stats().stores_live
+    for i = 1, 50 do assert(t.full(3, i)) end
+    t.flush()
+    collectgarbage()
+    collectgarbage()
+    assert.are.equal(live0, t.stats().stores_live)
   end)
 end)
