@@ -17,7 +17,9 @@
  */
 #include "check.h"
 #include "req.h"
+#include "fused.h"
 #include "internal.h"
+#include "isa.h"
 #include "regions.h"
 
 #include <tycho/tycho.h>
@@ -26,6 +28,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static ty_runtime *rt_make(int cpus, bool fuse) {
   ty_config cfg = {.cpus = cpus};
@@ -249,10 +252,76 @@ TEST(laplacian_dot_same_bits_on_any_cpus) {
   free(v);
 }
 
+static char cache_dir[1024];
+static void use_codegen(const char *mode) {
+  if (!cache_dir[0]) {
+    char cwd[900];
+    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
+    snprintf(cache_dir, sizeof cache_dir, "%s/tycho-kernel-cache", cwd);
+  }
+  setenv("TYCHO_CACHE_DIR", cache_dir, 1);
+  setenv("TYCHO_CODEGEN", mode, 1);
+}
+
+/* A run one element wide (a grid's column, CG's left and right edges:
+ * fused_codegen.c, generate_col): 61 rows (a partial vector at the end at
+ * W = 4 and 8), f64 and bool sub-operations, a write back through the
+ * strided column; compiled (TYCHO_CODEGEN=always) and interpreted (off), on
+ * 1 and 3 processors: the same bytes, and compiled when asked. */
+static double *column_run(const char *mode, int cpus, bool *compiled) {
+  use_codegen(mode);
+  ty_runtime *rt = rt_make(cpus, true);
+  const int64_t n = 64;
+  double *v = grid(n);
+  ty_store *s = from(rt, v, n);
+  ty_store *c1 = box_view(rt, s, 0, 61, 5, 6), *c2 = box_view(rt, s, 2, 63, 7, 8), *dst = box_view(rt, s, 1, 62, 9, 10);
+  ty_store *half = NULL, *t = NULL, *u = NULL, *m = NULL, *w = NULL;
+  REQ(rt, ty_scalar_f64(rt, TY_F64, 0.5, &half));
+  REQ(rt, ty_binary(rt, TY_OP_MUL, c1, c2, &t));
+  REQ(rt, ty_binary(rt, TY_OP_SUB, t, half, &u));
+  REQ(rt, ty_binary(rt, TY_OP_GT, c1, c2, &m));
+  REQ(rt, ty_where(rt, m, u, c2, &w));
+  REQ(rt, ty_copy(rt, dst, w));
+  *compiled = false;
+  ty__fuse(rt);
+  for (int i = 0; i < rt->nwindow; i++)
+    if (rt->window[i]->task == ty__fused_task(rt) && rt->window[i]->ndim == 2 && rt->window[i]->domain[1] == 1)
+      *compiled |= ((const ty__fhead *)rt->window[i]->scalars)->kernel != 0;
+  REQ(rt, ty_flush(rt));
+  double *out = malloc((size_t)(n * n + 61) * sizeof *out);
+  REQ(rt, ty_store_read(rt, s, out, (size_t)(n * n) * sizeof *out));
+  REQ(rt, ty_store_read(rt, u, out + n * n, 61 * sizeof *out));
+  ty_store *all[] = {c1, c2, dst, half, t, u, m, w, s};
+  for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) ty_store_release(all[k]);
+  ty_runtime_destroy(rt);
+  unsetenv("TYCHO_CODEGEN");
+  free(v);
+  return out;
+}
+
+TEST(column_runs_compile_with_the_interpreters_bits) {
+  bool compiled = false;
+  double *ref = column_run("off", 1, &compiled);
+  CHECK(!compiled);
+  /* the column was written: row 1 of column 9 is where(...) of rows 0 and 2 */
+  const double *v0 = grid(64);
+  const double a = v0[0 * 64 + 5], b = v0[2 * 64 + 7];
+  CHECK(ref[1 * 64 + 9] == (a > b ? a * b - 0.5 : b));
+  free((void *)v0);
+  for (int cpus = 1; cpus <= 3; cpus += 2) {
+    double *got = column_run("always", cpus, &compiled);
+    if (ty__isa_lanes() >= 4) CHECK(compiled); /* no generated code at the baseline ISA */
+    CHECK(memcmp(got, ref, (size_t)(64 * 64 + 61) * sizeof *got) == 0);
+    free(got);
+  }
+  free(ref);
+}
+
 static const check_case cases[] = {
     CASE(laplacian_regions_give_the_reference_bits),
     CASE(region_launches_share_views),
     CASE(whole_store_updates_are_not_cut),
     CASE(laplacian_dot_same_bits_on_any_cpus),
+    CASE(column_runs_compile_with_the_interpreters_bits),
 };
 CHECK_MAIN(cases)
