@@ -1283,9 +1283,11 @@ static bool generate_col(const ty_pending *f, sbuf *b, uint64_t *contig) {
   preamble(b);
   put(b, "/* one element wide */\n");
   gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
+  g.late = late_args(f, h, c, 0);
   flat_body_head(b, false, 0);
   s = ty__fsub_first(h);
   for (int k = 0; k < h->nsub && g.ok; k++, s = ty__fsub_next(s)) sub(&g, s, k);
+  late_stores(&g);
   if (!g.ok) return false;
   put(b, "}\n\n");
   put(b, "void ty_fk2(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D) {\n");
