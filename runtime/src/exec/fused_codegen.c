@@ -20,7 +20,8 @@
  * each contiguous along the rows or one element per row (a column against a
  * row: a[:, None] - b[None, :]), possibly ending in an f64 min or max
  * reduction along either axis or whole, or in an f64 argmin/argmax along the
- * rows, compile to ty_fk2 (a loop over rows; generate2). A flat run ending
+ * rows, compile to ty_fk2 (a loop over rows; generate2; a run one element
+ * wide, a grid's column, gathers W rows at once: generate_col). A flat run ending
  * in an f64 sum compiles its terms to ty_fk3 (generate3), which the
  * interpreter's ordered stream adds. Anything else (integers, f32, mod,
  * casts to integers, products, sums along an axis, registered tasks, other
@@ -43,7 +44,7 @@
  * launch has at least 2^16 elements, at first sight (in the background; when
  * compiles are waited for, at its second sight or at once from 2^22
  * elements: a compile costs ~0.1-0.3 s, once per structure per machine
- * thanks to the disk cache), and a smaller one of at least 256 elements at
+ * thanks to the disk cache), and a smaller one of at least 128 elements at
  * its 8th sight; `always` compiles at first sight (any size), `off` never.
  * A kernel already in the disk cache is loaded at first sight.
  * TYCHO_CACHE_DIR (default $XDG_CACHE_HOME/tycho or
@@ -112,8 +113,10 @@ static cg_isa cg_isa_now(void) {
 /* Smaller runs are compiled too once their structure came back CG_SMALL_HOT
  * times (a loop), from CG_SMALL_MIN elements: found by the structure key
  * below, such a run costs no source text per flush, and the compiled loop
- * replaces one pass over the block per sub-operation. */
-#define CG_SMALL_MIN ((int64_t)256)
+ * replaces one pass over the block per sub-operation. 128, not 256: the
+ * edges of CG's 256 x 256 Laplacian regions (254 elements, plan/regions.c)
+ * ran interpreted, ~35k of its ~1,070k instructions an iteration. */
+#define CG_SMALL_MIN ((int64_t)128)
 #define CG_SMALL_HOT 8
 #define CG_MAX_PRE 1024 /* structure keys remembered */
 
@@ -840,6 +843,11 @@ static void flat_entry(sbuf *b, const ty_pending *f, const ty__fhead *h, uint64_
     if (k != acc && !((c >> k) & 1u) && f->args[k].store->dtype == TY_F64)
       put(b, "  Bc[%d] = *(const double *)a[%d];\n", k, k);
   put(b, "  char *p[%d];\n  i64 i = 0;\n", f->nargs + 1);
+  /* the arguments' addresses in locals: read through `a` inside the loop,
+   * every store of the body (a char pointer may alias a[]) made the
+   * compiler reload each one per vector (CG's update loop: 21 -> 12
+   * instructions a vector) */
+  for (int k = 0; k < f->nargs; k++) put(b, "  char *const a%d_ = a[%d];\n", k, k);
   if (nt) {
     put(b, "  i64 hd = (i64)((-(unsigned long)a[%d] & (sizeof(vd) - 1)) / 8);\n", nt_first(nt));
     put(b, "  if (hd > n || ((unsigned long)a[%d] & 7)) hd = 0;\n  if (hd > 0) {\n    i64 m = hd;\n", nt_first(nt));
@@ -848,8 +856,8 @@ static void flat_entry(sbuf *b, const ty_pending *f, const ty__fhead *h, uint64_
   }
   put(b, "  for (; i + W <= n; i += W) {\n");
   for (int k = 0; k < f->nargs; k++) {
-    if ((c >> k) & 1u) put(b, "    p[%d] = a[%d] + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
-    else put(b, "    p[%d] = a[%d];\n", k, k);
+    if ((c >> k) & 1u) put(b, "    p[%d] = a%d_ + i * %d;\n", k, k, (int)ty_dtype_size(f->args[k].store->dtype));
+    else put(b, "    p[%d] = a%d_;\n", k, k);
   }
   put(b, "    body(p, D, sq, K, Bc%s%s);\n  }\n  if (i < n) {\n    i64 m = n - i;\n", sum ? ", o + i * 8" : "",
       nt ? ", 1" : "");
@@ -1010,9 +1018,12 @@ static bool across_rows(const ty_pending *f, const ty__fsub *ared, uint64_t c, i
  * end measured slower on rows of 10 (the merge's branches). Rows of at most
  * CG_ACROSS_ROW go W at a time through across() instead, the lanes being
  * rows (above). */
+static bool generate_col(const ty_pending *f, sbuf *b, uint64_t *contig);
+
 static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   const ty__fhead *h = (const ty__fhead *)f->scalars;
-  if (f->ndim != 2 || f->domain[1] < 2) return false;
+  if (f->ndim != 2 || f->domain[1] < 1) return false;
+  if (f->domain[1] == 1) return generate_col(f, b, contig);
   /* the reduction, if any: the last sub-operation */
   const ty__fsub *s = ty__fsub_first(h), *red = NULL, *ared = NULL;
   for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
@@ -1214,6 +1225,80 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
            "  if (n1 == %lld) rows(n0, %lld, a, os, D);\n  else rows(n0, n1, a, os, D);\n}\n",
         (long long)f->domain[1], (long long)f->domain[1]);
   }
+  return !b->failed;
+}
+
+/* A 2-D run one element wide (n1 == 1: a column of a grid, CG's left and
+ * right edge regions): W rows at once, each argument's elements gathered
+ * into a vector by its row stride and the written ones scattered back, one
+ * pass for the whole run. The row kernel would run a masked tail per row
+ * (66 instructions a row at W = 4) and the interpreter a strided pass per
+ * sub-operation. Element-wise runs only, without pow (whose squaring flag
+ * the kernels read per row); the entry is ty_fk2's, so the caller (which
+ * takes any layout for a piece one element wide) needs nothing new. */
+/* W rows (m < 0: written out, one statement a row) or the last m of a
+ * column: gather, body, scatter; the arguments' addresses and strides in
+ * locals (a[] and os[] read inside the loop are reloaded after every
+ * store). Written out, a full vector costs ~2 instructions an argument and
+ * row at W = 4; a loop of W per argument measured ~45 a row. */
+static void col_part(sbuf *b, const ty_pending *f, bool full) {
+  for (int k = 0; k < f->nargs; k++) {
+    const int es = (int)ty_dtype_size(f->args[k].store->dtype);
+    put(b, "    char t%d[W * %d] __attribute__((aligned(64)))%s;\n", k, es, full ? "" : " = {0}");
+    put(b, "    const char *s%d = a%d_ + r * o%d_;\n", k, k, k);
+    if (full)
+      for (int j = 0; j < CG_W; j++) put(b, "    __builtin_memcpy(t%d + %d, s%d + %d * o%d_, %d);\n", k, j * es, k, j, k, es);
+    else
+      put(b, "    for (int j = 0; j < m; j++) __builtin_memcpy(t%d + j * %d, s%d + j * o%d_, %d);\n", k, es, k, k, es);
+    put(b, "    p[%d] = t%d;\n", k, k);
+  }
+  put(b, "    body(p, D, sq, K, Bc);\n");
+  for (int k = 0; k < f->nargs; k++)
+    if (f->args[k].priv != TY_PRIV_IN) {
+      const int es = (int)ty_dtype_size(f->args[k].store->dtype);
+      if (full)
+        for (int j = 0; j < CG_W; j++)
+          put(b, "    __builtin_memcpy((char *)s%d + %d * o%d_, t%d + %d, %d);\n", k, j, k, k, j * es, es);
+      else
+        put(b, "    for (int j = 0; j < m; j++) __builtin_memcpy((char *)s%d + j * o%d_, t%d + j * %d, %d);\n", k, k,
+            k, es, es);
+    }
+}
+
+static bool generate_col(const ty_pending *f, sbuf *b, uint64_t *contig) {
+  const ty__fhead *h = (const ty__fhead *)f->scalars;
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s))
+    if (s->kind == TY__FK_REDUCE || s->kind == TY__FK_TASK || s->kind == TY__FK_ARGREDUCE ||
+        (s->kind == TY__FK_BINARY && s->op == TY_OP_POW))
+      return false;
+  uint64_t c = 0;
+  for (int k = 0; k < f->nargs; k++) {
+    const ty_arg *a = &f->args[k];
+    if (!vtype(a->store->dtype) || a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_REDUCE || a->store->ndim != 2)
+      return false;
+    c |= UINT64_C(1) << k;
+  }
+  *contig = c;
+  preamble(b);
+  put(b, "/* one element wide */\n");
+  gen g = {.b = b, .h = h, .f = f, .contig = c, .ok = true};
+  g.late = late_args(f, h, c, 0);
+  flat_body_head(b, false, 0);
+  s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub && g.ok; k++, s = ty__fsub_next(s)) sub(&g, s, k);
+  late_stores(&g);
+  if (!g.ok) return false;
+  put(b, "}\n\n");
+  put(b, "void ty_fk2(i64 n0, i64 n1, char *const *a, const i64 *os, const char *D) {\n");
+  put(b, "  double K[%d], Bc[1];\n  int sq[1];\n  char *p[%d];\n  (void)n1;\n", h->nconsts + 1, f->nargs + 1);
+  put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
+  for (int k = 0; k < f->nargs; k++) put(b, "  char *const a%d_ = a[%d];\n  const i64 o%d_ = os[%d];\n", k, k, k, k);
+  put(b, "  i64 r = 0;\n  for (; r + W <= n0; r += W) {\n");
+  col_part(b, f, true);
+  put(b, "  }\n  if (r < n0) {\n    const int m = (int)(n0 - r);\n");
+  col_part(b, f, false);
+  put(b, "  }\n}\n");
   return !b->failed;
 }
 

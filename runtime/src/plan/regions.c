@@ -275,22 +275,26 @@ static bool sum_tail(const ty_runtime *rt, group *g, ty_pending **w, int n) {
   return true;
 }
 
-/* Worth cutting: two boxes at least among S's writers, rows that never
- * wrap, enough elements, few cuts. Fills the cut points. */
-static bool worth_cutting(const group *g, int64_t cuts[][REG_MAX_CUTS], int *ncuts) {
-  if (g->n < 2) return false;
-  int writers = 0, first_writer = -1;
-  bool shifted = false;
+/* Two of S's writers in the group write it through different boxes: the
+ * group may be cut. Most groups (every whole-store update of a CG
+ * iteration) are not, and need neither trim nor sum_tail. */
+static bool shifted_writers(const group *g) {
+  int first_writer = -1;
   for (int k = 0; k < g->n; k++) {
     const ty_pending *l = g->m[k];
     bool w = false;
     for (int i = 0; i < l->nargs; i++) w |= l->args[i].store->storage == g->S && writes(l->args[i].priv);
     if (!w) continue;
-    writers++;
     if (first_writer < 0) first_writer = k;
-    else if (!same_box(&g->b[first_writer], &g->b[k], g->nd)) shifted = true;
+    else if (!same_box(&g->b[first_writer], &g->b[k], g->nd)) return true;
   }
-  if (writers < 2 || !shifted) return false;
+  return false;
+}
+
+/* Worth cutting: two boxes at least among S's writers, rows that never
+ * wrap, enough elements, few cuts. Fills the cut points. */
+static bool worth_cutting(const group *g, int64_t cuts[][REG_MAX_CUTS], int *ncuts) {
+  if (g->n < 2 || !shifted_writers(g)) return false;
   int64_t ext[TY_MAX_RANK] = {0}, elems = 1;
   for (int k = 0; k < g->n; k++)
     for (int d = 0; d < g->nd; d++)
@@ -364,10 +368,35 @@ static bool push(emitted *e, ty_pending *l) {
   return true;
 }
 
+/* The views a region's launches share: members reading and writing one
+ * position of a storage through one view get one store, not one each (CG's
+ * Laplacian with p.Ap at 256^2: 99 -> 51 views an iteration, each a
+ * store_alloc and a free). The launches hold the references; the table
+ * only borrows them, for one region. */
+enum { REG_MAX_VIEWS = 32 };
+typedef struct shared_views {
+  int n;
+  ty_store *v[REG_MAX_VIEWS];
+} shared_views;
+
+/* The region's view of s's storage at offset off (the region's shape, s's
+ * strides), NULL when none yet. */
+static ty_store *shared_find(const shared_views *sv, const ty_store *s, int nd, int64_t off) {
+  for (int i = 0; i < sv->n; i++) {
+    const ty_store *v = sv->v[i];
+    if (v->storage != s->storage || v->offset != off || v->dtype != s->dtype) continue;
+    bool same = true;
+    for (int d = 0; d < nd && same; d++) same = v->strides[d] == s->strides[d];
+    if (same) return (ty_store *)v;
+  }
+  return NULL;
+}
+
 /* Member k's launch over region r (inside its box); fresh[] holds the
- * region's stores for the temporaries. NULL when out of memory. */
+ * region's stores for the temporaries, views the region's views so far.
+ * NULL when out of memory. */
 static ty_pending *cut(ty_runtime *rt, const group *g, int k, const box *r, ty_store **fresh,
-                       const bool *dies, bool single) {
+                       const bool *dies, bool single, shared_views *views) {
   const ty_pending *l = g->m[k];
   const box *b = &g->b[k];
   ty_pending *p = ty__pending_take(rt);
@@ -394,7 +423,14 @@ static ty_pending *cut(ty_runtime *rt, const group *g, int k, const box *r, ty_s
     } else {
       int64_t off = s->offset;
       for (int d = 0; d < g->nd; d++) off += (r->lo[d] - b->lo[d]) * s->strides[d];
-      if (ty__store_view(rt, s, g->nd, shape, s->strides, off, &ns) != TY_OK) ns = NULL;
+      ns = shared_find(views, s, g->nd, off);
+      if (ns) {
+        ty_store_retain(ns);
+      } else if (ty__store_view(rt, s, g->nd, shape, s->strides, off, &ns) != TY_OK) {
+        ns = NULL;
+      } else if (views->n < REG_MAX_VIEWS) {
+        views->v[views->n++] = ns;
+      }
     }
     if (!ns) { /* give back what this launch holds so far */
       for (int j = 0; j < i; j++) ty_store_release(p->args[j].store);
@@ -455,6 +491,7 @@ static bool emit(ty_runtime *rt, const group *g, int64_t cuts[][REG_MAX_CUTS], c
   for (int j = 0; ok && j < nregs; j++) {
     const box r = regs[j];
     const bool single = g->fill && j > 0;
+    shared_views views = {0};
     for (int k = 0; ok && k < g->n; k++) {
       bool inside = true;
       for (int d = 0; d < g->nd && inside; d++)
@@ -467,7 +504,7 @@ static bool emit(ty_runtime *rt, const group *g, int64_t cuts[][REG_MAX_CUTS], c
         ok = false;
         break;
       }
-      ty_pending *p = cut(rt, g, k, &r, fresh, dies, single);
+      ty_pending *p = cut(rt, g, k, &r, fresh, dies, single, &views);
       ok = p != NULL;
       if (ok && !push(made, p)) {
         ty__pending_drop(rt, p);
@@ -517,12 +554,15 @@ void ty__regions_cut(ty_runtime *rt) {
       g.n = g.no = 0;
       while (i + g.n < n && add(rt, &g, w[i + g.n])) {
       }
-      trim(rt, &g, w + i);
       g.fill = NULL;
-      sum_tail(rt, &g, w + i, n - i);
+      const bool shifted = shifted_writers(&g); /* trim keeps every writer */
+      if (shifted) {
+        trim(rt, &g, w + i);
+        sum_tail(rt, &g, w + i, n - i);
+      }
       int64_t cuts[TY_MAX_RANK][REG_MAX_CUTS];
       int ncuts[TY_MAX_RANK];
-      if (worth_cutting(&g, cuts, ncuts)) {
+      if (shifted && worth_cutting(&g, cuts, ncuts)) {
         for (int k = 0; !copying && k < i && ok; k++) ok = push(&out, w[k]);
         copying = ok;
         const int n0 = out.n;
