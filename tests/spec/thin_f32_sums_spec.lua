@@ -2,10 +2,10 @@
 -- columns: kernels_gemv.c's thin sums, logistic regression's gradient) sum
 -- in f64 and round once: each element within 1e-7 relative of the f64
 -- product of the same f32 values, where summing 300,000 rows in f32 missed
--- by up to 2.1e-4 (the elements with cancellation; the gradient 2.0e-6). Rows enough for ops.c's
--- k split (9 chunks: f64 partials), and the fused gemv chain
--- (plan/fuse_gemv.c) with the unfused bits; the same bits on 1 and 3
--- processors and under AVX2 (TYCHO_ISA: a ceiling).
+-- by up to 2.1e-4 (elements with cancellation; the gradient by 2.0e-6).
+-- Rows enough for ops.c's k split (9 chunks: f64 partials), and the fused
+-- gemv chain (plan/fuse_gemv.c) with the unfused bits; the same bits on 1
+-- and 3 processors and under AVX2 (TYCHO_ISA: a ceiling).
 
 local code = [[
   local function seq(n, a)
