@@ -102,12 +102,12 @@ static void gc_hook(void *ud) {
           full_ran || (debt && (*debt < s->last_debt || *debt - s->last_debt >= TL_GC_FULL_BYTES));
       /* The flush after a full collection collects fully too (full_before):
        * what the script still held at that one (k-means' n x k distances,
-       * live until the step ends) survived it and is old now, so a minor
+       * a local of its step) survived it and is old now, so a minor
        * collection would keep it until tl_created's next full collection,
-       * one memory budget later, and each step would write fresh pages.
-       * Measured: kmeans 10M points, k = 10 (bench/README.md "k-means
-       * memory: session 16"). Only one such follow-up: it does not arm
-       * another. */
+       * and the fusion pass, finding it referenced, writes it: kmeans 10M
+       * points, k = 10, 1068 -> 305 MiB written per step (bench/README.md
+       * "k-means memory and f32 X^T z: session 16"). Only one such
+       * follow-up: it does not arm another. */
       const bool follow = s->full_before;
       s->full_before = big;
       if (big || follow) {

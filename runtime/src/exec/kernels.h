@@ -273,7 +273,8 @@ void ty__thin_dot(ty_dtype t, int64_t rows, int64_t k, const char *X, int64_t x0
 /* g[j] += e[i es] X[i, j] for the rows i < rows in order, j < n; e and X
  * in dtype t (TY_F64 or TY_F32), g contiguous doubles for both: f32's
  * products are exact in f64 and summed there, rounded once when the sums are
- * stored (ty__thin_put): 10M rows summed in f32 lost 5.9e-6 relative. */
+ * stored (ty__thin_put): 10M x 32 X^T z summed in f32 was 5.2e-5 off in
+ * norm, 5.0e-3 in its worst element (cancellation). */
 void ty__thin_acc(ty_dtype t, int64_t rows, int64_t n, const char *e, int64_t es, const char *X,
                   int64_t x0, int64_t x1, char *g);
 /* ty__thin_acc's sum g[j] stored at dst as dtype t (f64, or f32 rounded once). */

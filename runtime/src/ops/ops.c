@@ -850,7 +850,7 @@ ty_status ty__logical_result(ty_runtime *rt, ty_status st, bool logical, ty_stor
  * P's sum over its first axis, in chunk order (an ordered reduction). Every
  * step is fixed by the shape, so the bits are too. An f32 thin sum (X^T z,
  * z^T X: ty__thin_acc_shape) has f64 partials, summed in f64 and converted
- * once: 10M x 32 f32, relative error 5.9e-6 -> below f32's rounding. */
+ * once: 10M x 32 f32, worst relative error 5.0e-3 -> 5.2e-8. */
 static ty_status matmul_ksplit(ty_runtime *rt, ty_store *C, ty_store *A, ty_store *B, int64_t c) {
   const int64_t m = C->shape[0], n = C->shape[1], k = A->shape[1];
   const int64_t kc = k / c, r = k - c * kc;
