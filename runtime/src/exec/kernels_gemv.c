@@ -37,6 +37,10 @@
 
 #include <string.h>
 
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h> /* acc_f32's conversions and fused multiply-adds */
+#endif
+
 #define LANES 8
 #define GEMV_BLOCK_BYTES (128 * 1024) /* X's rows per step: in L2 with z and e */
 #define ACC_WIDTH 32                  /* columns whose sums stay in registers */
@@ -235,7 +239,6 @@ THIN_ACC(acc_wide_f32, float)
  * __builtin_convertvector with 2-lane conversions. Without AVX2 and FMA:
  * acc_wide_f32. */
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
-#include <immintrin.h>
 #if defined(__AVX512F__)
 typedef __m512d vd_reg;
 #define CVT_LOAD(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
