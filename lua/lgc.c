@@ -45,6 +45,7 @@ typedef struct gc_sentinel {
   bool incremental;   /* the collector was found in incremental mode */
   uint64_t last_debt; /* box->gc_debt after the previous hook */
   uint64_t last_fulls; /* box->gc_fulls after the previous hook */
+  bool full_before;    /* the previous hook collected fully for its own reasons */
 } gc_sentinel;
 
 static void gc_hook(void *ud) {
@@ -97,10 +98,21 @@ static void gc_hook(void *ud) {
        * looked at. */
       const bool full_ran = s->box && s->box->gc_fulls != s->last_fulls;
       if (s->box) s->last_fulls = s->box->gc_fulls;
-      if (full_ran ||
-          (debt && (*debt < s->last_debt || *debt - s->last_debt >= TL_GC_FULL_BYTES))) {
+      const bool big =
+          full_ran || (debt && (*debt < s->last_debt || *debt - s->last_debt >= TL_GC_FULL_BYTES));
+      /* The flush after a full collection collects fully too (full_before):
+       * what the script still held at that one (k-means' n x k distances,
+       * a local of its step) survived it and is old now, so a minor
+       * collection would keep it until tl_created's next full collection,
+       * and the fusion pass, finding it referenced, writes it: kmeans 10M
+       * points, k = 10, 1068 -> 305 MiB written per step (bench/README.md
+       * "k-means memory and f32 X^T z: session 16"). Only one such
+       * follow-up: it does not arm another. */
+      const bool follow = s->full_before;
+      s->full_before = big;
+      if (big || follow) {
         lua_gc(L, LUA_GCCOLLECT, 0);
-        *debt = 0;
+        if (debt) *debt = 0;
       } else {
         /* even for small stores: skipping the step when a window made less
          * than 256 KiB was measured slower (4.0 against 1.6 us per op on
@@ -154,6 +166,7 @@ void tl_gc_install(lua_State *L, ty_runtime *rt) {
   s->incremental = false;
   s->last_debt = 0;
   s->last_fulls = s->box ? s->box->gc_fulls : 0; /* a userdata's bytes are not zeroed */
+  s->full_before = false;
   lua_createtable(L, 0, 1);
   lua_pushcfunction(L, sentinel_gc);
   lua_setfield(L, -2, "__gc");

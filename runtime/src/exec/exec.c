@@ -36,6 +36,23 @@
 
 static bool writes(ty_privilege p) { return p != TY_PRIV_IN; }
 
+/* Whether an OUT view writes every byte of its storage although its size
+ * says otherwise: its distinct elements (a broadcast dim, stride 0, counted
+ * once) lie densely from the storage's start. A reduction's output viewed
+ * back over its input's shape is one: k-means' argmin over rows of 10 was
+ * zeroed first, 80 MB per iteration at 10M points (bench/README.md
+ * "k-means memory and f32 X^T z: session 16"). */
+static bool covers_storage(const ty_store *s) {
+  if (s->offset != 0) return false;
+  int64_t next = 1;
+  for (int d = s->ndim - 1; d >= 0; d--) {
+    if (s->shape[d] == 1 || s->strides[d] == 0) continue;
+    if (s->strides[d] != next) return false;
+    next *= s->shape[d];
+  }
+  return (size_t)next * ty_dtype_size(s->dtype) == s->storage->nbytes;
+}
+
 /* ---- processors ------------------------------------------------------------------ */
 
 /* The processor kinds a piece can run on on the host, each with its memory
@@ -347,6 +364,7 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
     /* an OUT view that does not cover its storage leaves the rest unwritten:
      * zero it, so never-written elements read as 0 */
     bool whole = (size_t)a->store->size * ty_dtype_size(a->store->dtype) == a->store->storage->nbytes ||
+                 covers_storage(a->store) ||
                  (a->store->storage->covered_gen != 0 &&
                   a->store->storage->covered_gen == rt->window_gen);
     ty_status st = ty__storage_ensure(rt, a->store->storage, a->priv != TY_PRIV_OUT || !whole);

@@ -12,14 +12,16 @@
  *    added as a fixed tree, whatever the rows around it;
  *  - a row vector times a narrow matrix, C (1 x n) = A (1 x k) B (k x n)
  *    with 2 <= n <= TY__THIN_K: element j is 0 + a_0 b_0j + a_1 b_1j + ...
- *    added in p order (ty__thin_acc carries the sums across calls).
+ *    added in p order (ty__thin_acc carries the sums across calls, in f64
+ *    for f32 too: rounded once, when stored).
  * OpenBLAS's gemv gives an element bits that depend on the call's shape;
  * these do not, so a product computed block by block inside another pass
  * has the bits of the product computed alone. Part of the kernel set
  * (compiled per instruction-set level without contraction: the same bits
  * at every level).
  *
- * The gemv chain's variant (args: P (chunks, 1, f) ALIGNED, X (n, f), w
+ * The gemv chain's variant (args: P (chunks, 1, f) ALIGNED, f64 for an f32
+ * X when k was split (ops.c's f64 partials), X (n, f), w
  * (f, 1), z (n, 1), then the fused run's arguments, all WHOLE; scalars: a
  * ty__gemv_chain_args, then the fused run's description): for each chunk j
  * of its box, rows [j kc, (j + 1) kc) (the last chunk to n), one block of
@@ -34,6 +36,10 @@
 #include "kernels.h"
 
 #include <string.h>
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h> /* acc_f32's conversions and fused multiply-adds */
+#endif
 
 #define LANES 8
 #define GEMV_BLOCK_BYTES (128 * 1024) /* X's rows per step: in L2 with z and e */
@@ -196,29 +202,73 @@ THIN_DOT(dot_f32, float, v8_f32, v4_f32, v2_f32)
 
 /* g[j] += e_i X[i, j] for the rows i in order; ACC_WIDTH columns at a time,
  * their sums in registers across the rows (the order per column is the
- * same whatever the width). */
+ * same whatever the width). The sums are doubles for both dtypes: an f32
+ * product is exact in f64 (24 + 24 bits of significand), so f32's sums
+ * differ from the exact ones by f64's rounding only, and contraction
+ * cannot change them. 10M x 32 f32 X^T z (bench/README.md "k-means memory
+ * and f32 X^T z: session 16"), worst element's relative error: 5.0e-3
+ * summed in f32, 5.2e-8 now. */
 #define THIN_ACC(NAME, T)                                                                    \
   static void NAME(int64_t rows, int64_t n, const T *restrict e, int64_t es,                 \
-                   const T *restrict X, int64_t x0, int64_t x1, T *restrict g) {             \
+                   const T *restrict X, int64_t x0, int64_t x1, double *restrict g) {        \
     int64_t j0 = 0;                                                                          \
     for (; j0 + ACC_WIDTH <= n && x1 == 1; j0 += ACC_WIDTH) {                                \
-      T a[ACC_WIDTH];                                                                        \
+      double a[ACC_WIDTH];                                                                   \
       for (int j = 0; j < ACC_WIDTH; j++) a[j] = g[j0 + j];                                  \
       for (int64_t i = 0; i < rows; i++) {                                                   \
-        const T ei = e[i * es];                                                              \
+        const double ei = e[i * es];                                                         \
         const T *xi = X + i * x0 + j0;                                                       \
-        for (int j = 0; j < ACC_WIDTH; j++) a[j] = a[j] + ei * xi[j];                        \
+        for (int j = 0; j < ACC_WIDTH; j++) a[j] = a[j] + ei * (double)xi[j];                \
       }                                                                                      \
       for (int j = 0; j < ACC_WIDTH; j++) g[j0 + j] = a[j];                                  \
     }                                                                                        \
     for (int64_t i = 0; i < rows && j0 < n; i++) {                                           \
-      const T ei = e[i * es];                                                                \
+      const double ei = e[i * es];                                                           \
       const T *xi = X + i * x0;                                                              \
-      for (int64_t j = j0; j < n; j++) g[j] = g[j] + ei * xi[j * x1];                        \
+      for (int64_t j = j0; j < n; j++) g[j] = g[j] + ei * (double)xi[j * x1];                \
     }                                                                                        \
   }
 THIN_ACC(acc_f64, double)
-THIN_ACC(acc_f32, float)
+THIN_ACC(acc_wide_f32, float)
+/* f32 in whole registers of doubles: each row's floats converted from
+ * memory (vcvtps2pd) and added times e_i by a fused multiply-add, whose one
+ * rounding is acc_wide_f32's (the product is exact): its bits, in fewer
+ * instructions. Per row of 32 (one thread, 2 shared Xeon cores, in L2): f32
+ * sums 1.4 ns, f64 multiply and add 3.0 ns, this 2.6 ns; GCC 12 vectorised
+ * the scalar form with a load and an extract for every upper half, and
+ * __builtin_convertvector with 2-lane conversions. Without AVX2 and FMA:
+ * acc_wide_f32. */
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(__AVX512F__)
+typedef __m512d vd_reg;
+#define CVT_LOAD(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
+#define FMADD _mm512_fmadd_pd
+#define SET1 _mm512_set1_pd
+#else
+typedef __m256d vd_reg;
+#define CVT_LOAD(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
+#define FMADD _mm256_fmadd_pd
+#define SET1 _mm256_set1_pd
+#endif
+#define DLANES ((int)(sizeof(vd_reg) / sizeof(double)))
+static void acc_f32(int64_t rows, int64_t n, const float *restrict e, int64_t es,
+                    const float *restrict X, int64_t x0, int64_t x1, double *restrict g) {
+  int64_t j0 = 0;
+  for (; j0 + ACC_WIDTH <= n && x1 == 1; j0 += ACC_WIDTH) {
+    vd_reg a[ACC_WIDTH / DLANES];
+    memcpy(a, g + j0, sizeof a);
+    for (int64_t i = 0; i < rows; i++) {
+      const vd_reg ei = SET1((double)e[i * es]);
+      const float *xi = X + i * x0 + j0;
+      for (int q = 0; q < ACC_WIDTH / DLANES; q++) a[q] = FMADD(ei, CVT_LOAD(xi + q * DLANES), a[q]);
+    }
+    memcpy(g + j0, a, sizeof a);
+  }
+  if (j0 < n) acc_wide_f32(rows, n - j0, e, es, X + j0 * x1, x0, x1, g + j0);
+}
+#else
+#define acc_f32 acc_wide_f32
+#endif
 
 void ty__thin_dot(ty_dtype t, int64_t rows, int64_t k, const char *X, int64_t x0, int64_t x1,
                   const char *w, int64_t ws, char *z, int64_t zs) {
@@ -233,7 +283,7 @@ void ty__thin_acc(ty_dtype t, int64_t rows, int64_t n, const char *e, int64_t es
   if (t == TY_F64)
     acc_f64(rows, n, (const double *)e, es, (const double *)X, x0, x1, (double *)g);
   else
-    acc_f32(rows, n, (const float *)e, es, (const float *)X, x0, x1, (float *)g);
+    acc_f32(rows, n, (const float *)e, es, (const float *)X, x0, x1, (double *)g);
 }
 
 /* Rows [r0, r1) of a WHOLE 1-D tile of the fused run, as its ALIGNED tile
@@ -251,11 +301,12 @@ int ty__gemv_chain_variant(ty_task_ctx *ctx) {
   if (ctx->nargs < 5 || ctx->scalar_bytes < sizeof *ga || ctx->ndim != 3)
     return ty_ctx_fail(ctx, "gemv chain: the launch is not a gemv chain");
   const ty_tile *P = &ctx->args[0], *X = &ctx->args[1], *W = &ctx->args[2], *Z = &ctx->args[3];
-  const ty_dtype t = P->dtype;
-  const int64_t es = (int64_t)ty_dtype_size(t);
+  const ty_dtype t = X->dtype, pt = P->dtype; /* pt: f64 partials of f32 (ops.c's k split) */
+  const int64_t es = (int64_t)ty_dtype_size(t), ps = (int64_t)ty_dtype_size(pt);
   const int64_t n = X->gshape[0], f = X->gshape[1], nb = P->gshape[0], kc = ga->kc;
   const int nf = ctx->nargs - 4; /* the fused run's arguments */
-  if ((t != TY_F64 && t != TY_F32) || X->ndim != 2 || P->ndim != 3 || f > TY__THIN_K ||
+  if ((t != TY_F64 && t != TY_F32) || (pt != t && pt != TY_F64) || X->ndim != 2 || P->ndim != 3 ||
+      f > TY__THIN_K ||
       ga->e_arg < 4 || ga->e_arg >= ctx->nargs || nf > TY_MAX_ARGS || kc < 1)
     return ty_ctx_fail(ctx, "gemv chain: unexpected operands");
   const ty_tile *E = &ctx->args[ga->e_arg];
@@ -274,7 +325,7 @@ int ty__gemv_chain_variant(ty_task_ctx *ctx) {
   _Alignas(64) char g[TY__THIN_K * 8];
   for (int64_t j = P->lo[0]; j < P->lo[0] + P->shape[0]; j++) {
     const int64_t r0 = j * kc, r1 = j == nb - 1 ? n : r0 + kc;
-    memset(g, 0, (size_t)(f * es));
+    memset(g, 0, (size_t)f * sizeof(double));
     for (int64_t b0 = r0; b0 < r1; b0 += block) {
       const int64_t b1 = b0 + block < r1 ? b0 + block : r1;
       const char *xb = X->data + b0 * X->strides[0] * es;
@@ -288,9 +339,9 @@ int ty__gemv_chain_variant(ty_task_ctx *ctx) {
       ty__thin_acc(t, b1 - b0, f, E->data + b0 * E->strides[0] * es, E->strides[0], xb,
                    X->strides[0], X->strides[1], g);
     }
-    char *pj = P->data + (j - P->lo[0]) * P->strides[0] * es;
+    char *pj = P->data + (j - P->lo[0]) * P->strides[0] * ps;
     for (int64_t c = P->lo[2]; c < P->lo[2] + P->shape[2]; c++)
-      memcpy(pj + (c - P->lo[2]) * P->strides[2] * es, g + c * es, (size_t)es);
+      ty__thin_put(g, c, pt, pj + (c - P->lo[2]) * P->strides[2] * ps);
   }
   return 0;
 }

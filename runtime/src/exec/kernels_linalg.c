@@ -23,6 +23,9 @@
  * pass over X's rows in order, the bits of z X; OpenBLAS 0.3.21's sgemv
  * took 0.56 s (1.12 s of CPU) for 10 products of 10M x 32 f32 on 2 Xeon
  * cores, this 0.46 s (0.92 s) (bench/README "X^T z on the Xeon: session 14").
+ * These sums (ty__thin_acc's) are f64 for f32 too, rounded once: ops.c's k
+ * split gives their chunks f64 partials (C f64, A and B f32, the only mixed
+ * matmul this kernel takes), summed in f64 and then converted.
  * Other f64/f32 go to OpenBLAS (cblas_dgemm/sgemm; cblas_dgemv/sgemv when C's
  * block is one column or one row, a matrix-vector product, which gemm would
  * run by packing the whole matrix) when each operand is row-major
@@ -229,11 +232,12 @@ static void blas_rows(ty_dtype t, int64_t r0, int64_t mm, int64_t n, int64_t k, 
  * and B's column are contiguous), or C's one row's columns as
  * ty__thin_acc sums over all of k. False: not thin. */
 static bool thin(const ty_tile *C, const ty_tile *A, const ty_tile *B) {
-  const ty_dtype t = C->dtype;
-  const int64_t es = (int64_t)ty_dtype_size(t);
+  const ty_dtype t = A->dtype, ct = C->dtype; /* ct f64 with t f32: the f64 partials */
+  const int64_t es = (int64_t)ty_dtype_size(t), cs = (int64_t)ty_dtype_size(ct);
   const int64_t M = C->gshape[0], N = C->gshape[1], k = A->shape[1];
   const int64_t m = C->shape[0], n = C->shape[1];
-  if (N == 1 && M >= 2 && (k <= TY__THIN_K || (A->strides[1] == 1 && B->strides[0] == 1))) {
+  if (ct == t && N == 1 && M >= 2 &&
+      (k <= TY__THIN_K || (A->strides[1] == 1 && B->strides[0] == 1))) {
     const char *a = A->data + C->lo[0] * A->strides[0] * es;
     ty__thin_dot(t, m, k, a, A->strides[0], A->strides[1], B->data, B->strides[0], C->data,
                  C->strides[0]);
@@ -245,19 +249,19 @@ static bool thin(const ty_tile *C, const ty_tile *A, const ty_tile *B) {
    * of k in order, one pass over X's rows (OpenBLAS's sgemv on Intel read
    * it at 0.6 of the triad's bandwidth, bench/README.md) */
   if (N == 1 && M >= 2 && M <= TY__THIN_K && A->strides[0] == 1 && C->shape[1] == 1) {
-    _Alignas(64) char g[TY__THIN_K * 8];
-    memset(g, 0, (size_t)(m * es));
+    _Alignas(64) char g[TY__THIN_K * sizeof(double)];
+    memset(g, 0, (size_t)m * sizeof(double));
     const char *a = A->data + C->lo[0] * es; /* the box's rows of A: X's columns */
     ty__thin_acc(t, k, m, B->data, B->strides[0], a, A->strides[1], 1, g);
-    for (int64_t i = 0; i < m; i++) memcpy(C->data + i * C->strides[0] * es, g + i * es, (size_t)es);
+    for (int64_t i = 0; i < m; i++) ty__thin_put(g, i, ct, C->data + i * C->strides[0] * cs);
     return true;
   }
   if (M == 1 && N >= 2 && N <= TY__THIN_K) {
-    _Alignas(64) char g[TY__THIN_K * 8];
-    memset(g, 0, (size_t)(n * es));
+    _Alignas(64) char g[TY__THIN_K * sizeof(double)];
+    memset(g, 0, (size_t)n * sizeof(double));
     const char *b = B->data + C->lo[1] * B->strides[1] * es; /* the box's columns */
     ty__thin_acc(t, k, n, A->data, A->strides[1], b, B->strides[0], B->strides[1], g);
-    for (int64_t j = 0; j < n; j++) memcpy(C->data + j * C->strides[1] * es, g + j * es, (size_t)es);
+    for (int64_t j = 0; j < n; j++) ty__thin_put(g, j, ct, C->data + j * C->strides[1] * cs);
     return true;
   }
   return false;
@@ -271,6 +275,9 @@ static int matmul_2d(ty_task_ctx *ctx, const ty_tile *C, const ty_tile *A, const
   if (m == 0 || n == 0) return 0;
 
   if ((t == TY_F64 || t == TY_F32) && thin(C, A, B)) return 0;
+  if (A->dtype != t) /* f64 partials of f32 (ops.c) are thin sums only */
+    return ty_ctx_fail(ctx, "matmul: %s operands into %s partials must be a thin product",
+                       ty_dtype_name(A->dtype), ty_dtype_name(t));
   if (t == TY_F64 || t == TY_F32) {
     /* the whole of A and B, and C's rows with all its columns */
     const int64_t M = C->gshape[0], N = C->gshape[1];
@@ -341,8 +348,10 @@ int ty__matmul_variant(ty_task_ctx *ctx) {
   const ty_tile *C = &ctx->args[0], *A = &ctx->args[1], *B = &ctx->args[2];
   const ty_dtype t = C->dtype;
   const int nd = C->ndim;
-  if (ctx->nargs != 3 || nd < 2 || A->ndim != nd || B->ndim != nd || A->dtype != t ||
-      B->dtype != t || (unsigned)t >= TY_NDTYPES || !naive[t])
+  /* f32 operands into f64 partials: ops.c's k split of a thin sum */
+  const bool partials = t == TY_F64 && A->dtype == TY_F32 && B->dtype == TY_F32;
+  if (ctx->nargs != 3 || nd < 2 || A->ndim != nd || B->ndim != nd ||
+      ((A->dtype != t || B->dtype != t) && !partials) || (unsigned)t >= TY_NDTYPES || !naive[t])
     return ty_ctx_fail(ctx, "matmul: operands must be of one supported dtype and rank >= 2");
   if (nd == 2) return matmul_2d(ctx, C, A, B);
   /* every matrix of the box, batch indices in C order */

@@ -91,7 +91,10 @@ static bool match(const ty_runtime *rt, ty_pending **w, int i, int n, chain *ch)
       f->scalar_bytes + sizeof(ty__gemv_chain_args) > TY_MAX_SCALAR_BYTES || !elementwise_run(f))
     return false;
   /* L3: e X, split or not */
-  if (!is_matmul(rt, l3) || !plain(rt, l3) || l3->args[0].store->dtype != t) return false;
+  /* its output f64 for an f32 chain: ops.c's f64 partials of a split k */
+  const ty_dtype pt = l3->args[0].store->dtype;
+  if (!is_matmul(rt, l3) || !plain(rt, l3) || (pt != t && !(t == TY_F32 && pt == TY_F64)))
+    return false;
   const ty_store *A = l3->args[1].store, *B = l3->args[2].store;
   int64_t c, kc;
   if (l3->ndim == 3 && l3->domain[1] == 1 && l3->domain[2] == fe && A->ndim == 3 &&
