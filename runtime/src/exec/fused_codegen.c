@@ -58,7 +58,8 @@
  * once, the queue waits for a free one), and the run it was queued for, and
  * every run of the structure until it is done, goes to the interpreter (fused_cpu.c), which
  * gives the same bits; the first sight after it is done loads the kernel
- * (the switch). A compile still running when the runtime ends goes on and
+ * (the switch), and a long launch interpreting meanwhile takes it between
+ * two chunks (its slot, ty__fslot_kernel; fused_cpu.c). A compile still running when the runtime ends goes on and
  * installs its kernel in the disk cache, so the next run is warm.
  * TYCHO_CODEGEN_WAIT=1 (the default under `always`, for tests and
  * benchmarks) waits for each compile instead, as before.
