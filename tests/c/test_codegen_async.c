@@ -592,23 +592,34 @@ static double *run_big(ty_runtime *rt, bool *pending) {
   return v;
 }
 
-TEST(switches_inside_a_launch_same_bits) {
-  setup("inside", 0);
+/* setup() with a compiler that waits for the file `go` (switch_hook makes it) */
+static void setup_held(const char *name) {
+  setup(name, 0);
   char cwd[800], cc[1024];
   if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
-  snprintf(go, sizeof go, "%s/tycho-async-go-inside", cwd);
+  snprintf(go, sizeof go, "%s/tycho-async-go-%s", cwd, name);
   unlink(go);
-  snprintf(cc, sizeof cc, "%s/tycho-async-cc-inside.sh", cwd);
+  snprintf(cc, sizeof cc, "%s/tycho-async-cc-%s.sh", cwd, name);
   FILE *f = fopen(cc, "w");
   CHECK(f != NULL);
   fprintf(f, "#!/bin/sh\nwhile [ ! -e '%s' ]; do sleep 0.01; done\nexec cc \"$@\"\n", go);
   fclose(f);
+  hook_fired = 0;
+}
+
+/* no compile left waiting */
+static void release_held(void) {
+  FILE *f = fopen(go, "w");
+  if (f) fclose(f);
+}
+
+TEST(switches_inside_a_launch_same_bits) {
+  setup_held("inside");
   bool pending = false;
   ty_runtime *rt = rt_new(2, false);
   double *ref = run_big(rt, &pending);
   ty_runtime_destroy(rt);
   rt = rt_new(2, true);
-  hook_fired = 0;
   ty__fslot_test_hook = switch_hook;
   double *got = run_big(rt, &pending);
   ty__fslot_test_hook = NULL;
@@ -632,11 +643,77 @@ TEST(switches_inside_a_launch_same_bits) {
     free(text);
   }
   ty_runtime_destroy(rt);
-  f = fopen(go, "w"); /* no compile left waiting */
-  if (f) fclose(f);
+  release_held();
   free(ref), free(got);
   CHECK(no_children());
   teardown();
+}
+
+/* The same for a 2-D run ending in a min along the rows (a ROWS kernel,
+ * k-means' shape: n points against m centroids): cut between rows, each
+ * row's min made by the interpreter or by the kernel; the unfused bits,
+ * NaN rows included. `axis` 0 (a min across the rows) never switches. */
+enum { NR = 120011, MR = 10 };
+static double *rows_big(ty_runtime *rt, int axis, bool *pending) {
+  double *v = malloc(NR * sizeof *v);
+  for (int i = 0; i < NR; i++) v[i] = sin((double)i * 0.37) * 10.0;
+  v[1] = NAN, v[3] = INFINITY, v[4] = -INFINITY, v[NR - 2] = -0.0;
+  ty_store *a = NULL, *b = NULL, *ac, *br, *two = NULL, *d, *ab = NULL, *t, *x, *out = NULL;
+  int64_t n = NR, m = MR;
+  REQ(rt, ty_store_from_buffer(rt, TY_F64, 1, &n, v, &a));
+  for (int i = 0; i < MR; i++) v[i] = sin((double)i * 0.11) * 10.0;
+  REQ(rt, ty_store_from_buffer(rt, TY_F64, 1, &m, v, &b));
+  REQ(rt, ty_flush(rt));
+  REQ(rt, ty_store_expand(rt, a, 1, &ac));
+  REQ(rt, ty_store_expand(rt, b, 0, &br));
+  REQ(rt, ty_scalar_f64(rt, TY_F64, 2.0, &two));
+  d = bin(rt, TY_OP_SUB, ac, br);
+  REQ(rt, ty_unary(rt, TY_OP_ABS, d, &ab));
+  t = bin(rt, TY_OP_MUL, ab, two);
+  x = bin(rt, TY_OP_ADD, t, ac);
+  REQ(rt, ty_reduce(rt, TY_RED_MIN, x, axis, &out));
+  ty_store_release(d), ty_store_release(ab), ty_store_release(t), ty_store_release(x);
+  ty__fuse(rt);
+  *pending = false;
+  for (int i = 0; i < rt->nwindow; i++)
+    if (rt->window[i]->task == ty__fused_task(rt)) {
+      const ty__fhead *h = (const ty__fhead *)rt->window[i]->scalars;
+      *pending |= !h->kernel && h->pending;
+    }
+  const int64_t len = ty_store_size(out);
+  REQ(rt, ty_store_read(rt, out, v, (size_t)len * sizeof *v));
+  ty_store_release(out), ty_store_release(a), ty_store_release(b), ty_store_release(ac), ty_store_release(br),
+      ty_store_release(two);
+  return v;
+}
+
+TEST(switches_between_rows_same_bits) {
+  for (int axis = 1; axis >= 0; axis--) {
+    setup_held(axis ? "rows1" : "rows0");
+    bool pending = false;
+    ty_runtime *rt = rt_new(2, false);
+    double *ref = rows_big(rt, axis, &pending);
+    ty_runtime_destroy(rt);
+    rt = rt_new(2, true);
+    ty__fslot_test_hook = switch_hook;
+    double *got = rows_big(rt, axis, &pending);
+    ty__fslot_test_hook = NULL;
+    const int64_t len = axis ? NR : MR;
+    CHECK(memcmp(ref, got, (size_t)len * sizeof *ref) == 0);
+    ty_stats st;
+    ty_get_stats(rt, &st);
+    if (ty__isa_lanes()) {
+      CHECK(pending);
+      CHECK_EQ_INT(st.fused_compiled, 0);
+      CHECK_EQ_INT(hook_fired, axis); /* asked between chunks only when it may switch */
+      CHECK(axis ? st.fused_switched >= 1 : st.fused_switched == 0);
+    }
+    ty_runtime_destroy(rt);
+    release_held();
+    free(ref), free(got);
+    CHECK(no_children());
+    teardown();
+  }
 }
 
 static const check_case cases[] = {
@@ -648,5 +725,6 @@ static const check_case cases[] = {
     CASE(large_source_compiles_at_O1_small_at_O2),
     CASE(new_kernels_of_a_flush_share_one_compile),
     CASE(switches_inside_a_launch_same_bits),
+    CASE(switches_between_rows_same_bits),
 };
 CHECK_MAIN(cases)

@@ -59,8 +59,9 @@
  * every run of the structure until it is done, goes to the interpreter (fused_cpu.c), which
  * gives the same bits; the first sight after it is done loads the kernel
  * (the switch), and a long launch interpreting meanwhile takes it between
- * two chunks (its slot, ty__fslot_kernel; fused_cpu.c). A compile still running when the runtime ends goes on and
- * installs its kernel in the disk cache, so the next run is warm.
+ * two chunks (its slot, ty__fslot_kernel; fused_cpu.c). A compile still
+ * running when the runtime ends goes on and installs its kernel in the disk
+ * cache, so the next run is warm.
  * TYCHO_CODEGEN_WAIT=1 (the default under `always`, for tests and
  * benchmarks) waits for each compile instead, as before.
  *
@@ -1515,7 +1516,8 @@ static void job_done(ty__codegen *cg, cg_job *j) {
     if (e->slot) { /* published for the launches interpreting meanwhile */
       uint64_t fn = 0;
       memcpy(&fn, &e->fn, sizeof e->fn);
-      if (fn && !__atomic_load_n(&e->slot->fn, __ATOMIC_ACQUIRE)) __atomic_store_n(&e->slot->fn, fn, __ATOMIC_RELEASE);
+      if (fn && !__atomic_load_n(&e->slot->fn, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&e->slot->fn, fn, __ATOMIC_RELEASE);
       __atomic_store_n(&e->slot->state, SLOT_DONE, __ATOMIC_RELEASE);
     }
   }
