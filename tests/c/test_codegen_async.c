@@ -427,7 +427,7 @@ TEST(large_source_compiles_at_O1_small_at_O2) {
     snprintf(src, sizeof src, "%s/fk-level%d.c", cache, i);
     ty__ccjob j;
     const ty__cckernel k = {so, src, text, len};
-    CHECK(ty__cc_start(&j, cc, &k, 1, text, len, false));
+    CHECK(ty__cc_start(&j, cc, &k, 1, text, len, false, false));
     CHECK_EQ_INT(ty__cc_poll(&j, true), 1);
     CHECK(access(so, R_OK) == 0);
   }
@@ -545,6 +545,177 @@ TEST(new_kernels_of_a_flush_share_one_compile) {
   teardown();
 }
 
+/* Switching inside a launch (fused_cpu.c): a launch fused while its kernel
+ * compiles runs interpreted in chunks of 2^18 elements and, once the kernel
+ * is in the cache, runs the rest of its piece compiled; the result has the
+ * unfused bits (NaN equals NaN, as in same()). Made deterministic: the
+ * compiler waits for a file that the test hook (called before each chunk's
+ * check) makes after the first chunk, and then waits until the kernel is
+ * installed, so the next check finds it mid-piece. */
+enum { NB = 3 * (1 << 18) + 12345 };
+static char go[1100];
+static int hook_fired;
+static void switch_hook(int64_t done) {
+  int armed = 0;
+  if (done == 0 || !__atomic_compare_exchange_n(&hook_fired, &armed, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    return;
+  FILE *f = fopen(go, "w");
+  if (f) fclose(f);
+  int so = 0, src, other;
+  for (const double t0 = now(); so == 0 && now() - t0 < 120;) {
+    usleep(10000);
+    count_files(&so, &src, &other);
+  }
+}
+
+static double *run_big(ty_runtime *rt, bool *pending) {
+  double *v = malloc(NB * sizeof *v);
+  ty_store *in[2];
+  for (int k = 0; k < 2; k++) {
+    for (int i = 0; i < NB; i++) v[i] = sin((double)i * (k ? 0.011 : 0.37)) * 40.0 + (k ? 0.0 : 0.5);
+    v[7] = NAN, v[11] = INFINITY, v[13] = -0.0, v[NB - 5] = 1e300;
+    int64_t n = NB;
+    REQ(rt, ty_store_from_buffer(rt, TY_F64, 1, &n, v, &in[k]));
+  }
+  REQ(rt, ty_flush(rt));
+  ty_store *r = chain(rt, in[0], in[1], 0);
+  ty_store_release(in[0]), ty_store_release(in[1]);
+  ty__fuse(rt);
+  *pending = false;
+  for (int i = 0; i < rt->nwindow; i++)
+    if (rt->window[i]->task == ty__fused_task(rt)) {
+      const ty__fhead *h = (const ty__fhead *)rt->window[i]->scalars;
+      *pending |= !h->kernel && h->pending;
+    }
+  REQ(rt, ty_store_read(rt, r, v, NB * sizeof *v));
+  ty_store_release(r);
+  return v;
+}
+
+/* setup() with a compiler that waits for the file `go` (switch_hook makes it) */
+static void setup_held(const char *name) {
+  setup(name, 0);
+  char cwd[800], cc[1024];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
+  snprintf(go, sizeof go, "%s/tycho-async-go-%s", cwd, name);
+  unlink(go);
+  snprintf(cc, sizeof cc, "%s/tycho-async-cc-%s.sh", cwd, name);
+  FILE *f = fopen(cc, "w");
+  CHECK(f != NULL);
+  fprintf(f, "#!/bin/sh\nwhile [ ! -e '%s' ]; do sleep 0.01; done\nexec cc \"$@\"\n", go);
+  fclose(f);
+  hook_fired = 0;
+}
+
+/* no compile left waiting */
+static void release_held(void) {
+  FILE *f = fopen(go, "w");
+  if (f) fclose(f);
+}
+
+TEST(switches_inside_a_launch_same_bits) {
+  setup_held("inside");
+  bool pending = false;
+  ty_runtime *rt = rt_new(2, false);
+  double *ref = run_big(rt, &pending);
+  ty_runtime_destroy(rt);
+  rt = rt_new(2, true);
+  ty__fslot_test_hook = switch_hook;
+  double *got = run_big(rt, &pending);
+  ty__fslot_test_hook = NULL;
+  bool ok = true;
+  for (int i = 0; i < NB && ok; i++)
+    if (memcmp(&ref[i], &got[i], sizeof ref[i]) != 0 && !(isnan(ref[i]) && isnan(got[i]))) {
+      fprintf(stderr, "  element %d: %.17g against %.17g\n", i, ref[i], got[i]);
+      ok = false;
+    }
+  CHECK(ok);
+  ty_stats st;
+  ty_get_stats(rt, &st);
+  CHECK_EQ_INT(st.fused_compiled, 0); /* the launch was not given the kernel */
+  if (ty__isa_lanes()) {
+    CHECK(pending);
+    CHECK_EQ_INT(hook_fired, 1);
+    CHECK(st.fused_switched >= 1);
+    char *text = NULL;
+    CHECK(ty_stats_format(rt, "text", &text) == TY_OK);
+    CHECK(text && strstr(text, " pieces switched)"));
+    free(text);
+  }
+  ty_runtime_destroy(rt);
+  release_held();
+  free(ref), free(got);
+  CHECK(no_children());
+  teardown();
+}
+
+/* The same for a 2-D run ending in a min along the rows (a ROWS kernel,
+ * k-means' shape: n points against m centroids): cut between rows, each
+ * row's min made by the interpreter or by the kernel; the unfused bits,
+ * NaN rows included. `axis` 0 (a min across the rows) never switches. */
+enum { NR = 120011, MR = 10 };
+static double *rows_big(ty_runtime *rt, int axis, bool *pending) {
+  double *v = malloc(NR * sizeof *v);
+  for (int i = 0; i < NR; i++) v[i] = sin((double)i * 0.37) * 10.0;
+  v[1] = NAN, v[3] = INFINITY, v[4] = -INFINITY, v[NR - 2] = -0.0;
+  ty_store *a = NULL, *b = NULL, *ac, *br, *two = NULL, *d, *ab = NULL, *t, *x, *out = NULL;
+  int64_t n = NR, m = MR;
+  REQ(rt, ty_store_from_buffer(rt, TY_F64, 1, &n, v, &a));
+  for (int i = 0; i < MR; i++) v[i] = sin((double)i * 0.11) * 10.0;
+  REQ(rt, ty_store_from_buffer(rt, TY_F64, 1, &m, v, &b));
+  REQ(rt, ty_flush(rt));
+  REQ(rt, ty_store_expand(rt, a, 1, &ac));
+  REQ(rt, ty_store_expand(rt, b, 0, &br));
+  REQ(rt, ty_scalar_f64(rt, TY_F64, 2.0, &two));
+  d = bin(rt, TY_OP_SUB, ac, br);
+  REQ(rt, ty_unary(rt, TY_OP_ABS, d, &ab));
+  t = bin(rt, TY_OP_MUL, ab, two);
+  x = bin(rt, TY_OP_ADD, t, ac);
+  REQ(rt, ty_reduce(rt, TY_RED_MIN, x, axis, &out));
+  ty_store_release(d), ty_store_release(ab), ty_store_release(t), ty_store_release(x);
+  ty__fuse(rt);
+  *pending = false;
+  for (int i = 0; i < rt->nwindow; i++)
+    if (rt->window[i]->task == ty__fused_task(rt)) {
+      const ty__fhead *h = (const ty__fhead *)rt->window[i]->scalars;
+      *pending |= !h->kernel && h->pending;
+    }
+  const int64_t len = ty_store_size(out);
+  REQ(rt, ty_store_read(rt, out, v, (size_t)len * sizeof *v));
+  ty_store_release(out), ty_store_release(a), ty_store_release(b), ty_store_release(ac), ty_store_release(br),
+      ty_store_release(two);
+  return v;
+}
+
+TEST(switches_between_rows_same_bits) {
+  for (int axis = 1; axis >= 0; axis--) {
+    setup_held(axis ? "rows1" : "rows0");
+    bool pending = false;
+    ty_runtime *rt = rt_new(2, false);
+    double *ref = rows_big(rt, axis, &pending);
+    ty_runtime_destroy(rt);
+    rt = rt_new(2, true);
+    ty__fslot_test_hook = switch_hook;
+    double *got = rows_big(rt, axis, &pending);
+    ty__fslot_test_hook = NULL;
+    const int64_t len = axis ? NR : MR;
+    CHECK(memcmp(ref, got, (size_t)len * sizeof *ref) == 0);
+    ty_stats st;
+    ty_get_stats(rt, &st);
+    if (ty__isa_lanes()) {
+      CHECK(pending);
+      CHECK_EQ_INT(st.fused_compiled, 0);
+      CHECK_EQ_INT(hook_fired, axis); /* asked between chunks only when it may switch */
+      CHECK(axis ? st.fused_switched >= 1 : st.fused_switched == 0);
+    }
+    ty_runtime_destroy(rt);
+    release_held();
+    free(ref), free(got);
+    CHECK(no_children());
+    teardown();
+  }
+}
+
 static const check_case cases[] = {
     CASE(runs_while_compiling_then_switches_same_bits),
     CASE(shutdown_with_a_compile_in_flight),
@@ -553,5 +724,7 @@ static const check_case cases[] = {
     CASE(starved_niced_compile_runs_again_at_own_priority),
     CASE(large_source_compiles_at_O1_small_at_O2),
     CASE(new_kernels_of_a_flush_share_one_compile),
+    CASE(switches_inside_a_launch_same_bits),
+    CASE(switches_between_rows_same_bits),
 };
 CHECK_MAIN(cases)

@@ -313,6 +313,8 @@ typedef struct ty_stats {
                                structure of one decided before (docs/fusion.md, TYCHO_FUSE_CACHE) */
   uint64_t bytes_in_place;  /* bytes of outputs written into the storage of an input their launch
                                read for the last time, not allocated (docs/scheduling.md) */
+  uint64_t fused_switched;  /* pieces of interpreted fused runs that took their kernel when its
+                               background compile ended mid-launch (docs/fusion.md) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 /* ty_stats.flushes alone (a binding asks it around every call). */

@@ -309,6 +309,7 @@ struct ty_runtime {
   int ncache;
   size_t cached;
   ty_stats stats;
+  uint64_t fused_switched; /* stats.fused_switched, counted by the pieces (atomic: fused_cpu.c) */
   uint64_t next_store_id;
   uint64_t next_launch_seq;
 

@@ -79,11 +79,15 @@ static void free_targets(ty__ccjob *j) {
  * 768^2 stencil (0.2-0.3 s, what the nice is for) 0.28 -> 0.21 s.
  * timeout(1) signals its own process group (the compiler and what it
  * started); without timeout or nice the first try fails and the second
- * runs as before. A failing compiler fails twice. */
+ * runs as before. A failing compiler fails twice.
+ * A job for a run of 2^25 elements or more (urgent, fused_codegen.c) skips
+ * the niced try ($5 = 0): its run certainly amortises the compile, and its
+ * interpreter keeps the cores busy, so a niced compile would wait the whole
+ * cap (session 16, bench/README.md). */
 #define CC_NICE_S "0.2"
 static const char detach_script[] =
-    "tso=$1 tc=$2 fail=$3 n=$4; shift 4\n"
-    "( if { ( shift $((3 * n)); timeout " CC_NICE_S " nice -n 19 \"$@\" ) ||\n"
+    "tso=$1 tc=$2 fail=$3 n=$4 cap=$5; shift 5\n"
+    "( if { [ \"$cap\" != 0 ] && ( shift $((3 * n)); timeout \"$cap\" nice -n 19 \"$@\" ) ||\n"
     "       ( shift $((3 * n)); \"$@\" ); }; then\n"
     "    rm -f \"$tc\"; bad=\n"
     "    while [ \"$n\" -gt 1 ]; do\n"
@@ -111,7 +115,7 @@ static const char detach_script[] =
  * for one level; the caller puts kernels of one level in a job. */
 
 bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
-                  size_t ulen, bool detached) {
+                  size_t ulen, bool detached, bool urgent) {
   /* unique temporaries: this process's id and a count (runtimes of one
    * process may compile the same kernel at once) */
   static unsigned seq;
@@ -147,7 +151,8 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
   char *argv[64 + 3 * TY__CC_MAX_KERNELS];
   int a = 0;
   if (detached) {
-    const char *pre[] = {"/bin/sh", "-c", detach_script, "tycho-cc", j->tmp_so, j->tmp_c, j->failed, nbuf};
+    const char *pre[] = {"/bin/sh",  "-c",      detach_script, "tycho-cc", j->tmp_so,
+                         j->tmp_c,   j->failed, nbuf,          urgent ? "0" : CC_NICE_S};
     for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) argv[a++] = (char *)pre[i];
     for (int i = 0; i < n; i++) {
       argv[a++] = j->t[i].tmp_src;

@@ -74,11 +74,12 @@ typedef struct ty__ccjob {
 
 /* Start compiling the unit `unit` (ulen bytes) holding the n kernels k with
  * the compiler `cc` and the level's flags (-O1 when the first kernel's
- * source is TY__CC_O1_BYTES or more), waited or detached. False when it
+ * source is TY__CC_O1_BYTES or more), waited or detached (urgent: at the
+ * program's priority at once, not niced first). False when it
  * could not start (a file not written, nothing to spawn): nothing is left
  * behind. */
 bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
-                  size_t ulen, bool detached);
+                  size_t ulen, bool detached, bool urgent);
 
 /* The job's state: 0 still running (never when block: a waited job is
  * waited for; block is for waited jobs only), 1 compiled (every object is in

@@ -63,6 +63,8 @@ typedef struct ty__fhead {
   uint64_t kernel;   /* a compiled kernel for the run (fused_codegen.c), or 0 */
   uint64_t contig;   /* its layout: bit k set when argument k is contiguous, clear
                         when it is one broadcast element */
+  uint64_t pending;  /* no kernel yet but one compiling: its ty__fslot (fused_codegen.c),
+                        which the interpreter asks between chunks (fused_cpu.c), or 0 */
 } ty__fhead;
 
 /* A compiled fused run: n elements of a flat piece; args[k] is argument k's
@@ -208,7 +210,22 @@ void ty__fusion_free(void *state);
  * ty__fused_kernel2 when TY__FK_ROWS: cast it). Runs on the driving thread
  * (it may start a compile, or wait for one under TYCHO_CODEGEN_WAIT=1). */
 ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig,
-                                    uint32_t *kind);
+                                    uint32_t *kind, uint64_t *pending);
+/* A kernel on its way: when ty__codegen_kernel gives no kernel because the
+ * run's is compiling in the background, *pending gets the address of its
+ * slot (0 otherwise), which lives as long as the runtime. A long
+ * interpreted launch asks it between chunks and runs the rest compiled
+ * once it is loaded (fused_cpu.c, "Switching inside a launch").
+ * ty__fslot_kernel: the kernel (its signature in *kind, layout in *contig)
+ * or NULL while it compiles or when it failed; any thread. An atomic load,
+ * and at most every 2 ms (per slot, one thread at a time) a look into the
+ * cache directory, which loads the kernel when its object is there.
+ * done: the elements of the piece interpreted so far (the test hook's). */
+typedef struct ty__fslot ty__fslot;
+ty__fused_kernel ty__fslot_kernel(ty__fslot *s, int64_t done, uint32_t *kind, uint64_t *contig);
+/* Tests only (test_codegen_async.c): called at each ty__fslot_kernel first. */
+extern void (*ty__fslot_test_hook)(int64_t done);
+
 /* Start compiling, in one compiler process per free slot, the kernels that
  * ty__codegen_kernel queued (in the background): called at the end of the
  * fusion pass, so that every new kernel of a flush shares one compile. */

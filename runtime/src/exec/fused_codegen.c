@@ -59,8 +59,10 @@
  * once, the queue waits for a free one), and the run it was queued for, and
  * every run of the structure until it is done, goes to the interpreter (fused_cpu.c), which
  * gives the same bits; the first sight after it is done loads the kernel
- * (the switch). A compile still running when the runtime ends goes on and
- * installs its kernel in the disk cache, so the next run is warm.
+ * (the switch), and a long launch interpreting meanwhile takes it between
+ * two chunks (its slot, ty__fslot_kernel; fused_cpu.c). A compile still
+ * running when the runtime ends goes on and installs its kernel in the disk
+ * cache, so the next run is warm.
  * TYCHO_CODEGEN_WAIT=1 (the default under `always`, for tests and
  * benchmarks) waits for each compile instead, as before.
  *
@@ -119,6 +121,29 @@ static cg_isa cg_isa_now(void) {
 #define CG_SMALL_MIN ((int64_t)128)
 #define CG_SMALL_HOT 8
 #define CG_MAX_PRE 1024 /* structure keys remembered */
+/* A run of this many elements or more certainly amortises its compile (the
+ * interpreter takes 1.5-3.5x the kernel's time; k-means 10M's 100M-element
+ * rows 3.3x, and their kernels compile in 0.11-0.13 s of CPU), so its
+ * kernel is compiled at the program's priority at once (codegen_cc.c: not
+ * niced first), ahead of the queue, in a compile slot of its own when both
+ * others are busy. */
+#define CG_URGENT_ELEMS ((int64_t)1 << 25)
+
+/* A kernel on its way (fused.h): made when its compile is queued, published
+ * when loaded, by the pass (job_done) or by an interpreted piece that found
+ * its object in the cache directory first (ty__fslot_kernel). Never moved
+ * or freed before the runtime ends: launch descriptions point at it. */
+enum { SLOT_WAITING = 0, SLOT_LOOKING, SLOT_DONE };
+struct ty__fslot {
+  uint64_t fn;        /* the entry point once loaded (atomic, release/acquire); 0 */
+  int state;          /* SLOT_* (atomic): DONE when loaded or failed (nobody looks again) */
+  int64_t next_look;  /* when a piece may look into the directory next (ns, atomic) */
+  uint32_t kind;      /* the kernel's signature and layout (its source's) */
+  uint64_t contig;
+  uint64_t hash;
+  void *handle;       /* what a piece loaded (dlclose'd with the table) */
+  char so[1200];
+};
 
 typedef struct cg_entry {
   uint64_t hash;
@@ -132,6 +157,8 @@ typedef struct cg_entry {
   bool queued;        /* waiting in the queue for a compile, its source kept: */
   char *text;
   size_t len;
+  bool urgent;        /* a run of CG_URGENT_ELEMS or more wants it */
+  ty__fslot *slot;    /* made when queued (fused.h), or NULL */
 } cg_entry;
 
 /* A run's structure (its key: what generate and generate2 read of it, the
@@ -151,6 +178,7 @@ typedef struct cg_pre {
  * compiling the kernels queued when it started: codegen_cc.h), and the
  * kernels waiting for one. */
 #define CG_MAX_JOBS 2
+#define CG_SLOTS (CG_MAX_JOBS + 1) /* the last one for urgent compiles only */
 #define CG_QUEUE_MAX 64
 
 typedef struct cg_job {
@@ -168,7 +196,7 @@ struct ty__codegen {
   int64_t llc;  /* the last-level cache's bytes (ty__llc_bytes; 0 unknown) */
   bool wait;    /* wait for each compile (TYCHO_CODEGEN_WAIT; default: under always) */
   int jobs, max_jobs; /* compiles in flight, and the bound */
-  cg_job *slot[CG_MAX_JOBS]; /* the compiles in flight (NULL: a free slot) */
+  cg_job *slot[CG_SLOTS];    /* the compiles in flight (NULL: a free slot) */
   int queue[CG_QUEUE_MAX];   /* kernels (indices in e) waiting for a compile, first seen first */
   int nqueue;
   char *pre_text;            /* the preamble's text, its length (made once) */
@@ -218,7 +246,7 @@ void ty__codegen_free(ty__codegen *cg) {
     ty__cc_release(&j->cc);
     free(j);
   }
-  for (int s = 0; s < CG_MAX_JOBS; s++)
+  for (int s = 0; s < CG_SLOTS; s++)
     if (cg->slot[s]) {
       ty__cc_release(&cg->slot[s]->cc);
       free(cg->slot[s]);
@@ -226,6 +254,8 @@ void ty__codegen_free(ty__codegen *cg) {
   for (int i = 0; i < cg->n; i++) {
     free(cg->e[i].text);
     if (cg->e[i].handle) dlclose(cg->e[i].handle);
+    if (cg->e[i].slot && cg->e[i].slot->handle) dlclose(cg->e[i].slot->handle);
+    free(cg->e[i].slot);
   }
   free(cg->e);
   free(cg->pre_text);
@@ -1498,22 +1528,63 @@ static void so_path(const ty__codegen *cg, uint64_t hash, char *so, size_t cap, 
 /* Open a compiled object and find its entry point: k<hash>_ty_fk... (the
  * name a unit gives it: unit()), or ty_fk... (an object compiled alone
  * before session 14); false when it cannot be loaded (e->fn stays NULL). */
-static bool open_so(cg_entry *e, const char *so) {
-  e->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  if (!e->handle) return false;
+static void *open_entry(const char *so, uint64_t hash, uint32_t kind, void **handle) {
+  *handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!*handle) return NULL;
   static const char *const entry[] = {"ty_fk", "ty_fk2", "ty_fk3", "ty_fk4"};
-  const char *name = entry[e->kind < 4 ? e->kind : 0];
+  const char *name = entry[kind < 4 ? kind : 0];
   char own[64];
-  snprintf(own, sizeof own, "k%016llx_%s", (unsigned long long)e->hash, name);
-  void *sym = dlsym(e->handle, own);
-  if (!sym) sym = dlsym(e->handle, name);
+  snprintf(own, sizeof own, "k%016llx_%s", (unsigned long long)hash, name);
+  void *sym = dlsym(*handle, own);
+  if (!sym) sym = dlsym(*handle, name);
   if (!sym) {
-    dlclose(e->handle);
-    e->handle = NULL;
-    return false;
+    dlclose(*handle);
+    *handle = NULL;
   }
+  return sym;
+}
+
+static bool open_so(cg_entry *e, const char *so) {
+  void *sym = open_entry(so, e->hash, e->kind, &e->handle);
+  if (!sym) return false;
   memcpy(&e->fn, &sym, sizeof e->fn);
   return true;
+}
+
+void (*ty__fslot_test_hook)(int64_t done);
+
+ty__fused_kernel ty__fslot_kernel(ty__fslot *s, int64_t done, uint32_t *kind, uint64_t *contig) {
+  if (ty__fslot_test_hook) ty__fslot_test_hook(done);
+  uint64_t fn = __atomic_load_n(&s->fn, __ATOMIC_ACQUIRE);
+  if (!fn) {
+    if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != SLOT_WAITING) return NULL;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    if (now < __atomic_load_n(&s->next_look, __ATOMIC_RELAXED)) return NULL;
+    int w = SLOT_WAITING;
+    if (!__atomic_compare_exchange_n(&s->state, &w, SLOT_LOOKING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+      return NULL;
+    __atomic_store_n(&s->next_look, now + 2000000, __ATOMIC_RELAXED);
+    int next = SLOT_WAITING;
+    if (access(s->so, R_OK) == 0) { /* installed whole (a rename: codegen_cc.h) */
+      void *h = NULL, *sym = open_entry(s->so, s->hash, s->kind, &h);
+      if (sym) {
+        s->handle = h; /* only the looking thread writes it, once */
+        memcpy(&fn, &sym, sizeof fn);
+        __atomic_store_n(&s->fn, fn, __ATOMIC_RELEASE);
+      }
+      next = SLOT_DONE; /* loaded, or not loadable: the pass's job_done marks it failed */
+    }
+    int l = SLOT_LOOKING; /* unless the pass has published meanwhile */
+    __atomic_compare_exchange_n(&s->state, &l, next, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    if (!fn) return NULL;
+  }
+  *kind = s->kind;
+  *contig = s->contig;
+  ty__fused_kernel k;
+  memcpy(&k, &fn, sizeof k);
+  return k;
 }
 
 /* A finished or failed job: load what it made for each of its kernels, or
@@ -1527,8 +1598,15 @@ static void job_done(ty__codegen *cg, cg_job *j) {
     so_path(cg, e->hash, so, sizeof so, "so");
     e->job = 0;
     if (!open_so(e, so)) e->failed = true;
+    if (e->slot) { /* published for the launches interpreting meanwhile */
+      uint64_t fn = 0;
+      memcpy(&fn, &e->fn, sizeof e->fn);
+      if (fn && !__atomic_load_n(&e->slot->fn, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&e->slot->fn, fn, __ATOMIC_RELEASE);
+      __atomic_store_n(&e->slot->state, SLOT_DONE, __ATOMIC_RELEASE);
+    }
   }
-  for (int s = 0; s < CG_MAX_JOBS; s++)
+  for (int s = 0; s < CG_SLOTS; s++)
     if (cg->slot[s] == j) {
       cg->slot[s] = NULL;
       cg->jobs--;
@@ -1547,7 +1625,7 @@ static void poll_jobs(ty__codegen *cg) {
   const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
   if (now < cg->next_poll) return;
   cg->next_poll = now + CG_POLL_NS;
-  for (int s = 0; s < CG_MAX_JOBS; s++)
+  for (int s = 0; s < CG_SLOTS; s++)
     if (cg->slot[s] && ty__cc_poll(&cg->slot[s]->cc, false)) job_done(cg, cg->slot[s]);
 }
 
@@ -1618,8 +1696,11 @@ static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const s
     j->ent[i] = ent[i];
   }
   j->n = n;
+  bool urgent = false;
+  for (int i = 0; i < n; i++) urgent |= cg->e[ent[i]].urgent;
   sbuf u = {0};
-  const bool ok = unit(cg, hash, text, len, n, &u) && ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, detached);
+  const bool ok = unit(cg, hash, text, len, n, &u) &&
+                  ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, detached, urgent);
   free(u.p);
   if (!ok) {
     free(j);
@@ -1635,6 +1716,13 @@ static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const s
  * the compile could not start (its kernels are marked failed). */
 static cg_job *start_queued(ty__codegen *cg) {
   if (cg->nqueue == 0) return NULL;
+  /* urgent kernels first (CG_URGENT_ELEMS), in the order queued */
+  for (int q = 1, u = cg->e[cg->queue[0]].urgent; q < cg->nqueue; q++)
+    if (cg->e[cg->queue[q]].urgent) {
+      const int x = cg->queue[q];
+      memmove(&cg->queue[u + 1], &cg->queue[u], (size_t)(q - u) * sizeof cg->queue[0]);
+      cg->queue[u++] = x;
+    }
   int ent[TY__CC_MAX_KERNELS] = {0}, n = 0, left = 0;
   char *text[TY__CC_MAX_KERNELS] = {0};
   size_t len[TY__CC_MAX_KERNELS] = {0};
@@ -1667,8 +1755,12 @@ static cg_job *start_queued(ty__codegen *cg) {
 void ty__codegen_start(ty__codegen *cg) {
   if (!cg || cg->nqueue == 0) return;
   if (cg->jobs) poll_jobs(cg);
-  for (int s = 0; s < CG_MAX_JOBS && cg->nqueue > 0; s++) {
+  for (int s = 0; s < CG_SLOTS && cg->nqueue > 0; s++) {
     if (cg->slot[s]) continue;
+    /* the last slot: urgent kernels only (start_queued puts them first) */
+    bool urgent = false;
+    for (int q = 0; q < cg->nqueue && !urgent; q++) urgent = cg->e[cg->queue[q]].urgent;
+    if (s == CG_MAX_JOBS && !urgent) break;
     cg_job *j = start_queued(cg);
     if (!j) continue;
     cg->slot[s] = j;
@@ -1686,7 +1778,7 @@ void ty__codegen_start(ty__codegen *cg) {
  * cg->max_jobs compiles run at once and CG_QUEUE_MAX kernels wait; past
  * that, nothing is queued now, not even a look into the disk cache (a later
  * sight tries again). */
-static void begin(ty__codegen *cg, cg_entry *e, const sbuf *b, uint32_t kind) {
+static void begin(ty__codegen *cg, cg_entry *e, const sbuf *b, uint32_t kind, uint64_t contig) {
   char so[1200];
   if (!cg->wait && cg->nqueue >= CG_QUEUE_MAX) return;
   e->kind = kind;
@@ -1711,6 +1803,12 @@ static void begin(ty__codegen *cg, cg_entry *e, const sbuf *b, uint32_t kind) {
     ty__cc_poll(&j->cc, true);
     job_done(cg, j);
     return;
+  }
+  if (!e->slot && (e->slot = ty__calloc(1, sizeof *e->slot))) {
+    e->slot->kind = kind;
+    e->slot->contig = contig;
+    e->slot->hash = e->hash;
+    snprintf(e->slot->so, sizeof e->slot->so, "%s", so);
   }
   e->text = ty__malloc(b->len);
   if (!e->text) return;
@@ -1797,9 +1895,10 @@ static cg_pre *pre_find(ty__codegen *cg, const ty_pending *f, bool stream) {
 
 
 ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig,
-                                    uint32_t *kind) {
+                                    uint32_t *kind, uint64_t *pending) {
   *contig = 0;
   *kind = TY__FK_FLAT;
+  *pending = 0;
   if (!cg || cg->mode == 0) return NULL;
   int64_t elems = 1;
   for (int d = 0; d < f->ndim; d++) elems *= f->domain[d];
@@ -1812,8 +1911,12 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
     p->seen++;
     if (p->entry == -1) return NULL;
     if (p->entry >= 0) {
-      const cg_entry *e = &cg->e[p->entry];
-      if (e->job || e->queued) return NULL; /* compiling: the interpreter runs it meanwhile */
+      cg_entry *e = &cg->e[p->entry];
+      if (e->job || e->queued) { /* compiling: the interpreter runs it meanwhile */
+        e->urgent |= elems >= CG_URGENT_ELEMS; /* a queued kernel starts sooner */
+        *pending = (uint64_t)(uintptr_t)e->slot;
+        return NULL;
+      }
       /* no room in the queue: no source text until there is some */
       if (!e->fn && !e->failed && !cg->wait && cg->nqueue >= CG_QUEUE_MAX) return NULL;
       if (e->fn) {
@@ -1864,8 +1967,10 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
      * waited for, at the second (a one-off expression never waits) or at
      * once from CG_EAGER_ELEMS */
     const bool want = cg->mode == 2 || small || !cg->wait || e->seen >= 2 || elems >= CG_EAGER_ELEMS;
-    if (!e->fn && !e->job && !e->queued && (want || cached(cg, e))) begin(cg, e, &b, *kind);
+    e->urgent |= elems >= CG_URGENT_ELEMS;
+    if (!e->fn && !e->job && !e->queued && (want || cached(cg, e))) begin(cg, e, &b, *kind, *contig);
     fn = e->fn;
+    if (!fn && (e->job || e->queued)) *pending = (uint64_t)(uintptr_t)e->slot;
   }
   free(b.p);
   if (!fn) *contig = 0, *kind = TY__FK_FLAT;

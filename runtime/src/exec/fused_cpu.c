@@ -58,6 +58,18 @@
  * piece's message is the failure of the first such sub-operation in
  * program order. Internal errors (no kernel, block buffers out of memory)
  * still fail the whole launch.
+ *
+ * Switching inside a launch (session 16). A launch fused while its kernel
+ * was compiling in the background names the kernel's slot (h->pending,
+ * fused_codegen.c). Its interpreted pieces of SWITCH_MIN elements or more
+ * run in chunks of about SWITCH_ELEMS elements and ask the slot before each
+ * chunk (an atomic load; a look into the cache directory at most every 2
+ * ms); once the kernel is there, the rest of the piece runs compiled. Only
+ * where the bits are the interpreter's whatever the cut: element-wise runs
+ * (flat, a FLAT kernel) and 2-D runs whose reductions are min/max or
+ * argmin/argmax along whole rows, cut between rows (box, a ROWS kernel:
+ * each row's result is made by one side only). Runs with sums (ordered
+ * streams), tasks, failures or whole-store operands never switch.
  */
 #include "alloc.h"
 #include "fused.h"
@@ -132,6 +144,7 @@ typedef struct piece_state {
   ty_tile *tiles;              /* scratch for a task's child context */
   int max_nops;
   int64_t block;               /* elements per block (block_elems) */
+  uint64_t sw_contig;          /* switching: the arrived kernel's layout */
 } piece_state;
 
 /* A stream's result into the accumulator at acc. */
@@ -533,6 +546,128 @@ static bool run_compiled_flat(ty_task_ctx *ctx, const ty__fhead *h, const int64_
   return true;
 }
 
+/* ---- switching inside a launch (see the top) ---------------------------------------- */
+
+/* 2^18 elements: ~0.2-2 ms of interpreter, so the check (an atomic load) is
+ * free and a kernel that arrives mid-launch waits for at most one chunk. */
+#define SWITCH_ELEMS ((int64_t)1 << 18)
+#define SWITCH_MIN ((int64_t)1 << 16)
+
+/* The pending kernel of signature `want` when it has come (its layout in
+ * ps->sw_contig; the caller checks that the piece fits it), else NULL. */
+static ty__fused_kernel switch_kernel(piece_state *ps, int64_t done, uint32_t want) {
+  uint32_t kind = 0;
+  uint64_t contig = 0;
+  ty__fslot *slot = (ty__fslot *)(uintptr_t)ps->h->pending;
+  ty__fused_kernel fn = ty__fslot_kernel(slot, done, &kind, &contig);
+  if (!fn || kind != want) return NULL;
+  ps->sw_contig = contig;
+  return fn;
+}
+
+static void count_switch(piece_state *ps) {
+  __atomic_fetch_add(&ps->ctx->rt->fused_switched, 1, __ATOMIC_RELAXED);
+}
+
+/* Move the memory operands' bases by `by` units of their flat step (flat)
+ * or of their stride along dim 0 (box). */
+static void shift_bases(piece_state *ps, int64_t by, bool flat) {
+  for (int k = 0; k < ps->nsub; k++)
+    for (int j = 0; j < ps->rs[k].s->nops; j++) {
+      ropnd *o = &ps->ro[ps->rs[k].first + j];
+      if (flat) o->base += by * o->step; /* 0 for slots and constants */
+      else if (o->mem && !o->whole) o->base += by * ps->bst[ps->rs[k].first + j][0];
+    }
+}
+
+/* An element-wise flat piece in chunks (run_flat on each, its operands'
+ * bases moved to the chunk), the rest compiled once the kernel has come. */
+static int run_flat_switching(piece_state *ps, int64_t n, const int64_t *flat_stride) {
+  const ty_task_ctx *ctx = ps->ctx;
+  const int64_t chunk = (SWITCH_ELEMS + ps->block - 1) / ps->block * ps->block;
+  int rc = 0;
+  for (int64_t off = 0; off < n && rc == 0; off += chunk) {
+    ty__fused_kernel fn = switch_kernel(ps, off, TY__FK_FLAT);
+    bool fits = fn != NULL;
+    for (int a = 0; a < ctx->nargs && fits; a++) fits = flat_stride[a] == (int64_t)((ps->sw_contig >> a) & 1u);
+    if (fits) {
+      char *bases[TY_MAX_ARGS];
+      for (int a = 0; a < ctx->nargs; a++)
+        bases[a] = ctx->args[a].data + off * flat_stride[a] * (int64_t)ty_dtype_size(ctx->args[a].dtype);
+      fn(n - off, bases, (const char *)ps->h);
+      count_switch(ps);
+      return 0;
+    }
+    shift_bases(ps, off, true);
+    rc = run_flat(ps, n - off < chunk ? n - off : chunk);
+    shift_bases(ps, -off, true);
+  }
+  return rc;
+}
+
+/* A 2-D box piece in chunks of whole rows (run_box on each: P[0] and the
+ * memory operands' bases moved to the chunk; a multiple of a block's rows,
+ * so the blocks are run_box's over the whole piece), the remaining rows
+ * compiled (a ROWS kernel) once the kernel has come. */
+static int run_rows_switching(piece_state *ps) {
+  const ty_task_ctx *ctx = ps->ctx;
+  const int64_t P0 = ps->P[0], P1 = ps->P[1];
+  const int64_t brows = P1 >= ps->block ? 1 : ps->block / P1;
+  int64_t rows = SWITCH_ELEMS / P1;
+  rows = rows < brows ? brows : (rows + brows - 1) / brows * brows;
+  int rc = 0;
+  for (int64_t r0 = 0; r0 < P0 && rc == 0; r0 += rows) {
+    ty__fused_kernel fn = switch_kernel(ps, r0 * P1, TY__FK_ROWS);
+    bool fits = fn != NULL;
+    for (int a = 0; a < ctx->nargs && fits; a++) {
+      const ty_tile *t = &ctx->args[a];
+      fits = t->ndim == 2 && (P1 == 1 || t->strides[1] == (int64_t)((ps->sw_contig >> a) & 1u));
+    }
+    if (fits) {
+      int64_t os[TY_MAX_ARGS];
+      char *bases[TY_MAX_ARGS];
+      for (int a = 0; a < ctx->nargs; a++) {
+        const ty_tile *t = &ctx->args[a];
+        os[a] = t->strides[0] * (int64_t)ty_dtype_size(t->dtype);
+        bases[a] = t->data + r0 * os[a];
+      }
+      ty__fused_kernel2 fn2;
+      memcpy(&fn2, &fn, sizeof fn2);
+      fn2(P0 - r0, P1, bases, os, (const char *)ps->h);
+      count_switch(ps);
+      return 0;
+    }
+    shift_bases(ps, r0, false);
+    ps->P[0] = P0 - r0 < rows ? P0 - r0 : rows;
+    rc = run_box(ps);
+    ps->P[0] = P0;
+    shift_bases(ps, -r0, false);
+  }
+  return rc;
+}
+
+/* When this interpreted piece may switch (see the top): runs it, *rc its
+ * status, and returns true. */
+static bool run_switching(piece_state *ps, int64_t n, bool flat, const int64_t *flat_stride, bool has_task,
+                          bool has_whole, int *rc) {
+  const ty__fhead *h = ps->h;
+  if (!h->pending || h->kernel || n < SWITCH_MIN || has_task || has_whole || ps->skip) return false;
+  if (!flat && (ps->nd != 2 || ps->P[1] <= 0)) return false;
+  for (int k = 0; k < ps->nsub; k++) {
+    const rsub *r = &ps->rs[k];
+    if (r->s->kind == TY__FK_ARGREDUCE && flat) return false;
+    if (r->s->kind != TY__FK_REDUCE) continue;
+    /* min/max along the rows only: each row's accumulator is its own */
+    const int acc = r->s->opnd[0].ref;
+    if (flat || r->stream != STREAM_NONE || acc < 0 || TY__FREF_IS_CONST(acc)) return false;
+    if (r->s->op != TY__RMIN && r->s->op != TY__RMAX) return false;
+    const ty_tile *t = &ps->ctx->args[acc];
+    if (t->ndim != 2 || t->strides[1] != 0 || (t->strides[0] == 0 && ps->P[0] > 1)) return false;
+  }
+  *rc = flat ? run_flat_switching(ps, n, flat_stride) : run_rows_switching(ps);
+  return true;
+}
+
 /* One piece, or one ordered tile of a walked piece. */
 /* ud: the piece's fused_fail record, or NULL */
 static int fused_piece(ty_task_ctx *ctx, void *ud) {
@@ -731,7 +866,8 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
       run_rows_sum(&ps, r, fn);
     }
   }
-  if (rc == 0 && !compiled && !summed) rc = flat ? run_flat(&ps, n) : run_box(&ps);
+  if (rc == 0 && !compiled && !summed && !run_switching(&ps, n, flat, flat_stride, has_task, has_whole, &rc))
+    rc = flat ? run_flat(&ps, n) : run_box(&ps);
   for (int k = 0; rc == 0 && !compiled && k < ps.nsub; k++) {
     rsub *r = &ps.rs[k];
     if (r->s->kind == TY__FK_REDUCE && r->stream == STREAM_PIECE && !(ps.skip && ps.skip[k]))

@@ -366,7 +366,7 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
       memcpy(x->scalars + h->consts + 8 * (size_t)k, &v, 8);
     }
     if (!h->kernel) { /* not compiled last time: perhaps now (as build() asks) */
-      ty__fused_kernel fn = ty__codegen_kernel(state->cg, x, &h->contig, &h->kernel_kind);
+      ty__fused_kernel fn = ty__codegen_kernel(state->cg, x, &h->contig, &h->kernel_kind, &h->pending);
       memcpy(&h->kernel, &fn, sizeof fn);
       if (fn) {
         ty_pending *mm[64];
