@@ -304,11 +304,7 @@ static void graph_free(graph_space *gs) {
   free(gs->buf_of);
   free(gs->window_only);
   free(gs->stores);
-  free(gs->writer_next);
-  free(gs->writer_launch);
-  free(gs->nwriters);
-  free(gs->writer_arg);
-  free(gs->writer_total);
+  free(gs->writer_arg); /* one block with writer_next, writer_launch, nwriters, writer_total */
 }
 
 /* Appends dependence j -> i once; false when out of memory. */
@@ -345,6 +341,25 @@ static bool view_box(const ty_store *v, int64_t *lo, int64_t *rem) {
   return v->ndim > 0 && o >= 0;
 }
 
+/* Boxes are looked at in storages of 128 KiB or more: the region cut's
+ * (plan/regions.c: 16,384 elements); below, a launch is a tiny wave run on
+ * one thread anyway (exec.c, ty__tiny_wave), and comparing boxes cost ~3%
+ * of CG 64 x 64's instructions. */
+enum { BOX_MIN_BYTES = 128 << 10 };
+
+/* View v is its whole storage in C order: every other non-empty view of the
+ * storage meets it. The common case (element-wise launches), checked first:
+ * it needs no boxes. */
+static bool whole(const ty_store *v) {
+  if (v->offset != 0 || (size_t)v->size * ty_dtype_size(v->dtype) != v->storage->nbytes) return false;
+  int64_t st = 1;
+  for (int d = v->ndim - 1; d >= 0; d--) {
+    if (v->shape[d] != 1 && v->strides[d] != st) return false;
+    st *= v->shape[d];
+  }
+  return true;
+}
+
 /* Views u and v of one storage as boxes of one index space (the same rank,
  * element size, strides and remainder): their positions. */
 static bool boxes_of(const ty_store *u, const ty_store *v, int64_t *ulo, int64_t *vlo) {
@@ -367,6 +382,9 @@ static bool no_hazard(const graph_space *gs, const ty_arg *a, const ty_arg *b) {
   if (a->priv == TY_PRIV_REDUCE && b->priv == TY_PRIV_REDUCE && a->redop == b->redop &&
       a->store->dtype == b->store->dtype)
     return true;
+  if (a->store->storage->nbytes < BOX_MIN_BYTES || a->store == b->store || whole(a->store) ||
+      whole(b->store))
+    return false;
   int64_t alo[TY_MAX_RANK], blo[TY_MAX_RANK];
   if (!boxes_of(a->store, b->store, alo, blo)) return false;
   for (int d = 0; d < a->store->ndim; d++)
@@ -374,11 +392,14 @@ static bool no_hazard(const graph_space *gs, const ty_arg *a, const ty_arg *b) {
   return false;
 }
 
-/* Write a has no access apart from it (no_hazard is false with anything):
- * what follows it follows everything it followed. */
+/* Write a has no access apart from it (no_hazard is false with anything:
+ * it is no box, or the whole storage): what follows it follows everything
+ * it followed. */
 static bool total_write(const graph_space *gs, const ty_arg *a) {
   int64_t lo[TY_MAX_RANK], rem;
-  return !gs->host_only || (a->priv != TY_PRIV_REDUCE && !view_box(a->store, lo, &rem));
+  return !gs->host_only ||
+         (a->priv != TY_PRIV_REDUCE && (a->store->storage->nbytes < BOX_MIN_BYTES || whole(a->store) ||
+                                        !view_box(a->store, lo, &rem)));
 }
 
 /* Every access apart from write a is apart from the earlier write w too
@@ -410,8 +431,12 @@ static bool note_write(graph_space *gs, int *k, size_t *cap, int j, int t, const
   int keep = -1, n = 0;
   for (int e = gs->last_writer[t]; e >= 0;) {
     const int next = gs->writer_next[e];
-    const bool followed = gs->writer_total[e] || !no_hazard(gs, gs->writer_arg[e], a);
-    if (gs->writer_launch[e] == j || (!total && !(followed && covers(a, gs->writer_arg[e])))) {
+    bool kept = gs->writer_launch[e] == j;
+    if (!kept && !total) { /* it stays unless j followed it and covers it */
+      const bool followed = gs->writer_total[e] || !no_hazard(gs, gs->writer_arg[e], a);
+      kept = !followed || !covers(a, gs->writer_arg[e]);
+    }
+    if (kept) {
       gs->writer_next[e] = keep; /* kept (the order of the set does not matter) */
       keep = e;
       n++;
@@ -456,12 +481,15 @@ static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space 
   gs->buf_of = ty__malloc(na * sizeof(int));
   gs->window_only = ty__malloc(na * sizeof(bool));
   gs->stores = ty__malloc(na * sizeof(ty_store *));
-  gs->writer_next = ty__malloc(na * sizeof(int));
-  gs->writer_launch = ty__malloc(na * sizeof(int));
-  gs->nwriters = ty__malloc(na * sizeof(int));
-  gs->writer_arg = ty__malloc(na * sizeof(const ty_arg *));
-  gs->writer_total = ty__malloc(na * sizeof(bool));
-  if (!gs->writer_total || !gs->writer_next || !gs->writer_launch || !gs->nwriters || !gs->writer_arg || !gs->dep_ptr || !gs->dep_idx || !gs->mark || !gs->buf_bytes || !gs->user_ptr ||
+  /* the writer sets in one block (a flush of CG 64 x 64 is ~2k instructions) */
+  gs->writer_arg = ty__malloc(na * (sizeof(const ty_arg *) + 3 * sizeof(int) + sizeof(bool)));
+  if (gs->writer_arg) {
+    gs->writer_next = (int *)(gs->writer_arg + na);
+    gs->writer_launch = gs->writer_next + na;
+    gs->nwriters = gs->writer_launch + na;
+    gs->writer_total = (bool *)(gs->nwriters + na);
+  }
+  if (!gs->writer_arg || !gs->dep_ptr || !gs->dep_idx || !gs->mark || !gs->buf_bytes || !gs->user_ptr ||
       !gs->user_idx || !gs->storages || !gs->last_writer || !gs->reader_head ||
       !gs->reader_next || !gs->reader_launch || !gs->nstores || !gs->buf_of ||
       !gs->window_only || !gs->stores) {
