@@ -496,7 +496,7 @@ static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space 
     graph_free(gs);
     return TY_ENOMEM;
   }
-  gs->host_only = rt->dist.nranks <= 1;
+  gs->host_only = rt->dist.nranks <= 1 && !rt->gstores; /* no storage with a GPU copy either */
   for (int j = 0; j < n && gs->host_only; j++) gs->host_only = !ty__gpu_may_run(rt, w[j]);
   uint64_t epoch = ++rt->flush_epoch;
   int nts = 0, nstores = 0, k = 0, nreaders = 0, nentries = 0;
