@@ -432,10 +432,8 @@ static bool note_write(graph_space *gs, int *k, size_t *cap, int j, int t, const
   for (int e = gs->last_writer[t]; e >= 0;) {
     const int next = gs->writer_next[e];
     bool kept = gs->writer_launch[e] == j;
-    if (!kept && !total) { /* it stays unless j followed it and covers it */
-      const bool followed = gs->writer_total[e] || !no_hazard(gs, gs->writer_arg[e], a);
-      kept = !followed || !covers(a, gs->writer_arg[e]);
-    }
+    if (!kept && !total) /* it stays unless j follows it (add_dep's mark) and covers it */
+      kept = gs->mark[gs->writer_launch[e]] != j || !covers(a, gs->writer_arg[e]);
     if (kept) {
       gs->writer_next[e] = keep; /* kept (the order of the set does not matter) */
       keep = e;
