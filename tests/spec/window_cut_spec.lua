@@ -140,9 +140,9 @@ describe("a full window's flush", function()
       assert.are.equal(252, tonumber(appended), out)
       if case[1] == "1" then
         -- as with a flush an iteration (cg_scalars_spec.lua): 10 launches
-        -- run in 6 waves an iteration
+        -- run in 10 waves an iteration
         assert.are.equal(120, tonumber(ran), out)
-        assert.are.equal(72, tonumber(waves), out)
+        assert.are.equal(120, tonumber(waves), out)
         assert.are.equal(5, tonumber(flushes), out)
       else
         -- the whole window: the stencil group is cut where the window fills

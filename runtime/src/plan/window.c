@@ -341,11 +341,12 @@ static bool view_box(const ty_store *v, int64_t *lo, int64_t *rem) {
   return v->ndim > 0 && o >= 0;
 }
 
-/* Boxes are looked at in storages of 128 KiB or more: the region cut's
- * (plan/regions.c: 16,384 elements); below, a launch is a tiny wave run on
- * one thread anyway (exec.c, ty__tiny_wave), and comparing boxes cost ~3%
- * of CG 64 x 64's instructions. */
-enum { BOX_MIN_BYTES = 128 << 10 };
+/* Boxes are looked at in storages of 1 MiB or more. Below, comparing them
+ * cost ~3% of CG 64 x 64's instructions, and CG 256 x 256 (512 KiB grids)
+ * ran 8-15% slower on 2 processors with its Laplacian's regions in one
+ * wave (the inside's 2 pieces and 4 interpreted edges of 254 elements)
+ * than one wave a region. */
+enum { BOX_MIN_BYTES = 1 << 20 };
 
 /* View v is its whole storage in C order: every other non-empty view of the
  * storage meets it. The common case (element-wise launches), checked first:
