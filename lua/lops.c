@@ -212,6 +212,23 @@ static int reduce_axes(lua_State *L, const tl_sig *s, ty_reduce_op op, int ndim,
   return count;
 }
 
+/* A reduction's or a product's operands are often temporaries, as in
+ * `(p * Ap):sum()`, and their slots are registers of the calling Lua
+ * function, free once the call returns but not cleared: while a metamethod
+ * of that function runs, Lua marks its registers up to its frame's top,
+ * dead ones included. So the temporary stayed referenced until the register
+ * was reused, and a flush made meanwhile (the window filled in `r - alpha *
+ * Ap`) found it held and wrote it: CG 4M's t = p * Ap, 32 MiB, in one
+ * iteration of five (docs/fusion.md, "A CG iteration"). The first nargs slots
+ * are cleared on return; the nres results above them stay. */
+static int consumed(lua_State *L, int nargs, int nres) {
+  for (int i = 1; i <= nargs && i <= lua_gettop(L) - nres; i++) {
+    lua_pushnil(L);
+    lua_replace(L, i);
+  }
+  return nres;
+}
+
 /* x:sum(axis | {axes}, {keepdims = true, out = o}). Several axes are reduced
  * one at a time, highest first (each a reduction of the core, so the bits do
  * not depend on --cpus, mode or fusion); all the axes of x is the reduction
@@ -275,7 +292,7 @@ static int reduce(lua_State *L, ty_reduce_op op, const tl_sig *s) {
     slot = tl_newslot_in(L, bx);
     st = ty_store_reshape(rt, r, ndim, kshape, slot);
   }
-  return finish_out(L, bx, rt, slot, st, s, out, from);
+  return consumed(L, 1, finish_out(L, bx, rt, slot, st, s, out, from));
 }
 
 static const tl_sig sig_dot = {"dot", 2, 3, "out", true,
@@ -296,7 +313,7 @@ static int matmul(lua_State *L, const tl_sig *s) {
   ty_store **slot = tl_newslot_in(L, bx);
   ty_status st;
   TL_TRY(L, rt, st, s == &sig_dot ? ty_dot(rt, a, b, slot) : ty_matmul(rt, a, b, slot));
-  return finish_out(L, bx, rt, slot, st, s, out, from);
+  return consumed(L, 2, finish_out(L, bx, rt, slot, st, s, out, from));
 }
 
 /* One tl_sig per function: its accepted forms, in every message. */

@@ -280,6 +280,10 @@ typedef struct graph_space {
   int *user_ptr, *user_idx;
   ty_storage **storages;
   int *last_writer, *reader_head, *reader_next, *reader_launch, *nstores, *buf_of;
+  int *writer_next, *writer_launch, *nwriters; /* last_writer: the head of a writer set */
+  bool *writer_total; /* a write every later access follows (total_write, or the set was full) */
+  const ty_arg **writer_arg;
+  bool host_only; /* no launch may run on a GPU, one rank: no_hazard applies */
   bool *window_only;
   ty_store **stores;
 } graph_space;
@@ -300,6 +304,7 @@ static void graph_free(graph_space *gs) {
   free(gs->buf_of);
   free(gs->window_only);
   free(gs->stores);
+  free(gs->writer_arg); /* one block with writer_next, writer_launch, nwriters, writer_total */
 }
 
 /* Appends dependence j -> i once; false when out of memory. */
@@ -317,9 +322,141 @@ static bool add_dep(graph_space *gs, int *k, size_t *cap, int j, int i) {
   return true;
 }
 
-/* Dependences, in one pass over the arguments: a launch follows the last
- * writer of each storage it touches and, when it writes, every reader since
- * (views of one storage count as overlapping). Transient buffers: storage
+/* The box of view v in its storage's row-major index space: per-dim
+ * positions from its offset (largest stride first) and the remainder below
+ * the last stride. False unless the strides fall strictly and each row of
+ * the view stays inside the stride above it: then an element's position is
+ * unique (mixed radix), and two views with the same strides and remainder
+ * share an element only if their boxes meet. */
+static bool view_box(const ty_store *v, int64_t *lo, int64_t *rem) {
+  int64_t o = v->offset;
+  for (int d = 0; d < v->ndim; d++) {
+    const int64_t sd = v->strides[d];
+    if (sd <= 0 || (d > 0 && sd >= v->strides[d - 1]) || v->shape[d] < 1) return false;
+    lo[d] = o / sd;
+    o -= lo[d] * sd;
+    if (d > 0 && (lo[d] + v->shape[d]) * sd > v->strides[d - 1]) return false;
+  }
+  *rem = o;
+  return v->ndim > 0 && o >= 0;
+}
+
+/* Boxes are looked at in storages of 1 MiB or more. Below, comparing them
+ * cost ~3% of CG 64 x 64's instructions, and CG 256 x 256 (512 KiB grids)
+ * ran 8-15% slower on 2 processors with its Laplacian's regions in one
+ * wave (the inside's 2 pieces and 4 interpreted edges of 254 elements)
+ * than one wave a region. */
+enum { BOX_MIN_BYTES = 1 << 20 };
+
+/* View v is its whole storage in C order: every other non-empty view of the
+ * storage meets it. The common case (element-wise launches), checked first:
+ * it needs no boxes. */
+static bool whole(const ty_store *v) {
+  if (v->offset != 0 || (size_t)v->size * ty_dtype_size(v->dtype) != v->storage->nbytes) return false;
+  int64_t st = 1;
+  for (int d = v->ndim - 1; d >= 0; d--) {
+    if (v->shape[d] != 1 && v->strides[d] != st) return false;
+    st *= v->shape[d];
+  }
+  return true;
+}
+
+/* Views u and v of one storage as boxes of one index space (the same rank,
+ * element size, strides and remainder): their positions. */
+static bool boxes_of(const ty_store *u, const ty_store *v, int64_t *ulo, int64_t *vlo) {
+  if (u->ndim != v->ndim || ty_dtype_size(u->dtype) != ty_dtype_size(v->dtype)) return false;
+  for (int d = 0; d < u->ndim; d++)
+    if (u->strides[d] != v->strides[d]) return false;
+  int64_t urem, vrem;
+  return view_box(u, ulo, &urem) && view_box(v, vlo, &vrem) && urem == vrem;
+}
+
+/* Two accesses of one storage that may share a wave: reductions of one
+ * operator into one store, whose private tiles the executor combines in
+ * program order at the end of the wave (exec.c, finish, member after
+ * member), or any two through boxes that are apart (the edge regions of
+ * CG's Laplacian, plan/regions.c: at 2048 x 2048 they were 8 waves of one
+ * piece an iteration, now they share the inside's wave). Not with GPUs or
+ * several ranks, whose executors order a wave otherwise. */
+static bool no_hazard(const graph_space *gs, const ty_arg *a, const ty_arg *b) {
+  if (!gs->host_only) return false;
+  if (a->priv == TY_PRIV_REDUCE && b->priv == TY_PRIV_REDUCE && a->redop == b->redop &&
+      a->store->dtype == b->store->dtype)
+    return true;
+  if (a->store->storage->nbytes < BOX_MIN_BYTES || a->store == b->store || whole(a->store) ||
+      whole(b->store))
+    return false;
+  int64_t alo[TY_MAX_RANK], blo[TY_MAX_RANK];
+  if (!boxes_of(a->store, b->store, alo, blo)) return false;
+  for (int d = 0; d < a->store->ndim; d++)
+    if (alo[d] + a->store->shape[d] <= blo[d] || blo[d] + b->store->shape[d] <= alo[d]) return true;
+  return false;
+}
+
+/* Write a has no access apart from it (no_hazard is false with anything:
+ * it is no box, or the whole storage): what follows it follows everything
+ * it followed. */
+static bool total_write(const graph_space *gs, const ty_arg *a) {
+  int64_t lo[TY_MAX_RANK], rem;
+  return !gs->host_only ||
+         (a->priv != TY_PRIV_REDUCE && (a->store->storage->nbytes < BOX_MIN_BYTES || whole(a->store) ||
+                                        !view_box(a->store, lo, &rem)));
+}
+
+/* Every access apart from write a is apart from the earlier write w too
+ * (w's box inside a's): once a follows w, w may leave the writer set. */
+static bool covers(const ty_arg *a, const ty_arg *w) {
+  int64_t alo[TY_MAX_RANK], wlo[TY_MAX_RANK];
+  if (a->priv == TY_PRIV_REDUCE || !boxes_of(a->store, w->store, alo, wlo)) return false;
+  for (int d = 0; d < a->store->ndim; d++)
+    if (wlo[d] < alo[d] || wlo[d] + w->store->shape[d] > alo[d] + a->store->shape[d]) return false;
+  return true;
+}
+
+enum { WRITER_SET_MAX = 16 }; /* writes of one storage kept apart in a window */
+
+/* After launch j's accesses: its write of storage t through arg a joins t's
+ * writer set, the writes that a later access may have to follow (each
+ * access follows those it is not apart from). The writes j followed and
+ * covers leave it. A total write, or one that finds the set full (it is
+ * made to follow them all and every later access follows it), replaces the
+ * set and the readers of t (it followed them all); otherwise the readers
+ * stay: a later write apart from j must still follow them. */
+static bool note_write(graph_space *gs, int *k, size_t *cap, int j, int t, const ty_arg *a, int entry) {
+  bool total = total_write(gs, a);
+  if (!total && gs->nwriters[t] >= WRITER_SET_MAX) {
+    for (int e = gs->last_writer[t]; e >= 0; e = gs->writer_next[e])
+      if (gs->writer_launch[e] != j && !add_dep(gs, k, cap, j, gs->writer_launch[e])) return false;
+    total = true;
+  }
+  int keep = -1, n = 0;
+  for (int e = gs->last_writer[t]; e >= 0;) {
+    const int next = gs->writer_next[e];
+    bool kept = gs->writer_launch[e] == j;
+    if (!kept && !total) /* it stays unless j follows it (add_dep's mark) and covers it */
+      kept = gs->mark[gs->writer_launch[e]] != j || !covers(a, gs->writer_arg[e]);
+    if (kept) {
+      gs->writer_next[e] = keep; /* kept (the order of the set does not matter) */
+      keep = e;
+      n++;
+    }
+    e = next;
+  }
+  gs->nwriters[t] = n;
+  if (total) gs->reader_head[t] = -1;
+  gs->writer_launch[entry] = j;
+  gs->writer_arg[entry] = a;
+  gs->writer_total[entry] = total;
+  gs->writer_next[entry] = keep;
+  gs->last_writer[t] = entry;
+  gs->nwriters[t]++;
+  return true;
+}
+
+/* Dependences, in one pass over the arguments: a launch follows each writer
+ * of a storage it touches since the last write that followed them all
+ * (unless no_hazard) and, when it writes, every reader since (views of one
+ * storage count as overlapping for readers). Transient buffers: storage
  * not allocated before the flush and held only by the window's launches, so
  * it is allocated and freed inside the window. */
 static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space *gs, ty_graph *g) {
@@ -343,15 +480,25 @@ static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space 
   gs->buf_of = ty__malloc(na * sizeof(int));
   gs->window_only = ty__malloc(na * sizeof(bool));
   gs->stores = ty__malloc(na * sizeof(ty_store *));
-  if (!gs->dep_ptr || !gs->dep_idx || !gs->mark || !gs->buf_bytes || !gs->user_ptr ||
+  /* the writer sets in one block (a flush of CG 64 x 64 is ~2k instructions) */
+  gs->writer_arg = ty__malloc(na * (sizeof(const ty_arg *) + 3 * sizeof(int) + sizeof(bool)));
+  if (gs->writer_arg) {
+    gs->writer_next = (int *)(gs->writer_arg + na);
+    gs->writer_launch = gs->writer_next + na;
+    gs->nwriters = gs->writer_launch + na;
+    gs->writer_total = (bool *)(gs->nwriters + na);
+  }
+  if (!gs->writer_arg || !gs->dep_ptr || !gs->dep_idx || !gs->mark || !gs->buf_bytes || !gs->user_ptr ||
       !gs->user_idx || !gs->storages || !gs->last_writer || !gs->reader_head ||
       !gs->reader_next || !gs->reader_launch || !gs->nstores || !gs->buf_of ||
       !gs->window_only || !gs->stores) {
     graph_free(gs);
     return TY_ENOMEM;
   }
+  gs->host_only = rt->dist.nranks <= 1 && !rt->gstores; /* no storage with a GPU copy either */
+  for (int j = 0; j < n && gs->host_only; j++) gs->host_only = !ty__gpu_may_run(rt, w[j]);
   uint64_t epoch = ++rt->flush_epoch;
-  int nts = 0, nstores = 0, k = 0, nreaders = 0;
+  int nts = 0, nstores = 0, k = 0, nreaders = 0, nentries = 0;
   for (int i = 0; i < n; i++) gs->mark[i] = -1;
   for (int j = 0; j < n; j++) {
     gs->dep_ptr[j] = k;
@@ -364,6 +511,7 @@ static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space 
         st->idx = nts;
         gs->storages[nts] = st;
         gs->last_writer[nts] = -1;
+        gs->nwriters[nts] = 0;
         gs->reader_head[nts] = -1;
         gs->window_only[nts] = true;
         nts++;
@@ -376,7 +524,10 @@ static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space 
       }
       s->wcount++;
       int t = st->idx;
-      bool ok = add_dep(gs, &k, &dep_cap, j, gs->last_writer[t]);
+      bool ok = true;
+      for (int e = gs->last_writer[t]; ok && e >= 0; e = gs->writer_next[e])
+        if (gs->writer_launch[e] != j && (gs->writer_total[e] || !no_hazard(gs, gs->writer_arg[e], arg)))
+          ok = add_dep(gs, &k, &dep_cap, j, gs->writer_launch[e]);
       if (writes(arg->priv))
         for (int r = gs->reader_head[t]; ok && r >= 0; r = gs->reader_next[r])
           if (gs->reader_launch[r] != j) ok = add_dep(gs, &k, &dep_cap, j, gs->reader_launch[r]);
@@ -390,8 +541,10 @@ static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space 
       const ty_arg *arg = &w[j]->args[a];
       int t = arg->store->storage->idx;
       if (writes(arg->priv)) {
-        gs->last_writer[t] = j;
-        gs->reader_head[t] = -1;
+        if (!note_write(gs, &k, &dep_cap, j, t, arg, nentries++)) {
+          graph_free(gs);
+          return TY_ENOMEM;
+        }
       } else if (gs->reader_head[t] < 0 || gs->reader_launch[gs->reader_head[t]] != j) {
         gs->reader_launch[nreaders] = j;
         gs->reader_next[nreaders] = gs->reader_head[t];
