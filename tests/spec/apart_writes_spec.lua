@@ -10,15 +10,7 @@
 -- the bits of one launch a wave on any number of processors.
 
 local function lap_code(n)
-  return string.format([[
-    local function laplacian(v)
-      local Av = v * 4.0
-      Av[{{2, -1}, {}}] = Av[{{2, -1}, {}}] - v[{{1, -2}, {}}]
-      Av[{{1, -2}, {}}] = Av[{{1, -2}, {}}] - v[{{2, -1}, {}}]
-      Av[{{}, {2, -1}}] = Av[{{}, {2, -1}}] - v[{{}, {1, -2}}]
-      Av[{{}, {1, -2}}] = Av[{{}, {1, -2}}] - v[{{}, {2, -1}}]
-      return Av
-    end
+  return SPEC_LAPLACIAN .. string.format([[
     local N = %d
     local v = ((tycho.arange(N * N) %% 97) * 0.01 - 0.3):reshape(N, N)
     tycho.flush()

@@ -39,8 +39,9 @@ end
 -- the step is one iteration (no flush: a spec adds its own). numpy's values
 -- after 12 iterations: ||r|| 0.8434686627226252, x.sum() -22.73590052316355,
 -- (x * x).sum() 763.7055890140234.
-SPEC_CG_SETUP = [[
-  local N = 256
+-- SPEC_LAPLACIAN: cg.lua's 5-point Laplacian as a chunk, for the specs that
+-- run it in a fresh process.
+SPEC_LAPLACIAN = [[
   local function laplacian(v)
     local Av = v * 4.0
     Av[{{2, -1}, {}}] = Av[{{2, -1}, {}}] - v[{{1, -2}, {}}]
@@ -49,6 +50,9 @@ SPEC_CG_SETUP = [[
     Av[{{}, {1, -2}}] = Av[{{}, {1, -2}}] - v[{{}, {2, -1}}]
     return Av
   end
+]]
+SPEC_CG_SETUP = SPEC_LAPLACIAN .. [[
+  local N = 256
   local function vdot(a, b) return (a * b):sum() end
   local u = (tycho.arange(N * N) + 0.5) * 0.6180339887498949
   local b = ((u - tycho.floor(u)) - 0.5):reshape({ N, N })

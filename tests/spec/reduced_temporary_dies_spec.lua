@@ -34,16 +34,8 @@ describe("a reduced temporary", function()
 
   it("is never written in bench/workloads/cg.lua's loop: one grid (Ap) allocated an iteration, the same bits on 1, 2, 3 processors", function()
     -- cg.lua's solve, verbatim where it matters (the registers of its frame)
-    local code = [[
+    local code = SPEC_LAPLACIAN .. [[
       local N, ITERS = 512, 12
-      local function laplacian(v)
-        local Av = v * 4.0
-        Av[{{2, -1}, {}}] = Av[{{2, -1}, {}}] - v[{{1, -2}, {}}]
-        Av[{{1, -2}, {}}] = Av[{{1, -2}, {}}] - v[{{2, -1}, {}}]
-        Av[{{}, {2, -1}}] = Av[{{}, {2, -1}}] - v[{{}, {1, -2}}]
-        Av[{{}, {1, -2}}] = Av[{{}, {1, -2}}] - v[{{}, {2, -1}}]
-        return Av
-      end
       local function vdot(a, b) return (a * b):sum() end
       local b = ((tycho.arange(N * N) % 97) * 0.01 - 0.3):reshape(N, N)
       local p = { max_iters = ITERS, check = 25, tol = 1e-30 }
