@@ -164,6 +164,18 @@ describe("the GPU path on simulated devices", function()
     assert.truthy(tostring(tycho.explain(1)):find("cuBLAS multiplies f64 and f32 only", 1, true))
   end)
 
+  it("keeps an f32 X^T z (summed in f64) on the CPU and explain names the dtypes", function()
+    local c, g = both(function()
+      local x = (tycho.arange(100000 * 32) % 7):astype("f32"):reshape({100000, 32})
+      local z = (tycho.arange(100000) % 5):astype("f32")
+      return x:t():dot(z)
+    end)
+    spec_same(g, c)
+    assert.equal(599999, c[1]); assert.equal(600001, c[32]) -- exact: small integers
+    local text = tostring(tycho.explain(12))
+    assert.truthy(text:find("matmul of f32 and f32 into f64: cuBLAS takes one dtype", 1, true), text)
+  end)
+
   it("spreads a large launch over both devices and says so", function()
     local x = on("gpu", function()
       return tycho.parallel({mode = "all"}, function()

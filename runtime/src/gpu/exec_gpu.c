@@ -158,7 +158,13 @@ static int classify(const ty_runtime *rt, const ty_pending *l, gk_plan *k, char 
                          "the CPU)", ty_dtype_name(dt));
       return GK_NONE;
     }
-    if (A->dtype != dt || B->dtype != dt || A->ndim != nd || B->ndim != nd || C->ndim != nd ||
+    if (A->dtype != dt || B->dtype != dt) {
+      snprintf(why, len, "matmul of %s and %s into %s: cuBLAS takes one dtype for all three (mixed products, "
+                         "such as f32 summed in f64, run on the CPU)",
+               ty_dtype_name(A->dtype), ty_dtype_name(B->dtype), ty_dtype_name(dt));
+      return GK_NONE;
+    }
+    if (A->ndim != nd || B->ndim != nd || C->ndim != nd ||
         l->args[0].proj != TY_PROJ_ALIGNED || C->strides[nd - 1] != 1 ||
         (C->shape[nd - 2] > 1 && C->strides[nd - 2] < C->shape[nd - 1]) ||
         !ty__blas_layout(A->shape[nd - 2], A->shape[nd - 1], A->strides[nd - 2], A->strides[nd - 1], &trans,
