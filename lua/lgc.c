@@ -4,7 +4,8 @@
  *
  * In `z = a*2 + b*3 + c` the stores a*2, b*3 and their sum are held by store
  * userdata that nothing references once the expression is evaluated, but Lua
- * finalises unreachable userdata only when its collector gets to them; until
+ * releases unreachable userdata (frees them in tycho's own states, lheap.c;
+ * finalises them elsewhere) only when its collector gets to them; until
  * then each holds a reference, the fusion pass sees a store someone may
  * still read, and writes it to memory. tl_gc_install registers a flush hook
  * (ty_set_flush_hook) that runs the collector at the start of every
@@ -12,7 +13,7 @@
  *  - generational mode (lua5.4's and the tycho shell's default): one
  *    LUA_GCSTEP, which is a minor collection. The window's temporaries were
  *    created since the last flush, so they are young and a minor collection
- *    finalises them; its cost follows the young objects, not the heap.
+ *    releases them; its cost follows the young objects, not the heap.
  *    Measured per flush of a 20-launch window (tycho shell, 2 shared cores):
  *    inside busted (a 713 KiB heap) 5.0 us for the step against 198 us for a
  *    full collection; in a bare script (41 KiB) 4.0 us against 11.9 us
