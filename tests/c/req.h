@@ -5,6 +5,7 @@
 #ifndef TY_TEST_REQ_H
 #define TY_TEST_REQ_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -19,5 +20,19 @@
       exit(1);                                                                         \
     }                                                                                  \
   } while (0)
+
+/* A runtime on `cpus` processors with fusion on or off; exits when it
+ * cannot be made. */
+static inline ty_runtime *req_runtime(int cpus, bool fuse) {
+  ty_config cfg = {.cpus = cpus};
+  cfg.policy.set = TY_POL_FUSE;
+  cfg.policy.fuse = fuse;
+  ty_runtime *rt = NULL;
+  if (ty_runtime_create(&cfg, &rt) != TY_OK) {
+    fprintf(stderr, "cannot create a runtime\n");
+    exit(1);
+  }
+  return rt;
+}
 
 #endif /* TY_TEST_REQ_H */

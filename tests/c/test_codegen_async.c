@@ -83,15 +83,6 @@ static void count_files(int *so, int *src, int *other) {
   closedir(d);
 }
 
-static ty_runtime *rt_new(int cpus, bool fuse) {
-  ty_config cfg = {.cpus = cpus};
-  cfg.policy.set = TY_POL_FUSE;
-  cfg.policy.fuse = fuse;
-  ty_runtime *rt = NULL;
-  if (ty_runtime_create(&cfg, &rt) != TY_OK) exit(1);
-  return rt;
-}
-
 enum { N = 100003 };
 
 static ty_store *input(ty_runtime *rt, double scale, double shift) {
@@ -183,7 +174,7 @@ static double *run_chain(ty_runtime *rt, int which, bool *kernel) {
 }
 
 static double *unfused(int which) {
-  ty_runtime *rt = rt_new(3, false);
+  ty_runtime *rt = req_runtime(3, false);
   bool k;
   double *v = run_chain(rt, which, &k);
   ty_runtime_destroy(rt);
@@ -215,7 +206,7 @@ TEST(runs_while_compiling_then_switches_same_bits) {
   setup("switch", 1.0);
   for (int which = 0; which < 3; which++) {
     double *ref = unfused(which);
-    ty_runtime *rt = rt_new(3, true);
+    ty_runtime *rt = req_runtime(3, true);
     bool kernel = true;
     double *got = run_chain(rt, which, &kernel);
     CHECK(!kernel); /* the compile takes a second at least: interpreted */
@@ -270,7 +261,7 @@ TEST(runs_while_compiling_then_switches_same_bits) {
 TEST(shutdown_with_a_compile_in_flight) {
   setup("shutdown", 2.0);
   double *ref = unfused(0);
-  ty_runtime *rt = rt_new(3, true);
+  ty_runtime *rt = req_runtime(3, true);
   bool kernel = true;
   double *got = run_chain(rt, 0, &kernel);
   CHECK(!kernel);
@@ -293,7 +284,7 @@ TEST(shutdown_with_a_compile_in_flight) {
     }
     CHECK_EQ_INT(src, 1);
     CHECK_EQ_INT(other, 0);
-    rt = rt_new(1, true);
+    rt = req_runtime(1, true);
     got = run_chain(rt, 0, &kernel);
     CHECK(kernel); /* from the disk cache, at once */
     CHECK(same(ref, got));
@@ -308,7 +299,7 @@ TEST(shutdown_with_a_compile_in_flight) {
 TEST(failing_compiler_leaves_the_interpreter) {
   setup("fail", -1);
   double *ref = unfused(2);
-  ty_runtime *rt = rt_new(3, true);
+  ty_runtime *rt = req_runtime(3, true);
   for (int i = 0; i < 20; i++) {
     bool kernel = true;
     double *got = run_chain(rt, 2, &kernel);
@@ -332,7 +323,7 @@ TEST(wait_compiles_at_first_sight) {
   setup("wait", 0.2);
   setenv("TYCHO_CODEGEN_WAIT", "1", 1);
   double *ref = unfused(1);
-  ty_runtime *rt = rt_new(3, true);
+  ty_runtime *rt = req_runtime(3, true);
   bool kernel = false;
   double *got = run_chain(rt, 1, &kernel);
   CHECK(kernel == (ty__isa_lanes() != 0));
@@ -365,7 +356,7 @@ TEST(starved_niced_compile_runs_again_at_own_priority) {
           log, base);
   fclose(f);
   double *ref = unfused(2);
-  ty_runtime *rt = rt_new(3, true);
+  ty_runtime *rt = req_runtime(3, true);
   bool kernel = true;
   double *got = run_chain(rt, 2, &kernel);
   CHECK(!kernel);
@@ -487,10 +478,10 @@ TEST(new_kernels_of_a_flush_share_one_compile) {
   fprintf(f, "#!/bin/sh\necho cc >> '%s'\nexec cc \"$@\"\n", log);
   fclose(f);
   double *ref[3], *got[3], s0[3], s1[3];
-  ty_runtime *rt = rt_new(3, false);
+  ty_runtime *rt = req_runtime(3, false);
   three_runs(rt, ref, s0);
   ty_runtime_destroy(rt);
-  rt = rt_new(3, true);
+  rt = req_runtime(3, true);
   three_runs(rt, got, s0); /* the first sight: interpreted, the three queued */
   CHECK_EQ_INT(nkernels, 0);
   for (int w = 0; w < 3; w++) {
@@ -616,10 +607,10 @@ static void release_held(void) {
 TEST(switches_inside_a_launch_same_bits) {
   setup_held("inside");
   bool pending = false;
-  ty_runtime *rt = rt_new(2, false);
+  ty_runtime *rt = req_runtime(2, false);
   double *ref = run_big(rt, &pending);
   ty_runtime_destroy(rt);
-  rt = rt_new(2, true);
+  rt = req_runtime(2, true);
   ty__fslot_test_hook = switch_hook;
   double *got = run_big(rt, &pending);
   ty__fslot_test_hook = NULL;
@@ -691,10 +682,10 @@ TEST(switches_between_rows_same_bits) {
   for (int axis = 1; axis >= 0; axis--) {
     setup_held(axis ? "rows1" : "rows0");
     bool pending = false;
-    ty_runtime *rt = rt_new(2, false);
+    ty_runtime *rt = req_runtime(2, false);
     double *ref = rows_big(rt, axis, &pending);
     ty_runtime_destroy(rt);
-    rt = rt_new(2, true);
+    rt = req_runtime(2, true);
     ty__fslot_test_hook = switch_hook;
     double *got = rows_big(rt, axis, &pending);
     ty__fslot_test_hook = NULL;

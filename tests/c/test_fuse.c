@@ -27,18 +27,6 @@
 #include <unistd.h>
 
 
-static ty_runtime *rt_new(int cpus, bool fuse) {
-  ty_config cfg = {.cpus = cpus};
-  cfg.policy.set = TY_POL_FUSE;
-  cfg.policy.fuse = fuse;
-  ty_runtime *rt = NULL;
-  if (ty_runtime_create(&cfg, &rt) != TY_OK) {
-    fprintf(stderr, "cannot create a runtime\n");
-    exit(1);
-  }
-  return rt;
-}
-
 static ty_runtime *rt_window(int cpus, int window) {
   ty_config cfg = {.cpus = cpus, .window = window};
   ty_runtime *rt = NULL;
@@ -190,7 +178,7 @@ typedef ty_store *(*prog_fn)(ty_runtime *rt, const void *arg);
 /* Runs prog on a fresh runtime and returns its output's bytes. */
 static char *run_prog(int cpus, bool fuse, prog_fn f, const void *arg, size_t *len,
                       uint64_t *fused_runs) {
-  ty_runtime *rt = rt_new(cpus, fuse);
+  ty_runtime *rt = req_runtime(cpus, fuse);
   ty_store *out = f(rt, arg);
   REQ(rt, ty_flush(rt));
   if (fused_runs) *fused_runs = FUSED_RUNS(rt);
@@ -332,7 +320,7 @@ TEST(kernels_results_do_not_depend_on_vector_grouping) {
   for (int fast = 0; fast < 2; fast++)
     for (int t = 0; t < 2; t++)
       for (int o = 0; o < nops; o++) {
-        ty_runtime *rt = rt_new(1, false);
+        ty_runtime *rt = req_runtime(1, false);
         ty_policy fm = {.set = TY_POL_FASTMATH, .fastmath = fast};
         REQ(rt, ty_launch_options(rt, &fm));
         ty_store *a = input(rt, types[t], 1, &n, 77);
@@ -360,7 +348,7 @@ TEST(kernels_results_do_not_depend_on_vector_grouping) {
 /* a*2 + b*3 + c: 4 launches, one run, 3 temporaries never allocated */
 TEST(fuse_chain_elides_temporaries) {
   const int64_t n = 1 << 20; /* 8 MiB per f64 store */
-  ty_runtime *rt = rt_new(2, true);
+  ty_runtime *rt = req_runtime(2, true);
   ty_store *a = plain(rt, 1, &n, 1), *b = plain(rt, 1, &n, 2), *c = plain(rt, 1, &n, 3);
   REQ(rt, ty_flush(rt));
   uint64_t inputs = PEAK(rt);
@@ -397,7 +385,7 @@ TEST(fuse_chain_elides_temporaries) {
 /* A store the caller still holds is written to memory; only unreachable
  * ones are elided. */
 TEST(fuse_keeps_stores_the_caller_holds) {
-  ty_runtime *rt = rt_new(1, true);
+  ty_runtime *rt = req_runtime(1, true);
   ty_store *a = plain(rt, 1, &N1, 1);
   ty_store *t1 = bin(rt, TY_OP_ADD, a, a);       /* held */
   ty_store *t2 = BS(rt, TY_OP_MUL, own(t1), 3);  /* dropped */
@@ -430,7 +418,7 @@ static void release_held(void *ud) {
 }
 
 TEST(fuse_flush_hook_turns_dropped_stores_into_temporaries) {
-  ty_runtime *rt = rt_new(1, true);
+  ty_runtime *rt = req_runtime(1, true);
   held h = {.n = 0};
   ty_set_flush_hook(rt, release_held, &h);
   ty_store *a = input(rt, TY_F64, 1, &N1, 1);
@@ -448,7 +436,7 @@ TEST(fuse_flush_hook_turns_dropped_stores_into_temporaries) {
 
 /* y = sum(a*b); the add after it is not in the run */
 TEST(fuse_stops_at_reduction) {
-  ty_runtime *rt = rt_new(2, true);
+  ty_runtime *rt = req_runtime(2, true);
   ty_store *a = plain(rt, 1, &N1, 1), *b = plain(rt, 1, &N1, 2);
   REQ(rt, ty_flush(rt));
   ty_store *x = bin(rt, TY_OP_MUL, a, b);
@@ -487,7 +475,7 @@ TEST(fuse_stops_at_reduction) {
 
 /* p[0:5] = a*2, then q = p[1:6] + 1 reads a shifted view of what the run wrote */
 TEST(fuse_stops_at_stencil_read) {
-  ty_runtime *rt = rt_new(1, true);
+  ty_runtime *rt = req_runtime(1, true);
   const int64_t n = 5, ten = 10;
   ty_store *a = plain(rt, 1, &n, 1), *p = NULL, *lo = NULL, *hi = NULL;
   REQ(rt, ty_full(rt, TY_F64, 1, &ten, 0, &p));
@@ -517,7 +505,7 @@ TEST(fuse_stops_at_stencil_read) {
 }
 
 TEST(fuse_stops_at_transposed_read) {
-  ty_runtime *rt = rt_new(1, true);
+  ty_runtime *rt = req_runtime(1, true);
   const int64_t shape[2] = {64, 64};
   ty_store *a = plain(rt, 2, shape, 1), *xt = NULL;
   REQ(rt, ty_flush(rt));
@@ -546,7 +534,7 @@ TEST(fuse_stops_at_transposed_read) {
 
 /* x (64, 64) produced in the run, then its row 0 broadcast over 64 rows */
 TEST(fuse_stops_at_broadcast_read) {
-  ty_runtime *rt = rt_new(1, true);
+  ty_runtime *rt = req_runtime(1, true);
   const int64_t shape[2] = {64, 64};
   ty_store *a = plain(rt, 2, shape, 1), *row = NULL, *bc = NULL;
   REQ(rt, ty_flush(rt));
@@ -577,7 +565,7 @@ TEST(fuse_view_aliasing_write_does_not_fuse) {
   const int64_t n = 1000, m = n - 1;
   double *ref = NULL;
   for (int fuse = 0; fuse < 2; fuse++) {
-    ty_runtime *rt = rt_new(1, fuse);
+    ty_runtime *rt = req_runtime(1, fuse);
     ty_store *a = input(rt, TY_F64, 1, &n, 1), *lo = NULL, *hi = NULL;
     REQ(rt, ty_flush(rt));
     REQ(rt, ty_store_slice(rt, a, 0, 0, m, 1, &lo));
@@ -616,7 +604,7 @@ TEST(fuse_view_aliasing_write_does_not_fuse) {
  * reading x[n:2n] fuses. */
 TEST(fuse_disjoint_views_of_one_storage_fuse) {
   const int64_t n = 1000, two = 2 * n;
-  ty_runtime *rt = rt_new(1, true);
+  ty_runtime *rt = req_runtime(1, true);
   ty_store *x = plain(rt, 1, &two, 1), *lo = NULL, *hi = NULL;
   REQ(rt, ty_flush(rt));
   REQ(rt, ty_store_slice(rt, x, 0, 0, n, 1, &lo));
@@ -641,7 +629,7 @@ TEST(fuse_disjoint_views_of_one_storage_fuse) {
 
 /* a is read by five sub-operations: the fused launch passes it once */
 TEST(fuse_dedups_a_store_used_by_five_sub_operations) {
-  ty_runtime *rt = rt_new(1, true);
+  ty_runtime *rt = req_runtime(1, true);
   ty_store *a = plain(rt, 1, &N1, 1);
   REQ(rt, ty_flush(rt));
   ty_store *t1 = bin(rt, TY_OP_MUL, a, a);             /* 2 uses */
@@ -726,7 +714,7 @@ static void launch_axpb(ty_runtime *rt, const ty_task *t, ty_store *in, ty_store
 TEST(fuse_pointwise_user_task_between_builtins) {
   for (int cpus = 1; cpus <= 3; cpus += 2) {
     axpb_seen seen = {0, 0};
-    ty_runtime *rt = rt_new(cpus, true);
+    ty_runtime *rt = req_runtime(cpus, true);
     const ty_task *t = reg_axpb(rt, &seen, TY_TASK_POINTWISE, "axpb");
     ty_store *a = plain(rt, 1, &N1, 1);
     REQ(rt, ty_flush(rt));
@@ -767,7 +755,7 @@ TEST(fuse_stops_at_tasks_that_are_not_pointwise) {
   const char *why[2] = {"not point-wise", "its task is marked not fusable"};
   for (int c = 0; c < 2; c++) {
     axpb_seen seen = {0, 0};
-    ty_runtime *rt = rt_new(1, true);
+    ty_runtime *rt = req_runtime(1, true);
     const ty_task *t = reg_axpb(rt, &seen, flags[c], "opaque");
     ty_store *a = input(rt, TY_F64, 1, &N1, 1), *y = NULL;
     REQ(rt, ty_flush(rt));
@@ -791,7 +779,7 @@ TEST(fuse_stops_at_tasks_that_are_not_pointwise) {
 static int failing_cpu(ty_task_ctx *ctx) { return ty_ctx_fail(ctx, "boom at %lld", (long long)ctx->lo[0]); }
 
 TEST(fuse_error_in_a_fused_task_names_it) {
-  ty_runtime *rt = rt_new(1, true);
+  ty_runtime *rt = req_runtime(1, true);
   ty_task_desc d = {.name = "explodes", .cpu = failing_cpu, .flags = TY_TASK_POINTWISE};
   const ty_task *t = NULL;
   REQ(rt, ty_task_register(rt, &d, &t));
@@ -837,7 +825,7 @@ static int sumsq_cpu(ty_task_ctx *ctx) {
 
 TEST(fuse_user_tasks_with_whole_and_reduction_arguments) {
   for (int fuse = 0; fuse < 2; fuse++) {
-    ty_runtime *rt = rt_new(3, fuse);
+    ty_runtime *rt = req_runtime(3, fuse);
     ty_task_desc d1 = {.name = "lut", .cpu = lut_cpu, .flags = TY_TASK_POINTWISE};
     ty_task_desc d2 = {.name = "sumsq", .cpu = sumsq_cpu, .flags = TY_TASK_POINTWISE};
     const ty_task *lut = NULL, *sumsq = NULL;
@@ -896,7 +884,7 @@ TEST(fuse_user_tasks_with_whole_and_reduction_arguments) {
 /* a run whose every result is dropped: all its stores are temporaries and
  * the fused launch has no argument at all */
 TEST(fuse_run_with_no_live_result) {
-  ty_runtime *rt = rt_new(3, true);
+  ty_runtime *rt = req_runtime(3, true);
   ty_store *r = NULL;
   REQ(rt, ty_random(rt, TY_F64, 1, &N1, &r));
   ty_store *x = BS(rt, TY_OP_MUL, r, 2);
@@ -914,7 +902,7 @@ TEST(fuse_run_with_no_live_result) {
 
 /* fuse = false globally, in a scope, and as a launch option */
 TEST(fuse_axis_turns_fusion_off) {
-  ty_runtime *rt = rt_new(1, false);
+  ty_runtime *rt = req_runtime(1, false);
   ty_store *a = input(rt, TY_F64, 1, &N1, 1);
   ty_store *z = BS(rt, TY_OP_ADD, BS(rt, TY_OP_MUL, own(a), 2), 1);
   REQ(rt, ty_flush(rt));
@@ -922,7 +910,7 @@ TEST(fuse_axis_turns_fusion_off) {
   ty_store_release(z);
   ty_runtime_destroy(rt);
 
-  rt = rt_new(1, true);
+  rt = req_runtime(1, true);
   ty_store_release(a);
   a = input(rt, TY_F64, 1, &N1, 1);
   ty_policy off = {.set = TY_POL_FUSE, .fuse = false};
@@ -969,7 +957,7 @@ TEST(fuse_run_ends_when_the_window_is_full) {
 
 /* a launch that touches nothing of the run (a 0-d fill) is moved before it */
 TEST(fuse_moves_independent_launches_before_the_run) {
-  ty_runtime *rt = rt_new(1, true);
+  ty_runtime *rt = req_runtime(1, true);
   ty_store *a = input(rt, TY_F64, 1, &N1, 1), *s = NULL;
   REQ(rt, ty_flush(rt));
   ty_store *x = BS(rt, TY_OP_MUL, own(a), 2);
@@ -1098,7 +1086,7 @@ TEST(fuse_fastmath_within_4_ulp) {
     size_t l0, l1;
     char *fast = run_prog(1, true, prog_fast, &ops[i], &l0, NULL);
     /* the accurate result: the same program without the scope */
-    ty_runtime *rt = rt_new(1, true);
+    ty_runtime *rt = req_runtime(1, true);
     ty_store *a = input(rt, TY_F64, 1, &N1, 3);
     ty_store *x = BS(rt, TY_OP_MUL, own(a), 0.25);
     ty_store *y = ops[i] < TY_OP_FIRST_BINARY ? U1(rt, (ty_op)ops[i], x) : BS(rt, (ty_op)ops[i], x, 1.5);
@@ -1251,7 +1239,7 @@ TEST(fuse_random_programs_match_unfused) {
     int nref = -1;
     for (int mode = 0; mode < 4; mode++) {
       /* 0: unfused 1 cpu (the reference), 1: fused 1 cpu, 2: fused 3 cpus, 3: unfused 3 cpus */
-      ty_runtime *rt = rt_new(mode >= 2 ? 3 : 1, mode == 1 || mode == 2);
+      ty_runtime *rt = req_runtime(mode >= 2 ? 3 : 1, mode == 1 || mode == 2);
       ty_store *live[RP_MAX];
       int n = random_program(rt, seed, live);
       REQ(rt, ty_flush(rt));
@@ -1353,7 +1341,7 @@ static void codegen_matches(int part) {
   for (int mode = 0; mode < 3; mode++)
     for (int cpus = 1; cpus <= 3; cpus += 2) {
       use_codegen(mode == 0 ? "off" : modes[mode]);
-      ty_runtime *rt = rt_new(cpus, mode != 0);
+      ty_runtime *rt = req_runtime(cpus, mode != 0);
       ty_store *outs[SINK_OUTS];
       int k = kitchen_sink(rt, n, outs, part);
       if (mode == 2) {

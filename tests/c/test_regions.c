@@ -30,18 +30,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static ty_runtime *rt_make(int cpus, bool fuse) {
-  ty_config cfg = {.cpus = cpus};
-  cfg.policy.set = TY_POL_FUSE;
-  cfg.policy.fuse = fuse;
-  ty_runtime *rt = NULL;
-  if (ty_runtime_create(&cfg, &rt) != TY_OK) {
-    fprintf(stderr, "cannot create a runtime\n");
-    exit(1);
-  }
-  return rt;
-}
-
 /* v[i][j]: distinct, not exactly representable sums (frac((k + 0.5) * phi)) */
 static double *grid(int64_t n) {
   double *v = malloc((size_t)(n * n) * sizeof *v);
@@ -113,7 +101,7 @@ static ty_store *from(ty_runtime *rt, const double *v, int64_t n) {
 
 /* The Laplacian of the grid (and v.Av when dot), read back */
 static double *run(int cpus, bool fuse, int64_t n, bool dot, double *pap) {
-  ty_runtime *rt = rt_make(cpus, fuse);
+  ty_runtime *rt = req_runtime(cpus, fuse);
   double *v = grid(n);
   ty_store *s = from(rt, v, n);
   ty_store *av = laplacian(rt, s, n), *prod = NULL, *sum = NULL;
@@ -172,7 +160,7 @@ static int duplicate_views(const ty_runtime *rt) {
 
 TEST(region_launches_share_views) {
   const int64_t n = 256;
-  ty_runtime *rt = rt_make(1, true);
+  ty_runtime *rt = req_runtime(1, true);
   double *v = grid(n);
   ty_store *s = from(rt, v, n);
   ty_store *av = laplacian(rt, s, n);
@@ -199,7 +187,7 @@ TEST(region_launches_share_views) {
  * the same launches */
 TEST(whole_store_updates_are_not_cut) {
   const int64_t n = 256;
-  ty_runtime *rt = rt_make(1, true);
+  ty_runtime *rt = req_runtime(1, true);
   double *v = grid(n);
   ty_store *x = from(rt, v, n), *p = from(rt, v, n), *r = from(rt, v, n), *q = from(rt, v, n);
   ty_store *a = NULL, *t = NULL, *x2 = NULL, *t2 = NULL, *r2 = NULL;
@@ -270,7 +258,7 @@ static void use_codegen(const char *mode) {
  * 1 and 3 processors: the same bytes, and compiled when asked. */
 static double *column_run(const char *mode, int cpus, bool *compiled) {
   use_codegen(mode);
-  ty_runtime *rt = rt_make(cpus, true);
+  ty_runtime *rt = req_runtime(cpus, true);
   const int64_t n = 64;
   double *v = grid(n);
   ty_store *s = from(rt, v, n);
