@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <tycho/tycho.h>
 
@@ -33,6 +34,19 @@ static inline ty_runtime *req_runtime(int cpus, bool fuse) {
     exit(1);
   }
   return rt;
+}
+
+/* Compiled kernels in ./tycho-kernel-cache (the test's working directory),
+ * TYCHO_CODEGEN = mode ("always", "off", ...) for runtimes made after it. */
+static inline void req_codegen(const char *mode) {
+  static char cache_dir[1024];
+  if (!cache_dir[0]) {
+    char cwd[900];
+    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
+    snprintf(cache_dir, sizeof cache_dir, "%s/tycho-kernel-cache", cwd);
+  }
+  setenv("TYCHO_CACHE_DIR", cache_dir, 1);
+  setenv("TYCHO_CODEGEN", mode, 1);
 }
 
 #endif /* TY_TEST_REQ_H */

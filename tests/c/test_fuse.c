@@ -1320,17 +1320,6 @@ static int kitchen_sink(ty_runtime *rt, int64_t n, ty_store **outs, int part) {
   return k;
 }
 
-static char cache_dir[1024];
-static void use_codegen(const char *mode) {
-  if (!cache_dir[0]) {
-    char cwd[900];
-    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
-    snprintf(cache_dir, sizeof cache_dir, "%s/tycho-kernel-cache", cwd);
-  }
-  setenv("TYCHO_CACHE_DIR", cache_dir, 1);
-  setenv("TYCHO_CODEGEN", mode, 1);
-}
-
 /* compiled kernels give the interpreter's bytes, and the unfused ones' */
 static void codegen_matches(int part) {
   const int64_t n = 100003;
@@ -1340,7 +1329,7 @@ static void codegen_matches(int part) {
   bool compiled = false;
   for (int mode = 0; mode < 3; mode++)
     for (int cpus = 1; cpus <= 3; cpus += 2) {
-      use_codegen(mode == 0 ? "off" : modes[mode]);
+      req_codegen(mode == 0 ? "off" : modes[mode]);
       ty_runtime *rt = req_runtime(cpus, mode != 0);
       ty_store *outs[SINK_OUTS];
       int k = kitchen_sink(rt, n, outs, part);
@@ -1402,7 +1391,7 @@ static ty_store *prog_bs(ty_runtime *rt, const void *arg) {
 TEST(codegen_black_scholes_chain_matches_unfused) {
   for (int fast = 0; fast < 2; fast++) {
     size_t l0, l1;
-    use_codegen("always");
+    req_codegen("always");
     char *ref = run_prog(3, false, prog_bs, &fast, &l0, NULL);
     char *got = run_prog(3, true, prog_bs, &fast, &l1, NULL);
     CHECK(l0 == l1 && memcmp(ref, got, l0) == 0);

@@ -32,17 +32,6 @@ static ty_runtime *rt_make(int cpus, bool fuse, int window) {
   return rt;
 }
 
-static char cache_dir[1024];
-static void use_codegen(const char *mode) {
-  if (!cache_dir[0]) {
-    char cwd[900];
-    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
-    snprintf(cache_dir, sizeof cache_dir, "%s/tycho-kernel-cache", cwd);
-  }
-  setenv("TYCHO_CACHE_DIR", cache_dir, 1);
-  setenv("TYCHO_CODEGEN", mode, 1);
-}
-
 /* x[i] = i * 0.001 (numpy's np.arange(n) * 0.001) */
 static ty_store *ramp(ty_runtime *rt, int nd, const int64_t *shape) {
   int64_t n = 1;
@@ -79,7 +68,7 @@ static ty_store *chain(ty_runtime *rt, ty_store *x) {
  * was compiled. */
 static double *run_chain(int mode, int cpus, int nd, const int64_t *shape, bool strided,
                          size_t *len, bool *compiled) {
-  use_codegen(mode == 2 ? "always" : "off");
+  req_codegen(mode == 2 ? "always" : "off");
   ty_runtime *rt = rt_make(cpus, mode != 0, 0);
   ty_store *x;
   if (strided) {
@@ -158,7 +147,7 @@ TEST(compiled_piece_values_are_numpys) {
  * window's records and the fused one, never more than TY__PENDING_KEEP, so
  * a later cycle allocates no record. */
 TEST(flush_keeps_the_fused_launch_record) {
-  use_codegen("off");
+  req_codegen("off");
   const int window = 10;
   ty_runtime *rt = rt_make(1, true, window);
   const int64_t n = 100;

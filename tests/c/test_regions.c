@@ -240,24 +240,13 @@ TEST(laplacian_dot_same_bits_on_any_cpus) {
   free(v);
 }
 
-static char cache_dir[1024];
-static void use_codegen(const char *mode) {
-  if (!cache_dir[0]) {
-    char cwd[900];
-    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
-    snprintf(cache_dir, sizeof cache_dir, "%s/tycho-kernel-cache", cwd);
-  }
-  setenv("TYCHO_CACHE_DIR", cache_dir, 1);
-  setenv("TYCHO_CODEGEN", mode, 1);
-}
-
 /* A run one element wide (a grid's column, CG's left and right edges:
  * fused_codegen.c, generate_col): 61 rows (a partial vector at the end at
  * W = 4 and 8), f64 and bool sub-operations, a write back through the
  * strided column; compiled (TYCHO_CODEGEN=always) and interpreted (off), on
  * 1 and 3 processors: the same bytes, and compiled when asked. */
 static double *column_run(const char *mode, int cpus, bool *compiled) {
-  use_codegen(mode);
+  req_codegen(mode);
   ty_runtime *rt = req_runtime(cpus, true);
   const int64_t n = 64;
   double *v = grid(n);
