@@ -165,7 +165,7 @@ static int classify(const ty_runtime *rt, const ty_pending *l, gk_plan *k, char 
       return GK_NONE;
     }
     if (A->ndim != nd || B->ndim != nd || C->ndim != nd ||
-        l->args[0].proj != TY_PROJ_ALIGNED || C->strides[nd - 1] != 1 ||
+        l->args[0].proj != TY_PROJ_ALIGNED || (C->shape[nd - 1] > 1 && C->strides[nd - 1] != 1) ||
         (C->shape[nd - 2] > 1 && C->strides[nd - 2] < C->shape[nd - 1]) ||
         !ty__blas_layout(A->shape[nd - 2], A->shape[nd - 1], A->strides[nd - 2], A->strides[nd - 1], &trans,
                          &ld) ||
