@@ -456,14 +456,15 @@ TEST(matmul_same_bits_for_any_pieces) {
   CHECK_EQ_INT(ty__matmul_blocks(1, 1000, 1000), 1);
   CHECK_EQ_INT(ty__matmul_blocks(1024, 1024, 1024), 8);
   CHECK_EQ_INT(ty__matmul_blocks(2047, 2048, 2048), 9);  /* gemm: m / 8 rows, <= 512 */
-  /* from 2048 rows: an even count of blocks of <= 2048 rows (B packed less) */
+  /* from 2048 rows: an even count of blocks of >= 1024 rows (B packed less) */
   CHECK_EQ_INT(ty__matmul_blocks(2048, 2048, 2048), 2);
-  CHECK_EQ_INT(ty__matmul_blocks(4096, 4096, 4096), 2);
-  CHECK_EQ_INT(ty__matmul_blocks(4097, 4096, 4096), 4);
-  CHECK_EQ_INT(ty__matmul_blocks(8192, 8192, 8192), 4);
+  CHECK_EQ_INT(ty__matmul_blocks(4095, 4096, 4096), 2);
+  CHECK_EQ_INT(ty__matmul_blocks(4096, 4096, 4096), 4);
+  CHECK_EQ_INT(ty__matmul_blocks(6143, 4096, 4096), 4);
+  CHECK_EQ_INT(ty__matmul_blocks(8192, 8192, 8192), 8);
   CHECK_EQ_INT(ty__matmul_blocks(8192, 63, 8192), 64);   /* not a gemm: 128 rows */
   CHECK_EQ_INT(ty__matmul_blocks(4096, 1, 4096), 32);    /* gemv: 128 rows */
-  CHECK_EQ_INT(ty__matmul_blocks(100000, 1000, 1000), 50);
+  CHECK_EQ_INT(ty__matmul_blocks(100000, 1000, 1000), 64);
   CHECK_EQ_INT(ty__matmul_blocks(100003, 1, 5), 16);
   /* the k chunks: only for few row blocks and long k, fixed by the shape */
   CHECK_EQ_INT(ty__matmul_ksplit(16, 1, 262147), 4);
