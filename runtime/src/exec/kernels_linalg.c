@@ -67,8 +67,8 @@ void ty__blas_init(void) { openblas_set_num_threads(1); }
  * one Zen core); a gemm (n >= 64 columns) m / 8 of them, up to 512, and
  * from 2 TY__GEMM_ROWS rows an even number of blocks of at least
  * TY__GEMM_ROWS rows (2 up to 4095 rows, 4 up to 6143), since every call
- * repacks all of B: the packing costs a fixed share of a call's work per
- * row, so only taller blocks cut it (CPU time of one Xeon core, OpenBLAS
+ * repacks all of B, a share of the call's work that shrinks only as its
+ * rows grow (CPU time of one Xeon core, OpenBLAS
  * 0.3.21's single-threaded dgemm, medians of 5-9, against one call: 2048^3
  * in 8 row blocks +8%, 4 +6%, 2 +2%; 4096^3 in 8 +4%, in 4 or 2 within
  * +-2% of one call; bench/README "gemm blocks: session 17"). An even count
