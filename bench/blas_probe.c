@@ -31,6 +31,10 @@
  *     cut on multiples of 64 rows, in 2/3 column blocks; then at N the
  *     process CPU time of one call against 2, 4 and 8 row-block calls, on
  *     2 OpenMP threads.
+ *   blas_probe gemm1 [N] [ROUNDS] [LIBSCIPY_OPENBLAS]  one thread
+ *     (session 17) the thread CPU time of N^3 (default 2048) as one call,
+ *     2/4/8 row blocks, 2 column blocks, 2 x 2 blocks and numpy's OpenBLAS
+ *     (when given), and which of them change the bits.
  *
  * Build (the peers' flags; no FMA contraction in the dot, as tycho's
  * kernels):
@@ -307,6 +311,76 @@ static int probe_gemm(int big, int rounds) {
   return 0;
 }
 
+/* ---- gemm on one thread: the cost of blocks ------------------------------ */
+
+typedef void (*gemm64_fn)(int, int, int, int64_t, int64_t, int64_t, double, const double *,
+                          int64_t, const double *, int64_t, double, double *, int64_t);
+
+/* C = A B (n x n) in rb x cb blocks, one single-threaded call each */
+static void grid_calls(int n, const double *a, const double *b, double *c, int rb, int cb) {
+  for (int i = 0; i < rb; i++)
+    for (int j = 0; j < cb; j++) {
+      const long r0 = (long)n * i / rb, r1 = (long)n * (i + 1) / rb;
+      const long c0 = (long)n * j / cb, c1 = (long)n * (j + 1) / cb;
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(r1 - r0), (int)(c1 - c0), n,
+                  1.0, a + r0 * n, n, b + c0, n, 0.0, c + r0 * n + c0, n);
+    }
+}
+
+/* session 17: the thread CPU time of C = A B (n^3) as one single-threaded
+ * call against 2/4/8 row-block calls, 2 column blocks and 2 x 2 blocks
+ * (each call packs all of its B), and numpy's OpenBLAS (one thread) when
+ * its library is given; variants alternate, medians and mins of ROUNDS,
+ * and the elements whose bits differ from one call's. */
+static int probe_gemm1(int n, int rounds, const char *lib) {
+  enum { GV = 7 };
+  static const int grids[GV - 1][2] = {{1, 1}, {2, 1}, {4, 1}, {8, 1}, {1, 2}, {2, 2}};
+  gemm64_fn np_dgemm = NULL;
+  if (lib) {
+    void *h = dlopen(lib, RTLD_NOW);
+    if (!h) return fprintf(stderr, "blas_probe: %s\n", dlerror()), 1;
+    np_dgemm = (gemm64_fn)dlsym(h, "scipy_cblas_dgemm64_");
+    void (*set_threads)(int) = (void (*)(int))dlsym(h, "scipy_openblas_set_num_threads64_");
+    if (!np_dgemm || !set_threads) return fprintf(stderr, "blas_probe: not scipy-openblas\n"), 1;
+    set_threads(1);
+  }
+  openblas_set_num_threads(1);
+  const long nn = (long)n * n;
+  double *a = malloc(sizeof(double) * (size_t)nn), *b = malloc(sizeof(double) * (size_t)nn);
+  double *c = malloc(sizeof(double) * (size_t)nn), *ref = malloc(sizeof(double) * (size_t)nn);
+  if (!a || !b || !c || !ref) return fprintf(stderr, "blas_probe: out of memory\n"), 1;
+  for (long i = 0; i < nn; i++) a[i] = frac((i + 0.5) * 0.6180339887498949) - 0.3;
+  for (long i = 0; i < nn; i++) b[i] = frac((i + 0.5) * 0.7548776662466927) - 0.4;
+  grid_calls(n, a, b, ref, 1, 1);
+  const int nv = np_dgemm ? GV : GV - 1;
+  double t[GV][64];
+  long diff[GV];
+  if (rounds > 64) rounds = 64;
+  printf("gemm %d^3, one thread, CPU ms (median / min of %d):\n", n, rounds);
+  for (int r = 0; r < rounds; r++)
+    for (int v = 0; v < nv; v++) {
+      const double t0 = thread_cpu();
+      if (v < GV - 1)
+        grid_calls(n, a, b, c, grids[v][0], grids[v][1]);
+      else
+        np_dgemm(101, 111, 111, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+      t[v][r] = thread_cpu() - t0;
+      if (r == 0) diff[v] = differ(ref, c, nn);
+    }
+  for (int v = 0; v < nv; v++) {
+    qsort(t[v], (size_t)rounds, sizeof(double), by_value);
+    if (v < GV - 1)
+      printf("  %d x %d blocks", grids[v][0], grids[v][1]);
+    else
+      printf("  numpy's OpenBLAS");
+    printf(": %.1f / %.1f ms (%+.1f%% of one call's median), %ld elements differ from one call\n",
+           1e3 * t[v][rounds / 2], 1e3 * t[v][0],
+           100.0 * (t[v][rounds / 2] / t[0][rounds / 2] - 1.0), diff[v]);
+  }
+  free(a), free(b), free(c), free(ref);
+  return 0;
+}
+
 /* ---- gemv on two threads, wall time ------------------------------------- */
 
 /* rows [r0, r1) of y = A x, R rows at a time (the four-row dot's bits) */
@@ -409,6 +483,10 @@ int main(int argc, char **argv) {
     return probe_gemv2(argv[2], argc > 3 ? atoi(argv[3]) : 11);
   if (argc >= 2 && !strcmp(argv[1], "gemm"))
     return probe_gemm(argc > 2 ? atoi(argv[2]) : 4096, argc > 3 ? atoi(argv[3]) : 3);
-  fprintf(stderr, "usage: blas_probe gemv|gemv2 LIBSCIPY_OPENBLAS [ROUNDS] | gemm [N] [ROUNDS]\n");
+  if (argc >= 2 && !strcmp(argv[1], "gemm1"))
+    return probe_gemm1(argc > 2 ? atoi(argv[2]) : 2048, argc > 3 ? atoi(argv[3]) : 5,
+                       argc > 4 ? argv[4] : NULL);
+  fprintf(stderr, "usage: blas_probe gemv|gemv2 LIBSCIPY_OPENBLAS [ROUNDS] | gemm [N] [ROUNDS] | "
+                  "gemm1 [N] [ROUNDS] [LIBSCIPY_OPENBLAS]\n");
   return 2;
 }

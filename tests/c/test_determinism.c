@@ -411,7 +411,9 @@ static void run_matmul(const conf *c, const double *v, const float *vf, bytes *o
                              {100003, 5, 1},   {1, 3000, 1000}, {2000, 77, 1}, {129, 1, 257},
                              /* k split into chunks (ty__matmul_ksplit): 4 of 65536 and a
                               * remainder of 3; a row times a tall matrix; 2 even chunks */
-                             {16, 262147, 1},  {1, 262147, 16}, {4, 262144, 2}};
+                             {16, 262147, 1},  {1, 262147, 16}, {4, 262144, 2},
+                             /* a gemm from 2048 rows: 2 blocks of 1050 */
+                             {2100, 64, 65}};
   for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
     const int64_t m = dims[i][0], k = dims[i][1], n = dims[i][2];
     const int64_t sa[2] = {m, k}, sb[2] = {k, n}, sat[2] = {k, m};
@@ -453,9 +455,14 @@ TEST(matmul_same_bits_for_any_pieces) {
   /* the blocks: fixed by the shape, 128 rows at least, 64 at most */
   CHECK_EQ_INT(ty__matmul_blocks(1, 1000, 1000), 1);
   CHECK_EQ_INT(ty__matmul_blocks(1024, 1024, 1024), 8);
-  CHECK_EQ_INT(ty__matmul_blocks(2048, 2048, 2048), 8);  /* gemm: m / 8 rows, <= 512 */
-  CHECK_EQ_INT(ty__matmul_blocks(4096, 4096, 4096), 8);
-  CHECK_EQ_INT(ty__matmul_blocks(8192, 8192, 8192), 16);
+  CHECK_EQ_INT(ty__matmul_blocks(2047, 2048, 2048), 9);  /* gemm: m / 8 rows, <= 512 */
+  /* from 2048 rows: an even count of blocks of >= 1024 rows (B packed less) */
+  CHECK_EQ_INT(ty__matmul_blocks(2048, 2048, 2048), 2);
+  CHECK_EQ_INT(ty__matmul_blocks(4095, 4096, 4096), 2);
+  CHECK_EQ_INT(ty__matmul_blocks(4096, 4096, 4096), 4);
+  CHECK_EQ_INT(ty__matmul_blocks(6143, 4096, 4096), 4);
+  CHECK_EQ_INT(ty__matmul_blocks(8192, 8192, 8192), 8);
+  CHECK_EQ_INT(ty__matmul_blocks(8192, 63, 8192), 64);   /* not a gemm: 128 rows */
   CHECK_EQ_INT(ty__matmul_blocks(4096, 1, 4096), 32);    /* gemv: 128 rows */
   CHECK_EQ_INT(ty__matmul_blocks(100000, 1000, 1000), 64);
   CHECK_EQ_INT(ty__matmul_blocks(100003, 1, 5), 16);

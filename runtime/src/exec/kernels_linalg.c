@@ -64,19 +64,32 @@ void ty__blas_init(void) { openblas_set_num_threads(1); }
 
 /* Rows per BLAS call: at least 128 (OpenBLAS packs all of B for every call:
  * 1024^3 in 128-row calls took 4% longer than one call, in 64-row calls 19%,
- * one Zen core); a gemm (n >= 64 columns) m / 8 of them, up to 512, since
- * repacking B is not cheaper at larger sizes (CPU time of one Zen 4 core,
- * median of 3-5, against one call: 2048^3 in 128-row calls +11%, 256-row
- * +2.5%; 4096^3 in 128-row +15%, 256-row +7%, 512-row +3%), and 8 blocks
- * still give 2-8 processors whole blocks; at least 2^15 / (n k) (32k
+ * one Zen core); a gemm (n >= 64 columns) m / 8 of them, up to 512, and
+ * from 2 TY__GEMM_ROWS rows an even number of blocks of at least
+ * TY__GEMM_ROWS rows (2 up to 4095 rows, 4 up to 6143), since every call
+ * repacks all of B, a share of the call's work that shrinks only as its
+ * rows grow (CPU time of one Xeon core, OpenBLAS
+ * 0.3.21's single-threaded dgemm, medians of 5-9, against one call: 2048^3
+ * in 8 row blocks +8%, 4 +6%, 2 +2%; 4096^3 in 8 +4%, in 4 or 2 within
+ * +-2% of one call; bench/README "gemm blocks: session 17"). An even count
+ * gives 2 processors the same work; 2048^2 runs on 2 processors however many
+ * there are (8 blocks before, 8% more CPU), 4096^2 on 4. Smaller gemms keep
+ * 8 blocks of m / 8 rows, for 2-8 processors and for MPI ranks (each
+ * computes the blocks of its rows). At least 2^15 / (n k) rows (32k
  * multiply-adds a call, well above a call's few microseconds, for thin
  * products such as a tall matrix times a vector); few enough for
  * TY__ORDER_MAX blocks. */
+#define TY__GEMM_ROWS 1024
 int64_t ty__matmul_blocks(int64_t m, int64_t n, int64_t k) {
   if (m <= 1) return 1;
   const int64_t nk = n > 0 && k > 0 && n < (INT64_C(1) << 31) && k < (INT64_C(1) << 31) ? n * k : 1;
   int64_t rows = 128;
-  if (n >= 64 && m / 8 > rows) rows = m / 8 < 512 ? m / 8 : 512;
+  if (n >= 64 && m >= 2 * TY__GEMM_ROWS) {
+    const int64_t even = 2 * (m / (2 * TY__GEMM_ROWS));
+    rows = (m + even - 1) / even;
+  } else if (n >= 64 && m / 8 > rows) {
+    rows = m / 8 < 512 ? m / 8 : 512;
+  }
   if ((INT64_C(1) << 15) / nk > rows) rows = (INT64_C(1) << 15) / nk;
   const int64_t few = (m + TY__ORDER_MAX - 1) / TY__ORDER_MAX;
   if (few > rows) rows = few;
