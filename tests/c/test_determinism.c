@@ -412,7 +412,7 @@ static void run_matmul(const conf *c, const double *v, const float *vf, bytes *o
                              /* k split into chunks (ty__matmul_ksplit): 4 of 65536 and a
                               * remainder of 3; a row times a tall matrix; 2 even chunks */
                              {16, 262147, 1},  {1, 262147, 16}, {4, 262144, 2},
-                             /* a gemm from 2048 rows: 2 blocks of 1050 */
+                             /* a gemm from 2048 rows: 2 blocks of 1050 on 2 cores */
                              {2100, 64, 65}};
   for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
     const int64_t m = dims[i][0], k = dims[i][1], n = dims[i][2];
@@ -456,7 +456,16 @@ TEST(matmul_same_bits_for_any_pieces) {
   CHECK_EQ_INT(ty__matmul_blocks(1, 1000, 1000), 1);
   CHECK_EQ_INT(ty__matmul_blocks(1024, 1024, 1024), 8);
   CHECK_EQ_INT(ty__matmul_blocks(2047, 2048, 2048), 9);  /* gemm: m / 8 rows, <= 512 */
-  /* from 2048 rows: an even count of blocks of >= 1024 rows (B packed less) */
+  /* from 2048 rows: an even count of blocks of >= 1024 rows (B packed less),
+   * on a machine of 2 cores; more cores: up to the m / 8 rule's blocks */
+  const int cores = ty__gemm_cores();
+  ty__gemm_cores_set(16);
+  CHECK_EQ_INT(ty__matmul_blocks(2048, 2048, 2048), 8);
+  CHECK_EQ_INT(ty__matmul_blocks(4096, 4096, 4096), 8);
+  ty__gemm_cores_set(3);
+  CHECK_EQ_INT(ty__matmul_blocks(2048, 2048, 2048), 4);
+  CHECK_EQ_INT(ty__matmul_blocks(8192, 8192, 8192), 8);
+  ty__gemm_cores_set(2);
   CHECK_EQ_INT(ty__matmul_blocks(2048, 2048, 2048), 2);
   CHECK_EQ_INT(ty__matmul_blocks(4095, 4096, 4096), 2);
   CHECK_EQ_INT(ty__matmul_blocks(4096, 4096, 4096), 4);
@@ -466,6 +475,7 @@ TEST(matmul_same_bits_for_any_pieces) {
   CHECK_EQ_INT(ty__matmul_blocks(4096, 1, 4096), 32);    /* gemv: 128 rows */
   CHECK_EQ_INT(ty__matmul_blocks(100000, 1000, 1000), 64);
   CHECK_EQ_INT(ty__matmul_blocks(100003, 1, 5), 16);
+  ty__gemm_cores_set(cores);
   /* the k chunks: only for few row blocks and long k, fixed by the shape */
   CHECK_EQ_INT(ty__matmul_ksplit(16, 1, 262147), 4);
   CHECK_EQ_INT(ty__matmul_ksplit(1, 16, 262147), 4);

@@ -130,6 +130,7 @@ ty_status ty_set_dist(ty_runtime *rt, const ty_dist *d) {
   if (rt->nwindow > 0)
     return ty__fail(rt, TY_EINVAL, "ty_set_dist: launches are waiting in the window");
   rt->dist = rt->transport = *d;
+  if (d->nranks > 1) ty__gemm_cores_set(2); /* ranks agree on a gemm's blocks, whatever their machines */
   if (rt->dist.min_elems <= 0) rt->dist.min_elems = TY__DIST_MIN_ELEMS;
   if (d->nranks > 1) { /* the same calls, timed (ty_stats.dist_wait_ns) */
     rt->dist.ud = rt;

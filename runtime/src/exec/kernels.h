@@ -227,6 +227,11 @@ int ty__matmul_variant(ty_task_ctx *ctx);
  * is rows [m j / b, m (j + 1) / b) of C, one BLAS call each. ordered
  * partitions cut C into exactly these blocks (tiles (b, 1)). */
 int64_t ty__matmul_blocks(int64_t m, int64_t n, int64_t k);
+/* The machine's cores that ty__matmul_blocks sizes a gemm of 2048 rows or
+ * more for (read once; never --cpus, so the bits do not change with it);
+ * _set: tests, and ty_set_dist for several ranks (2: the shape decides). */
+int ty__gemm_cores(void);
+void ty__gemm_cores_set(int cores);
 /* The k chunks of a float product (1: k is not split), from its shape alone:
  * ty_matmul computes chunk j (k j / c rows of B and columns of A, the last
  * chunk taking the remainder) into a partial product and adds the partials

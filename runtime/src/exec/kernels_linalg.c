@@ -53,8 +53,10 @@
 
 #include <cblas.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Also declared by OpenBLAS's cblas.h; repeated so that a netlib cblas.h
  * still compiles (the symbol comes from libopenblas). */
@@ -72,20 +74,46 @@ void ty__blas_init(void) { openblas_set_num_threads(1); }
  * 0.3.21's single-threaded dgemm, medians of 5-9, against one call: 2048^3
  * in 8 row blocks +8%, 4 +6%, 2 +2%; 4096^3 in 8 +4%, in 4 or 2 within
  * +-2% of one call; bench/README "gemm blocks: session 17"). An even count
- * gives 2 processors the same work; 2048^2 runs on 2 processors however many
- * there are (8 blocks before, 8% more CPU), 4096^2 on 4. Smaller gemms keep
- * 8 blocks of m / 8 rows, for 2-8 processors and for MPI ranks (each
- * computes the blocks of its rows). At least 2^15 / (n k) rows (32k
+ * gives 2 processors the same work. On a machine of more cores the count
+ * rises to the cores (rounded up to even) up to the m / 8 rule's count:
+ * 2048^2 in 2 blocks on 2 cores (8% less CPU than 8), in 8 on 8 cores or
+ * more. The machine's cores, not --cpus: the bits stay the same under any
+ * --cpus on one machine (ty__gemm_cores). Smaller gemms keep 8 blocks of
+ * m / 8 rows, for 2-8 processors and for MPI ranks (each computes the
+ * blocks of its rows). At least 2^15 / (n k) rows (32k
  * multiply-adds a call, well above a call's few microseconds, for thin
  * products such as a tall matrix times a vector); few enough for
  * TY__ORDER_MAX blocks. */
 #define TY__GEMM_ROWS 1024
+
+/* The cores a big gemm's blocks are for: the machine's online processors,
+ * read once (0: not yet), at most 64. ty_set_dist sets 2 for several ranks,
+ * which may run on machines of different sizes and must agree on the
+ * blocks. */
+static _Atomic int gemm_cores;
+
+void ty__gemm_cores_set(int cores) { atomic_store(&gemm_cores, cores < 1 ? 1 : cores > 64 ? 64 : cores); }
+
+int ty__gemm_cores(void) {
+  int c = atomic_load(&gemm_cores);
+  if (c == 0) {
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    c = n < 1 ? 1 : n > 64 ? 64 : (int)n;
+    atomic_store(&gemm_cores, c);
+  }
+  return c;
+}
+
 int64_t ty__matmul_blocks(int64_t m, int64_t n, int64_t k) {
   if (m <= 1) return 1;
   const int64_t nk = n > 0 && k > 0 && n < (INT64_C(1) << 31) && k < (INT64_C(1) << 31) ? n * k : 1;
   int64_t rows = 128;
   if (n >= 64 && m >= 2 * TY__GEMM_ROWS) {
-    const int64_t even = 2 * (m / (2 * TY__GEMM_ROWS));
+    int64_t even = 2 * (m / (2 * TY__GEMM_ROWS));
+    const int64_t eighth = m / 8 < 512 ? m / 8 : 512, before = (m + eighth - 1) / eighth;
+    int64_t cores = (ty__gemm_cores() + 1) / 2 * 2;
+    if (cores > before) cores = before;
+    if (cores > even) even = cores;
     rows = (m + even - 1) / even;
   } else if (n >= 64 && m / 8 > rows) {
     rows = m / 8 < 512 ? m / 8 : 512;
