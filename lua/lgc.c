@@ -37,13 +37,6 @@
 
 #define TL_GCHOOK "tycho.gchook" /* registry: the sentinel (its presence says installed) */
 #define TL_GC_FULL_BYTES ((uint64_t)8 << 20)
-/* ... and the window's new stores are this many times Lua's heap: a full
- * collection traverses the heap (~1 instruction a byte: 150k instructions
- * at CG's 139 KiB), a minor one only the young objects. CG at 256^2 makes
- * 20 MiB of stores a flush (3 iterations): with 8 MiB alone every flush
- * collected fully, ~53k instructions an iteration of ~1,026k (callgrind,
- * bench/README.md "cg 65K host path: session 17"). */
-#define TL_GC_FULL_RATIO 1024
 
 typedef struct gc_sentinel {
   ty_runtime *rt;
@@ -99,18 +92,15 @@ static void gc_hook(void *ud) {
        * ~64 MiB of new stores) made the intermediates that were live then
        * old, and a minor collection leaves old objects: collect fully when
        * one ran (the binding counts them), or when the byte count went down
-       * or grew by 8 MiB and TL_GC_FULL_RATIO times Lua's heap or more (big
-       * stores: a full collection, ~0.1-2 ms, costs less than writing them
-       * once); otherwise a minor collection.
+       * or grew by 8 MiB or more (big stores: a full collection, ~0.1-2 ms,
+       * costs less than writing them once); otherwise a minor collection.
        * Measured: nearest 16384^2 after collectgarbage() wrote two 2 GiB
        * intermediates (6.3 s against 0.06 s) when only the byte count was
        * looked at. */
       const bool full_ran = s->box && s->box->gc_fulls != s->last_fulls;
       if (s->box) s->last_fulls = s->box->gc_fulls;
-      const uint64_t grew = debt && *debt >= s->last_debt ? *debt - s->last_debt : 0;
-      const bool big = full_ran || (debt && *debt < s->last_debt) ||
-                       (grew >= TL_GC_FULL_BYTES &&
-                        grew / TL_GC_FULL_RATIO >= (uint64_t)lua_gc(L, LUA_GCCOUNT) << 10);
+      const bool big =
+          full_ran || (debt && (*debt < s->last_debt || *debt - s->last_debt >= TL_GC_FULL_BYTES));
       /* The flush after a full collection collects fully too (full_before):
        * what the script still held at that one (k-means' n x k distances,
        * a local of its step) survived it and is old now, so a minor
