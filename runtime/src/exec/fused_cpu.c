@@ -345,29 +345,20 @@ static int run_flat(piece_state *ps, int64_t n) {
   return 0;
 }
 
-/* Elements a compiled sum's kernel writes per call (its buffer): the
- * interpreter's block (block_elems) sizes its slots, which the kernel does
- * not have. The sum's stream gives the same bits however its values are cut
- * into feeds (a binary counter of whole leaves, kernels_reduce.c's OFEED),
- * so the kernel's calls need not be the interpreter's blocks: CG at 256^2
- * called its x/r update with r.r 86 times an iteration in blocks of 768,
- * now 16. */
-#define SUM_BLOCK 4096
-
 /* A flat piece whose run ends in an f64 sum, compiled (ty_fk3): block by
  * block, the kernel writes the values the sum reads into a buffer, which is
- * fed to the sum's stream as run_flat feeds its slot: the same values in the
- * same order, so the same bits. */
+ * fed to the sum's stream as run_flat feeds its slot: the same blocks, the
+ * same values, the same calls, so the same bits. */
 static void run_flat_sum(piece_state *ps, int64_t n, const rsub *r, ty__fused_kernel3 fn) {
-  _Alignas(64) char buf[SUM_BLOCK * 8];
+  _Alignas(64) char buf[4096 * 8];
   const ty_task_ctx *ctx = ps->ctx;
   const ropnd *acc = &ps->ro[r->first];
   char *a[TY_MAX_ARGS];
   int64_t es[TY_MAX_ARGS];
   for (int k = 0; k < ctx->nargs; k++)
     es[k] = ((ps->h->contig >> k) & 1u) ? (int64_t)ty_dtype_size(ctx->args[k].dtype) : 0;
-  for (int64_t off = 0; off < n; off += SUM_BLOCK) {
-    const int64_t len = n - off < SUM_BLOCK ? n - off : SUM_BLOCK;
+  for (int64_t off = 0; off < n; off += ps->block) {
+    const int64_t len = n - off < ps->block ? n - off : ps->block;
     for (int k = 0; k < ctx->nargs; k++) a[k] = ctx->args[k].data + off * es[k];
     fn(len, a, (const char *)ps->h, buf);
     char *p[2] = {acc->base + off * acc->step, buf};
@@ -381,10 +372,10 @@ static void run_flat_sum(piece_state *ps, int64_t n, const rsub *r, ty__fused_ke
  * kernel writes to a buffer in C order, fed to the sum's stream: the values
  * and their order of the interpreter, so the same bits. */
 static void run_rows_sum(piece_state *ps, const rsub *r, ty__fused_kernel4 fn) {
-  _Alignas(64) char buf[SUM_BLOCK * 8];
+  _Alignas(64) char buf[4096 * 8];
   const ty_task_ctx *ctx = ps->ctx;
   const ropnd *acc = &ps->ro[r->first];
-  const int64_t n0 = ps->P[0], n1 = ps->P[1], B = SUM_BLOCK;
+  const int64_t n0 = ps->P[0], n1 = ps->P[1], B = ps->block;
   char *a[TY_MAX_ARGS];
   int64_t os[TY_MAX_ARGS], es[TY_MAX_ARGS];
   for (int k = 0; k < ctx->nargs; k++) {
