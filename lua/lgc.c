@@ -96,7 +96,12 @@ static void gc_hook(void *ud) {
        * costs less than writing them once); otherwise a minor collection.
        * Measured: nearest 16384^2 after collectgarbage() wrote two 2 GiB
        * intermediates (6.3 s against 0.06 s) when only the byte count was
-       * looked at. */
+       * looked at. CG at 256^2 (~20 MiB of new stores a flush) collects
+       * fully at every flush, ~150k instructions (a walk of Lua's whole
+       * heap); collecting fully less often was slower, not faster: a full
+       * collection makes the loop's live stores old, and the minor ones
+       * after it keep them once dead (bench/README.md "cg 65K host path
+       * per flush: session 17"). */
       const bool full_ran = s->box && s->box->gc_fulls != s->last_fulls;
       if (s->box) s->last_fulls = s->box->gc_fulls;
       const bool big =

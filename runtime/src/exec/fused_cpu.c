@@ -286,14 +286,17 @@ static void init_out(piece_state *ps, const rsub *r) {
 }
 
 /* Every store argument's tile collapses to one strided run over the piece:
- * returns true and sets each argument operand's flat stride. */
-static bool flat_layout(piece_state *ps, int64_t *flat_stride) {
+ * returns true and sets each argument operand's flat stride. has_whole:
+ * some operand is a whole-store one (else the look for one is skipped: it
+ * was a quarter of fused_piece's own instructions in CG at 256^2, whose
+ * Laplacian runs have ~30 operands over ~8 arguments, per ordered tile). */
+static bool flat_layout(piece_state *ps, int64_t *flat_stride, bool has_whole) {
   ty_task_ctx *ctx = ps->ctx;
   for (int a = 0; a < ctx->nargs; a++) {
     const ty_tile *t = &ctx->args[a];
     int last = -1;
     bool whole_arg = false;
-    for (int k = 0; k < ps->nsub && !whole_arg; k++)
+    for (int k = 0; k < ps->nsub && has_whole && !whole_arg; k++)
       for (int j = 0; j < ps->rs[k].s->nops; j++)
         if (ps->rs[k].s->opnd[j].ref == a && TY__FOPND_PROJ(&ps->rs[k].s->opnd[j]) == TY_PROJ_WHOLE)
           whole_arg = true;
@@ -741,7 +744,7 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
 
   int rc = resolve(&ps);
   int64_t flat_stride[TY_MAX_ARGS];
-  const bool flat = rc == 0 && (!has_task || ps.nd <= 1) && !has_arg && flat_layout(&ps, flat_stride);
+  const bool flat = rc == 0 && (!has_task || ps.nd <= 1) && !has_arg && flat_layout(&ps, flat_stride, has_whole);
 
   /* block shape of box mode, for the slots' dense strides */
   int64_t bshape[TY_MAX_RANK];

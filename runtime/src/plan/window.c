@@ -46,6 +46,7 @@ static ty_pending *launch_alloc(ty_runtime *rt) {
   if (l) {
     rt->free_pending = (ty_pending *)l->args[0].store;
     rt->nfree_pending--;
+    if (rt->free_pending) __builtin_prefetch(&rt->free_pending->args[0].store); /* fuse.c's pending_alloc */
     return l;
   }
   return ty__malloc(sizeof *l);
