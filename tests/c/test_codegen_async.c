@@ -388,6 +388,56 @@ TEST(starved_niced_compile_runs_again_at_own_priority) {
   teardown();
 }
 
+/* A program already older than the niced try's cap (TY__CC_NICE_S) is not
+ * a short one: its compiles start at its own priority at once, without the
+ * niced try (fused_codegen.c, nice_for). The logging compiler records one
+ * try, at our niceness. */
+TEST(old_program_compiles_at_own_priority_at_once) {
+  setup("old", 0);
+  errno = 0;
+  const int base = getpriority(PRIO_PROCESS, 0);
+  CHECK(errno == 0);
+  char cwd[800], cc[1024], log[1024];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
+  snprintf(cc, sizeof cc, "%s/tycho-async-cc-old.sh", cwd);
+  snprintf(log, sizeof log, "%s/tycho-async-cc-old.log", cwd);
+  unlink(log);
+  FILE *f = fopen(cc, "w");
+  CHECK(f != NULL);
+  fprintf(f, "#!/bin/sh\nn=$(nice)\necho $n >> '%s'\nif [ $n -gt %d ]; then sleep 60; fi\nexec cc \"$@\"\n",
+          log, base);
+  fclose(f);
+  double *ref = unfused(2);
+  ty_runtime *rt = req_runtime(3, true);
+  usleep((useconds_t)(TY__CC_NICE_S * 1e6) + 100000); /* older than the cap */
+  bool kernel = true;
+  double *got = run_chain(rt, 2, &kernel);
+  CHECK(!kernel);
+  CHECK(same(ref, got));
+  free(got);
+  if (ty__isa_lanes()) {
+    const double t0 = now();
+    while (!kernel && now() - t0 < 30) {
+      usleep(20000);
+      got = run_chain(rt, 2, &kernel);
+      CHECK(same(ref, got));
+      free(got);
+    }
+    CHECK(kernel);
+    int tries[3] = {-100, -100, -100}, nt_ = 0;
+    f = fopen(log, "r");
+    CHECK(f != NULL);
+    while (f && nt_ < 3 && fscanf(f, "%d", &tries[nt_]) == 1) nt_++;
+    if (f) fclose(f);
+    CHECK_EQ_INT(nt_, 1);
+    CHECK_EQ_INT(tries[0], base); /* no niced try */
+  }
+  ty_runtime_destroy(rt);
+  CHECK(no_children());
+  free(ref);
+  teardown();
+}
+
 /* The optimisation level follows the source's size (codegen_cc.c): -O2 for
  * a small source, whose compile is the compiler's start either way; -O1
  * from 8 KiB, where -O1 halves the compile (the k-means row kernels). A
@@ -713,6 +763,7 @@ static const check_case cases[] = {
     CASE(failing_compiler_leaves_the_interpreter),
     CASE(wait_compiles_at_first_sight),
     CASE(starved_niced_compile_runs_again_at_own_priority),
+    CASE(old_program_compiles_at_own_priority_at_once),
     CASE(large_source_compiles_at_O1_small_at_O2),
     CASE(new_kernels_of_a_flush_share_one_compile),
     CASE(switches_inside_a_launch_same_bits),

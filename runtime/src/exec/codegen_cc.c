@@ -83,8 +83,10 @@ static void free_targets(ty__ccjob *j) {
  * A job for a run of 2^25 elements or more (urgent, fused_codegen.c) skips
  * the niced try ($5 = 0): its run certainly amortises the compile, and its
  * interpreter keeps the cores busy, so a niced compile would wait the whole
- * cap (session 16, bench/README.md). */
-#define CC_NICE_S "0.2"
+ * cap (session 16, bench/README.md). The caller gives the cap (nice_s, at
+ * most TY__CC_NICE_S): since session 17 what is left of TY__CC_NICE_S of
+ * the program's age (fused_codegen.c, nice_for), so no compile is niced
+ * past the program's first 0.2 s. */
 static const char detach_script[] =
     "tso=$1 tc=$2 fail=$3 n=$4 cap=$5; shift 5\n"
     "( if { [ \"$cap\" != 0 ] && ( shift $((3 * n)); timeout \"$cap\" nice -n 19 \"$@\" ) ||\n"
@@ -115,7 +117,7 @@ static const char detach_script[] =
  * for one level; the caller puts kernels of one level in a job. */
 
 bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
-                  size_t ulen, bool detached, bool urgent) {
+                  size_t ulen, bool detached, double nice_s) {
   /* unique temporaries: this process's id and a count (runtimes of one
    * process may compile the same kernel at once) */
   static unsigned seq;
@@ -146,13 +148,16 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
    * (-O1 for large sources) <the ISA level's flags> ... -o tmp_so tmp_c -lsleef -lm */
   char flags[256];
   snprintf(flags, sizeof flags, "%s", ty__isa_cflags());
-  char nbuf[16];
+  char nbuf[16], cap[16];
   snprintf(nbuf, sizeof nbuf, "%d", n);
+  /* timeout(1) takes a decimal cap; under 1 ms: no niced try ("0") */
+  if (nice_s >= 0.001) snprintf(cap, sizeof cap, "%.3f", nice_s < TY__CC_NICE_S ? nice_s : TY__CC_NICE_S);
+  else snprintf(cap, sizeof cap, "0");
   char *argv[64 + 3 * TY__CC_MAX_KERNELS];
   int a = 0;
   if (detached) {
     const char *pre[] = {"/bin/sh",  "-c",      detach_script, "tycho-cc", j->tmp_so,
-                         j->tmp_c,   j->failed, nbuf,          urgent ? "0" : CC_NICE_S};
+                         j->tmp_c,   j->failed, nbuf,          cap};
     for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) argv[a++] = (char *)pre[i];
     for (int i = 0; i < n; i++) {
       argv[a++] = j->t[i].tmp_src;
