@@ -42,9 +42,6 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* A source of this size or more compiles at -O1, a smaller one at -O2
- * (codegen_cc.c says why); the kernels of one job share a level. */
-enum { TY__CC_O1_BYTES = 8192 };
 /* A detached compile's niced try lasts at most this long (seconds;
  * codegen_cc.c says why), then the compile runs again at the program's
  * priority. */
@@ -77,8 +74,8 @@ typedef struct ty__ccjob {
 } ty__ccjob;
 
 /* Start compiling the unit `unit` (ulen bytes) holding the n kernels k with
- * the compiler `cc` and the level's flags (-O1 when the first kernel's
- * source is TY__CC_O1_BYTES or more), waited or detached; a detached one
+ * the compiler `cc` at -O1 (codegen_cc.c says why) and the ISA level's
+ * flags, waited or detached; a detached one
  * tries at nice 19 for nice_s seconds first (at most TY__CC_NICE_S; under
  * 1 ms: at the program's priority at once). False when it
  * could not start (a file not written, nothing to spawn): nothing is left

@@ -1733,7 +1733,7 @@ static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const s
 }
 
 /* Start one compile of queued kernels: the first one queued and every
- * other of its level (codegen_cc.h) that shares its preamble, up to
+ * other that shares its preamble, up to
  * TY__CC_MAX_KERNELS; they leave the queue. NULL when the queue is empty or
  * the compile could not start (its kernels are marked failed). */
 static cg_job *start_queued(ty__codegen *cg) {
@@ -1749,11 +1749,10 @@ static cg_job *start_queued(ty__codegen *cg) {
   char *text[TY__CC_MAX_KERNELS] = {0};
   size_t len[TY__CC_MAX_KERNELS] = {0};
   const cg_entry *e0 = &cg->e[cg->queue[0]];
-  const bool o1 = e0->len >= TY__CC_O1_BYTES, shared = joins(cg, e0->text, e0->len);
+  const bool shared = joins(cg, e0->text, e0->len);
   for (int q = 0; q < cg->nqueue; q++) {
     cg_entry *e = &cg->e[cg->queue[q]];
-    const bool take = q == 0 || (shared && n < TY__CC_MAX_KERNELS && (e->len >= TY__CC_O1_BYTES) == o1 &&
-                                 joins(cg, e->text, e->len));
+    const bool take = q == 0 || (shared && n < TY__CC_MAX_KERNELS && joins(cg, e->text, e->len));
     if (!take) {
       cg->queue[left++] = cg->queue[q];
       continue;
