@@ -1693,9 +1693,9 @@ static bool unit(ty__codegen *cg, const uint64_t *hash, char *const *text, const
  * seconds is not such a short one, and its niced compile only waited for
  * its cap while the program kept both cores busy: cold CG 256^2 started
  * its later kernels' compiles 0.2 s after their first sight, then ran
- * interpreted until they were done (bench/README.md, "Cold start: nice by
- * age", session 17). So every compile is niced until the program's age
- * reaches the cap, none after. */
+ * interpreted until they were done (bench/README.md, "Cold start, nice by
+ * age and -O1: session 17"). So every compile is niced until the program's
+ * age reaches the cap, none after. */
 static double nice_for(const ty__codegen *cg, bool urgent) {
   if (urgent) return 0;
   return TY__CC_NICE_S - (double)(now_ns() - cg->born) * 1e-9;
