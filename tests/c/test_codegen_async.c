@@ -388,13 +388,62 @@ TEST(starved_niced_compile_runs_again_at_own_priority) {
   teardown();
 }
 
-/* The optimisation level follows the source's size (codegen_cc.c): -O2 for
- * a small source, whose compile is the compiler's start either way; -O1
- * from 8 KiB, where -O1 halves the compile (the k-means row kernels). A
- * logging compiler records the level of each compile, waited for here; both
- * objects are installed. (That -O1 kernels give the interpreter's bits:
- * test_fuse's issue-18 ufunc chain, a 13-14 KB source.) */
-TEST(large_source_compiles_at_O1_small_at_O2) {
+/* A program already older than the niced try's cap (TY__CC_NICE_S) is not
+ * a short one: its compiles start at its own priority at once, without the
+ * niced try (fused_codegen.c, nice_for). The logging compiler records one
+ * try, at our niceness. */
+TEST(old_program_compiles_at_own_priority_at_once) {
+  setup("old", 0);
+  errno = 0;
+  const int base = getpriority(PRIO_PROCESS, 0);
+  CHECK(errno == 0);
+  char cwd[800], cc[1024], log[1024];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
+  snprintf(cc, sizeof cc, "%s/tycho-async-cc-old.sh", cwd);
+  snprintf(log, sizeof log, "%s/tycho-async-cc-old.log", cwd);
+  unlink(log);
+  FILE *f = fopen(cc, "w");
+  CHECK(f != NULL);
+  fprintf(f, "#!/bin/sh\nn=$(nice)\necho $n >> '%s'\nif [ $n -gt %d ]; then sleep 60; fi\nexec cc \"$@\"\n",
+          log, base);
+  fclose(f);
+  double *ref = unfused(2);
+  ty_runtime *rt = req_runtime(3, true);
+  usleep((useconds_t)(TY__CC_NICE_S * 1e6) + 100000); /* older than the cap */
+  bool kernel = true;
+  double *got = run_chain(rt, 2, &kernel);
+  CHECK(!kernel);
+  CHECK(same(ref, got));
+  free(got);
+  if (ty__isa_lanes()) {
+    const double t0 = now();
+    while (!kernel && now() - t0 < 30) {
+      usleep(20000);
+      got = run_chain(rt, 2, &kernel);
+      CHECK(same(ref, got));
+      free(got);
+    }
+    CHECK(kernel);
+    int tries[3] = {-100, -100, -100}, nt_ = 0;
+    f = fopen(log, "r");
+    CHECK(f != NULL);
+    while (f && nt_ < 3 && fscanf(f, "%d", &tries[nt_]) == 1) nt_++;
+    if (f) fclose(f);
+    CHECK_EQ_INT(nt_, 1);
+    CHECK_EQ_INT(tries[0], base); /* no niced try */
+  }
+  ty_runtime_destroy(rt);
+  CHECK(no_children());
+  free(ref);
+  teardown();
+}
+
+/* Every source compiles at -O1 whatever its size (codegen_cc.c; before
+ * session 17, -O2 below 8 KiB). A logging compiler records the level of
+ * each compile, waited for here; both objects are installed. (That -O1
+ * kernels give the interpreter's bits: test_fuse, test_codegen_async's
+ * chains, the determinism specs.) */
+TEST(small_and_large_sources_compile_at_O1) {
   setup("level", 0);
   char cwd[800], cc[1024], log[1024], so[1200], src[1200];
   if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
@@ -418,7 +467,7 @@ TEST(large_source_compiles_at_O1_small_at_O2) {
     snprintf(src, sizeof src, "%s/fk-level%d.c", cache, i);
     ty__ccjob j;
     const ty__cckernel k = {so, src, text, len};
-    CHECK(ty__cc_start(&j, cc, &k, 1, text, len, false, false));
+    CHECK(ty__cc_start(&j, cc, &k, 1, text, len, false, 0));
     CHECK_EQ_INT(ty__cc_poll(&j, true), 1);
     CHECK(access(so, R_OK) == 0);
   }
@@ -427,7 +476,7 @@ TEST(large_source_compiles_at_O1_small_at_O2) {
   CHECK(f != NULL);
   for (int i = 0; f && i < 2; i++) CHECK(fscanf(f, "%7s", levels[i]) == 1);
   if (f) fclose(f);
-  CHECK(strcmp(levels[0], "-O2") == 0);
+  CHECK(strcmp(levels[0], "-O1") == 0);
   CHECK(strcmp(levels[1], "-O1") == 0);
   CHECK(no_children());
   teardown();
@@ -713,7 +762,8 @@ static const check_case cases[] = {
     CASE(failing_compiler_leaves_the_interpreter),
     CASE(wait_compiles_at_first_sight),
     CASE(starved_niced_compile_runs_again_at_own_priority),
-    CASE(large_source_compiles_at_O1_small_at_O2),
+    CASE(old_program_compiles_at_own_priority_at_once),
+    CASE(small_and_large_sources_compile_at_O1),
     CASE(new_kernels_of_a_flush_share_one_compile),
     CASE(switches_inside_a_launch_same_bits),
     CASE(switches_between_rows_same_bits),

@@ -83,8 +83,10 @@ static void free_targets(ty__ccjob *j) {
  * A job for a run of 2^25 elements or more (urgent, fused_codegen.c) skips
  * the niced try ($5 = 0): its run certainly amortises the compile, and its
  * interpreter keeps the cores busy, so a niced compile would wait the whole
- * cap (session 16, bench/README.md). */
-#define CC_NICE_S "0.2"
+ * cap (session 16, bench/README.md). The caller gives the cap (nice_s, at
+ * most TY__CC_NICE_S): since session 17 what is left of TY__CC_NICE_S of
+ * the program's age (fused_codegen.c, nice_for), so no compile is niced
+ * past the program's first 0.2 s. */
 static const char detach_script[] =
     "tso=$1 tc=$2 fail=$3 n=$4 cap=$5; shift 5\n"
     "( if { [ \"$cap\" != 0 ] && ( shift $((3 * n)); timeout \"$cap\" nice -n 19 \"$@\" ) ||\n"
@@ -102,20 +104,25 @@ static const char detach_script[] =
     "    : > \"$fail\"\n"
     "  fi ) </dev/null >/dev/null 2>&1 &\n";
 
-/* The optimisation level by the source's size (TY__CC_O1_BYTES). A compile of a small kernel
- * is mostly the compiler's and the linker's start (a Black-Scholes, stencil
- * or CG kernel of 4-7 KB: 0.03-0.05 s of CPU at -O2, 0.02-0.04 s at -O1), so -O2
- * costs ~0.01 s there; a large one (the k-means row kernels, 11-12 KB) takes
- * 0.21-0.26 s at -O2 against 0.11-0.13 s at -O1, CPU a cold run's
- * background compile takes from the run, and its -O1 kernels run no slower
- * (callgrind: 11% fewer instructions in k-means' kernels; the same
- * checksums). At -O1 the Black-Scholes kernels run 7.5% more instructions,
- * so small sources keep -O2 (session 13, bench/README.md). The level follows
- * from the kernel's own source, so a cache key (the source's hash) stands
- * for one level; the caller puts kernels of one level in a job. */
+/* Every unit compiles at -O1 (since session 17; before, -O2 below
+ * TY__CC_O1_BYTES = 8 KiB of source, -O1 from it, since session 13). -O1 takes
+ * 19% less compiler CPU than -O2 over the four cold programs' 10 units
+ * (1.32 against 1.63 s, gcc 12), CPU a cold run's background compile takes
+ * from the run's cores; its kernels run no slower: callgrind (AVX2, warm,
+ * quick sizes) counts 1.5% fewer instructions in Black-Scholes' kernels,
+ * as many in the stencil's, 1.2% fewer in CG's and 9% fewer in nearest's,
+ * and warm AVX-512 runs took no more user time (Black-Scholes 10M, CG 256^2,
+ * stencil 2048^2; the same checksums: -ffp-contract=off and no fast-math at
+ * either level, so the same bits). Session 13's 7.5% more instructions at
+ * -O1 in Black-Scholes' kernels no longer holds for today's generated code
+ * (bench/README.md, session 17). One level also lets kernels of any size
+ * share a unit (CG 256^2's 8.4 KB kernel compiled alone before). The
+ * k-means row kernels (11-12 KB): 0.21-0.26 s of CPU at -O2 against
+ * 0.11-0.13 s at -O1 (session 13). */
+#define CC_LEVEL "-O1"
 
 bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
-                  size_t ulen, bool detached, bool urgent) {
+                  size_t ulen, bool detached, double nice_s) {
   /* unique temporaries: this process's id and a count (runtimes of one
    * process may compile the same kernel at once) */
   static unsigned seq;
@@ -142,17 +149,20 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
     free_targets(j);
     return false;
   }
-  /* [sh -c script tycho-cc tmp_so tmp_c failed n (tmp_src src so)...] cc -O2
-   * (-O1 for large sources) <the ISA level's flags> ... -o tmp_so tmp_c -lsleef -lm */
+  /* [sh -c script tycho-cc tmp_so tmp_c failed n (tmp_src src so)...] cc -O1
+   * <the ISA level's flags> ... -o tmp_so tmp_c -lsleef -lm */
   char flags[256];
   snprintf(flags, sizeof flags, "%s", ty__isa_cflags());
-  char nbuf[16];
+  char nbuf[16], cap[16];
   snprintf(nbuf, sizeof nbuf, "%d", n);
+  /* timeout(1) takes a decimal cap; under 1 ms: no niced try ("0") */
+  if (nice_s >= 0.001) snprintf(cap, sizeof cap, "%.3f", nice_s < TY__CC_NICE_S ? nice_s : TY__CC_NICE_S);
+  else snprintf(cap, sizeof cap, "0");
   char *argv[64 + 3 * TY__CC_MAX_KERNELS];
   int a = 0;
   if (detached) {
     const char *pre[] = {"/bin/sh",  "-c",      detach_script, "tycho-cc", j->tmp_so,
-                         j->tmp_c,   j->failed, nbuf,          urgent ? "0" : CC_NICE_S};
+                         j->tmp_c,   j->failed, nbuf,          cap};
     for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) argv[a++] = (char *)pre[i];
     for (int i = 0; i < n; i++) {
       argv[a++] = j->t[i].tmp_src;
@@ -161,7 +171,7 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
     }
   }
   argv[a++] = (char *)cc;
-  argv[a++] = k[0].len >= TY__CC_O1_BYTES ? "-O1" : "-O2";
+  argv[a++] = CC_LEVEL;
   const int a0 = a;
   for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && a - a0 < 24; t = strtok_r(NULL, " ", &save))
     argv[a++] = t;

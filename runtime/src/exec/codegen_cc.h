@@ -24,7 +24,7 @@
  *    by ty__cc_poll(j, true), which then installs the targets;
  *  - detached (background): a shell started in a process group of its own
  *    runs "cc ... && install || mark failed" in the background (the compile
- *    niced first, at the program's priority after 0.2 s: codegen_cc.c) and
+ *    niced first, at the program's priority once the runtime is 0.2 s old: codegen_cc.c) and
  *    exits at once, so the compile is nobody's child here: it finishes and installs
  *    its kernels in the cache even when the runtime (or the process) has
  *    ended, which is what makes the next run warm. ty__cc_poll(j, false)
@@ -42,9 +42,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* A source of this size or more compiles at -O1, a smaller one at -O2
- * (codegen_cc.c says why); the kernels of one job share a level. */
-enum { TY__CC_O1_BYTES = 8192 };
+/* A detached compile's niced try lasts at most this long (seconds;
+ * codegen_cc.c says why), then the compile runs again at the program's
+ * priority. */
+#define TY__CC_NICE_S 0.2
 /* At most this many kernels in one job. */
 enum { TY__CC_MAX_KERNELS = 32 };
 
@@ -73,13 +74,14 @@ typedef struct ty__ccjob {
 } ty__ccjob;
 
 /* Start compiling the unit `unit` (ulen bytes) holding the n kernels k with
- * the compiler `cc` and the level's flags (-O1 when the first kernel's
- * source is TY__CC_O1_BYTES or more), waited or detached (urgent: at the
- * program's priority at once, not niced first). False when it
+ * the compiler `cc` at -O1 (codegen_cc.c says why) and the ISA level's
+ * flags, waited or detached; a detached one
+ * tries at nice 19 for nice_s seconds first (at most TY__CC_NICE_S; under
+ * 1 ms: at the program's priority at once). False when it
  * could not start (a file not written, nothing to spawn): nothing is left
  * behind. */
 bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
-                  size_t ulen, bool detached, bool urgent);
+                  size_t ulen, bool detached, double nice_s);
 
 /* The job's state: 0 still running (never when block: a waited job is
  * waited for; block is for waited jobs only), 1 compiled (every object is in

@@ -202,6 +202,7 @@ struct ty__codegen {
   char *pre_text;            /* the preamble's text, its length (made once) */
   size_t pre_len;
   int64_t next_poll;  /* when to poll them next (ns, CLOCK_MONOTONIC_COARSE) */
+  int64_t born;       /* when this table was made (ns, CLOCK_MONOTONIC_COARSE): nice_for */
   bool dir_made;      /* the cache directory exists (made once) */
   char dir[1024];
   char cc[256];
@@ -211,6 +212,14 @@ struct ty__codegen {
   int npre, cap_pre;
   ty_sbuf key; /* scratch for the key being looked up */
 };
+
+/* CLOCK_MONOTONIC_COARSE in ns (~20 ns a call, 1-4 ms steps: the polls'
+ * and the nice's clock). */
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 ty__codegen *ty__codegen_new(void) {
   ty__codegen *cg = ty__calloc(1, sizeof *cg);
@@ -224,6 +233,7 @@ ty__codegen *ty__codegen_new(void) {
   const char *w = getenv("TYCHO_CODEGEN_WAIT");
   cg->wait = w && *w ? strcmp(w, "0") && strcmp(w, "off") && strcmp(w, "false") : cg->mode == 2;
   cg->max_jobs = CG_MAX_JOBS;
+  cg->born = now_ns();
   cg->nt_mode = nt_mode_of_env();
   cg->llc = ty__llc_bytes();
   const char *d = getenv("TYCHO_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
@@ -1558,9 +1568,7 @@ ty__fused_kernel ty__fslot_kernel(ty__fslot *s, int64_t done, uint32_t *kind, ui
   uint64_t fn = __atomic_load_n(&s->fn, __ATOMIC_ACQUIRE);
   if (!fn) {
     if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != SLOT_WAITING) return NULL;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    const int64_t now = now_ns();
     if (now < __atomic_load_n(&s->next_look, __ATOMIC_RELAXED)) return NULL;
     int w = SLOT_WAITING;
     if (!__atomic_compare_exchange_n(&s->state, &w, SLOT_LOOKING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
@@ -1620,9 +1628,7 @@ static void job_done(ty__codegen *cg, cg_job *j) {
  * otherwise spend ~3 system calls per flush and job on it. */
 #define CG_POLL_NS 2000000
 static void poll_jobs(ty__codegen *cg) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  const int64_t now = now_ns();
   if (now < cg->next_poll) return;
   cg->next_poll = now + CG_POLL_NS;
   for (int s = 0; s < CG_SLOTS; s++)
@@ -1679,6 +1685,22 @@ static bool unit(ty__codegen *cg, const uint64_t *hash, char *const *text, const
   return !u->failed;
 }
 
+/* How long a compile starting now tries niced first (codegen_cc.c), in
+ * seconds: none for an urgent one (CG_URGENT_ELEMS), else what is left of
+ * TY__CC_NICE_S since the table was made (its runtime's start). The nice is
+ * for a program that ends before its compiles would pay off (their kernels
+ * are for its next run); a program that has already run TY__CC_NICE_S
+ * seconds is not such a short one, and its niced compile only waited for
+ * its cap while the program kept both cores busy: cold CG 256^2 started
+ * its later kernels' compiles 0.2 s after their first sight, then ran
+ * interpreted until they were done (bench/README.md, "Cold start, nice by
+ * age and -O1: session 17"). So every compile is niced until the program's
+ * age reaches the cap, none after. */
+static double nice_for(const ty__codegen *cg, bool urgent) {
+  if (urgent) return 0;
+  return TY__CC_NICE_S - (double)(now_ns() - cg->born) * 1e-9;
+}
+
 /* Start one compile of the kernels ent[0..n) (their sources text[]); NULL
  * when it could not start. */
 static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const size_t *len, int n,
@@ -1700,7 +1722,7 @@ static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const s
   for (int i = 0; i < n; i++) urgent |= cg->e[ent[i]].urgent;
   sbuf u = {0};
   const bool ok = unit(cg, hash, text, len, n, &u) &&
-                  ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, detached, urgent);
+                  ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, detached, nice_for(cg, urgent));
   free(u.p);
   if (!ok) {
     free(j);
@@ -1711,7 +1733,7 @@ static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const s
 }
 
 /* Start one compile of queued kernels: the first one queued and every
- * other of its level (codegen_cc.h) that shares its preamble, up to
+ * other that shares its preamble, up to
  * TY__CC_MAX_KERNELS; they leave the queue. NULL when the queue is empty or
  * the compile could not start (its kernels are marked failed). */
 static cg_job *start_queued(ty__codegen *cg) {
@@ -1727,11 +1749,10 @@ static cg_job *start_queued(ty__codegen *cg) {
   char *text[TY__CC_MAX_KERNELS] = {0};
   size_t len[TY__CC_MAX_KERNELS] = {0};
   const cg_entry *e0 = &cg->e[cg->queue[0]];
-  const bool o1 = e0->len >= TY__CC_O1_BYTES, shared = joins(cg, e0->text, e0->len);
+  const bool shared = joins(cg, e0->text, e0->len);
   for (int q = 0; q < cg->nqueue; q++) {
     cg_entry *e = &cg->e[cg->queue[q]];
-    const bool take = q == 0 || (shared && n < TY__CC_MAX_KERNELS && (e->len >= TY__CC_O1_BYTES) == o1 &&
-                                 joins(cg, e->text, e->len));
+    const bool take = q == 0 || (shared && n < TY__CC_MAX_KERNELS && joins(cg, e->text, e->len));
     if (!take) {
       cg->queue[left++] = cg->queue[q];
       continue;
