@@ -54,8 +54,8 @@ enum { BUSY_YIELD_US = 50 };
  * "cg 65K kernels on 2 processors: session 17"). */
 enum { AFFINE_WAIT_US = 10 };
 
-/* A worker whose beat (stamped every 32 checks of its spin: ~2-3 us on its
- * core, a yield included) is older than this was descheduled. */
+/* A worker whose beat (stamped every 32 checks of its spin, ~2 us on its
+ * core, and cleared while it yields) is older than this was descheduled. */
 enum { BEAT_STALE_US = 8 };
 
 typedef struct job {
@@ -144,7 +144,8 @@ static bool after(uint32_t a, uint32_t b) { return (int32_t)(a - b) > 0; }
 
 /* Spins (yielding) until *word comes after v or (when want_eq) *word == v,
  * for at most spin_us. True when the condition holds. A worker's spin
- * stamps *beat every 32 checks (a few microseconds on its core). */
+ * stamps *beat every 32 checks (a few microseconds on its core) and clears
+ * it while it yields. */
 static bool spin(const ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want_eq,
                  _Atomic int64_t *beat) {
   double deadline = -1;
@@ -158,9 +159,13 @@ static bool spin(const ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want
     if (beat) atomic_store_explicit(beat, (int64_t)t_now, memory_order_relaxed);
     if (deadline < 0) deadline = t_now + t->spin_us;
     if (t_now >= deadline) return false;
+    /* inside the yield another process may run: not on its core then */
+    if (beat) atomic_store_explicit(beat, 0, memory_order_relaxed);
     sched_yield();
+    double back = now_us();
+    if (beat) atomic_store_explicit(beat, (int64_t)back, memory_order_relaxed);
     /* another process ran meanwhile: the core is wanted, stop spinning */
-    if (now_us() - t_now > BUSY_YIELD_US) return false;
+    if (back - t_now > BUSY_YIELD_US) return false;
   }
 }
 
