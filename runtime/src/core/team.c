@@ -15,7 +15,17 @@
  * processes want, it hands the core over, and a yield that comes back late
  * (another process ran) ends the spin: the thread sleeps. libgomp's default spin (no yield,
  * ~300,000 turns) made CG on 65K unknowns 25x slower beside other work
- * (README, "On a machine shared with other work"). */
+ * (README, "On a machine shared with other work").
+ *
+ * Affine jobs (as many items as workers: a wave of pieces == processors)
+ * give item k to worker k, claimed once per job through the `taken` bits.
+ * Successive waves split the same way (key partitions, ordered halves), so
+ * piece k reads what piece k wrote, in its own core's L2: at cg 256^2 a
+ * piece that changed cores made the next update 2.5x slower. Dynamic
+ * claiming let a spinning worker take piece 0 first in ~5% of waves on an
+ * idle machine, swapping both halves. Only the caller takes another's item:
+ * when that worker is asleep or descheduled (its beat is stale), at once;
+ * when it is on its core, after AFFINE_WAIT_US. */
 #define _GNU_SOURCE
 #include "team.h"
 
