@@ -17,6 +17,9 @@
  *    so that ranks hold the same rows of both: exec/dist_data.c). A
  *    factor no dim can take is dropped: fewer pieces, never a failure. There
  *    is no cap on prime factors.
+ *  - Bands (ty__band_partition, called by exec.c on one rank): a small 2-D
+ *    launch over most rows of a storage that the processors split by rows
+ *    is cut by rows into one piece per processor, at the storage's split.
  *  - Key partitions: when an aligned argument's store has a key partition
  *    (its last writer's tiling) of the same shape and the same piece count,
  *    on splittable dims only, that tiling is reused.
