@@ -224,26 +224,30 @@ static bool on_core(const ty_team *t, int64_t k, double t_now) {
          t_now - (double)atomic_load_explicit(&t->beat[k], memory_order_relaxed) < BEAT_STALE_US;
 }
 
-/* The caller's share of an affine job: its own item, then each item whose
- * worker has not claimed it. A worker on its core (awake, beat fresh: it
- * woke from the futex just now, or is in a yield) is given until
- * AFFINE_WAIT_US after the caller's own item; one asleep or descheduled is
- * not waited for: the caller runs its item at once, as with dynamic
- * claiming, so a shared machine keeps the team's behaviour. */
-static void take_affine(ty_team *t, const job *j) {
-  if (claim(t, 0)) j->fn(j->arg, 0, 0);
-  double deadline = -1; /* one wait for all the late workers together */
+/* After its own item, a worker's share of an affine job: the items of
+ * workers not on their cores (asleep, descheduled), which it takes at once;
+ * the caller (me == 0) also takes those of workers on their cores that have
+ * not claimed them within AFFINE_WAIT_US, and is the only one that does, so
+ * every item runs. Item 0 is the caller's: it claims it before anything
+ * else. With more workers than cores (--cpus 4 on 2) a running worker thus
+ * takes a descheduled one's item, as dynamic claiming did. */
+static void take_others(ty_team *t, const job *j, int me) {
+  double deadline = -1; /* the caller's one wait for all the late workers */
   for (int64_t k = 1; k < j->n; k++) {
     const uint64_t bit = UINT64_C(1) << k;
+    if (k == me) continue;
     for (int turn = 0; !(atomic_load_explicit(&t->taken, memory_order_acquire) & bit); turn++) {
       if (turn % 32 == 0) {
         double t_now = now_us();
+        if (!on_core(t, k, t_now)) break;
+        if (me != 0) goto next; /* on its core: it takes its own */
         if (deadline < 0) deadline = t_now + AFFINE_WAIT_US;
-        if (t_now >= deadline || !on_core(t, k, t_now)) break;
+        if (t_now >= deadline) break;
       }
       relax();
     }
-    if (claim(t, k)) j->fn(j->arg, k, 0);
+    if (claim(t, k)) j->fn(j->arg, k, me);
+  next:;
   }
 }
 
@@ -276,6 +280,7 @@ static void *worker_main(void *p) {
       tl_worker = me;
       if (j.affine) {
         if (me < j.n && claim(t, me)) j.fn(j.arg, me, me);
+        take_others(t, &j, me);
       } else if (!j.fixed) {
         take_items(t, &j, me);
       } else if (me < j.n && atomic_exchange(&t->claimed[me], j.gen) != j.gen) {
@@ -363,7 +368,8 @@ void ty__team_for(ty_team *t, int threads, int64_t n, bool fixed, ty_team_fn fn,
     wait_equal(t, &t->done, (uint32_t)(n - 1));
   } else if (affine) {
     job j = t->job;
-    take_affine(t, &j);
+    if (claim(t, 0)) fn(arg, 0, 0);
+    take_others(t, &j, 0);
   } else {
     job j = t->job;
     take_items(t, &j, 0);
