@@ -23,9 +23,10 @@
  * piece k reads what piece k wrote, in its own core's L2: at cg 256^2 a
  * piece that changed cores made the next update 2.5x slower. Dynamic
  * claiming let a spinning worker take piece 0 first in ~5% of waves on an
- * idle machine, swapping both halves. Only the caller takes another's item:
- * when that worker is asleep or descheduled (its beat is stale), at once;
- * when it is on its core, after AFFINE_WAIT_US. */
+ * idle machine, swapping both halves. Item 0 is the caller's. After its own
+ * item a worker takes the items of workers asleep or descheduled (their
+ * beat is stale) at once; the caller also takes, after AFFINE_WAIT_US,
+ * those of workers on their cores that have not claimed them. */
 #define _GNU_SOURCE
 #include "team.h"
 
