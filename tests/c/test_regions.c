@@ -13,7 +13,8 @@
  * without two writers through different boxes (CG's whole-store updates)
  * are left as they are; a dot product after the Laplacian (p.Ap, from
  * 512^2: regions.c's REG_MIN_SUM_ELEMS) sums into the regions with the same
- * bits on any number of processors.
+ * bits on any number of processors; the left and right edges are cut at the
+ * grid's row split over the processors.
  */
 #include "check.h"
 #include "req.h"
@@ -294,7 +295,47 @@ TEST(column_runs_compile_with_the_interpreters_bits) {
   free(ref);
 }
 
+/* The left and right edges at 256^2 (254 x 1 runs, 2 KiB: one piece by
+ * min_chunk) are cut at the grid's row split on 2 processors, so each
+ * processor updates the rows it holds (partition.c, ty__band_partition);
+ * the top and bottom rows (1 x 254) stay one piece; the reference's bits. */
+TEST(edge_columns_cut_at_the_storage_rows) {
+  const int64_t n = 256;
+  ty_runtime *rt = req_runtime(2, true);
+  double *v = grid(n), *ref = malloc((size_t)(n * n) * sizeof *ref);
+  laplacian_ref(v, n, ref);
+  ty_store *s = from(rt, v, n);
+  ty_store *av = laplacian(rt, s, n);
+  double *got = malloc((size_t)(n * n) * sizeof *got);
+  REQ(rt, ty_store_read(rt, av, got, (size_t)(n * n) * sizeof *got));
+  CHECK(memcmp(got, ref, (size_t)(n * n) * sizeof *got) == 0);
+  ty_explain_entry *e = calloc(32, sizeof *e);
+  const int ne = ty_explain(rt, 32, e);
+  int cols = 0, rows = 0;
+  for (int k = 0; k < ne; k++) {
+    if (e[k].ndim != 2) continue;
+    if (e[k].shape[0] == n - 2 && e[k].shape[1] == 1) {
+      cols++;
+      CHECK_EQ_INT(e[k].pieces, 2);
+      CHECK_EQ_INT(e[k].tiles[0], 2);
+      CHECK(strstr(e[k].why, "cut at its storage's rows") != NULL);
+    } else if (e[k].shape[0] == 1 && e[k].shape[1] == n - 2) {
+      rows++;
+      CHECK_EQ_INT(e[k].pieces, 1);
+    }
+  }
+  CHECK(cols >= 1 && rows >= 1);
+  free(e);
+  free(got);
+  free(ref);
+  free(v);
+  ty_store_release(av);
+  ty_store_release(s);
+  ty_runtime_destroy(rt);
+}
+
 static const check_case cases[] = {
+    CASE(edge_columns_cut_at_the_storage_rows),
     CASE(laplacian_regions_give_the_reference_bits),
     CASE(region_launches_share_views),
     CASE(whole_store_updates_are_not_cut),

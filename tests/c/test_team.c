@@ -1,6 +1,7 @@
 /* test_team.c — the executor's worker team (runtime/src/core/team.c): every
  * item runs exactly once, on a worker in range; fixed jobs put item i on
- * worker i; a job started inside a job runs in its caller; the team works
+ * worker i; affine jobs (as many items as workers) run each item once and
+ * item 0 on the caller; a job started inside a job runs in its caller; the team works
  * with no spinning, with long spinning, and with more items than workers;
  * freeing a team whose workers sleep or spin returns. */
 #include "check.h"
@@ -71,6 +72,32 @@ TEST(team_fixed_item_on_its_worker) {
   run_jobs(t, 4, 4, true, 500);
   run_jobs(t, 4, 2, true, 500);
   run_jobs(t, 3, 3, true, 300);
+  ty__team_free(t);
+}
+
+/* n == threads, not fixed: every item once, item 0 always on the caller
+ * (a late worker's item may go to the caller or to another worker) */
+static void run_affine(ty_team *t, int threads, int jobs) {
+  counts *c = fresh(threads);
+  _Atomic int away = 0;
+  for (int j = 0; j < jobs; j++) {
+    ty__team_for(t, threads, threads, false, count_item, c);
+    if (atomic_load(&c->worker_of[0]) != 0) atomic_fetch_add(&away, 1);
+  }
+  for (int i = 0; i < threads; i++) CHECK_EQ_INT(atomic_load(&c->ran[i]), jobs);
+  CHECK_EQ_INT(atomic_load(&c->bad_worker), 0);
+  CHECK_EQ_INT(atomic_load(&away), 0);
+  free(c);
+}
+
+TEST(team_affine_every_item_once_item_0_on_the_caller) {
+  ty_team *t = ty__team_new(4, 50, NULL);
+  run_affine(t, 2, 500);
+  run_affine(t, 4, 500);
+  run_affine(t, 3, 300);
+  ty__team_free(t);
+  t = ty__team_new(3, 0, NULL); /* workers asleep: the caller takes their items */
+  run_affine(t, 3, 300);
   ty__team_free(t);
 }
 
@@ -147,7 +174,7 @@ TEST(team_free_while_workers_wait) {
 
 static const check_case cases[] = {
     CASE(team_dynamic_every_item_once),   CASE(team_fixed_item_on_its_worker),
-    CASE(team_workers_run_the_start_hook_once),
+    CASE(team_workers_run_the_start_hook_once), CASE(team_affine_every_item_once_item_0_on_the_caller),
     CASE(team_without_spinning_sleeps_and_wakes), CASE(team_alternates_job_kinds),
     CASE(team_job_inside_a_job_runs_in_its_caller),
     CASE(team_one_thread_and_no_team_run_in_the_caller), CASE(team_free_while_workers_wait),

@@ -157,6 +157,7 @@ typedef struct ty_record {
   bool short_dims; /* fewer pieces than wanted fit the splittable dims */
   int ordered;     /* float sum/prod/matmul: the tiles fixed by the shape (partition.c), else 0 */
   uint64_t key_store; /* reused key partition of this store; 0: new */
+  bool banded;        /* a small band cut at its storage's rows (ty__band_partition) */
   int fused;
   char fused_ops[192];
   ty_fuse_note fuse_end;
@@ -517,6 +518,7 @@ void ty__policy_defaults(ty_policy *p);
 /* Partitioning (partition.c): the tiling of a launch on `procs` processors,
  * with the reasons written to the explain entry. */
 void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r);
+bool ty__band_partition(const ty_pending *l, int procs, ty_tiling *out); /* partition.c */
 /* The box of piece `piece` (lo inclusive, hi exclusive). */
 void ty__piece_box(int ndim, const int64_t *domain, const ty_tiling *t, int piece, int64_t *lo,
                    int64_t *hi);

@@ -15,7 +15,18 @@
  * processes want, it hands the core over, and a yield that comes back late
  * (another process ran) ends the spin: the thread sleeps. libgomp's default spin (no yield,
  * ~300,000 turns) made CG on 65K unknowns 25x slower beside other work
- * (README, "On a machine shared with other work"). */
+ * (README, "On a machine shared with other work").
+ *
+ * Affine jobs (as many items as workers: a wave of pieces == processors)
+ * give item k to worker k, claimed once per job through the `taken` bits.
+ * Successive waves split the same way (key partitions, ordered halves), so
+ * piece k reads what piece k wrote, in its own core's L2: at cg 256^2 a
+ * piece that changed cores made the next update 2.5x slower. Dynamic
+ * claiming let a spinning worker take piece 0 first in ~5% of waves on an
+ * idle machine, swapping both halves. Item 0 is the caller's. After its own
+ * item a worker takes the items of workers asleep or descheduled (their
+ * beat is stale) at once; the caller also takes, after AFFINE_WAIT_US,
+ * those of workers on their cores that have not claimed them. */
 #define _GNU_SOURCE
 #include "team.h"
 
@@ -44,12 +55,27 @@ enum { DEFAULT_SPIN_US = 200 };
  * returns from it in a microsecond or two. */
 enum { BUSY_YIELD_US = 50 };
 
+/* How long the caller waits for an awake worker to claim its item of an
+ * affine job before it runs the item itself. A worker on its core claims
+ * within a microsecond or two of the job's publication, long before the
+ * caller's own item is done; one that has not claimed by then was
+ * descheduled (or is in its yield). Waiting is cheaper than moving the item:
+ * the next wave's piece k reads what piece k wrote, and 256 KiB written on
+ * the other core cost 2.5x to update (13k -> 32k cycles, bench/README.md
+ * "cg 65K kernels on 2 processors: session 17"). */
+enum { AFFINE_WAIT_US = 10 };
+
+/* A worker whose beat (stamped every 32 checks of its spin, ~2 us on its
+ * core, and cleared while it yields) is older than this was descheduled. */
+enum { BEAT_STALE_US = 8 };
+
 typedef struct job {
   ty_team_fn fn;
   void *arg;
   int64_t n;
   int threads; /* workers 0..threads-1 take part */
   bool fixed;
+  bool affine; /* one item a worker: item k is worker k's (see ty__team_for) */
   uint32_t gen;
 } job;
 
@@ -72,6 +98,9 @@ struct ty_team {
   _Atomic uint32_t done;     /* fixed jobs: items the workers finished */
   _Atomic int64_t next;      /* the next item to take */
   _Atomic uint32_t *claimed; /* fixed jobs: the gen in which worker k last ran its item */
+  _Atomic uint32_t *asleep;  /* worker k sleeps on the futex (or has not started) */
+  _Atomic int64_t *beat;     /* worker k's last sign of being on its core (now_us) */
+  _Atomic uint64_t taken;    /* affine jobs: bit k, item k was claimed */
   _Atomic bool quit;
   job job; /* written while the team is closed and empty */
 };
@@ -125,8 +154,11 @@ static double now_us(void) {
 static bool after(uint32_t a, uint32_t b) { return (int32_t)(a - b) > 0; }
 
 /* Spins (yielding) until *word comes after v or (when want_eq) *word == v,
- * for at most spin_us. True when the condition holds. */
-static bool spin(const ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want_eq) {
+ * for at most spin_us. True when the condition holds. A worker's spin
+ * stamps *beat every 32 checks (a few microseconds on its core) and clears
+ * it while it yields. */
+static bool spin(const ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want_eq,
+                 _Atomic int64_t *beat) {
   double deadline = -1;
   for (;;) {
     for (int i = 0; i < 32; i++) {
@@ -135,18 +167,23 @@ static bool spin(const ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want
       relax();
     }
     double t_now = now_us();
+    if (beat) atomic_store_explicit(beat, (int64_t)t_now, memory_order_relaxed);
     if (deadline < 0) deadline = t_now + t->spin_us;
     if (t_now >= deadline) return false;
+    /* inside the yield another process may run: not on its core then */
+    if (beat) atomic_store_explicit(beat, 0, memory_order_relaxed);
     sched_yield();
+    double back = now_us();
+    if (beat) atomic_store_explicit(beat, (int64_t)back, memory_order_relaxed);
     /* another process ran meanwhile: the core is wanted, stop spinning */
-    if (now_us() - t_now > BUSY_YIELD_US) return false;
+    if (back - t_now > BUSY_YIELD_US) return false;
   }
 }
 
 /* The caller's wait: until *word == want. The last worker to make it so
  * wakes the caller. */
 static void wait_equal(const ty_team *t, _Atomic uint32_t *word, uint32_t want) {
-  if (spin(t, word, want, true)) return;
+  if (spin(t, word, want, true, NULL)) return;
   for (;;) {
     uint32_t v = atomic_load(word);
     if (v == want) return;
@@ -159,8 +196,9 @@ static void wait_equal(const ty_team *t, _Atomic uint32_t *word, uint32_t want) 
  * a worker can join it (and take its gen) first. Waiting for a gen that
  * comes after, not for any other gen, keeps that worker from joining the
  * same job again. */
-static uint32_t wait_job(ty_team *t, uint32_t seen) {
-  if (!spin(t, &t->gen, seen, false)) {
+static uint32_t wait_job(ty_team *t, int me, uint32_t seen) {
+  if (!spin(t, &t->gen, seen, false, &t->beat[me])) {
+    atomic_store(&t->asleep[me], 1);
     atomic_fetch_add(&t->sleepers, 1);
     for (;;) {
       uint32_t g = atomic_load(&t->gen);
@@ -168,8 +206,50 @@ static uint32_t wait_job(ty_team *t, uint32_t seen) {
       futex_wait(&t->gen, g);
     }
     atomic_fetch_sub(&t->sleepers, 1);
+    atomic_store_explicit(&t->beat[me], (int64_t)now_us(), memory_order_relaxed);
+    atomic_store(&t->asleep[me], 0);
   }
   return atomic_load(&t->gen);
+}
+
+/* Claims item k of an affine job; true for the one claimer. */
+static bool claim(ty_team *t, int64_t k) {
+  const uint64_t bit = UINT64_C(1) << k;
+  return !(atomic_fetch_or_explicit(&t->taken, bit, memory_order_acq_rel) & bit);
+}
+
+/* Whether worker k is on its core now: awake, and stamped its beat within
+ * BEAT_STALE_US. One the OS has descheduled stops stamping. */
+static bool on_core(const ty_team *t, int64_t k, double t_now) {
+  return !atomic_load(&t->asleep[k]) &&
+         t_now - (double)atomic_load_explicit(&t->beat[k], memory_order_relaxed) < BEAT_STALE_US;
+}
+
+/* After its own item, a worker's share of an affine job: the items of
+ * workers not on their cores (asleep, descheduled), which it takes at once;
+ * the caller (me == 0) also takes those of workers on their cores that have
+ * not claimed them within AFFINE_WAIT_US, and is the only one that does, so
+ * every item runs. Item 0 is the caller's: it claims it before anything
+ * else. With more workers than cores (--cpus 4 on 2) a running worker thus
+ * takes a descheduled one's item, as dynamic claiming did. */
+static void take_others(ty_team *t, const job *j, int me) {
+  double deadline = -1; /* the caller's one wait for all the late workers */
+  for (int64_t k = 1; k < j->n; k++) {
+    const uint64_t bit = UINT64_C(1) << k;
+    if (k == me) continue;
+    for (int turn = 0; !(atomic_load_explicit(&t->taken, memory_order_acquire) & bit); turn++) {
+      if (turn % 32 == 0) {
+        double t_now = now_us();
+        if (!on_core(t, k, t_now)) break;
+        if (me != 0) goto next; /* on its core: it takes its own */
+        if (deadline < 0) deadline = t_now + AFFINE_WAIT_US;
+        if (t_now >= deadline) break;
+      }
+      relax();
+    }
+    if (claim(t, k)) j->fn(j->arg, k, me);
+  next:;
+  }
 }
 
 static void take_items(ty_team *t, const job *j, int me) {
@@ -186,8 +266,9 @@ static void *worker_main(void *p) {
   const int me = ws->index;
   uint32_t seen = ws->gen0; /* the job it was started for may be out already */
   if (t->thread_start) t->thread_start();
+  atomic_store(&t->asleep[me], 0);
   for (;;) {
-    seen = wait_job(t, seen);
+    seen = wait_job(t, me, seen);
     if (atomic_load(&t->quit)) return NULL;
     uint32_t s = atomic_load(&t->state);
     bool joined = false;
@@ -198,7 +279,10 @@ static void *worker_main(void *p) {
     seen = j.gen; /* this job is done for this worker, whichever gen woke it */
     if (me < j.threads) {
       tl_worker = me;
-      if (!j.fixed) {
+      if (j.affine) {
+        if (me < j.n && claim(t, me)) j.fn(j.arg, me, me);
+        take_others(t, &j, me);
+      } else if (!j.fixed) {
         take_items(t, &j, me);
       } else if (me < j.n && atomic_exchange(&t->claimed[me], j.gen) != j.gen) {
         /* exactly once per job, even if this worker joined it twice */
@@ -221,10 +305,13 @@ ty_team *ty__team_new(int threads, int spin_us, void (*thread_start)(void)) {
   t->threads = calloc((size_t)threads, sizeof *t->threads);
   t->starts = calloc((size_t)threads, sizeof *t->starts);
   t->claimed = calloc((size_t)threads, sizeof *t->claimed);
-  if (!t->threads || !t->starts || !t->claimed) {
+  t->asleep = calloc((size_t)threads, sizeof *t->asleep);
+  t->beat = calloc((size_t)threads, sizeof *t->beat);
+  if (!t->threads || !t->starts || !t->claimed || !t->asleep || !t->beat) {
     ty__team_free(t);
     return NULL;
   }
+  for (int k = 0; k < threads; k++) atomic_init(&t->asleep[k], 1); /* not started */
   return t;
 }
 
@@ -237,6 +324,8 @@ void ty__team_free(ty_team *t) {
   free(t->threads);
   free(t->starts);
   free((void *)t->claimed);
+  free((void *)t->asleep);
+  free((void *)t->beat);
   free(t);
 }
 
@@ -266,9 +355,11 @@ void ty__team_for(ty_team *t, int threads, int64_t n, bool fixed, ty_team_fn fn,
     return;
   }
   uint32_t gen = atomic_load(&t->gen) + 1;
-  t->job = (job){fn, arg, n, w, fixed, gen};
+  const bool affine = !fixed && n == w && n <= 64;
+  t->job = (job){fn, arg, n, w, fixed, affine, gen};
   atomic_store(&t->done, 0);
   atomic_store(&t->next, fixed ? n : 0);
+  atomic_store(&t->taken, 0);
   atomic_store_explicit(&t->state, OPEN, memory_order_release);
   atomic_store(&t->gen, gen);
   if (atomic_load(&t->sleepers)) futex_wake(&t->gen, INT_MAX);
@@ -276,6 +367,10 @@ void ty__team_for(ty_team *t, int threads, int64_t n, bool fixed, ty_team_fn fn,
   if (fixed) {
     fn(arg, 0, 0);
     wait_equal(t, &t->done, (uint32_t)(n - 1));
+  } else if (affine) {
+    job j = t->job;
+    if (claim(t, 0)) fn(arg, 0, 0);
+    take_others(t, &j, 0);
   } else {
     job j = t->job;
     take_items(t, &j, 0);

@@ -27,9 +27,15 @@ void ty__team_free(ty_team *t);
 
 /* Runs fn(arg, i, worker) for every i in [0, n) on min(threads, n) workers
  * and returns when all have run. fixed (n <= threads): item i runs on worker
- * i. Otherwise a worker takes the next item whenever it is free, and a
- * worker that wakes after the last item was taken stays out. Inside a team
- * job (a piece that starts a job of its own) the items run in the caller. */
+ * i. Affine (not fixed, n <= threads, n <= 64): item i is worker i's, so
+ * the pieces of successive waves with the same split stay on the core that
+ * holds their data; item 0 runs on the caller; a worker that is asleep or
+ * descheduled has its item run by another (the caller included), and one
+ * on its core that has not claimed it within a few microseconds after the
+ * caller's own item by the caller (team.c, AFFINE_WAIT_US). Otherwise a worker takes
+ * the next item whenever it is free, and a worker that wakes after the last
+ * item was taken stays out. Inside a team job (a piece that starts a job of
+ * its own) the items run in the caller. */
 void ty__team_for(ty_team *t, int threads, int64_t n, bool fixed, ty_team_fn fn, void *arg);
 
 /* The calling thread's worker number inside a team job; -1 outside one. */

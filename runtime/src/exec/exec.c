@@ -381,6 +381,9 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
   if (!e) e = pr->explain = new_record(rt, l);
   e->omp = pr->omp;
   ty__partition(l, procs, &pr->tiling, e);
+  /* a small band of a row-split storage: on the processors holding its rows */
+  if (lane >= 0 && rt->dist.nranks <= 1 && !pr->omp && !l->lb_arg)
+    e->banded = ty__band_partition(l, procs, &pr->tiling);
   if (rt->dist.nranks > 1) ty__dist_band_tiling(rt, l, &pr->tiling); /* rank edges on bands */
   for (int k = 0; k < l->ndim; k++) pr->empty |= l->domain[k] == 0;
   e->pieces = pr->tiling.pieces;

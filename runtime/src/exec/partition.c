@@ -17,6 +17,9 @@
  *    so that ranks hold the same rows of both: exec/dist_data.c). A
  *    factor no dim can take is dropped: fewer pieces, never a failure. There
  *    is no cap on prime factors.
+ *  - Bands (ty__band_partition, called by exec.c on one rank): a small 2-D
+ *    launch over most rows of a storage that the processors split by rows
+ *    is cut by rows into one piece per processor, at the storage's split.
  *  - Key partitions: when an aligned argument's store has a key partition
  *    (its last writer's tiling) of the same shape and the same piece count,
  *    on splittable dims only, that tiling is reused.
@@ -176,6 +179,52 @@ static void ordered_partition(const ty_pending *l, int kind, uint32_t allowed, t
   if (ok) *out = t;
 }
 
+/* A small launch over a band of most rows of a large 2-D storage: the
+ * Laplacian's left and right edges at 256^2 are 254 x 1 views of 256 x 256
+ * stores, 2 KiB, one piece by min_chunk. The storage's own launches split
+ * it by rows over the processors (factor_tiles prefers the outer dim, and
+ * key partitions keep that), and affine waves keep piece k on worker k; an
+ * edge run whole on one processor read and wrote lines of the other's rows,
+ * and the next waves on that processor fetched them back (cg 256^2 at
+ * --cpus 2: the kernels' CPU time 4,900 -> 3,900 samples with the edges cut,
+ * bench/README.md "cg 65K kernels on 2 processors: session 17"). So such a
+ * launch is cut by rows into `procs` pieces; the view's rows sit in the
+ * storage's middle (254 of 256), so an even cut of the view falls on the
+ * storage's even cut, within a row. Conditions: mode auto with
+ * overdecompose 1 and one piece from min_chunk (want <= 1), not ordered, no
+ * reduction, dim 0 splittable with at least 16 rows a piece, every written
+ * aligned argument a row-major view (row stride >= its row) of a storage
+ * of at least procs * min_chunk bytes whose rows at that stride the view
+ * covers to 1/8. True when it cut. */
+bool ty__band_partition(const ty_pending *l, int procs, ty_tiling *out) {
+  const ty_policy *p = &l->pol->p;
+  if (procs < 2 || l->ndim != 2 || p->mode != TY_MODE_AUTO || p->overdecompose != 1 ||
+      out->pieces != 1 || l->nosplit || (l->max_pieces > 0 && l->max_pieces < procs) ||
+      procs > TY_MAX_PIECES || l->domain[0] < 16 * (int64_t)procs || ty__ordered_launch(l) ||
+      !(splittable_dims(l) & 1u))
+    return false;
+  bool written = false;
+  for (int i = 0; i < l->nargs; i++) {
+    const ty_arg *a = &l->args[i];
+    if (a->priv == TY_PRIV_REDUCE) return false;
+    if (a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_IN) continue;
+    const ty_store *s = a->store;
+    const int64_t es = (int64_t)ty_dtype_size(s->dtype);
+    const int64_t elems = (int64_t)s->storage->nbytes / es;
+    if (s->strides[0] < 2 || s->strides[0] < s->shape[1] || s->strides[1] < 0 ||
+        (int64_t)s->storage->nbytes < procs * p->min_chunk)
+      return false;
+    const int64_t rows = elems / s->strides[0];
+    if (rows < l->domain[0] || l->domain[0] * 8 < rows * 7) return false;
+    written = true;
+  }
+  if (!written) return false;
+  out->tiles[0] = procs;
+  out->tiles[1] = 1;
+  out->pieces = procs;
+  return true;
+}
+
 /* Factor `want` over the allowed dims; returns the pieces actually placed. */
 static int factor_tiles(const ty_pending *l, uint32_t allowed, int want, int *tiles) {
   for (int k = 0; k < l->ndim; k++) tiles[k] = 1;
@@ -209,6 +258,7 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
   r->key_store = 0;
   r->short_dims = false;
   r->ordered = 0;
+  r->banded = false;
 
   int64_t elems = 1;
   for (int k = 0; k < l->ndim; k++) elems *= l->domain[k];

@@ -74,6 +74,8 @@ static void render(const ty_record *r, ty_explain_entry *e) {
     n += (size_t)snprintf(e->why + n, sizeof e->why - n, "; walks %d ordered tiles", r->ordered);
   if (r->max_pieces > 0 && r->want == r->max_pieces && r->raw > r->max_pieces)
     n += (size_t)snprintf(e->why + n, sizeof e->why - n, "; the task allows %d", r->max_pieces);
+  if (r->banded && n < sizeof e->why)
+    n += (size_t)snprintf(e->why + n, sizeof e->why - n, "; cut at its storage's rows -> %d pieces", r->pieces);
   if (r->short_dims && n < sizeof e->why)
     snprintf(e->why + n, sizeof e->why - n, "; %d fit the splittable dims", r->pieces);
   if (r->key_store)
