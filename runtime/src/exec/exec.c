@@ -702,28 +702,6 @@ bool ty__tiny_wave(const prepared *prs, const ty_status *sts, int count) {
   return bytes <= chunk;
 }
 
-/* Leave a core to the compiler: on a machine of at most TY__SPARE_CPUS
- * processors, a wave with a fused run whose kernel is compiling in the
- * background (interpreted meanwhile) runs on one worker fewer. The
- * compiles are niced in the runtime's first 0.2 s (fused_codegen.c,
- * nice_for) and a wave on every core left them nothing: cold CG 256^2's
- * last compile ended ~0.3 s after the start, its program interpreted till
- * then (bench/README.md, "Cold start, a core for the compiler: session
- * 17"). The pieces and their order stay the same: the same bits. */
-#define TY__SPARE_CPUS 4
-
-static bool spare_core(const ty_runtime *rt, const prepared *prs, const ty_status *sts, int count) {
-  if (rt->cfg.cpus < 2 || rt->cfg.cpus > TY__SPARE_CPUS || !rt->builtins) return false;
-  for (int m = 0; m < count; m++) {
-    const ty_pending *l = prs[m].l;
-    if (sts[m] != TY_OK || prs[m].skip || !l || l->task != rt->builtins->fused) continue;
-    const ty__fhead *h = (const ty__fhead *)l->scalars;
-    if (l->scalar_bytes < sizeof *h || h->magic != TY__FUSE_MAGIC || h->kernel || !h->pending) continue;
-    if (ty__fslot_compiling((const ty__fslot *)(uintptr_t)h->pending)) return true;
-  }
-  return false;
-}
-
 void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count, int wave,
                      int nwaves, ty_status *first, char *firstmsg, size_t msglen) {
   /* most waves are small: their bookkeeping lives on the stack */
@@ -807,7 +785,6 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
       points &= slots[k].pr->tiling.pieces == 1 && slots[k].pr->l->pol->p.mode == TY_MODE_TASK;
     const bool fixed = points && total <= threads;
     if (!fixed && ty__tiny_wave(prs, sts, count)) threads = 1; /* no worker is woken */
-    else if (!fixed && threads == rt->cfg.cpus && spare_core(rt, prs, sts, count)) threads--;
     if (halos && (fixed || early == 0)) { /* none to run meanwhile, or slots fixed to workers */
       ty__dist_halos_wait(rt, halos);
       halos = NULL;

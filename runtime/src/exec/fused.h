@@ -223,9 +223,6 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
  * done: the elements of the piece interpreted so far (the test hook's). */
 typedef struct ty__fslot ty__fslot;
 ty__fused_kernel ty__fslot_kernel(ty__fslot *s, int64_t done, uint32_t *kind, uint64_t *contig);
-/* The slot's kernel is still compiling (not loaded, not failed): a relaxed
- * load, no look into the directory; any thread (exec.c, spare_core). */
-bool ty__fslot_compiling(const ty__fslot *s);
 /* Tests only (test_codegen_async.c): called at each ty__fslot_kernel first. */
 extern void (*ty__fslot_test_hook)(int64_t done);
 

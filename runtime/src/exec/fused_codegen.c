@@ -1563,11 +1563,6 @@ static bool open_so(cg_entry *e, const char *so) {
 
 void (*ty__fslot_test_hook)(int64_t done);
 
-bool ty__fslot_compiling(const ty__fslot *s) {
-  return !__atomic_load_n(&s->fn, __ATOMIC_RELAXED) &&
-         __atomic_load_n(&s->state, __ATOMIC_RELAXED) != SLOT_DONE;
-}
-
 ty__fused_kernel ty__fslot_kernel(ty__fslot *s, int64_t done, uint32_t *kind, uint64_t *contig) {
   if (ty__fslot_test_hook) ty__fslot_test_hook(done);
   uint64_t fn = __atomic_load_n(&s->fn, __ATOMIC_ACQUIRE);
