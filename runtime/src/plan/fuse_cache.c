@@ -21,6 +21,13 @@
  * any difference decides afresh. Streamed windows, and windows holding a
  * fused launch or a launch with a note already, are not remembered.
  *
+ * The key is of the window before regions.c's cut, which reads nothing the
+ * key does not hold (the storage's validity on the host is in it for the
+ * one-element views a cut may make): the cut is recorded with the decision
+ * (as window indices) and a hit replays it (ty__regions_replay) before the
+ * decision, without looking for groups or a second key for the cut window
+ * (CG at 256^2: ~31k instructions an iteration of ~1,010k).
+ *
  * What a replay does not copy but takes from this window: each fused
  * launch's store arguments, constants (the values of the Lua numbers), launch
  * number, policy (its origins), and the notes' launch numbers; a kernel not
