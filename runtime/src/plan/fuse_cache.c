@@ -21,6 +21,13 @@
  * any difference decides afresh. Streamed windows, and windows holding a
  * fused launch or a launch with a note already, are not remembered.
  *
+ * The key is of the window before regions.c's cut, which reads nothing the
+ * key does not hold (the storage's validity on the host is in it for the
+ * one-element views a cut may make): the cut is recorded with the decision
+ * (as window indices) and a hit replays it (ty__regions_replay) before the
+ * decision, without looking for groups or a second key for the cut window
+ * (CG at 256^2: ~31k instructions an iteration of ~1,010k).
+ *
  * What a replay does not copy but takes from this window: each fused
  * launch's store arguments, constants (the values of the Lua numbers), launch
  * number, policy (its origins), and the notes' launch numbers; a kernel not
@@ -75,6 +82,7 @@ typedef struct fc_entry {
   size_t len; /* words; 0: the slot is free */
   fc_group *g;
   int ng;
+  ty__cut_rec cut; /* regions.c's cut of the window, replayed before the decision */
 } fc_entry;
 
 typedef struct fc_ptr {
@@ -102,6 +110,7 @@ typedef struct fcache {
   unsigned skipped;  /* windows since the cache went cold */
   fc_group *rg;      /* fused launches built, in order */
   int nrg, cap_rg;
+  ty__cut_rec cut;   /* this flush's cut (recording only) */
 } fcache;
 
 static void group_free(fc_group *g) {
@@ -115,6 +124,7 @@ static void entry_free(fc_entry *e) {
   for (int i = 0; i < e->ng; i++) group_free(&e->g[i]);
   free(e->g);
   free(e->key);
+  ty__cut_rec_free(&e->cut);
   memset(e, 0, sizeof *e);
 }
 
@@ -129,6 +139,7 @@ static void fcache_free(void *p) {
   if (!c) return;
   for (int i = 0; i < FC_SLOTS; i++) entry_free(&c->e[i]);
   rec_clear(c);
+  ty__cut_rec_free(&c->cut);
   free(c->rg);
   free(c->key);
   free(c->orig);
@@ -299,7 +310,9 @@ static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
       *k++ = sfirst;
       if (sfirst != here) continue;
       *k++ = (uint64_t)(st->data != NULL) | (uint64_t)st->cancelled << 1 | (uint64_t)st->external << 2 |
-             (uint64_t)(st->split != NULL) << 3 | (uint64_t)(uint32_t)st->refs << 32;
+             (uint64_t)(st->split != NULL) << 3 |
+             (uint64_t)(st->data && ty__storage_host_valid(st, 0, st->nbytes)) << 4 |
+             (uint64_t)(uint32_t)st->refs << 32;
       *k++ = (uint64_t)st->nbytes;
     }
     c->klen = (size_t)(k - c->key);
@@ -402,22 +415,70 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
   return true;
 }
 
-bool ty__fcache_replay(ty_runtime *rt, ty__fusion *state, bool full, int n0) {
+/* The window after the cut is the one the pass sees: c->orig, and (when
+ * stamp) its stores marked with their first argument, as make_key marks
+ * them, for ty__fcache_built. */
+static bool take_orig(fcache *c, ty_runtime *rt, bool stamp) {
+  const int n = rt->nwindow;
+  if (n > c->cap_orig) {
+    ty_pending **o = ty__realloc(c->orig, (size_t)n * sizeof *o);
+    if (!o) return false;
+    c->orig = o;
+    c->cap_orig = n;
+  }
+  memcpy(c->orig, rt->window, (size_t)n * sizeof *c->orig);
+  c->norig = n;
+  c->indexed = false;
+  if (!stamp) return true; /* a replay: no launch table wanted */
+  if (2 * (size_t)n > c->tcap) { /* the launch table, for the cut window's launches */
+    size_t cap = c->tcap;
+    while (cap < 2 * (size_t)n) cap *= 2;
+    fc_ptr *t = ty__calloc(cap, sizeof *t);
+    if (!t) return false;
+    free(c->tab);
+    c->tab = t;
+    c->tcap = cap;
+    c->gen = 1;
+  }
+  const uint64_t ep = c->ep = ++rt->flush_epoch;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < rt->window[i]->nargs; j++) {
+      ty_store *s = rt->window[i]->args[j].store;
+      if (s->epoch != ep) s->epoch = ep, s->wcount = i << 8 | j;
+    }
+  return true;
+}
+
+bool ty__fcache_replay(ty_runtime *rt, ty__fusion *state, bool full, int n0, bool cut) {
   fcache *c = cache_of(state);
-  if (!c) return false;
+  if (!c) {
+    if (cut) ty__regions_cut(rt);
+    return false;
+  }
   rec_clear(c);
   /* a program whose windows never repeat (FC_COLD misses in a row) pays the
-   * key and the recording on one window in FC_COLD_EVERY only, until one hits */
-  if (c->misses >= FC_COLD && ++c->skipped % FC_COLD_EVERY != 0) return false;
-  if (!make_key(c, rt, full, n0)) return false;
+   * key and the recording on one window in FC_COLD_EVERY only, until one hits;
+   * the key is of the window before regions.c's cut, which a hit replays */
+  if ((c->misses >= FC_COLD && ++c->skipped % FC_COLD_EVERY != 0) || !make_key(c, rt, full, n0)) {
+    if (cut) ty__regions_cut(rt);
+    return false;
+  }
   for (int i = 0; i < FC_SLOTS; i++) {
     const fc_entry *e = &c->e[i];
     if (e->len == c->klen && e->hash == c->hash && memcmp(e->key, c->key, c->klen * sizeof *c->key) == 0) {
       c->misses = 0;
+      if (cut && !ty__regions_replay(rt, &e->cut)) { /* out of memory: the window as it came */
+        ty__regions_cut(rt);
+        return false;
+      }
+      if (!take_orig(c, rt, false)) return false;
       return replay(c, rt, state, e);
     }
   }
   if (c->misses < FC_COLD) c->misses++;
+  ty__cut_rec_free(&c->cut);
+  if (cut) ty__regions_cut_rec(rt, &c->cut);
+  if (c->cut.fail || !take_orig(c, rt, true)) return false;
   c->recording = true;
   return false;
 }
@@ -507,5 +568,6 @@ void ty__fcache_done(ty_runtime *rt, ty__fusion *state) {
   c->next = (c->next + 1) % FC_SLOTS;
   entry_free(e);
   memcpy(key, c->key, c->klen * sizeof *key);
-  *e = (fc_entry){.hash = c->hash, .key = key, .len = c->klen, .g = g, .ng = n};
+  *e = (fc_entry){.hash = c->hash, .key = key, .len = c->klen, .g = g, .ng = n, .cut = c->cut};
+  c->cut = (ty__cut_rec){0};
 }

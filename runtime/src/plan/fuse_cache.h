@@ -10,8 +10,10 @@
 /* A window's launches as decided before: true when rt->window was replaced
  * by the remembered decision (the fusion pass is done). false: decide, and
  * the decision is remembered (ty__fcache_built for each fused launch made,
- * then ty__fcache_done). full and n0 as ty__fuse has them. */
-bool ty__fcache_replay(ty_runtime *rt, ty__fusion *state, bool full, int n0);
+ * then ty__fcache_done). full and n0 as ty__fuse has them. cut: regions.c's
+ * cut is made first (the window's key is taken before it, and a hit replays
+ * the cut recorded with the decision). */
+bool ty__fcache_replay(ty_runtime *rt, ty__fusion *state, bool full, int n0, bool cut);
 
 /* build(): fused launch f was made of members m[0..n-1] (program order);
  * constant c of its description was read from argument cj[c] of member

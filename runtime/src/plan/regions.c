@@ -537,19 +537,129 @@ static void rollback(ty_runtime *rt, emitted *made) {
   for (int k = 0; k < made->n; k++) ty__pending_drop(rt, made->l[k]);
 }
 
-void ty__regions_cut(ty_runtime *rt) {
+/* A group as recorded: window indices in place of pointers. */
+typedef struct rec_other {
+  int vi, vj; /* its first view: argument vj of launch vi of the window */
+  int member;
+  bool written, spread, first_out;
+} rec_other;
+
+struct ty__cut_group {
+  int at, len;      /* the window's launches [at, at + len) it replaced */
+  int fill;         /* the window index of the dot product's fill, -1 none */
+  int nd, n, no;
+  int64_t strides[TY_MAX_RANK];
+  int m[REG_MAX_GROUP];
+  box b[REG_MAX_GROUP];
+  rec_other *o;
+  int64_t cuts[TY_MAX_RANK][REG_MAX_CUTS];
+  int ncuts[TY_MAX_RANK];
+};
+
+void ty__cut_rec_free(ty__cut_rec *rec) {
+  for (int k = 0; k < rec->ng; k++) free(rec->g[k].o);
+  free(rec->g);
+  rec->g = NULL;
+  rec->ng = 0;
+  rec->fail = false;
+}
+
+static int window_index(ty_pending *const *w, int n, const ty_pending *l) {
+  for (int i = 0; i < n; i++)
+    if (w[i] == l) return i;
+  return -1;
+}
+
+/* Records group g (cut at window index at, len launches) into rec. */
+static void record(ty__cut_rec *rec, ty_pending *const *w, int n, int at, int len, const group *g,
+                   int64_t cuts[][REG_MAX_CUTS], const int *ncuts) {
+  if (rec->fail) return;
+  ty__cut_group *ng = ty__realloc(rec->g, (size_t)(rec->ng + 1) * sizeof *ng);
+  if (!ng) return (void)(rec->fail = true);
+  rec->g = ng;
+  ty__cut_group *r = &rec->g[rec->ng];
+  r->o = ty__malloc(((size_t)g->no + 1) * sizeof *r->o);
+  if (!r->o) return (void)(rec->fail = true);
+  rec->ng++;
+  r->at = at;
+  r->len = len;
+  r->fill = g->fill ? window_index(w, n, g->fill) : -1;
+  r->nd = g->nd;
+  r->n = g->n;
+  r->no = g->no;
+  memcpy(r->strides, g->strides, sizeof r->strides);
+  memcpy(r->cuts, cuts, sizeof r->cuts);
+  memcpy(r->ncuts, ncuts, sizeof r->ncuts);
+  bool ok = !g->fill || r->fill >= 0;
+  for (int k = 0; k < g->n && ok; k++) {
+    r->m[k] = window_index(w, n, g->m[k]);
+    r->b[k] = g->b[k];
+    ok = r->m[k] >= 0;
+  }
+  for (int k = 0; k < g->no && ok; k++) {
+    const other *o = &g->o[k];
+    const ty_pending *l = g->m[o->member];
+    int j = 0;
+    while (j < l->nargs && l->args[j].store != o->view) j++;
+    ok = j < l->nargs;
+    r->o[k] = (rec_other){r->m[o->member], j, o->member, o->written, o->spread, o->first_out};
+  }
+  if (!ok) rec->fail = true;
+}
+
+/* Group g as recorded in r, on window w. */
+static bool rebuild(group *g, ty_pending *const *w, const ty__cut_group *r) {
+  if (r->no > g->cap) {
+    other *o = ty__realloc(g->o, (size_t)r->no * sizeof *o);
+    if (!o) return false;
+    g->o = o;
+    g->cap = r->no;
+  }
+  g->S = w[r->m[0]]->args[0].store->storage;
+  g->nd = r->nd;
+  memcpy(g->strides, r->strides, sizeof g->strides);
+  g->fill = r->fill >= 0 ? w[r->fill] : NULL;
+  g->n = r->n;
+  for (int k = 0; k < r->n; k++) {
+    g->m[k] = w[r->m[k]];
+    g->b[k] = r->b[k];
+  }
+  g->no = r->no;
+  for (int k = 0; k < r->no; k++) {
+    const rec_other *o = &r->o[k];
+    ty_store *v = w[o->vi]->args[o->vj].store;
+    g->o[k] = (other){v->storage, v, o->member, o->written, o->spread, o->first_out};
+  }
+  return true;
+}
+
+/* The cut: found (from NULL; recorded into rec unless NULL), or replayed
+ * from `from`. False when a replay could not finish (the window as it was). */
+static bool cut_window(ty_runtime *rt, const ty__cut_rec *from, ty__cut_rec *rec) {
   const int n = rt->nwindow;
   ty_pending **w = rt->window;
   emitted out = {0}, made = {0}, gone = {0};
   group g; /* m and b are filled as launches join (not zeroed: 10 KB a flush) */
   g.S = NULL, g.nd = g.n = g.no = g.cap = 0, g.o = NULL;
   bool ok = true, copying = false; /* copying: out holds the window up to i */
+  int gi = 0;                        /* from: the next recorded group */
   for (int i = 0; i < n && ok;) {
     /* a group starts with a launch writing a large enough store */
     const ty_pending *l = w[i];
     int len = 0, same_s = 1;
-    if (l->nargs > 0 && writes(l->args[0].priv) && l->args[0].store->size >= REG_MIN_ELEMS / 4 &&
-        l->args[0].store->storage->nbytes >= REG_MIN_ELEMS * ty_dtype_size(l->args[0].store->dtype)) {
+    int64_t cuts[TY_MAX_RANK][REG_MAX_CUTS];
+    int ncuts[TY_MAX_RANK];
+    bool cut_it = false;
+    if (from) {
+      if (gi < from->ng && from->g[gi].at == i) {
+        const ty__cut_group *r = &from->g[gi++];
+        ok = rebuild(&g, w, r);
+        memcpy(cuts, r->cuts, sizeof cuts);
+        memcpy(ncuts, r->ncuts, sizeof ncuts);
+        cut_it = ok;
+      }
+    } else if (l->nargs > 0 && writes(l->args[0].priv) && l->args[0].store->size >= REG_MIN_ELEMS / 4 &&
+               l->args[0].store->storage->nbytes >= REG_MIN_ELEMS * ty_dtype_size(l->args[0].store->dtype)) {
       g.S = l->args[0].store->storage;
       g.n = g.no = 0;
       while (i + g.n < n && add(rt, &g, w[i + g.n])) {
@@ -560,25 +670,28 @@ void ty__regions_cut(ty_runtime *rt) {
         trim(rt, &g, w + i);
         sum_tail(rt, &g, w + i, n - i);
       }
-      int64_t cuts[TY_MAX_RANK][REG_MAX_CUTS];
-      int ncuts[TY_MAX_RANK];
-      if (shifted && worth_cutting(&g, cuts, ncuts)) {
-        for (int k = 0; !copying && k < i && ok; k++) ok = push(&out, w[k]);
-        copying = ok;
-        const int n0 = out.n;
-        if (ok && emit(rt, &g, cuts, ncuts, &out, &made)) {
-          for (int k = 0; k < g.n && ok; k++) ok = push(&gone, g.m[k]);
-          len = g.n + (g.fill != NULL);
-        } else {
-          out.n = n0;
-        }
+      cut_it = shifted && worth_cutting(&g, cuts, ncuts);
+      if (!cut_it) {
+        /* not cut: a group starting at a later member that writes S again
+         * would be this one's tail, not worth it either (a loop of in-place
+         * updates through one view would otherwise cost n^2 tries) */
+        while (same_s < g.n && g.m[same_s]->args[0].store->storage == g.S && writes(g.m[same_s]->args[0].priv))
+          same_s++;
       }
-      /* not cut: a group starting at a later member that writes S again
-       * would be this one's tail, not worth it either (a loop of in-place
-       * updates through one view would otherwise cost n^2 tries) */
-      while (len == 0 && same_s < g.n && g.m[same_s]->args[0].store->storage == g.S &&
-             writes(g.m[same_s]->args[0].priv))
-        same_s++;
+    }
+    if (cut_it) {
+      for (int k = 0; !copying && k < i && ok; k++) ok = push(&out, w[k]);
+      copying = ok;
+      const int n0 = out.n;
+      if (ok && emit(rt, &g, cuts, ncuts, &out, &made)) {
+        for (int k = 0; k < g.n && ok; k++) ok = push(&gone, g.m[k]);
+        len = g.n + (g.fill != NULL);
+        if (rec) record(rec, w, n, i, len, &g, cuts, ncuts);
+      } else {
+        out.n = n0;
+        if (from) ok = false; /* the window would not be the recorded one */
+        if (rec) rec->fail = true;
+      }
     }
     if (len == 0) {
       len = same_s;
@@ -586,6 +699,7 @@ void ty__regions_cut(ty_runtime *rt) {
     }
     i += len;
   }
+  if (from && gi != from->ng) ok = false;
   free(g.o);
   if (ok && made.n && out.n > rt->window_cap) {
     ty_pending **nw = out.n <= TY_MAX_STREAM_WINDOW ? ty__realloc(rt->window, (size_t)out.n * sizeof *nw) : NULL;
@@ -597,6 +711,7 @@ void ty__regions_cut(ty_runtime *rt) {
     }
   }
   if (!ok) rollback(rt, &made);
+  if (!ok && rec) rec->fail = true;
   if (ok && made.n) {
     memcpy(rt->window, out.l, (size_t)out.n * sizeof *out.l);
     rt->nwindow = out.n;
@@ -605,4 +720,16 @@ void ty__regions_cut(ty_runtime *rt) {
   free(out.l);
   free(made.l);
   free(gone.l);
+  return ok;
+}
+
+void ty__regions_cut(ty_runtime *rt) { cut_window(rt, NULL, NULL); }
+
+void ty__regions_cut_rec(ty_runtime *rt, ty__cut_rec *rec) {
+  ty__cut_rec_free(rec);
+  cut_window(rt, NULL, rec);
+}
+
+bool ty__regions_replay(ty_runtime *rt, const ty__cut_rec *rec) {
+  return rec->ng == 0 || cut_window(rt, rec, NULL);
 }

@@ -10,6 +10,24 @@
  * Out of memory: the window stays as it was. */
 void ty__regions_cut(ty_runtime *rt);
 
+/* A window's cut as indices into the window (which launches formed each
+ * group, its boxes and cut points): the fusion cache keeps it with the
+ * decision made for the cut window, and replays it on a window of the same
+ * structure (fuse_cache.c) without looking for groups again. */
+typedef struct ty__cut_group ty__cut_group;
+typedef struct ty__cut_rec {
+  int ng;
+  ty__cut_group *g;
+  bool fail; /* not recorded (out of memory, or a group left uncut for lack of it) */
+} ty__cut_rec;
+
+/* ty__regions_cut, recording the cut into rec (emptied first). */
+void ty__regions_cut_rec(ty_runtime *rt, ty__cut_rec *rec);
+/* The cut recorded in rec, on a window of the structure it was recorded on:
+ * false (the window as it was) when memory runs out. */
+bool ty__regions_replay(ty_runtime *rt, const ty__cut_rec *rec);
+void ty__cut_rec_free(ty__cut_rec *rec);
+
 /* Launch records the free list (rt->free_pending) keeps for reuse
  * (window.c, fuse.c): two windows' worth and a few: a flush holds the
  * window's launches while it makes the fused launches and the region cuts
