@@ -65,6 +65,26 @@ static void teardown(void) {
   unsetenv("TYCHO_CODEGEN_WAIT");
 }
 
+/* Overwrites setup's compiler script `tycho-async-cc-<name>.sh` (into cc)
+ * with one that logs each try's niceness to `log` and sleeps 60 s when it
+ * runs niced below our priority; returns our niceness. */
+static int logging_cc(const char *name, char *cc, char *log) {
+  errno = 0;
+  const int base = getpriority(PRIO_PROCESS, 0);
+  CHECK(errno == 0);
+  char cwd[800];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
+  snprintf(cc, 1024, "%s/tycho-async-cc-%s.sh", cwd, name);
+  snprintf(log, 1024, "%s/tycho-async-cc-%s.log", cwd, name);
+  unlink(log);
+  FILE *f = fopen(cc, "w");
+  CHECK(f != NULL);
+  fprintf(f, "#!/bin/sh\nn=$(nice)\necho $n >> '%s'\nif [ $n -gt %d ]; then sleep 60; fi\nexec cc \"$@\"\n",
+          log, base);
+  fclose(f);
+  return base;
+}
+
 /* Files of the cache directory: kernels (fk-*.so), their sources (fk-*.c),
  * and anything else (temporaries, failure marks). */
 static void count_files(int *so, int *src, int *other) {
@@ -342,19 +362,9 @@ TEST(wait_compiles_at_first_sight) {
  * each try logs its niceness. */
 TEST(starved_niced_compile_runs_again_at_own_priority) {
   setup("niced", 0);
-  errno = 0;
-  const int base = getpriority(PRIO_PROCESS, 0);
-  CHECK(errno == 0);
-  char cwd[800], cc[1024], log[1024];
-  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
-  snprintf(cc, sizeof cc, "%s/tycho-async-cc-niced.sh", cwd);
-  snprintf(log, sizeof log, "%s/tycho-async-cc-niced.log", cwd);
-  unlink(log);
-  FILE *f = fopen(cc, "w");
-  CHECK(f != NULL);
-  fprintf(f, "#!/bin/sh\nn=$(nice)\necho $n >> '%s'\nif [ $n -gt %d ]; then sleep 60; fi\nexec cc \"$@\"\n",
-          log, base);
-  fclose(f);
+  char cc[1024], log[1024];
+  const int base = logging_cc("niced", cc, log);
+  FILE *f;
   double *ref = unfused(2);
   ty_runtime *rt = req_runtime(3, true);
   bool kernel = true;
@@ -394,19 +404,9 @@ TEST(starved_niced_compile_runs_again_at_own_priority) {
  * try, at our niceness. */
 TEST(old_program_compiles_at_own_priority_at_once) {
   setup("old", 0);
-  errno = 0;
-  const int base = getpriority(PRIO_PROCESS, 0);
-  CHECK(errno == 0);
-  char cwd[800], cc[1024], log[1024];
-  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
-  snprintf(cc, sizeof cc, "%s/tycho-async-cc-old.sh", cwd);
-  snprintf(log, sizeof log, "%s/tycho-async-cc-old.log", cwd);
-  unlink(log);
-  FILE *f = fopen(cc, "w");
-  CHECK(f != NULL);
-  fprintf(f, "#!/bin/sh\nn=$(nice)\necho $n >> '%s'\nif [ $n -gt %d ]; then sleep 60; fi\nexec cc \"$@\"\n",
-          log, base);
-  fclose(f);
+  char cc[1024], log[1024];
+  const int base = logging_cc("old", cc, log);
+  FILE *f;
   double *ref = unfused(2);
   ty_runtime *rt = req_runtime(3, true);
   usleep((useconds_t)(TY__CC_NICE_S * 1e6) + 100000); /* older than the cap */

@@ -214,6 +214,20 @@ static bool one_element(const ty_store *s) {
   return true;
 }
 
+/* The window's launches into c->orig (c->norig of them). */
+static bool copy_window(fcache *c, const ty_runtime *rt) {
+  const int n = rt->nwindow;
+  if (n > c->cap_orig) {
+    ty_pending **o = ty__realloc(c->orig, (size_t)n * sizeof *o);
+    if (!o) return false;
+    c->orig = o;
+    c->cap_orig = n;
+  }
+  memcpy(c->orig, rt->window, (size_t)n * sizeof *c->orig);
+  c->norig = n;
+  return true;
+}
+
 /* The window's key into c->key; false when the window is not remembered. */
 static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
   const int n = rt->nwindow;
@@ -237,14 +251,7 @@ static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
     memset(c->tab, 0, c->tcap * sizeof *c->tab);
     c->gen = 1;
   }
-  if (n > c->cap_orig) {
-    ty_pending **o = ty__realloc(c->orig, (size_t)n * sizeof *o);
-    if (!o) return false;
-    c->orig = o;
-    c->cap_orig = n;
-  }
-  memcpy(c->orig, rt->window, (size_t)n * sizeof *c->orig);
-  c->norig = n;
+  if (!copy_window(c, rt)) return false;
   c->klen = 0;
   if (!key_grow(c, 2)) return false;
   c->key[c->klen++] = (uint64_t)n | (uint64_t)n0 << 32;
@@ -420,14 +427,7 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
  * them, for ty__fcache_built. */
 static bool take_orig(fcache *c, ty_runtime *rt, bool stamp) {
   const int n = rt->nwindow;
-  if (n > c->cap_orig) {
-    ty_pending **o = ty__realloc(c->orig, (size_t)n * sizeof *o);
-    if (!o) return false;
-    c->orig = o;
-    c->cap_orig = n;
-  }
-  memcpy(c->orig, rt->window, (size_t)n * sizeof *c->orig);
-  c->norig = n;
+  if (!copy_window(c, rt)) return false;
   c->indexed = false;
   if (!stamp) return true; /* a replay: no launch table wanted */
   if (2 * (size_t)n > c->tcap) { /* the launch table, for the cut window's launches */
