@@ -214,6 +214,21 @@ static bool one_element(const ty_store *s) {
   return true;
 }
 
+/* The launch table has room for twice n launches (a power of two, at least
+ * 64); a table made anew is empty for any gen from 1. */
+static bool table_fit(fcache *c, int n) {
+  size_t cap = c->tcap > 64 ? c->tcap : 64;
+  while (cap < 2 * (size_t)n) cap *= 2;
+  if (cap <= c->tcap) return true;
+  fc_ptr *t = ty__calloc(cap, sizeof *t);
+  if (!t) return false;
+  free(c->tab);
+  c->tab = t;
+  c->tcap = cap;
+  c->gen = 1;
+  return true;
+}
+
 /* The window's launches into c->orig (c->norig of them). */
 static bool copy_window(fcache *c, const ty_runtime *rt) {
   const int n = rt->nwindow;
@@ -237,16 +252,7 @@ static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
     if (l->task == fused || l->fuse_end.kind || l->pol->p.memory > 0) return false;
   }
   /* the launch table (filled when a decision is recorded): twice the launches */
-  size_t cap = 64;
-  while (cap < 2 * (size_t)n) cap *= 2;
-  if (cap > c->tcap) {
-    fc_ptr *t = ty__calloc(cap, sizeof *t);
-    if (!t) return false;
-    free(c->tab);
-    c->tab = t;
-    c->tcap = cap;
-    c->gen = 0;
-  }
+  if (!table_fit(c, n)) return false;
   if (++c->gen == 0) {
     memset(c->tab, 0, c->tcap * sizeof *c->tab);
     c->gen = 1;
@@ -430,16 +436,7 @@ static bool take_orig(fcache *c, ty_runtime *rt, bool stamp) {
   if (!copy_window(c, rt)) return false;
   c->indexed = false;
   if (!stamp) return true; /* a replay: no launch table wanted */
-  if (2 * (size_t)n > c->tcap) { /* the launch table, for the cut window's launches */
-    size_t cap = c->tcap;
-    while (cap < 2 * (size_t)n) cap *= 2;
-    fc_ptr *t = ty__calloc(cap, sizeof *t);
-    if (!t) return false;
-    free(c->tab);
-    c->tab = t;
-    c->tcap = cap;
-    c->gen = 1;
-  }
+  if (!table_fit(c, n)) return false; /* the launch table, for the cut window's launches */
   const uint64_t ep = c->ep = ++rt->flush_epoch;
   for (int i = 0; i < n; i++)
     for (int j = 0; j < rt->window[i]->nargs; j++) {
