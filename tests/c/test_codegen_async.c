@@ -355,6 +355,31 @@ TEST(wait_compiles_at_first_sight) {
   teardown();
 }
 
+/* Runs the chain every step_us until its kernel is installed (30 s at
+ * most), each time with ref's values; whether it was. */
+static bool wait_kernel(ty_runtime *rt, const double *ref, useconds_t step_us) {
+  bool kernel = false;
+  const double t0 = now();
+  while (!kernel && now() - t0 < 30) {
+    usleep(step_us);
+    double *got = run_chain(rt, 2, &kernel);
+    CHECK(same(ref, got));
+    free(got);
+  }
+  return kernel;
+}
+
+/* The niceness of each try logging_cc's compiler logged (up to 3); how many. */
+static int read_tries(const char *log, int tries[3]) {
+  int nt = 0;
+  tries[0] = tries[1] = tries[2] = -100;
+  FILE *f = fopen(log, "r");
+  CHECK(f != NULL);
+  while (f && nt < 3 && fscanf(f, "%d", &tries[nt]) == 1) nt++;
+  if (f) fclose(f);
+  return nt;
+}
+
 /* A background compile starts niced and, starved past its cap (codegen_cc.c:
  * 0.2 s), is stopped and run again at the program's own priority: here the
  * compiler "starves" (sleeps 60 s) whenever it runs niced, yet the kernel is
@@ -364,7 +389,6 @@ TEST(starved_niced_compile_runs_again_at_own_priority) {
   setup("niced", 0);
   char cc[1024], log[1024];
   const int base = logging_cc("niced", cc, log);
-  FILE *f;
   double *ref = unfused(2);
   ty_runtime *rt = req_runtime(3, true);
   bool kernel = true;
@@ -373,21 +397,12 @@ TEST(starved_niced_compile_runs_again_at_own_priority) {
   CHECK(same(ref, got));
   free(got);
   if (ty__isa_lanes()) {
-    const double t0 = now();
-    while (!kernel && now() - t0 < 30) { /* well before the niced try's 60 s */
-      usleep(50000);
-      got = run_chain(rt, 2, &kernel);
-      CHECK(same(ref, got));
-      free(got);
-    }
+    kernel = wait_kernel(rt, ref, 50000); /* well before the niced try's 60 s */
     CHECK(kernel);
     /* the log: the niced try's 19 (absent when, on a loaded machine, that
      * try was starved before it could write it), then our own niceness */
-    int tries[3] = {-100, -100, -100}, nt_ = 0;
-    f = fopen(log, "r");
-    CHECK(f != NULL);
-    while (f && nt_ < 3 && fscanf(f, "%d", &tries[nt_]) == 1) nt_++;
-    if (f) fclose(f);
+    int tries[3];
+    const int nt_ = read_tries(log, tries);
     CHECK(nt_ == 1 || nt_ == 2);
     if (nt_ == 2 && base < 19) CHECK_EQ_INT(tries[0], 19); /* the first try niced */
     if (nt_ >= 1) CHECK_EQ_INT(tries[nt_ - 1], base);      /* the last at our priority */
@@ -406,7 +421,6 @@ TEST(old_program_compiles_at_own_priority_at_once) {
   setup("old", 0);
   char cc[1024], log[1024];
   const int base = logging_cc("old", cc, log);
-  FILE *f;
   double *ref = unfused(2);
   ty_runtime *rt = req_runtime(3, true);
   usleep((useconds_t)(TY__CC_NICE_S * 1e6) + 100000); /* older than the cap */
@@ -416,19 +430,10 @@ TEST(old_program_compiles_at_own_priority_at_once) {
   CHECK(same(ref, got));
   free(got);
   if (ty__isa_lanes()) {
-    const double t0 = now();
-    while (!kernel && now() - t0 < 30) {
-      usleep(20000);
-      got = run_chain(rt, 2, &kernel);
-      CHECK(same(ref, got));
-      free(got);
-    }
+    kernel = wait_kernel(rt, ref, 20000);
     CHECK(kernel);
-    int tries[3] = {-100, -100, -100}, nt_ = 0;
-    f = fopen(log, "r");
-    CHECK(f != NULL);
-    while (f && nt_ < 3 && fscanf(f, "%d", &tries[nt_]) == 1) nt_++;
-    if (f) fclose(f);
+    int tries[3];
+    const int nt_ = read_tries(log, tries);
     CHECK_EQ_INT(nt_, 1);
     CHECK_EQ_INT(tries[0], base); /* no niced try */
   }
