@@ -58,6 +58,24 @@
 /* ... up to its own resolution, which a replay does not copy (ty__pol_keep) */
 #define TAIL_LEN (offsetof(ty_pending, own_pol) - TAIL)
 
+/* A store a planned hit gives the fused launches (fc_group.dargs): argument
+ * j of launch u of the window as it came, as it is (FS_ORIG), a view of its
+ * storage (FS_VIEW: a region's view, as regions.c's cut makes it), or a new
+ * store of its dtype (FS_FRESH: a region's temporary). */
+enum { FS_ORIG, FS_VIEW, FS_FRESH };
+typedef struct fc_src {
+  int kind, u, j, nd;
+  int64_t off;
+  int64_t shape[TY_MAX_RANK], strides[TY_MAX_RANK];
+} fc_src;
+
+/* A constant's value, planned: element `off` of the storage of argument j of
+ * launch u of the window as it came (in that argument's dtype). */
+typedef struct fc_cref {
+  int u, j;
+  int64_t off;
+} fc_cref;
+
 /* One launch of a remembered window's result. */
 typedef struct fc_group {
   int orig;          /* >= 0: launch `orig` of the window, unchanged; -1: a fused launch */
@@ -74,6 +92,11 @@ typedef struct fc_group {
   uint32_t *consts;  /* constant c read from there, too */
   int nconst;
   uint64_t elided;
+  /* the plan (fc_entry.plan): in the window as it came, before the cut */
+  int ou;          /* orig's launch there */
+  int *dmem;       /* the members' launches there (those they were cut from) */
+  int *dargs;      /* argument a: fc_entry.src[dargs[a]] */
+  fc_cref *dconst; /* constant c */
 } fc_group;
 
 typedef struct fc_entry {
@@ -83,6 +106,12 @@ typedef struct fc_entry {
   fc_group *g;
   int ng;
   ty__cut_rec cut; /* regions.c's cut of the window, replayed before the decision */
+  /* plan: a hit builds the fused launches straight from the window as it
+   * came (replay_plan), without the cut's launches, views and temporaries */
+  bool plan;
+  int seq_u; /* the launch there whose number the notes are relative to */
+  fc_src *src;
+  int nsrc;
 } fc_entry;
 
 typedef struct fc_ptr {
@@ -111,9 +140,16 @@ typedef struct fcache {
   fc_group *rg;      /* fused launches built, in order */
   int nrg, cap_rg;
   ty__cut_rec cut;   /* this flush's cut (recording only) */
+  bool plan;         /* this recording makes a plan (a cut was made and recorded) */
+  fc_src *rs;        /* the plan's stores so far */
+  const ty_store **rsp; /* ... the cut window's store each stands for */
+  int nrs, cap_rs;
 } fcache;
 
 static void group_free(fc_group *g) {
+  free(g->dmem);
+  free(g->dargs);
+  free(g->dconst);
   free(g->tmpl);
   free(g->members);
   free(g->args);
@@ -125,13 +161,15 @@ static void entry_free(fc_entry *e) {
   free(e->g);
   free(e->key);
   ty__cut_rec_free(&e->cut);
+  free(e->src);
   memset(e, 0, sizeof *e);
 }
 
 static void rec_clear(fcache *c) {
   for (int i = 0; i < c->nrg; i++) group_free(&c->rg[i]);
   c->nrg = 0;
-  c->recording = c->rec_fail = false;
+  c->nrs = 0;
+  c->recording = c->rec_fail = c->plan = false;
 }
 
 static void fcache_free(void *p) {
@@ -140,6 +178,8 @@ static void fcache_free(void *p) {
   for (int i = 0; i < FC_SLOTS; i++) entry_free(&c->e[i]);
   rec_clear(c);
   ty__cut_rec_free(&c->cut);
+  free(c->rs);
+  free(c->rsp);
   free(c->rg);
   free(c->key);
   free(c->orig);
@@ -428,6 +468,117 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
   return true;
 }
 
+/* A hit with a plan (e->plan; c->orig: the window as it came, uncut): the
+ * fused launches straight from the window, with the region views and
+ * temporaries they take as arguments made here (the cut's other views,
+ * temporaries and ~55 launch records an iteration of CG at 256^2 are never
+ * made), and the cut's marks (ty__regions_marks). The same launches, stores
+ * and references as the cut and replay() give. False, nothing changed, when
+ * memory runs out or the result does not fit the window. */
+static bool replay_plan(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry *e) {
+  ty_pending *const *in = c->orig;
+  const int n = c->norig;
+  if (e->ng > rt->window_cap) return false;
+  ty_store *ss[64], **st = e->nsrc <= 64 ? ss : ty__malloc((size_t)e->nsrc * sizeof *st);
+  ty_pending *fs[64], **f = e->ng <= 64 ? fs : ty__malloc((size_t)e->ng * sizeof *f);
+  bool kb[256], *keep = n <= 256 ? kb : ty__malloc((size_t)n * sizeof *keep);
+  int made = 0, nf = 0;
+  bool ok = st && f && keep;
+  for (; ok && made < e->nsrc; made++) {
+    const fc_src *r = &e->src[made];
+    ty_store *base = in[r->u]->args[r->j].store;
+    if (r->kind == FS_ORIG) st[made] = base;
+    else if (r->kind == FS_VIEW) ok = ty__store_view(rt, base, r->nd, r->shape, r->strides, r->off, &st[made]) == TY_OK;
+    else ok = ty__store_new(rt, base->dtype, r->nd, r->shape, &st[made]) == TY_OK;
+  }
+  if (!ok && made > 0) made--; /* the one that failed holds nothing */
+  for (int i = 0; ok && i < e->ng; i++)
+    if (e->g[i].orig < 0 && !(f[nf++] = ty__pending_take(rt))) nf--, ok = false;
+  if (!ok) {
+    for (int k = 0; k < nf; k++) f[k]->nargs = 0, ty__pending_drop(rt, f[k]);
+    for (int k = 0; k < made; k++)
+      if (e->src[k].kind != FS_ORIG) ty_store_release(st[k]);
+    if (st != ss) free(st);
+    if (f != fs) free(f);
+    if (keep != kb) free(keep);
+    return false;
+  }
+  ty__regions_marks(rt, &e->cut, in);
+  memset(keep, 0, (size_t)n * sizeof *keep);
+  const uint64_t seq0 = in[e->seq_u]->seq;
+  nf = 0;
+  for (int i = 0; i < e->ng; i++) {
+    const fc_group *g = &e->g[i];
+    if (g->orig >= 0) {
+      ty_pending *l = in[g->ou];
+      if (g->note.kind) {
+        l->fuse_end = note_shift(g->note, seq0, false);
+        if (g->note.kind == TY_NOTE_FUSE_OFF) l->fuse_end.origin = l->pol->from[TY_AXIS_FUSE];
+      }
+      keep[g->ou] = true;
+      rt->window[i] = l;
+      continue;
+    }
+    ty_pending *x = f[nf++];
+    memcpy(x, g->tmpl, g->head);
+    memcpy((char *)x + TAIL, g->tmpl + g->head, TAIL_LEN);
+    const ty_pending *m0 = in[g->dmem[0]];
+    x->seq = m0->seq;
+    x->pol = ty__pol_keep(m0->pol, &x->own_pol);
+    x->fuse_end = note_shift(x->fuse_end, seq0, false);
+    for (int a = 0; a < x->nargs; a++) {
+      x->args[a].store = st[g->dargs[a]];
+      ty_store_retain(x->args[a].store);
+    }
+    ty__fhead *h = (ty__fhead *)x->scalars;
+    for (int k = 0; k < g->nconst; k++) {
+      const ty_store *s = in[g->dconst[k].u]->args[g->dconst[k].j].store;
+      const size_t es = ty_dtype_size(s->dtype);
+      uint64_t v = 0;
+      memcpy(&v, (const char *)s->storage->data + g->dconst[k].off * (int64_t)es, es);
+      memcpy(x->scalars + h->consts + 8 * (size_t)k, &v, 8);
+    }
+    if (!h->kernel) { /* not compiled last time: perhaps now (as replay() asks) */
+      ty__fused_kernel fn = ty__codegen_kernel(state->cg, x, &h->contig, &h->kernel_kind, &h->pending);
+      memcpy(&h->kernel, &fn, sizeof fn);
+      if (fn) {
+        ty_pending *mm[64];
+        ty_pending **mp = g->nm <= 64 ? mm : ty__malloc((size_t)g->nm * sizeof *mp);
+        if (mp) {
+          for (int k = 0; k < g->nm; k++) mp[k] = in[g->dmem[k]];
+          ty__fuse_names(x, mp, g->nm);
+          if (mp != mm) free(mp);
+          memcpy(g->tmpl + offsetof(ty_pending, scalars), h, sizeof *h);
+          memcpy(g->tmpl + g->head + (offsetof(ty_pending, fused_ops) - TAIL), x->fused_ops,
+                 sizeof x->fused_ops);
+        } else {
+          h->kernel = 0;
+          h->contig = 0;
+          h->kernel_kind = TY__FK_FLAT;
+        }
+      }
+    }
+    rt->stats.fused_runs++;
+    rt->stats.fused_launches += (uint64_t)g->nm;
+    rt->stats.fused_compiled += h->kernel != 0;
+    rt->stats.fused_inplace += x->lb_arg != 0;
+    rt->stats.bytes_elided += g->elided;
+    rt->window[i] = x;
+  }
+  /* the stores made here are the fused launches' now; the window's launches
+   * not kept go (the cut's and the pass's members) */
+  for (int k = 0; k < made; k++)
+    if (e->src[k].kind != FS_ORIG) ty_store_release(st[k]);
+  for (int u = 0; u < n; u++)
+    if (!keep[u]) ty__pending_drop(rt, in[u]);
+  rt->nwindow = e->ng;
+  rt->stats.fuse_cache_hits++;
+  if (st != ss) free(st);
+  if (f != fs) free(f);
+  if (keep != kb) free(keep);
+  return true;
+}
+
 /* The window after the cut is the one the pass sees: c->orig, and (when
  * stamp) its stores marked with their first argument, as make_key marks
  * them, for ty__fcache_built. */
@@ -464,6 +615,7 @@ bool ty__fcache_replay(ty_runtime *rt, ty__fusion *state, bool full, int n0, boo
     const fc_entry *e = &c->e[i];
     if (e->len == c->klen && e->hash == c->hash && memcmp(e->key, c->key, c->klen * sizeof *c->key) == 0) {
       c->misses = 0;
+      if (cut && e->plan && replay_plan(c, rt, state, e)) return true;
       if (cut && !ty__regions_replay(rt, &e->cut)) { /* out of memory: the window as it came */
         ty__regions_cut(rt);
         return false;
@@ -477,10 +629,66 @@ bool ty__fcache_replay(ty_runtime *rt, ty__fusion *state, bool full, int n0, boo
   if (cut) ty__regions_cut_rec(rt, &c->cut);
   if (c->cut.fail || !take_orig(c, rt, true)) return false;
   c->recording = true;
+  c->plan = cut && c->cut.ng > 0 && c->cut.from && c->cut.nfrom == c->norig;
   return false;
 }
 
 /* ---- recording ----------------------------------------------------------------------------- */
+
+/* The plan's store for argument j of the cut window's launch ci, which is s:
+ * its index in c->rs, -1 when out of memory. */
+static int plan_src(fcache *c, const ty_store *s, int ci, int j) {
+  for (int k = 0; k < c->nrs; k++)
+    if (c->rsp[k] == s) return k;
+  if (c->nrs == c->cap_rs) {
+    int cap = c->cap_rs ? 2 * c->cap_rs : 64;
+    fc_src *r = ty__realloc(c->rs, (size_t)cap * sizeof *r);
+    if (r) c->rs = r;
+    const ty_store **p = r ? ty__realloc(c->rsp, (size_t)cap * sizeof *p) : NULL;
+    if (!p) return -1;
+    c->rsp = p;
+    c->cap_rs = cap;
+  }
+  fc_src *r = &c->rs[c->nrs];
+  memset(r, 0, sizeof *r);
+  const int fr = c->cut.from[ci];
+  r->j = j;
+  if (fr >= 0) {
+    r->kind = FS_ORIG;
+    r->u = fr;
+  } else {
+    r->kind = (c->cut.fresh[ci] >> j) & 1 ? FS_FRESH : FS_VIEW;
+    r->u = -1 - fr;
+    r->nd = s->ndim;
+    r->off = s->offset;
+    for (int d = 0; d < s->ndim; d++) r->shape[d] = s->shape[d], r->strides[d] = s->strides[d];
+  }
+  c->rsp[c->nrs] = s;
+  return c->nrs++;
+}
+
+/* Fused launch f's plan (group g, recorded on the cut window): its members,
+ * arguments and constants in the window as it came. c->plan goes false when
+ * it cannot be planned. */
+static void plan_group(fcache *c, fc_group *g, const ty_pending *f, ty_pending *const *m,
+                       const int16_t *ck, const int16_t *cj) {
+  const int *from = c->cut.from;
+  g->dmem = ty__malloc(((size_t)g->nm + 1) * sizeof *g->dmem);
+  g->dargs = ty__malloc(((size_t)f->nargs + 1) * sizeof *g->dargs);
+  g->dconst = ty__malloc(((size_t)g->nconst + 1) * sizeof *g->dconst);
+  if (!g->dmem || !g->dargs || !g->dconst) return (void)(c->plan = false);
+  for (int k = 0; k < g->nm; k++) g->dmem[k] = from[g->members[k]] >= 0 ? from[g->members[k]] : -1 - from[g->members[k]];
+  for (int a = 0; a < f->nargs; a++) {
+    const int ci = (int)(g->args[a] >> 8);
+    if (ci >= c->cut.nfrom || (g->dargs[a] = plan_src(c, f->args[a].store, ci, (int)(g->args[a] & 255))) < 0)
+      return (void)(c->plan = false);
+  }
+  for (int k = 0; k < g->nconst; k++) {
+    const int ci = (int)(g->consts[k] >> 8), j = (int)(g->consts[k] & 255), fr = from[ci];
+    if (fr < 0 && ((c->cut.fresh[ci] >> j) & 1)) return (void)(c->plan = false); /* never: no values */
+    g->dconst[k] = (fc_cref){fr >= 0 ? fr : -1 - fr, j, m[ck[k]]->args[cj[k]].store->offset};
+  }
+}
 
 void ty__fcache_built(ty__fusion *state, const ty_pending *f, ty_pending *const *m, int n,
                       const int16_t *ck, const int16_t *cj, int nconst, uint64_t elided) {
@@ -525,6 +733,7 @@ void ty__fcache_built(ty__fusion *state, const ty_pending *f, ty_pending *const 
     if (ck[k] < 0 || ck[k] >= n) return (void)(c->rec_fail = true);
     g->consts[k] = (uint32_t)g->members[ck[k]] << 8 | (uint32_t)cj[k];
   }
+  if (c->plan) plan_group(c, g, f, m, ck, cj);
 }
 
 void ty__fcache_done(ty_runtime *rt, ty__fusion *state) {
@@ -550,6 +759,10 @@ void ty__fcache_done(ty_runtime *rt, ty__fusion *state) {
     }
     g[i].orig = (int)v;
     g[i].note = note_shift(l->fuse_end, c->orig[0]->seq, true);
+    if (c->plan) {
+      g[i].ou = c->cut.from[v];
+      if (g[i].ou < 0) c->plan = false; /* a launch of the cut kept as it is */
+    }
   }
   ok = ok && built == c->nrg;
   if (!ok) {
@@ -559,12 +772,17 @@ void ty__fcache_done(ty_runtime *rt, ty__fusion *state) {
     rec_clear(c);
     return;
   }
+  fc_src *src = c->plan ? ty__malloc(((size_t)c->nrs + 1) * sizeof *src) : NULL;
+  const bool plan = src != NULL;
+  if (plan) memcpy(src, c->rs, (size_t)c->nrs * sizeof *src);
+  const int nsrc = c->nrs, seq_u = plan ? (c->cut.from[0] >= 0 ? c->cut.from[0] : -1 - c->cut.from[0]) : 0;
   c->nrg = 0;
   rec_clear(c);
   fc_entry *e = &c->e[c->next];
   c->next = (c->next + 1) % FC_SLOTS;
   entry_free(e);
   memcpy(key, c->key, c->klen * sizeof *key);
-  *e = (fc_entry){.hash = c->hash, .key = key, .len = c->klen, .g = g, .ng = n, .cut = c->cut};
+  *e = (fc_entry){.hash = c->hash, .key = key, .len = c->klen, .g = g, .ng = n, .cut = c->cut,
+                  .plan = plan, .seq_u = seq_u, .src = src, .nsrc = plan ? nsrc : 0};
   c->cut = (ty__cut_rec){0};
 }

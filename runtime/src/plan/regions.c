@@ -341,14 +341,16 @@ static bool dies_in_group(const group *g, const other *o) {
  * cover it: the storage is marked for this flush, so that a region's view
  * is not zeroed first (exec.c zeroes a storage an OUT view leaves partly
  * unwritten). */
+static void covered_mark(const ty_runtime *rt, const ty_pending *l, bool on) {
+  const ty_arg *a = &l->args[0];
+  const ty_store *s = a->store;
+  if (a->priv == TY_PRIV_OUT && s->offset == 0 && !s->storage->data &&
+      (size_t)s->size * ty_dtype_size(s->dtype) == s->storage->nbytes)
+    s->storage->covered_gen = on ? rt->window_gen : 0;
+}
+
 static void covered_marks(const ty_runtime *rt, const group *g, bool on) {
-  for (int k = 0; k < g->n; k++) {
-    const ty_arg *a = &g->m[k]->args[0];
-    const ty_store *s = a->store;
-    if (a->priv == TY_PRIV_OUT && s->offset == 0 && !s->storage->data &&
-        (size_t)s->size * ty_dtype_size(s->dtype) == s->storage->nbytes)
-      s->storage->covered_gen = on ? rt->window_gen : 0;
-  }
+  for (int k = 0; k < g->n; k++) covered_mark(rt, g->m[k], on);
 }
 
 typedef struct emitted {
@@ -559,8 +561,12 @@ struct ty__cut_group {
 void ty__cut_rec_free(ty__cut_rec *rec) {
   for (int k = 0; k < rec->ng; k++) free(rec->g[k].o);
   free(rec->g);
+  free(rec->from);
+  free(rec->fresh);
   rec->g = NULL;
-  rec->ng = 0;
+  rec->from = NULL;
+  rec->fresh = NULL;
+  rec->ng = rec->nfrom = 0;
   rec->fail = false;
 }
 
@@ -605,6 +611,40 @@ static void record(ty__cut_rec *rec, ty_pending *const *w, int n, int at, int le
     r->o[k] = (rec_other){r->m[o->member], j, o->member, o->written, o->spread, o->first_out};
   }
   if (!ok) rec->fail = true;
+}
+
+/* Where each launch of the cut window (out) came from, into rec (before the
+ * cut's members are dropped): a launch cut from member u has u's sequence
+ * number (cut copies it), and the window's numbers are distinct. */
+static void record_from(ty__cut_rec *rec, ty_pending *const *w, int n, const emitted *out) {
+  if (rec->fail) return;
+  rec->from = ty__malloc(((size_t)out->n + 1) * sizeof *rec->from);
+  rec->fresh = ty__calloc((size_t)out->n + 1, sizeof *rec->fresh);
+  if (!rec->from || !rec->fresh) return (void)(rec->fail = true);
+  rec->nfrom = out->n;
+  int u = 0;
+  for (int x = 0; x < out->n; x++) {
+    const ty_pending *l = out->l[x];
+    int k = 0;
+    for (; k < n && w[(u + k) % n]->seq != l->seq; k++) {
+    }
+    if (k == n) return (void)(rec->fail = true);
+    u = (u + k) % n;
+    if (w[u] == l) {
+      rec->from[x] = u;
+      continue;
+    }
+    rec->from[x] = -1 - u;
+    for (int j = 0; j < l->nargs; j++)
+      if (l->args[j].store->storage != w[u]->args[j].store->storage) rec->fresh[x] |= (uint64_t)1 << j;
+  }
+}
+
+void ty__regions_marks(ty_runtime *rt, const ty__cut_rec *rec, ty_pending *const *w) {
+  for (int k = 0; k < rec->ng; k++) {
+    const ty__cut_group *r = &rec->g[k];
+    for (int i = 0; i < r->n; i++) covered_mark(rt, w[r->m[i]], true);
+  }
 }
 
 /* Group g as recorded in r, on window w. */
@@ -700,6 +740,7 @@ static bool cut_window(ty_runtime *rt, const ty__cut_rec *from, ty__cut_rec *rec
     i += len;
   }
   if (from && gi != from->ng) ok = false;
+  if (ok && made.n && rec) record_from(rec, w, n, &out); /* before the window may move */
   free(g.o);
   if (ok && made.n && out.n > rt->window_cap) {
     ty_pending **nw = out.n <= TY_MAX_STREAM_WINDOW ? ty__realloc(rt->window, (size_t)out.n * sizeof *nw) : NULL;

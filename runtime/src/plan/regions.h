@@ -18,6 +18,14 @@ typedef struct ty__cut_group ty__cut_group;
 typedef struct ty__cut_rec {
   int ng;
   ty__cut_group *g;
+  /* the cut window's launch i: from[i] >= 0, launch from[i] of the window as
+   * it came; -1 - u, a launch cut from launch u, whose argument j is a fresh
+   * region temporary when bit j of fresh[i] is set, else a view of u's
+   * argument j's storage (fuse_cache.c builds a hit's fused launches from
+   * these without cutting) */
+  int nfrom;
+  int *from;
+  uint64_t *fresh;
   bool fail; /* not recorded (out of memory, or a group left uncut for lack of it) */
 } ty__cut_rec;
 
@@ -27,6 +35,10 @@ void ty__regions_cut_rec(ty_runtime *rt, ty__cut_rec *rec);
  * false (the window as it was) when memory runs out. */
 bool ty__regions_replay(ty_runtime *rt, const ty__cut_rec *rec);
 void ty__cut_rec_free(ty__cut_rec *rec);
+/* What the recorded cut does besides making launches: marks the storages
+ * that its regions' views of a whole OUT store cover (exec.c then does not
+ * zero them), on window w of the recorded structure. */
+void ty__regions_marks(ty_runtime *rt, const ty__cut_rec *rec, ty_pending *const *w);
 
 /* Launch records the free list (rt->free_pending) keeps for reuse
  * (window.c, fuse.c): two windows' worth and a few: a flush holds the
