@@ -410,6 +410,43 @@ TEST(cut_window_hit_makes_only_the_fused_launches_stores) {
   free(v);
 }
 
+/* A hit on a cut window whose allocations fail, each in turn (its plan's
+ * views, temporaries and launch records, then the cut it falls back to):
+ * the flush gives TY_OK with the reference bits or TY_ENOMEM, and the next
+ * window gives the reference bits again; the sanitizer build checks that
+ * nothing leaks */
+TEST(cut_window_hit_fails_cleanly_under_allocation_faults) {
+  const int64_t n = 256;
+  double *v = grid(n), *ref = malloc((size_t)(n * n) * sizeof *ref), *got = malloc((size_t)(n * n) * sizeof *got);
+  laplacian_ref(v, n, ref);
+  for (long k = 1; k < 4000; k++) {
+    ty_runtime *rt = req_runtime(2, true);
+    ty_store *s = from(rt, v, n);
+    bool injected = false;
+    for (int rep = 0; rep < 3; rep++) {
+      ty_store *av = laplacian(rt, s, n);
+      const long before = ty_fault_failures();
+      if (rep == 1) ty_fault_fail_alloc(k);
+      const ty_status st = ty_flush(rt);
+      ty_fault_fail_alloc(0);
+      if (rep == 1) injected = ty_fault_failures() != before;
+      CHECK(st == TY_OK || (rep == 1 && st == TY_ENOMEM));
+      if (st == TY_OK) {
+        REQ(rt, ty_store_read(rt, av, got, (size_t)(n * n) * sizeof *got));
+        CHECK(memcmp(got, ref, (size_t)(n * n) * sizeof *got) == 0);
+      }
+      ty_store_release(av);
+    }
+    CHECK(rt->stats.fuse_cache_hits >= 1);
+    ty_store_release(s);
+    ty_runtime_destroy(rt);
+    if (!injected) break; /* past the hit's last allocation */
+  }
+  free(got);
+  free(ref);
+  free(v);
+}
+
 static const check_case cases[] = {
     CASE(edge_columns_cut_at_the_storage_rows),
     CASE(laplacian_regions_give_the_reference_bits),
@@ -419,6 +456,7 @@ static const check_case cases[] = {
     CASE(column_runs_compile_with_the_interpreters_bits),
     CASE(repeated_cut_window_replays_with_the_same_bits),
     CASE(cut_window_hit_makes_only_the_fused_launches_stores),
+    CASE(cut_window_hit_fails_cleanly_under_allocation_faults),
 };
 CHECK_MAIN(cases)
 
