@@ -634,6 +634,7 @@ static void record_from(ty__cut_rec *rec, ty_pending *const *w, int n, const emi
       rec->from[x] = u;
       continue;
     }
+    if (l->task != w[u]->task || l->nargs != w[u]->nargs) return (void)(rec->fail = true);
     rec->from[x] = -1 - u;
     for (int j = 0; j < l->nargs; j++)
       if (l->args[j].store->storage != w[u]->args[j].store->storage) rec->fresh[x] |= (uint64_t)1 << j;
