@@ -498,7 +498,8 @@ static bool replay_plan(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_e
     const fc_src *r = &e->src[made];
     ty_store *base = in[r->u]->args[r->j].store;
     if (r->kind == FS_ORIG) st[made] = base;
-    else if (r->kind == FS_VIEW) ok = ty__store_view(rt, base, r->nd, r->shape, r->strides, r->off, &st[made]) == TY_OK;
+    else if (r->kind == FS_VIEW)
+      ok = ty__store_view(rt, base, r->nd, r->shape, r->strides, r->off, &st[made]) == TY_OK;
     else ok = ty__store_new(rt, base->dtype, r->nd, r->shape, &st[made]) == TY_OK;
   }
   if (!ok && made > 0) made--; /* the one that failed holds nothing */
@@ -687,7 +688,10 @@ static void plan_group(fcache *c, fc_group *g, const ty_pending *f, ty_pending *
   g->dargs = ty__malloc(((size_t)f->nargs + 1) * sizeof *g->dargs);
   g->dconst = ty__malloc(((size_t)g->nconst + 1) * sizeof *g->dconst);
   if (!g->dmem || !g->dargs || !g->dconst) return (void)(c->plan = false);
-  for (int k = 0; k < g->nm; k++) g->dmem[k] = from[g->members[k]] >= 0 ? from[g->members[k]] : -1 - from[g->members[k]];
+  for (int k = 0; k < g->nm; k++) {
+    const int fr = from[g->members[k]];
+    g->dmem[k] = fr >= 0 ? fr : -1 - fr;
+  }
   for (int a = 0; a < f->nargs; a++) {
     const int ci = (int)(g->args[a] >> 8);
     if (ci >= c->cut.nfrom || (g->dargs[a] = plan_src(c, f->args[a].store, ci, (int)(g->args[a] & 255))) < 0)
