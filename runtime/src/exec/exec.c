@@ -676,6 +676,94 @@ static void run_slot(void *arg, int64_t item, int worker) {
   if (sl->pr->explain && sl->pr->tiling.pieces == 1) sl->pr->explain->processor = worker;
 }
 
+/* ---- homes: a wave of more pieces than workers ------------------------------------ */
+
+/* Where piece `piece` of pr lies in the storage it writes, as a fraction of
+ * that storage: the middle of the elements its box spans, over its written
+ * aligned arguments (its read ones when it writes none: a reduction); < 0
+ * when it has none. */
+static double piece_place(const prepared *pr, int piece) {
+  const ty_pending *l = pr->l;
+  int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+  ty__piece_box(l->ndim, l->domain, &pr->tiling, piece, lo, hi);
+  for (int k = 0; k < l->ndim; k++)
+    if (hi[k] <= lo[k]) return -1;
+  for (int pass = 0; pass < 2; pass++) {
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < l->nargs; i++) {
+      const ty_arg *a = &l->args[i];
+      const ty_store *s = a->store;
+      if (a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_REDUCE || (pass == 0) != writes(a->priv) ||
+          s->ndim != l->ndim)
+        continue;
+      const int64_t elems = (int64_t)(s->storage->nbytes / ty_dtype_size(s->dtype));
+      if (elems < 1) continue;
+      int64_t first = s->offset, last = s->offset;
+      for (int k = 0; k < l->ndim; k++) {
+        const int64_t a0 = lo[k] * s->strides[k], a1 = (hi[k] - 1) * s->strides[k];
+        first += a0 < a1 ? a0 : a1;
+        last += a0 < a1 ? a1 : a0;
+      }
+      sum += ((double)first + (double)last) / 2 / (double)elems;
+      n++;
+    }
+    if (n) return sum / n;
+  }
+  return -1;
+}
+
+/* A wave with more pieces than workers on one storage's regions (CG's
+ * Laplacian at 256^2: the inside's 2 pieces, 2 edge columns cut at the
+ * grid's row split, the top and bottom rows, the corners) runs each piece
+ * on its home: the worker whose share of the storage it touches (the
+ * storage split evenly by position, as the processors' launches over it
+ * split it by rows and affine waves keep piece k on worker k). Claimed
+ * dynamically, a piece moved its rows to the other core's L2 and the next
+ * wave fetched them back: one wave for these regions was 8-15% slower than
+ * one wave a region (bench/README.md "cg 65K in one wave: session 18").
+ * The slots are ordered by home, starts[k]..starts[k+1] worker k's. False
+ * (dynamic claiming) when a piece has no place or the homes are uneven:
+ * some worker's share (a piece counts its bytes plus 4 KiB) passes 5/4 of
+ * the mean (a wave of whole small stores has every home in the middle). */
+static bool home_slots(slot *slots, int total, int workers, int *starts) {
+  enum { MAX_HOMED = 64 };
+  if (workers < 2 || total > MAX_HOMED || workers > MAX_HOMED) return false;
+  slot sorted[MAX_HOMED];
+  int home[MAX_HOMED];
+  int64_t load[MAX_HOMED] = {0}, sum = 0, most = 0;
+  for (int k = 0; k < total; k++) {
+    const prepared *pr = slots[k].pr;
+    const double at = piece_place(pr, slots[k].piece);
+    if (at < 0 || !pr->explain || pr->boxed) return false;
+    int h = (int)(at * workers);
+    home[k] = h < 0 ? 0 : h >= workers ? workers - 1 : h;
+    const int64_t w = pr->explain->bytes / pr->tiling.pieces + 4096;
+    load[home[k]] += w;
+    sum += w;
+  }
+  for (int k = 0; k < workers; k++) most = load[k] > most ? load[k] : most;
+  if (most * workers * 4 > sum * 5) return false;
+  for (int k = 0; k <= workers; k++) starts[k] = 0;
+  for (int k = 0; k < total; k++) starts[home[k] + 1]++;
+  for (int k = 0; k < workers; k++) starts[k + 1] += starts[k];
+  int at[MAX_HOMED + 1];
+  memcpy(at, starts, sizeof(int) * (size_t)(workers + 1));
+  for (int k = 0; k < total; k++) sorted[at[home[k]]++] = slots[k];
+  memcpy(slots, sorted, sizeof(slot) * (size_t)total);
+  return true;
+}
+
+typedef struct home_job {
+  wave_job *wave;
+  const int *starts; /* worker k's slots: starts[k] .. starts[k+1] */
+} home_job;
+
+static void run_home(void *arg, int64_t item, int worker) {
+  home_job *h = arg;
+  for (int k = h->starts[item]; k < h->starts[item + 1]; k++) run_slot(h->wave, k, worker);
+}
+
 static void note_error(ty_runtime *rt, ty_status st, ty_status *first, char *msg, size_t len) {
   if (st && *first == TY_OK) {
     *first = st;
@@ -792,7 +880,13 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
     }
     wave_job job = {rt, slots, tp};
     int n = early < threads ? early : threads;
-    ty__team_for(n > 1 ? team(rt) : NULL, n, early, fixed, run_slot, &job);
+    int starts[65];
+    if (!fixed && !halos && total > threads && home_slots(slots, total, threads, starts)) {
+      home_job hj = {&job, starts}; /* an affine job: item k, worker k's pieces */
+      ty__team_for(team(rt), threads, threads, false, run_home, &hj);
+    } else {
+      ty__team_for(n > 1 ? team(rt) : NULL, n, early, fixed, run_slot, &job);
+    }
     if (halos) {
       rt->stats.dist_overlap_pieces += (uint64_t)early;
       ty__dist_halos_wait(rt, halos);
