@@ -723,9 +723,12 @@ static double piece_place(const prepared *pr, int piece) {
  * wave fetched them back: one wave for these regions was 8-15% slower than
  * one wave a region (bench/README.md "cg 65K in one wave: session 18").
  * The slots are ordered by home, starts[k]..starts[k+1] worker k's. False
- * (dynamic claiming) when a piece has no place or the homes are uneven:
- * some worker's share (a piece counts its bytes plus 4 KiB) passes 5/4 of
- * the mean (a wave of whole small stores has every home in the middle). */
+ * (dynamic claiming) when a launch has more pieces than workers (an ordered
+ * tiling, overdecompose: CG 2048^2's inside is 64 pieces of 32 MiB grids,
+ * which no L2 holds, and claiming balances them), a piece has no place, or
+ * the homes are uneven: some worker's share (a piece counts its bytes plus
+ * 4 KiB) passes 5/4 of the mean (a wave of whole small stores has every
+ * home in the middle). */
 static bool home_slots(slot *slots, int total, int workers, int *starts) {
   enum { MAX_HOMED = 64 };
   if (workers < 2 || total > MAX_HOMED || workers > MAX_HOMED) return false;
@@ -735,7 +738,7 @@ static bool home_slots(slot *slots, int total, int workers, int *starts) {
   for (int k = 0; k < total; k++) {
     const prepared *pr = slots[k].pr;
     const double at = piece_place(pr, slots[k].piece);
-    if (at < 0 || !pr->explain || pr->boxed) return false;
+    if (at < 0 || !pr->explain || pr->boxed || pr->tiling.pieces > workers) return false;
     int h = (int)(at * workers);
     home[k] = h < 0 ? 0 : h >= workers ? workers - 1 : h;
     const int64_t w = pr->explain->bytes / pr->tiling.pieces + 4096;
