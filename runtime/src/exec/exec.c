@@ -678,19 +678,20 @@ static void run_slot(void *arg, int64_t item, int worker) {
 
 /* ---- homes: a wave of more pieces than workers ------------------------------------ */
 
-/* Where piece `piece` of pr lies in the storage it writes, as a fraction of
- * that storage: the middle of the elements its box spans, over its written
- * aligned arguments (its read ones when it writes none: a reduction); < 0
- * when it has none. */
-static double piece_place(const prepared *pr, int piece) {
+/* The workers whose shares of the storages it writes piece `piece` of pr
+ * touches, *lo..*hi: a storage split evenly by position among `workers`,
+ * each written aligned argument at the middle of the elements the piece's
+ * box spans (its read ones when it writes none: a reduction). False when it
+ * has none. */
+static bool piece_homes(const prepared *pr, int piece, int workers, int *lo_home, int *hi_home) {
   const ty_pending *l = pr->l;
   int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
   ty__piece_box(l->ndim, l->domain, &pr->tiling, piece, lo, hi);
   for (int k = 0; k < l->ndim; k++)
-    if (hi[k] <= lo[k]) return -1;
-  for (int pass = 0; pass < 2; pass++) {
-    double sum = 0;
-    int n = 0;
+    if (hi[k] <= lo[k]) return false;
+  *lo_home = workers;
+  *hi_home = -1;
+  for (int pass = 0; pass < 2 && *hi_home < 0; pass++)
     for (int i = 0; i < l->nargs; i++) {
       const ty_arg *a = &l->args[i];
       const ty_store *s = a->store;
@@ -705,12 +706,12 @@ static double piece_place(const prepared *pr, int piece) {
         first += a0 < a1 ? a0 : a1;
         last += a0 < a1 ? a1 : a0;
       }
-      sum += ((double)first + (double)last) / 2 / (double)elems;
-      n++;
+      int h = (int)((double)(first + last) / 2 / (double)elems * workers);
+      h = h < 0 ? 0 : h >= workers ? workers - 1 : h;
+      *lo_home = h < *lo_home ? h : *lo_home;
+      *hi_home = h > *hi_home ? h : *hi_home;
     }
-    if (n) return sum / n;
-  }
-  return -1;
+  return *hi_home >= 0;
 }
 
 /* A wave with more pieces than workers on one storage's regions (CG's
@@ -721,30 +722,39 @@ static double piece_place(const prepared *pr, int piece) {
  * split it by rows and affine waves keep piece k on worker k). Claimed
  * dynamically, a piece moved its rows to the other core's L2 and the next
  * wave fetched them back: one wave for these regions was 8-15% slower than
- * one wave a region (bench/README.md "cg 65K in one wave: session 18").
- * The slots are ordered by home, starts[k]..starts[k+1] worker k's. False
- * (dynamic claiming) when a launch has more pieces than workers (an ordered
- * tiling, overdecompose: CG 2048^2's inside is 64 pieces of 32 MiB grids,
- * which no L2 holds, and claiming balances them), a piece has no place, or
- * the homes are uneven: some worker's share (a piece counts its bytes plus
- * 4 KiB) passes 5/4 of the mean (a wave of whole small stores has every
- * home in the middle). */
+ * one wave a region (bench/README.md "cg 65K in one wave: session 18"). A
+ * piece touching several workers' shares (one launch for the top and the
+ * bottom rows, the 4 corners) goes, after the others, to the least loaded
+ * of them; a piece counts its bytes plus 4 KiB (a fused run of 20
+ * sub-operations on one element takes ~1.3 us). The slots are ordered by
+ * home, starts[k]..starts[k+1] worker k's. False (dynamic claiming) when a
+ * launch has more pieces than workers (an ordered tiling, overdecompose:
+ * CG 2048^2's inside is 64 pieces of 32 MiB grids, which no L2 holds, and
+ * claiming balances them), a piece has no place, or the homes are uneven:
+ * some worker's share passes 5/4 of the mean (a wave of whole small stores
+ * has every home in the middle). */
 static bool home_slots(slot *slots, int total, int workers, int *starts) {
   enum { MAX_HOMED = 64 };
   if (workers < 2 || total > MAX_HOMED || workers > MAX_HOMED) return false;
   slot sorted[MAX_HOMED];
-  int home[MAX_HOMED];
-  int64_t load[MAX_HOMED] = {0}, sum = 0, most = 0;
+  int home[MAX_HOMED], lo[MAX_HOMED], hi[MAX_HOMED];
+  int64_t load[MAX_HOMED] = {0}, weight[MAX_HOMED], sum = 0, most = 0;
   for (int k = 0; k < total; k++) {
     const prepared *pr = slots[k].pr;
-    const double at = piece_place(pr, slots[k].piece);
-    if (at < 0 || !pr->explain || pr->boxed || pr->tiling.pieces > workers) return false;
-    int h = (int)(at * workers);
-    home[k] = h < 0 ? 0 : h >= workers ? workers - 1 : h;
-    const int64_t w = pr->explain->bytes / pr->tiling.pieces + 4096;
-    load[home[k]] += w;
-    sum += w;
+    if (!pr->explain || pr->boxed || pr->tiling.pieces > workers ||
+        !piece_homes(pr, slots[k].piece, workers, &lo[k], &hi[k]))
+      return false;
+    weight[k] = pr->explain->bytes / pr->tiling.pieces + 4096;
+    home[k] = lo[k];
+    if (lo[k] == hi[k]) load[home[k]] += weight[k];
+    sum += weight[k];
   }
+  for (int k = 0; k < total; k++)
+    if (lo[k] != hi[k]) { /* spans several shares: the least loaded of them */
+      for (int h = lo[k] + 1; h <= hi[k]; h++)
+        if (load[h] < load[home[k]]) home[k] = h;
+      load[home[k]] += weight[k];
+    }
   for (int k = 0; k < workers; k++) most = load[k] > most ? load[k] : most;
   if (most * workers * 4 > sum * 5) return false;
   for (int k = 0; k <= workers; k++) starts[k] = 0;
