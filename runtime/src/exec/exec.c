@@ -727,10 +727,11 @@ static bool piece_homes(const prepared *pr, int piece, int workers, int *lo_home
  * bottom rows, the 4 corners) goes, after the others, to the least loaded
  * of them; a piece counts its bytes plus 4 KiB (a fused run of 20
  * sub-operations on one element takes ~1.3 us), and a worker other than the
- * caller starts LATE_BYTES behind (it claims its item ~1 us after the
- * caller starts its own: median 0.7-1.3 us a wave at cg 256^2, traced); so
- * both of CG's go to the caller, whose share then ends with the other's
- * (the worker's 3.1 us wait in that wave with one each). The slots are ordered by
+ * caller starts LATE_BYTES behind: it claims its item 0.2-0.3 us after the
+ * caller starts its own, and its small pieces ran slower (cg 256^2,
+ * traced: an edge column 1.29 us against 0.91). With one of CG's two each,
+ * the worker's share ended ~2 us after the caller's; with both on the
+ * caller, the caller's ends ~0.9 us after the worker's. The slots are ordered by
  * home, starts[k]..starts[k+1] worker k's. False (dynamic claiming) when a
  * launch has more pieces than workers (an ordered tiling, overdecompose:
  * CG 2048^2's inside is 64 pieces of 32 MiB grids, which no L2 holds, and
