@@ -14,7 +14,8 @@
  * are left as they are; a dot product after the Laplacian (p.Ap, from
  * 512^2: regions.c's REG_MIN_SUM_ELEMS) sums into the regions with the same
  * bits on any number of processors; the left and right edges are cut at the
- * grid's row split over the processors.
+ * grid's row split over the processors, and on 2 processors the regions
+ * share one wave whose pieces run on the worker holding their rows.
  */
 #include "check.h"
 #include "req.h"
@@ -334,6 +335,68 @@ TEST(edge_columns_cut_at_the_storage_rows) {
   ty_runtime_destroy(rt);
 }
 
+/* On 2 processors the Laplacian's regions at 256^2 (512 KiB grids: boxes
+ * are compared from 128 KiB, plan/window.c) run in one wave, and the pieces
+ * in each half of the grid's rows run together, on one worker (exec.c,
+ * home_slots): the inside's and both edges' piece 0 on one, their piece 1
+ * on one (the trace's workers); the reference's bits. */
+TEST(laplacian_regions_share_a_wave_by_rows) {
+  const int64_t n = 256;
+  ty_runtime *rt = req_runtime(2, true);
+  double *v = grid(n), *ref = malloc((size_t)(n * n) * sizeof *ref);
+  laplacian_ref(v, n, ref);
+  ty_store *s = from(rt, v, n);
+  char dir[] = "/tmp/tycho_regions_XXXXXX", json[64];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(json, sizeof json, "%s/t.json", dir);
+  REQ(rt, ty_trace_start(rt, json, NULL));
+  ty_store *av = laplacian(rt, s, n);
+  REQ(rt, ty_flush(rt));
+  ty_flush_stats fs;
+  ty_last_flush_stats(rt, &fs);
+  CHECK_EQ_INT(fs.waves, 1);
+  CHECK_EQ_INT(fs.widest, fs.launches);
+  CHECK(fs.launches >= 4);
+  REQ(rt, ty_trace_stop(rt));
+  double *got = malloc((size_t)(n * n) * sizeof *got);
+  REQ(rt, ty_store_read(rt, av, got, (size_t)(n * n) * sizeof *got));
+  CHECK(memcmp(got, ref, (size_t)(n * n) * sizeof *got) == 0);
+  FILE *f = fopen(json, "r");
+  CHECK(f != NULL);
+  char line[512];
+  int halves = 0, tid[2] = {-1, -1};
+  bool same[2] = {true, true};
+  double first1[2] = {1e300, 1e300}, last0[2] = {-1, -1}; /* per worker (tid 1, 2) */
+  while (f && fgets(line, sizeof line, f)) {
+    const char *t = strstr(line, "\"tid\":"), *p = strstr(line, "\"piece\":");
+    int worker, piece, pieces;
+    double ts;
+    if (!strstr(line, "\"cat\":\"task\"") || !t || !p ||
+        sscanf(t, "\"tid\":%d,\"ts\":%lf", &worker, &ts) != 2 ||
+        sscanf(p, "\"piece\":%d,\"pieces\":%d", &piece, &pieces) != 2 || pieces != 2 || worker < 1 ||
+        worker > 2)
+      continue;
+    halves++;
+    if (tid[piece] < 0) tid[piece] = worker;
+    same[piece] &= tid[piece] == worker;
+    if (piece == 0 && ts > last0[worker - 1]) last0[worker - 1] = ts;
+    if (piece == 1 && ts < first1[worker - 1]) first1[worker - 1] = ts;
+  }
+  if (f) fclose(f);
+  CHECK_EQ_INT(halves, 6); /* the inside and the two edge columns, 2 pieces each */
+  CHECK(same[0] && same[1]);
+  /* one worker that ran both halves (the other asleep) ran one, then the other */
+  CHECK(last0[0] < first1[0] && last0[1] < first1[1]);
+  unlink(json);
+  rmdir(dir);
+  free(got);
+  free(ref);
+  free(v);
+  ty_store_release(av);
+  ty_store_release(s);
+  ty_runtime_destroy(rt);
+}
+
 /* The same window again (the fusion cache keys it before the cut and a hit
  * replays the cut it recorded: fuse_cache.c, ty__regions_replay): the
  * Laplacian with p.Ap at 512^2, 4 times in one runtime, on 1 and 3
@@ -449,6 +512,7 @@ TEST(cut_window_hit_fails_cleanly_under_allocation_faults) {
 
 static const check_case cases[] = {
     CASE(edge_columns_cut_at_the_storage_rows),
+    CASE(laplacian_regions_share_a_wave_by_rows),
     CASE(laplacian_regions_give_the_reference_bits),
     CASE(region_launches_share_views),
     CASE(whole_store_updates_are_not_cut),

@@ -676,6 +676,114 @@ static void run_slot(void *arg, int64_t item, int worker) {
   if (sl->pr->explain && sl->pr->tiling.pieces == 1) sl->pr->explain->processor = worker;
 }
 
+/* ---- homes: a wave of more pieces than workers ------------------------------------ */
+
+/* The workers whose shares of the storages it writes piece `piece` of pr
+ * touches, *lo..*hi: a storage split evenly by position among `workers`,
+ * each written aligned argument at the middle of the elements the piece's
+ * box spans (its read ones when it writes none: a reduction). False when it
+ * has none. */
+static bool piece_homes(const prepared *pr, int piece, int workers, int *lo_home, int *hi_home) {
+  const ty_pending *l = pr->l;
+  int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
+  ty__piece_box(l->ndim, l->domain, &pr->tiling, piece, lo, hi);
+  for (int k = 0; k < l->ndim; k++)
+    if (hi[k] <= lo[k]) return false;
+  *lo_home = workers;
+  *hi_home = -1;
+  for (int pass = 0; pass < 2 && *hi_home < 0; pass++)
+    for (int i = 0; i < l->nargs; i++) {
+      const ty_arg *a = &l->args[i];
+      const ty_store *s = a->store;
+      if (a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_REDUCE || (pass == 0) != writes(a->priv) ||
+          s->ndim != l->ndim)
+        continue;
+      const int64_t elems = (int64_t)(s->storage->nbytes / ty_dtype_size(s->dtype));
+      if (elems < 1) continue;
+      int64_t first = s->offset, last = s->offset;
+      for (int k = 0; k < l->ndim; k++) {
+        const int64_t a0 = lo[k] * s->strides[k], a1 = (hi[k] - 1) * s->strides[k];
+        first += a0 < a1 ? a0 : a1;
+        last += a0 < a1 ? a1 : a0;
+      }
+      int h = (int)((double)(first + last) / 2 / (double)elems * workers);
+      h = h < 0 ? 0 : h >= workers ? workers - 1 : h;
+      *lo_home = h < *lo_home ? h : *lo_home;
+      *hi_home = h > *hi_home ? h : *hi_home;
+    }
+  return *hi_home >= 0;
+}
+
+/* A wave with more pieces than workers on one storage's regions (CG's
+ * Laplacian at 256^2: the inside's 2 pieces, 2 edge columns cut at the
+ * grid's row split, the top and bottom rows, the corners) runs each piece
+ * on its home: the worker whose share of the storage it touches (the
+ * storage split evenly by position, as the processors' launches over it
+ * split it by rows and affine waves keep piece k on worker k). Claimed
+ * dynamically, a piece moved its rows to the other core's L2 and the next
+ * wave fetched them back: one wave for these regions was 8-15% slower than
+ * one wave a region (bench/README.md "cg 65K in one wave: session 18"). A
+ * piece touching several workers' shares (one launch for the top and the
+ * bottom rows, the 4 corners) goes, after the others, to the least loaded
+ * of them; a piece counts its bytes plus 4 KiB (a fused run of 20
+ * sub-operations on one element takes ~1.3 us), and a worker other than the
+ * caller starts LATE_BYTES behind: it claims its item 0.2-0.3 us after the
+ * caller starts its own, and its small pieces ran slower (cg 256^2,
+ * traced: an edge column 1.29 us against 0.91). With one of CG's two each,
+ * the worker's share ended ~2 us after the caller's; with both on the
+ * caller, the caller's ends ~0.9 us after the worker's. The slots are ordered by
+ * home, starts[k]..starts[k+1] worker k's. False (dynamic claiming) when a
+ * launch has more pieces than workers (an ordered tiling, overdecompose:
+ * CG 2048^2's inside is 64 pieces of 32 MiB grids, which no L2 holds, and
+ * claiming balances them), a piece has no place, or the homes are uneven:
+ * some worker's share passes 5/4 of the mean (a wave of whole small stores
+ * has every home in the middle). */
+static bool home_slots(slot *slots, int total, int workers, int *starts) {
+  enum { MAX_HOMED = 64, LATE_BYTES = 8192 };
+  if (workers < 2 || total > MAX_HOMED || workers > MAX_HOMED) return false;
+  slot sorted[MAX_HOMED];
+  int home[MAX_HOMED], lo[MAX_HOMED], hi[MAX_HOMED];
+  int64_t load[MAX_HOMED] = {0}, weight[MAX_HOMED], sum = 0, most = 0;
+  for (int k = 0; k < total; k++) {
+    const prepared *pr = slots[k].pr;
+    if (!pr->explain || pr->boxed || pr->tiling.pieces > workers ||
+        !piece_homes(pr, slots[k].piece, workers, &lo[k], &hi[k]))
+      return false;
+    weight[k] = pr->explain->bytes / pr->tiling.pieces + 4096;
+    home[k] = lo[k];
+    if (lo[k] == hi[k]) load[home[k]] += weight[k];
+    sum += weight[k];
+  }
+  for (int k = 1; k < workers; k++) load[k] += LATE_BYTES;
+  for (int k = 0; k < total; k++)
+    if (lo[k] != hi[k]) { /* spans several shares: the least loaded of them */
+      for (int h = lo[k] + 1; h <= hi[k]; h++)
+        if (load[h] < load[home[k]]) home[k] = h;
+      load[home[k]] += weight[k];
+    }
+  for (int k = 1; k < workers; k++) load[k] -= LATE_BYTES;
+  for (int k = 0; k < workers; k++) most = load[k] > most ? load[k] : most;
+  if (most * workers * 4 > sum * 5) return false;
+  for (int k = 0; k <= workers; k++) starts[k] = 0;
+  for (int k = 0; k < total; k++) starts[home[k] + 1]++;
+  for (int k = 0; k < workers; k++) starts[k + 1] += starts[k];
+  int at[MAX_HOMED + 1];
+  memcpy(at, starts, sizeof(int) * (size_t)(workers + 1));
+  for (int k = 0; k < total; k++) sorted[at[home[k]]++] = slots[k];
+  memcpy(slots, sorted, sizeof(slot) * (size_t)total);
+  return true;
+}
+
+typedef struct home_job {
+  wave_job *wave;
+  const int *starts; /* worker k's slots: starts[k] .. starts[k+1] */
+} home_job;
+
+static void run_home(void *arg, int64_t item, int worker) {
+  home_job *h = arg;
+  for (int k = h->starts[item]; k < h->starts[item + 1]; k++) run_slot(h->wave, k, worker);
+}
+
 static void note_error(ty_runtime *rt, ty_status st, ty_status *first, char *msg, size_t len) {
   if (st && *first == TY_OK) {
     *first = st;
@@ -792,7 +900,13 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
     }
     wave_job job = {rt, slots, tp};
     int n = early < threads ? early : threads;
-    ty__team_for(n > 1 ? team(rt) : NULL, n, early, fixed, run_slot, &job);
+    int starts[65];
+    if (!fixed && !halos && total > threads && home_slots(slots, total, threads, starts)) {
+      home_job hj = {&job, starts}; /* an affine job: item k, worker k's pieces */
+      ty__team_for(team(rt), threads, threads, false, run_home, &hj);
+    } else {
+      ty__team_for(n > 1 ? team(rt) : NULL, n, early, fixed, run_slot, &job);
+    }
     if (halos) {
       rt->stats.dist_overlap_pieces += (uint64_t)early;
       ty__dist_halos_wait(rt, halos);

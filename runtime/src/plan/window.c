@@ -342,12 +342,15 @@ static bool view_box(const ty_store *v, int64_t *lo, int64_t *rem) {
   return v->ndim > 0 && o >= 0;
 }
 
-/* Boxes are looked at in storages of 1 MiB or more. Below, comparing them
- * cost ~3% of CG 64 x 64's instructions, and CG 256 x 256 (512 KiB grids)
- * ran 8-15% slower on 2 processors with its Laplacian's regions in one
- * wave (the inside's 2 pieces and 4 interpreted edges of 254 elements)
- * than one wave a region. */
-enum { BOX_MIN_BYTES = 1 << 20 };
+/* Boxes are looked at in storages of 128 KiB or more: from there on
+ * (REG_MIN_ELEMS f64 elements) plan/regions.c cuts shifted updates into
+ * regions, and their launches share one wave, whose pieces the executor
+ * runs on the worker holding their rows (exec.c, home_slots). Below,
+ * comparing them cost ~3% of CG 64 x 64's instructions. At 1 MiB before
+ * the homes, CG 256 x 256's regions in one wave, their pieces claimed by
+ * whichever worker was free, were 8-15% slower than one wave a region
+ * (bench/README.md "cg 65K in one wave: session 18"). */
+enum { BOX_MIN_BYTES = 1 << 17 };
 
 /* View v is its whole storage in C order: every other non-empty view of the
  * storage meets it. The common case (element-wise launches), checked first:
