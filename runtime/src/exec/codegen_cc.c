@@ -150,7 +150,7 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
     return false;
   }
   /* [sh -c script tycho-cc tmp_so tmp_c failed n (tmp_src src so)...] cc -O1
-   * <the ISA level's flags> ... -o tmp_so tmp_c -lsleef -lm */
+   * <the ISA level's flags> ... -nostdlib -w -o tmp_so tmp_c -lsleef -lm -lgcc */
   char flags[256];
   snprintf(flags, sizeof flags, "%s", ty__isa_cflags());
   char nbuf[16], cap[16];
@@ -175,8 +175,21 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
   const int a0 = a;
   for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && a - a0 < 24; t = strtok_r(NULL, " ", &save))
     argv[a++] = t;
-  const char *rest[] = {"-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-w", "-o",
-                        j->tmp_so, j->tmp_c, "-lsleef", "-lm"};
+  /* -nostdlib: no crt files, libc or libgcc_s in the link, which was 15-17
+   * ms of a unit's 35-110 ms of compiler CPU (the driver's link of CG's
+   * 14 KB unit: 17 ms, 7 ms without them, 4 ms without -lsleef -lm too;
+   * the 9 units of the four cold programs: 510-530 ms of CPU in all, 443-446
+   * ms with -nostdlib; gcc 12, session 18, bench/README.md). The kernels
+   * define no constructor and no exception table the crt files would
+   * register; what they call from libc (memcpy) resolves at dlopen in the
+   * process, which always has libc loaded, in the global scope (even a Lua
+   * module opened RTLD_LOCAL: libc is the interpreter's dependency), and
+   * libm's own dependency on libc is there besides. -lsleef -lm stay: the
+   * kernel's SLEEF and libmvec calls must not depend on the global scope.
+   * -lgcc (static, no cost measured) for any helper the compiler might
+   * call. */
+  const char *rest[] = {"-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-nostdlib", "-w",
+                        "-o", j->tmp_so, j->tmp_c, "-lsleef", "-lm", "-lgcc"};
   for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[a++] = (char *)rest[i];
   argv[a] = NULL;
   /* no input, its output discarded, none of this process's other files
