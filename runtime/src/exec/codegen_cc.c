@@ -86,7 +86,18 @@ static void free_targets(ty__ccjob *j) {
  * cap (session 16, bench/README.md). The caller gives the cap (nice_s, at
  * most TY__CC_NICE_S): since session 17 what is left of TY__CC_NICE_S of
  * the program's age (fused_codegen.c, nice_for), so no compile is niced
- * past the program's first 0.2 s. */
+ * past the program's first TY__CC_NICE_S. 0.05 s since session 18 (0.2 s
+ * before): the full-size cold programs keep both cores busy, so their
+ * niced tries mostly got nothing until the cap (idle, session 17: CG
+ * 256^2's first compile queued at 0.012 s, its kernels in at 0.29 s of a
+ * 0.46 s run) and their work was lost at the restart; the programs the nice
+ * is for (bench/coldstart --quick: 0.05-0.07 s processes) end about when
+ * the cap does. Cold runs alternating, 15 rounds, load 4-8 (bench/README.md,
+ * session 18): CG 256^2 0.818 -> 0.765 s (CPU 0.587 -> 0.568 s),
+ * Black-Scholes 10M 0.727 -> 0.632 s (0.734 -> 0.540 s); quick sizes, 9
+ * rounds, load 5: CG 64^2 0.048 -> 0.049 s, Black-Scholes 1M 0.058 -> 0.064
+ * s, stencil 768^2 0.070 -> 0.073 s, k-means 1M 0.367 -> 0.239 s (its 10M-
+ * element rows are not urgent). */
 static const char detach_script[] =
     "tso=$1 tc=$2 fail=$3 n=$4 cap=$5; shift 5\n"
     "( if { [ \"$cap\" != 0 ] && ( shift $((3 * n)); timeout \"$cap\" nice -n 19 \"$@\" ) ||\n"
