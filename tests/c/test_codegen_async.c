@@ -381,7 +381,7 @@ static int read_tries(const char *log, int tries[3]) {
 }
 
 /* A background compile starts niced and, starved past its cap (codegen_cc.c:
- * 0.2 s), is stopped and run again at the program's own priority: here the
+ * TY__CC_NICE_S), is stopped and run again at the program's own priority: here the
  * compiler "starves" (sleeps 60 s) whenever it runs niced, yet the kernel is
  * installed within seconds, by a second try at this process's priority;
  * each try logs its niceness. */

@@ -86,7 +86,18 @@ static void free_targets(ty__ccjob *j) {
  * cap (session 16, bench/README.md). The caller gives the cap (nice_s, at
  * most TY__CC_NICE_S): since session 17 what is left of TY__CC_NICE_S of
  * the program's age (fused_codegen.c, nice_for), so no compile is niced
- * past the program's first 0.2 s. */
+ * past the program's first TY__CC_NICE_S. 0.05 s since session 18 (0.2 s
+ * before): the full-size cold programs keep both cores busy, so their
+ * niced tries mostly got nothing until the cap (idle, session 17: CG
+ * 256^2's first compile queued at 0.012 s, its kernels in at 0.29 s of a
+ * 0.46 s run) and their work was lost at the restart; the programs the nice
+ * is for (bench/coldstart --quick: 0.05-0.07 s processes) end about when
+ * the cap does. Cold runs alternating, 15 rounds, load 4-8 (bench/README.md,
+ * session 18): CG 256^2 0.818 -> 0.765 s (CPU 0.587 -> 0.568 s),
+ * Black-Scholes 10M 0.727 -> 0.632 s (0.734 -> 0.540 s); quick sizes, 9
+ * rounds, load 5: CG 64^2 0.048 -> 0.049 s, Black-Scholes 1M 0.058 -> 0.064
+ * s, stencil 768^2 0.070 -> 0.073 s, k-means 1M 0.367 -> 0.239 s (its 10M-
+ * element rows are not urgent). */
 static const char detach_script[] =
     "tso=$1 tc=$2 fail=$3 n=$4 cap=$5; shift 5\n"
     "( if { [ \"$cap\" != 0 ] && ( shift $((3 * n)); timeout \"$cap\" nice -n 19 \"$@\" ) ||\n"
@@ -150,7 +161,7 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
     return false;
   }
   /* [sh -c script tycho-cc tmp_so tmp_c failed n (tmp_src src so)...] cc -O1
-   * <the ISA level's flags> ... -o tmp_so tmp_c -lsleef -lm */
+   * <the ISA level's flags> ... -nostdlib -w -o tmp_so tmp_c -lsleef -lm -lgcc */
   char flags[256];
   snprintf(flags, sizeof flags, "%s", ty__isa_cflags());
   char nbuf[16], cap[16];
@@ -175,8 +186,21 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
   const int a0 = a;
   for (char *save = NULL, *t = strtok_r(flags, " ", &save); t && a - a0 < 24; t = strtok_r(NULL, " ", &save))
     argv[a++] = t;
-  const char *rest[] = {"-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-w", "-o",
-                        j->tmp_so, j->tmp_c, "-lsleef", "-lm"};
+  /* -nostdlib: no crt files, libc or libgcc_s in the link, which was 15-17
+   * ms of a unit's 35-110 ms of compiler CPU (the driver's link of CG's
+   * 14 KB unit: 17 ms, 7 ms without them, 4 ms without -lsleef -lm too;
+   * the 9 units of the four cold programs: 510-530 ms of CPU in all, 443-446
+   * ms with -nostdlib; gcc 12, session 18, bench/README.md). The kernels
+   * define no constructor and no exception table the crt files would
+   * register; what they call from libc (memcpy) resolves at dlopen in the
+   * process, which always has libc loaded, in the global scope (even a Lua
+   * module opened RTLD_LOCAL: libc is the interpreter's dependency), and
+   * libm's own dependency on libc is there besides. -lsleef -lm stay: the
+   * kernel's SLEEF and libmvec calls must not depend on the global scope.
+   * -lgcc (static, no cost measured) for any helper the compiler might
+   * call. */
+  const char *rest[] = {"-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-nostdlib", "-w",
+                        "-o", j->tmp_so, j->tmp_c, "-lsleef", "-lm", "-lgcc"};
   for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[a++] = (char *)rest[i];
   argv[a] = NULL;
   /* no input, its output discarded, none of this process's other files

@@ -24,7 +24,7 @@
  *    by ty__cc_poll(j, true), which then installs the targets;
  *  - detached (background): a shell started in a process group of its own
  *    runs "cc ... && install || mark failed" in the background (the compile
- *    niced first, at the program's priority once the runtime is 0.2 s old: codegen_cc.c) and
+ *    niced first, at the program's priority once the runtime is 0.05 s old: codegen_cc.c) and
  *    exits at once, so the compile is nobody's child here: it finishes and installs
  *    its kernels in the cache even when the runtime (or the process) has
  *    ended, which is what makes the next run warm. ty__cc_poll(j, false)
@@ -45,7 +45,7 @@
 /* A detached compile's niced try lasts at most this long (seconds;
  * codegen_cc.c says why), then the compile runs again at the program's
  * priority. */
-#define TY__CC_NICE_S 0.2
+#define TY__CC_NICE_S 0.05
 /* At most this many kernels in one job. */
 enum { TY__CC_MAX_KERNELS = 32 };
 

@@ -1692,7 +1692,7 @@ static bool unit(ty__codegen *cg, const uint64_t *hash, char *const *text, const
  * are for its next run); a program that has already run TY__CC_NICE_S
  * seconds is not such a short one, and its niced compile only waited for
  * its cap while the program kept both cores busy: cold CG 256^2 started
- * its later kernels' compiles 0.2 s after their first sight, then ran
+ * its later kernels' compiles 0.2 s (the cap then) after their first sight, then ran
  * interpreted until they were done (bench/README.md, "Cold start, nice by
  * age and -O1: session 17"). So every compile is niced until the program's
  * age reaches the cap, none after. */
