@@ -83,7 +83,7 @@ void ty__blas_init(void) { openblas_set_num_threads(1); }
  * time): B packed twice (dgemm_itcopy +1.5% of the CPU; its threads share
  * one packing), where numpy faults in a fresh 32 MiB result each step
  * (~530 faults, ~5 ms of CPU) and tycho reuses the block (bench/README
- * "gemm 2048^2: session 18"). Smaller gemms keep 8 blocks of
+ * "gemm against numpy: session 18"). Smaller gemms keep 8 blocks of
  * m / 8 rows, for 2-8 processors and for MPI ranks (each computes the
  * blocks of its rows). At least 2^15 / (n k) rows (32k
  * multiply-adds a call, well above a call's few microseconds, for thin
