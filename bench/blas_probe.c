@@ -35,6 +35,15 @@
  *     (session 17) the thread CPU time of N^3 (default 2048) as one call,
  *     2/4/8 row blocks, 2 column blocks, 2 x 2 blocks and numpy's OpenBLAS
  *     (when given), and which of them change the bits.
+ *   blas_probe gemm2 LIBSCIPY_OPENBLAS [N] [ROUNDS]  two threads, wall time
+ *     (session 18) N^3 (default 2048) as tycho runs it (2 row blocks, one
+ *     single-threaded call a thread), numpy's OpenBLAS on its 2 threads,
+ *     numpy's OpenBLAS in tycho's 2 row blocks, one call on 2 OpenMP
+ *     threads (the C peer) and 4 row blocks; wall and process CPU ms.
+ *   blas_probe gemmpack [N] [ROUNDS] [P]          two threads (session 18)
+ *     N^3 with one packing of B shared by both threads (OpenBLAS 0.3.21's
+ *     exported SkylakeX kernels, k chunks as its level3.c: the bits of one
+ *     call) against tycho's 2 row blocks, each packing all of B.
  *
  * Build (the peers' flags; no FMA contraction in the dot, as tycho's
  * kernels):
@@ -381,6 +390,168 @@ static int probe_gemm1(int n, int rounds, const char *lib) {
   return 0;
 }
 
+/* ---- gemm on two threads, wall time (session 18) ------------------------ */
+
+/* C = A B (n^3) on 2 threads, variants alternating, a pause of 300 ms
+ * before each (numpy's OpenBLAS threads spin ~0.1 s after a call; the
+ * pause keeps that spin and OpenMP's out of the next variant's figures):
+ * wall ms and process CPU ms, min and median of ROUNDS. The operands and
+ * C are advised as huge pages (numpy's and tycho's stores are) and C is
+ * reused (tycho's block cache). */
+enum { G_TYCHO, G_NUMPY, G_NUMPY_BLOCKS, G_ONE_CALL, G_BLOCKS4, GW };
+static const char *g_names[GW] = {"2 row blocks, 1 a thread (tycho)", "numpy's, one call, 2 threads",
+                                  "numpy's, 2 row blocks, 1 a thread",
+                                  "one call, 2 OpenMP threads (C peer)",
+                                  "4 row blocks, 2 threads"};
+
+static void gemm2_variant(int v, int n, const double *a, const double *b, double *c,
+                          gemm64_fn np_dgemm, void (*np_threads)(int)) {
+  if (v == G_TYCHO) {
+    row_blocks(n, n, n, a, b, c, 2, 1, 2);
+  } else if (v == G_BLOCKS4) {
+    row_blocks(n, n, n, a, b, c, 4, 1, 2);
+  } else if (v == G_ONE_CALL) {
+    one_call(n, n, n, a, b, c, 2);
+  } else if (v == G_NUMPY) {
+    np_threads(2);
+    np_dgemm(101, 111, 111, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
+  } else {
+    np_threads(1);
+#pragma omp parallel for schedule(static, 1) num_threads(2)
+    for (int j = 0; j < 2; j++) {
+      const long r0 = (long)n * j / 2, r1 = (long)n * (j + 1) / 2;
+      np_dgemm(101, 111, 111, r1 - r0, n, n, 1.0, a + r0 * n, n, b, n, 0.0, c + r0 * n, n);
+    }
+  }
+}
+
+static int probe_gemm2(int n, int rounds, const char *lib) {
+  void *h = dlopen(lib, RTLD_NOW);
+  if (!h) return fprintf(stderr, "blas_probe: %s\n", dlerror()), 1;
+  gemm64_fn np_dgemm = (gemm64_fn)dlsym(h, "scipy_cblas_dgemm64_");
+  void (*np_threads)(int) = (void (*)(int))dlsym(h, "scipy_openblas_set_num_threads64_");
+  if (!np_dgemm || !np_threads) return fprintf(stderr, "blas_probe: not scipy-openblas\n"), 1;
+  openblas_set_num_threads(1);
+  const size_t bytes = (size_t)n * n * sizeof(double);
+  double *a = aligned_alloc(2 << 20, bytes), *b = aligned_alloc(2 << 20, bytes);
+  double *c = aligned_alloc(2 << 20, bytes), *ref = malloc(bytes);
+  if (!a || !b || !c || !ref) return fprintf(stderr, "blas_probe: out of memory\n"), 1;
+  madvise(a, bytes, MADV_HUGEPAGE), madvise(b, bytes, MADV_HUGEPAGE), madvise(c, bytes, MADV_HUGEPAGE);
+  for (long i = 0; i < (long)n * n; i++) a[i] = frac((i + 0.5) * 0.6180339887498949) - 0.3;
+  for (long i = 0; i < (long)n * n; i++) b[i] = frac((i + 0.5) * 0.7548776662466927) - 0.4;
+  row_blocks(n, n, n, a, b, ref, 2, 1, 1);
+  double w[GW][64], u[GW][64];
+  long diff[GW];
+  if (rounds > 64) rounds = 64;
+  for (int r = 0; r < rounds; r++)
+    for (int v = 0; v < GW; v++) {
+      const struct timespec pause = {0, 300000000};
+      nanosleep(&pause, NULL);
+      const double t0 = omp_get_wtime(), c0 = process_cpu();
+      gemm2_variant(v, n, a, b, c, np_dgemm, np_threads);
+      w[v][r] = omp_get_wtime() - t0, u[v][r] = process_cpu() - c0;
+      if (r == 0) diff[v] = differ(ref, c, (long)n * n);
+    }
+  printf("gemm %d^3, two threads, wall / process CPU ms (%d rounds):\n", n, rounds);
+  for (int v = 0; v < GW; v++) {
+    qsort(w[v], (size_t)rounds, sizeof(double), by_value);
+    qsort(u[v], (size_t)rounds, sizeof(double), by_value);
+    printf("  %-36s wall min %6.1f median %6.1f, CPU min %6.1f median %6.1f; %ld elements differ "
+           "from tycho's\n",
+           g_names[v], 1e3 * w[v][0], 1e3 * w[v][rounds / 2], 1e3 * u[v][0], 1e3 * u[v][rounds / 2],
+           diff[v]);
+  }
+  free(a), free(b), free(c), free(ref);
+  return 0;
+}
+
+/* ---- gemm with one packing of B (session 18) ------------------------------ */
+
+/* C = A B (n^3, row-major) on 2 threads the way numpy's threaded OpenBLAS
+ * shares its packing: all of B packed once (the threads halve it), then
+ * each thread its half of C's rows, over OpenBLAS 0.3.21's exported
+ * SkylakeX kernels (dgemm_itcopy/oncopy/kernel_SKYLAKEX; column-major view:
+ * OpenBLAS's A is our B, its B our A), with level3.c's k chunks of Q = 384
+ * so that the bits are those of one call. P: the packed blocks' rows. */
+typedef int (*pack_fn)(long, long, const double *, long, double *);
+typedef int (*kern_fn)(long, long, long, double, double *, double *, double *, long);
+
+static void gemm_shared(int n, long P, const double *a, const double *b, double *c, double *packed,
+                        double *sb[2], pack_fn itcopy, pack_fn oncopy, kern_fn kernel) {
+  enum { Q = 384, UM = 16 };
+  long ls[64], ml[64];
+  int nc = 0;
+  for (long l = 0, m; l < n && nc < 64; l += m) { /* level3.c's min_l */
+    m = n - l;
+    if (m >= 2 * Q) m = Q;
+    else if (m > Q) m = ((m / 2 + UM - 1) / UM) * UM;
+    ls[nc] = l, ml[nc++] = m;
+  }
+  const int nib = (int)((n + P - 1) / P);
+#pragma omp parallel num_threads(2)
+  {
+    const int t = omp_get_thread_num();
+    for (int w = t; w < nc * nib; w += 2) { /* block (j, i) at ls[j] n + i P ml[j] */
+      const int j = w / nib, i = w % nib;
+      const long is = (long)i * P, mi = n - is < P ? n - is : P;
+      itcopy(ml[j], mi, b + is + ls[j] * n, n, packed + ls[j] * n + is * ml[j]);
+    }
+    const long r0 = (long)n * t / 2, rows = (long)n * (t + 1) / 2 - r0;
+    memset(c + r0 * n, 0, sizeof(double) * (size_t)(rows * n));
+#pragma omp barrier
+    for (int j = 0; j < nc; j++) {
+      oncopy(ml[j], rows, a + ls[j] + r0 * n, n, sb[t]);
+      for (int i = 0; i < nib; i++) {
+        const long is = (long)i * P, mi = n - is < P ? n - is : P;
+        kernel(mi, rows, ml[j], 1.0, packed + ls[j] * n + is * ml[j], sb[t], c + is + r0 * n, n);
+      }
+    }
+  }
+}
+
+static int probe_gemmpack(int n, int rounds, long P) {
+  pack_fn itcopy = (pack_fn)dlsym(RTLD_DEFAULT, "dgemm_itcopy_SKYLAKEX");
+  pack_fn oncopy = (pack_fn)dlsym(RTLD_DEFAULT, "dgemm_oncopy_SKYLAKEX");
+  kern_fn kernel = (kern_fn)dlsym(RTLD_DEFAULT, "dgemm_kernel_SKYLAKEX");
+  if (!itcopy || !oncopy || !kernel)
+    return fprintf(stderr, "blas_probe: no SkylakeX kernels in this OpenBLAS\n"), 1;
+  openblas_set_num_threads(1);
+  const size_t bytes = (size_t)n * n * sizeof(double), sbb = bytes / 2 + 384 * 64 * sizeof(double);
+  double *a = aligned_alloc(2 << 20, bytes), *b = aligned_alloc(2 << 20, bytes);
+  double *c = aligned_alloc(2 << 20, bytes), *ref = malloc(bytes), *packed = aligned_alloc(2 << 20, bytes);
+  double *sb[2] = {aligned_alloc(4096, sbb), aligned_alloc(4096, sbb)};
+  if (!a || !b || !c || !ref || !packed || !sb[0] || !sb[1])
+    return fprintf(stderr, "blas_probe: out of memory\n"), 1;
+  madvise(a, bytes, MADV_HUGEPAGE), madvise(b, bytes, MADV_HUGEPAGE), madvise(c, bytes, MADV_HUGEPAGE);
+  madvise(packed, bytes, MADV_HUGEPAGE);
+  for (long i = 0; i < (long)n * n; i++) a[i] = frac((i + 0.5) * 0.6180339887498949) - 0.3;
+  for (long i = 0; i < (long)n * n; i++) b[i] = frac((i + 0.5) * 0.7548776662466927) - 0.4;
+  one_call(n, n, n, a, b, ref, 1);
+  gemm_shared(n, P, a, b, c, packed, sb, itcopy, oncopy, kernel);
+  printf("gemm %d^3, one packing of B (P = %ld): %ld elements differ from one call\n", n, P,
+         differ(ref, c, (long)n * n));
+  double w[2][64], u[2][64];
+  if (rounds > 64) rounds = 64;
+  for (int r = 0; r < rounds; r++)
+    for (int v = 0; v < 2; v++) {
+      const struct timespec pause = {0, 200000000};
+      nanosleep(&pause, NULL);
+      const double t0 = omp_get_wtime(), c0 = process_cpu();
+      if (v) gemm_shared(n, P, a, b, c, packed, sb, itcopy, oncopy, kernel);
+      else row_blocks(n, n, n, a, b, c, 2, 1, 2);
+      w[v][r] = omp_get_wtime() - t0, u[v][r] = process_cpu() - c0;
+    }
+  for (int v = 0; v < 2; v++) {
+    qsort(w[v], (size_t)rounds, sizeof(double), by_value);
+    qsort(u[v], (size_t)rounds, sizeof(double), by_value);
+    printf("  %-30s wall min %6.1f median %6.1f, CPU min %6.1f median %6.1f ms\n",
+           v ? "one packing of B, shared" : "2 row blocks (tycho)", 1e3 * w[v][0],
+           1e3 * w[v][rounds / 2], 1e3 * u[v][0], 1e3 * u[v][rounds / 2]);
+  }
+  free(a), free(b), free(c), free(ref), free(packed), free(sb[0]), free(sb[1]);
+  return 0;
+}
+
 /* ---- gemv on two threads, wall time ------------------------------------- */
 
 /* rows [r0, r1) of y = A x, R rows at a time (the four-row dot's bits) */
@@ -486,7 +657,13 @@ int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "gemm1"))
     return probe_gemm1(argc > 2 ? atoi(argv[2]) : 2048, argc > 3 ? atoi(argv[3]) : 5,
                        argc > 4 ? argv[4] : NULL);
+  if (argc >= 3 && !strcmp(argv[1], "gemm2"))
+    return probe_gemm2(argc > 3 ? atoi(argv[3]) : 2048, argc > 4 ? atoi(argv[4]) : 5, argv[2]);
+  if (argc >= 2 && !strcmp(argv[1], "gemmpack"))
+    return probe_gemmpack(argc > 2 ? atoi(argv[2]) : 2048, argc > 3 ? atoi(argv[3]) : 7,
+                          argc > 4 ? atol(argv[4]) : 192);
   fprintf(stderr, "usage: blas_probe gemv|gemv2 LIBSCIPY_OPENBLAS [ROUNDS] | gemm [N] [ROUNDS] | "
-                  "gemm1 [N] [ROUNDS] [LIBSCIPY_OPENBLAS]\n");
+                  "gemm1 [N] [ROUNDS] [LIBSCIPY_OPENBLAS] | gemm2 LIBSCIPY_OPENBLAS [N] [ROUNDS] | "
+                  "gemmpack [N] [ROUNDS] [P]\n");
   return 2;
 }

@@ -5,9 +5,11 @@ products (its OpenBLAS, its threads as it ships).
 
 info: cpu_s= and cpu_steps=, the process's CPU seconds in a timed step (all
 threads, median and each), as blas.lua's; OpenBLAS's threads count the time
-they spin waiting for work.
+they spin waiting for work. info: faults=, a timed step's page faults
+(median), as blas.lua's.
 """
 import os
+import resource
 import time
 
 from common import ALPHA, array_module, checksum, info, params, seq, timed
@@ -38,19 +40,22 @@ elif p["op"] == "gemm":
     step = lambda: L @ R
 else:
     raise SystemExit(f"bench: op is gemv, gemvt or gemm, got {p['op']}")
-cpus = []
+cpus, faults = [], []
 
 
 def cpu_step(run=step):
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     c0 = time.process_time()
     y = run()
     cpus.append(time.process_time() - c0)
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
     return y
 
 
 r = timed(p["reps"], cpu_step, lambda r: float(r.flat[0]))
 if os.environ.get("BENCH_WARMUP") != "0":
-    cpus = cpus[1:]
+    cpus, faults = cpus[1:], faults[1:]
 info("cpu_steps", ",".join(f"{c:.3f}" for c in cpus))
 info("cpu_s", f"{sorted(cpus)[(len(cpus) - 1) // 2]:.3f}")
+info("faults", sorted(faults)[(len(faults) - 1) // 2])
 checksum(float(r.astype(np.float64).sum()))

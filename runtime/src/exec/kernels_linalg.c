@@ -78,7 +78,12 @@ void ty__blas_init(void) { openblas_set_num_threads(1); }
  * rises to the cores (rounded up to even) up to the m / 8 rule's count:
  * 2048^2 in 2 blocks on 2 cores (8% less CPU than 8), in 8 on 8 cores or
  * more. The machine's cores, not --cpus: the bits stay the same under any
- * --cpus on one machine (ty__gemm_cores). Smaller gemms keep 8 blocks of
+ * --cpus on one machine (ty__gemm_cores). What 2 blocks cost against
+ * numpy's OpenBLAS 0.3.31 on its 2 threads (2048^2, same dgemm_kernel
+ * time): B packed twice (dgemm_itcopy +1.5% of the CPU; its threads share
+ * one packing), where numpy faults in a fresh 32 MiB result each step
+ * (~530 faults, ~5 ms of CPU) and tycho reuses the block (bench/README
+ * "gemm against numpy: session 18"). Smaller gemms keep 8 blocks of
  * m / 8 rows, for 2-8 processors and for MPI ranks (each computes the
  * blocks of its rows). At least 2^15 / (n k) rows (32k
  * multiply-adds a call, well above a call's few microseconds, for thin
