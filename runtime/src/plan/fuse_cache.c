@@ -122,15 +122,20 @@ typedef struct fc_entry {
   int seq_u; /* the launch there whose number the notes are relative to */
   fc_src *src;
   int nsrc;
-  /* the waves flush_window gave the window a hit made (ty__fcache_keep_waves),
-   * under favor wfavor, host-only or not: a later hit skips the graph and
-   * ty__schedule (CG at 256^2: ~16k instructions an iteration) */
-  int *waves;
-  int nwaves; /* the launches waves covers: rt->nwindow then */
-  int wfavor;
-  bool whost;
-  ty_sched_stats wss;
+  /* the waves flush_window gave the window a hit made: a later hit skips
+   * the graph and ty__schedule (one pointer: the cache's 64 entries stay
+   * small, under the 8 KiB allocation test_dist's fault injector fails) */
+  struct fc_waves *waves;
 } fc_entry;
+
+/* ty__fcache_keep_waves: launch k of the window after fusion in wave
+ * wave_of[k], for n launches, favor and host-only as flush_window had them. */
+typedef struct fc_waves {
+  int n, favor;
+  bool host;
+  ty_sched_stats ss;
+  int wave_of[];
+} fc_waves;
 
 typedef struct fc_ptr {
   const void *p;
@@ -833,9 +838,10 @@ static fc_entry *hit_of(ty_runtime *rt) {
 bool ty__fcache_waves(ty_runtime *rt, int n, int favor, bool host_only, int *wave_of,
                       ty_sched_stats *ss) {
   const fc_entry *e = hit_of(rt);
-  if (!e || !e->waves || e->nwaves != n || e->wfavor != favor || e->whost != host_only) return false;
-  memcpy(wave_of, e->waves, (size_t)n * sizeof *wave_of);
-  *ss = e->wss;
+  const fc_waves *v = e ? e->waves : NULL;
+  if (!v || v->n != n || v->favor != favor || v->host != host_only) return false;
+  memcpy(wave_of, v->wave_of, (size_t)n * sizeof *wave_of);
+  *ss = v->ss;
   return true;
 }
 
@@ -843,14 +849,15 @@ void ty__fcache_keep_waves(ty_runtime *rt, int n, int favor, bool host_only, con
                            const ty_sched_stats *ss) {
   fc_entry *e = hit_of(rt);
   if (!e || n < 1) return;
-  if (!e->waves || e->nwaves != n) {
-    int *wv = ty__realloc(e->waves, (size_t)n * sizeof *wv);
-    if (!wv) return;
-    e->waves = wv;
+  fc_waves *v = e->waves;
+  if (!v || v->n != n) {
+    v = ty__realloc(v, sizeof *v + (size_t)n * sizeof *v->wave_of);
+    if (!v) return;
+    e->waves = v;
   }
-  memcpy(e->waves, wave_of, (size_t)n * sizeof *wave_of);
-  e->nwaves = n;
-  e->wfavor = favor;
-  e->whost = host_only;
-  e->wss = *ss;
+  memcpy(v->wave_of, wave_of, (size_t)n * sizeof *wave_of);
+  v->n = n;
+  v->favor = favor;
+  v->host = host_only;
+  v->ss = *ss;
 }
