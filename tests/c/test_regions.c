@@ -510,6 +510,53 @@ TEST(cut_window_hit_fails_cleanly_under_allocation_faults) {
   free(v);
 }
 
+/* The flush figures of the Laplacian with p.Ap at 256^2 (several waves: the
+ * sum is not in the regions' wave there) and then x += p, 4 windows in one
+ * runtime, with the fusion cache and without: the same every time. From the
+ * second hit on, flush_window takes the waves kept with the decision
+ * (fuse_cache.h, ty__fcache_waves) instead of a graph and ty__schedule;
+ * builds with asserts compare them with a fresh schedule at every hit. */
+TEST(cached_hit_waves_are_the_scheduled_waves) {
+  const int64_t n = 256;
+  double *v = grid(n);
+  ty_flush_stats figs[2][5];
+  for (int cache = 0; cache < 2; cache++) {
+    if (!cache) setenv("TYCHO_FUSE_CACHE", "0", 1);
+    ty_runtime *rt = req_runtime(2, true); /* the cache reads it at its first window */
+    ty_store *s = from(rt, v, n), *x = from(rt, v, n);
+    for (int rep = 0; rep < 5; rep++) {
+      ty_store *av = laplacian(rt, s, n), *prod = NULL, *sum = NULL, *nx = NULL;
+      REQ(rt, ty_binary(rt, TY_OP_MUL, s, av, &prod));
+      REQ(rt, ty_reduce(rt, TY_RED_SUM, prod, -1, &sum));
+      REQ(rt, ty_binary(rt, TY_OP_ADD, x, av, &nx));
+      ty_store_release(prod);
+      ty_store_release(x);
+      x = nx;
+      REQ(rt, ty_flush(rt));
+      ty_last_flush_stats(rt, &figs[cache][rep]);
+      ty_store_release(sum);
+      ty_store_release(av);
+    }
+    unsetenv("TYCHO_FUSE_CACHE");
+    CHECK_EQ_INT((int)rt->stats.fuse_cache_hits, (cache ? 4 : 0));
+    ty_store_release(x);
+    ty_store_release(s);
+    ty_runtime_destroy(rt);
+  }
+  CHECK(figs[0][0].waves > 1);
+  for (int rep = 0; rep < 5; rep++) {
+    const ty_flush_stats *a = &figs[0][rep], *b = &figs[1][rep];
+    CHECK_EQ_INT(a->launches, b->launches);
+    CHECK_EQ_INT(a->waves, b->waves);
+    CHECK_EQ_INT(a->critical_path, b->critical_path);
+    CHECK_EQ_INT(a->widest, b->widest);
+    CHECK_EQ_INT(a->concurrent, b->concurrent);
+    CHECK(a->peak_transient == b->peak_transient);
+    CHECK_EQ_INT(a->waves, figs[0][0].waves);
+  }
+  free(v);
+}
+
 static const check_case cases[] = {
     CASE(edge_columns_cut_at_the_storage_rows),
     CASE(laplacian_regions_share_a_wave_by_rows),
@@ -521,6 +568,7 @@ static const check_case cases[] = {
     CASE(repeated_cut_window_replays_with_the_same_bits),
     CASE(cut_window_hit_makes_only_the_fused_launches_stores),
     CASE(cut_window_hit_fails_cleanly_under_allocation_faults),
+    CASE(cached_hit_waves_are_the_scheduled_waves),
 };
 CHECK_MAIN(cases)
 

@@ -122,7 +122,20 @@ typedef struct fc_entry {
   int seq_u; /* the launch there whose number the notes are relative to */
   fc_src *src;
   int nsrc;
+  /* the waves flush_window gave the window a hit made: a later hit skips
+   * the graph and ty__schedule (one pointer: the cache's 64 entries stay
+   * small, under the 8 KiB allocation test_dist's fault injector fails) */
+  struct fc_waves *waves;
 } fc_entry;
+
+/* ty__fcache_keep_waves: launch k of the window after fusion in wave
+ * wave_of[k], for n launches, favor and host-only as flush_window had them. */
+typedef struct fc_waves {
+  int n, favor;
+  bool host;
+  ty_sched_stats ss;
+  int wave_of[];
+} fc_waves;
 
 typedef struct fc_ptr {
   const void *p;
@@ -154,6 +167,8 @@ typedef struct fcache {
   fc_src *rs;        /* the plan's stores so far */
   const ty_store **rsp; /* ... the cut window's store each stands for */
   int nrs, cap_rs;
+  fc_entry *hit;        /* the entry this flush's window was replayed from ... */
+  uint64_t hit_flush;   /* ... in flush number hit_flush (rt->stats.flushes) */
 } fcache;
 
 static void group_free(fc_group *g) {
@@ -172,6 +187,7 @@ static void entry_free(fc_entry *e) {
   free(e->key);
   ty__cut_rec_free(&e->cut);
   free(e->src);
+  free(e->waves);
   memset(e, 0, sizeof *e);
 }
 
@@ -626,13 +642,20 @@ bool ty__fcache_replay(ty_runtime *rt, ty__fusion *state, bool full, int n0, boo
     const fc_entry *e = &c->e[i];
     if (e->len == c->klen && e->hash == c->hash && memcmp(e->key, c->key, c->klen * sizeof *c->key) == 0) {
       c->misses = 0;
+      c->hit = (fc_entry *)e;
+      c->hit_flush = rt->stats.flushes;
       if (cut && e->plan && replay_plan(c, rt, state, e)) return true;
+      c->hit_flush = 0;
       if (cut && !ty__regions_replay(rt, &e->cut)) { /* out of memory: the window as it came */
         ty__regions_cut(rt);
         return false;
       }
       if (!take_orig(c, rt, false)) return false;
-      return replay(c, rt, state, e);
+      if (!replay(c, rt, state, e)) return false;
+      /* a plan that failed (out of memory) made the window otherwise: its
+       * waves are not the plan's */
+      if (!(cut && e->plan)) c->hit_flush = rt->stats.flushes;
+      return true;
     }
   }
   if (c->misses < FC_COLD) c->misses++;
@@ -799,4 +822,42 @@ void ty__fcache_done(ty_runtime *rt, ty__fusion *state) {
   *e = (fc_entry){.hash = c->hash, .key = key, .len = c->klen, .g = g, .ng = n, .cut = c->cut,
                   .plan = plan, .seq_u = seq_u, .src = src, .nsrc = plan ? nsrc : 0};
   c->cut = (ty__cut_rec){0};
+}
+
+/* ---- the waves ----------------------------------------------------------------------------- */
+
+/* The entry this flush's window was replayed from, or NULL (a miss, the
+ * cache off, a window of one launch that ty__fuse passed by). Flush numbers
+ * start at 1: hit_flush 0 is no hit. */
+static fc_entry *hit_of(ty_runtime *rt) {
+  const ty__fusion *state = (const ty__fusion *)ty_task_data(ty__fused_task(rt));
+  const fcache *c = state ? state->fcache : NULL;
+  return c && c->hit_flush == rt->stats.flushes && c->hit ? c->hit : NULL;
+}
+
+bool ty__fcache_waves(ty_runtime *rt, int n, int favor, bool host_only, int *wave_of,
+                      ty_sched_stats *ss) {
+  const fc_entry *e = hit_of(rt);
+  const fc_waves *v = e ? e->waves : NULL;
+  if (!v || v->n != n || v->favor != favor || v->host != host_only) return false;
+  memcpy(wave_of, v->wave_of, (size_t)n * sizeof *wave_of);
+  *ss = v->ss;
+  return true;
+}
+
+void ty__fcache_keep_waves(ty_runtime *rt, int n, int favor, bool host_only, const int *wave_of,
+                           const ty_sched_stats *ss) {
+  fc_entry *e = hit_of(rt);
+  if (!e || n < 1) return;
+  fc_waves *v = e->waves;
+  if (!v || v->n != n) {
+    v = ty__realloc(v, sizeof *v + (size_t)n * sizeof *v->wave_of);
+    if (!v) return;
+    e->waves = v;
+  }
+  memcpy(v->wave_of, wave_of, (size_t)n * sizeof *wave_of);
+  v->n = n;
+  v->favor = favor;
+  v->host = host_only;
+  v->ss = *ss;
 }

@@ -6,6 +6,7 @@
 #define TY_FUSE_CACHE_H
 
 #include "fused.h"
+#include "schedule.h"
 
 /* A window's launches as decided before: true when rt->window was replaced
  * by the remembered decision (the fusion pass is done). false: decide, and
@@ -26,5 +27,19 @@ void ty__fcache_done(ty_runtime *rt, ty__fusion *state);
 
 /* fuse.c: f->fused_ops from its members' names ("[compiled]" when h->kernel). */
 void ty__fuse_names(ty_pending *f, ty_pending *const *m, int n);
+
+/* The waves of a window replayed from the cache (a hit in this flush): the
+ * window after fusion is then the same launches on the same pattern of
+ * stores as at the decision's earlier hits, so its graph and schedule are
+ * too. flush_window keeps them after it schedules a hit's window
+ * (ty__fcache_keep_waves: n launches, favor, whether build_graph saw a
+ * host-only window) and, at the next hit of the same structure, takes them
+ * (ty__fcache_waves: true when wave_of[0..n) and *ss were filled, for the
+ * same n, favor and host_only). Debug builds compare them with a fresh
+ * schedule (window.c). */
+bool ty__fcache_waves(ty_runtime *rt, int n, int favor, bool host_only, int *wave_of,
+                      ty_sched_stats *ss);
+void ty__fcache_keep_waves(ty_runtime *rt, int n, int favor, bool host_only, const int *wave_of,
+                           const ty_sched_stats *ss);
 
 #endif /* TY_FUSE_CACHE_H */

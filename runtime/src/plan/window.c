@@ -20,10 +20,12 @@
 #include "internal.h"
 #include "exec.h"
 #include "exec_gpu.h"
+#include "fuse_cache.h" /* a hit's waves */
 #include "regions.h" /* TY__PENDING_KEEP */
 #include "schedule.h"
 #include "trace.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,13 +459,22 @@ static bool note_write(graph_space *gs, int *k, size_t *cap, int j, int t, const
   return true;
 }
 
+/* No launch of the window may run on a GPU, one rank, no storage with a GPU
+ * copy: no_hazard applies. */
+static bool window_host_only(const ty_runtime *rt, ty_pending *const *w, int n) {
+  bool host = rt->dist.nranks <= 1 && !rt->gstores;
+  for (int j = 0; j < n && host; j++) host = !ty__gpu_may_run(rt, w[j]);
+  return host;
+}
+
 /* Dependences, in one pass over the arguments: a launch follows each writer
  * of a storage it touches since the last write that followed them all
  * (unless no_hazard) and, when it writes, every reader since (views of one
  * storage count as overlapping for readers). Transient buffers: storage
  * not allocated before the flush and held only by the window's launches, so
  * it is allocated and freed inside the window. */
-static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space *gs, ty_graph *g) {
+static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, bool host_only, graph_space *gs,
+                             ty_graph *g) {
   memset(gs, 0, sizeof *gs);
   int nargs = 0;
   for (int i = 0; i < n; i++) nargs += w[i]->nargs;
@@ -499,8 +510,7 @@ static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space 
     graph_free(gs);
     return TY_ENOMEM;
   }
-  gs->host_only = rt->dist.nranks <= 1 && !rt->gstores; /* no storage with a GPU copy either */
-  for (int j = 0; j < n && gs->host_only; j++) gs->host_only = !ty__gpu_may_run(rt, w[j]);
+  gs->host_only = host_only;
   uint64_t epoch = ++rt->flush_epoch;
   int nts = 0, nstores = 0, k = 0, nreaders = 0, nentries = 0;
   for (int i = 0; i < n; i++) gs->mark[i] = -1;
@@ -594,6 +604,41 @@ static ty_status build_graph(ty_runtime *rt, ty_pending **w, int n, graph_space 
   return TY_OK;
 }
 
+/* The waves of window w (n launches) under favor into wave_of and *ss; the
+ * debug schedule (one launch a wave, ss as it was) without memory for the
+ * graph. A window the fusion cache replayed takes the waves kept with its
+ * decision (fuse_cache.h), which debug builds check against a fresh graph. */
+static void schedule_window(ty_runtime *rt, ty_pending **w, int n, ty_favor favor, int *wave_of,
+                            ty_sched_stats *ss) {
+  const bool host = window_host_only(rt, w, n);
+  graph_space gs;
+  ty_graph g;
+  if (ty__fcache_waves(rt, n, (int)favor, host, wave_of, ss)) {
+#ifndef NDEBUG
+    int *fresh = ty__malloc((size_t)n * sizeof *fresh);
+    ty_sched_stats fs;
+    if (fresh && build_graph(rt, w, n, host, &gs, &g) == TY_OK) {
+      if (ty__schedule(&g, favor, fresh, &fs) == TY_OK) {
+        assert(memcmp(fresh, wave_of, (size_t)n * sizeof *fresh) == 0);
+        assert(fs.waves == ss->waves && fs.critical_path == ss->critical_path &&
+               fs.widest == ss->widest && fs.concurrent == ss->concurrent &&
+               fs.peak_transient == ss->peak_transient);
+      }
+      graph_free(&gs);
+    }
+    free(fresh);
+#endif
+    return;
+  }
+  if (build_graph(rt, w, n, host, &gs, &g) != TY_OK) {
+    for (int i = 0; i < n; i++) wave_of[i] = i;
+    return;
+  }
+  if (ty__schedule(&g, favor, wave_of, ss) != TY_OK) ss->waves = n;
+  else ty__fcache_keep_waves(rt, n, (int)favor, host, wave_of, ss);
+  graph_free(&gs);
+}
+
 void ty_set_flush_hook(ty_runtime *rt, void (*hook)(void *ud), void *ud) {
   rt->flush_hook = hook;
   rt->flush_hook_ud = ud;
@@ -643,8 +688,6 @@ static ty_status flush_window(ty_runtime *rt) {
   ty_favor favor = w[0]->pol->p.favor;
   int *wave_of = ty__malloc((size_t)n * sizeof *wave_of);
   int *members = ty__malloc((size_t)n * sizeof *members);
-  graph_space gs;
-  ty_graph g;
   ty_sched_stats ss = {.waves = n, .critical_path = n, .widest = 1};
   ty_flush_stats sf = {0};
   bool streamed = n > 0 && w[0]->pol->p.memory > 0;
@@ -655,9 +698,8 @@ static ty_status flush_window(ty_runtime *rt) {
       launch_release(w[i]);
       w[i] = NULL;
     }
-  } else if (wave_of && members && build_graph(rt, w, n, &gs, &g) == TY_OK) {
-    if (ty__schedule(&g, favor, wave_of, &ss) != TY_OK) ss.waves = n;
-    graph_free(&gs);
+  } else if (wave_of && members) {
+    schedule_window(rt, w, n, favor, wave_of, &ss);
   } else if (wave_of) {
     for (int i = 0; i < n; i++) wave_of[i] = i;
   }
