@@ -405,7 +405,15 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
       return ty__fail(rt, TY_ENOMEM, "%s: out of memory for reduction buffers", l->task->name);
   }
   if (pieces > 1) {
-    pr->results = ty__calloc((size_t)pieces, sizeof *pr->results);
+    /* each slot is 2 KiB of message: clear what is read before a failure
+     * writes it (failed, reach), not the whole message (CG 256^2: ~25 KiB
+     * an iteration) */
+    pr->results = ty__malloc((size_t)pieces * sizeof *pr->results);
+    for (int i = 0; pr->results && i < pieces; i++) {
+      pr->results[i].failed = 0;
+      pr->results[i].reach = (struct ty_reach){0};
+      pr->results[i].msg[0] = '\0';
+    }
     if (!pr->results) {
       pr->results = &pr->one;
       return ty__fail(rt, TY_ENOMEM, "%s: out of memory", l->task->name);
