@@ -468,10 +468,10 @@ static void arg_rows(const rsub *r, int nd, const int64_t *cur, char *const *bas
  * scanned again by the row loop and best_value, whose rules then decide.
  * f64/f32 only (false: not done). */
 #define ARGC_ROWS 256
-#define ARG_COLS(NAME, T)                                                              \
+#define ARG_COLS(NAME, T, NT)                                                            \
   static inline __attribute__((always_inline)) void NAME##_at(                         \
       bool max, int64_t m, int64_t n, const char *in, int64_t s0, int64_t s1, T *mv,   \
-      int64_t *bi, uint8_t *nan) {                                                     \
+      int64_t *bi, NT *nan) {                                                          \
     for (int64_t i = 0; i < m; i++) {                                                  \
       const T x = *(const T *)(in + i * s0);                                           \
       mv[i] = x;                                                                       \
@@ -505,7 +505,7 @@ static void arg_rows(const rsub *r, int nd, const int64_t *cur, char *const *bas
     const int64_t vs = best ? bst[2][0] : 0;                                           \
     T mv[ARGC_ROWS];                                                                   \
     int64_t bi[ARGC_ROWS];                                                             \
-    uint8_t nan[ARGC_ROWS];                                                            \
+    NT nan[ARGC_ROWS]; /* as wide as T: the tail of a vector loop is short */          \
     for (int64_t i0 = 0; i0 < cur[0]; i0 += ARGC_ROWS) {                               \
       const int64_t m = cur[0] - i0 < ARGC_ROWS ? cur[0] - i0 : ARGC_ROWS;             \
       const char *in = bases[1] + i0 * s0;                                             \
@@ -525,8 +525,8 @@ static void arg_rows(const rsub *r, int nd, const int64_t *cur, char *const *bas
       }                                                                                \
     }                                                                                  \
   }
-ARG_COLS(arg_cols_f64, double)
-ARG_COLS(arg_cols_f32, float)
+ARG_COLS(arg_cols_f64, double, int64_t)
+ARG_COLS(arg_cols_f32, float, int32_t)
 
 static bool arg_cols(const rsub *r, const int64_t *cur, char *const *bases,
                      const int64_t (*bst)[TY_MAX_RANK]) {
