@@ -21,7 +21,9 @@
  *  - box: otherwise (row broadcasts, transposed inputs, axis reductions,
  *    registered tasks over n-d domains) blocks are n-d boxes — whole inner
  *    dims while they fit, then a chunk of the next dim — and each
- *    sub-operation runs ty__foreach over its block.
+ *    sub-operation runs ty__foreach over its block; 2-D blocks of whole
+ *    short rows run in column order (run_box, session 18: slots stored
+ *    column by column, one 1-D call per column and sub-operation).
  *
  * Reductions (only ever the last sub-operation, fuse.c) accumulate block by
  * block into the launch's accumulator tile (a reduction private tile, or the
@@ -41,7 +43,9 @@
  * An arg reduction (argmin/argmax, fuse.c) reduces the last dim, which the
  * launch never splits and which is at most TY__FUSE_ARG_ROW long: box blocks
  * (flat mode is not used) hold whole rows, and each row is scanned at once by
- * the unfused task's loop (ties: the first index; a NaN: the first NaN).
+ * the unfused task's loop (ties: the first index; a NaN: the first NaN), or,
+ * in column order, column by column for all the block's rows (arg_cols: the
+ * same rule, so the same index).
  *
  * Registered tasks (user tasks marked point-wise, the generators) run on each
  * block with a child context that holds only their own arguments, their own
