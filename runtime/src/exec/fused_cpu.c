@@ -805,8 +805,10 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
   /* an arg reduction over short rows (column order, below; its run has no
    * other reduction, so the block does not change a bit): longer columns,
    * fewer calls (k-means 1M, interpreter: 0.031 s a step, against 0.035 s at
-   * 512 and 0.035 s at 4096) */
-  if (has_arg && ps.nd == 2 && !has_task && !has_whole && ps.P[1] <= COLS_MAX && ps.block < COLS_ARG_BLOCK)
+   * 512 and 0.035 s at 4096); not with a compiled kernel, which needs no
+   * slots (their larger allocation, malloc'ed past the 64 KiB on the stack,
+   * made warm k-means 10M 5-10% slower) */
+  if (!h->kernel && has_arg && ps.nd == 2 && !has_task && !has_whole && ps.P[1] <= COLS_MAX && ps.block < COLS_ARG_BLOCK)
     ps.block = COLS_ARG_BLOCK;
   /* element-wise runs: a row of up to 4096 elements is never cut (a row cut
    * in two is two short calls per sub-operation; reductions keep blocks of
