@@ -246,6 +246,15 @@ __m256 _ZGVdN8vv_powf(__m256, __m256);
         }                                                                              \
         return;                                                                        \
       }                                                                                \
+      if (s[2] == 0) { /* a strided column against a scalar (fused_cpu.c's column order) */ \
+        const char *a_ = p[1];                                                         \
+        const TI y = *(const TI *)p[2];                                                \
+        for (int64_t i = 0; i < n; i++) {                                              \
+          const TI x = *(const TI *)(a_ + i * s[1]);                                   \
+          o_[i] = (EXPR);                                                              \
+        }                                                                              \
+        return;                                                                        \
+      }                                                                                \
     }                                                                                  \
     char *o_ = p[0];                                                                   \
     const char *a_ = p[1], *b_ = p[2];                                                 \
