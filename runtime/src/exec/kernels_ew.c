@@ -4,7 +4,8 @@
  * convention) in tables indexed by op and compute dtype.
  *
  * Speed: every loop has a contiguous path and, for binary ops, paths where one
- * input is a broadcast scalar (byte stride 0), with no calls, so the compiler
+ * input is a broadcast scalar (byte stride 0; the other input contiguous, or
+ * strided against a scalar second input), with no calls, so the compiler
  * vectorises them for the level this copy is compiled for (the file is
  * compiled once per instruction-set level, isa.h). The pointers are not
  * restrict: an output may be written into its input's block (inplace.c), and
