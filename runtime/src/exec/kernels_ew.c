@@ -4,7 +4,8 @@
  * convention) in tables indexed by op and compute dtype.
  *
  * Speed: every loop has a contiguous path and, for binary ops, paths where one
- * input is a broadcast scalar (byte stride 0), with no calls, so the compiler
+ * input is a broadcast scalar (byte stride 0; the other input contiguous, or
+ * strided against a scalar second input), with no calls, so the compiler
  * vectorises them for the level this copy is compiled for (the file is
  * compiled once per instruction-set level, isa.h). The pointers are not
  * restrict: an output may be written into its input's block (inplace.c), and
@@ -242,6 +243,15 @@ __m256 _ZGVdN8vv_powf(__m256, __m256);
         const TI *b_ = (const TI *)p[2];                                               \
         for (int64_t i = 0; i < n; i++) {                                              \
           const TI y = b_[i];                                                          \
+          o_[i] = (EXPR);                                                              \
+        }                                                                              \
+        return;                                                                        \
+      }                                                                                \
+      if (s[2] == 0) { /* a strided column against a scalar (fused_cpu.c's column order) */ \
+        const char *a_ = p[1];                                                         \
+        const TI y = *(const TI *)p[2];                                                \
+        for (int64_t i = 0; i < n; i++) {                                              \
+          const TI x = *(const TI *)(a_ + i * s[1]);                                   \
           o_[i] = (EXPR);                                                              \
         }                                                                              \
         return;                                                                        \
