@@ -55,6 +55,17 @@ enum { DEFAULT_SPIN_US = 200 };
  * returns from it in a microsecond or two. */
 enum { BUSY_YIELD_US = 50 };
 
+/* Beside busy processes one late yield per wait was not enough: every wait
+ * still spun until its yield came back late, and CG 65K (bench/loaded,
+ * session 18) took 0.13-0.21 s a step by default against 0.03-0.07 s with
+ * TYCHO_SPIN_US=0. So BUSY_EVENTS late yields of the team, each within
+ * BUSY_WINDOW_US of the one before, make every wait sleep at once for the
+ * next BUSY_HOLD_US. Beside 2 busy processes ~8% of the waits' yields came
+ * back late (one every ~3 ms); on the idle machine 13 of 32,000 (one every
+ * ~25 ms, the VM's own interruptions), which one late yield alone would
+ * turn into slower waves for most of the run. */
+enum { BUSY_EVENTS = 3, BUSY_WINDOW_US = 10000, BUSY_HOLD_US = 20000 };
+
 /* How long the caller waits for an awake worker to claim its item of an
  * affine job before it runs the item itself. A worker on its core claims
  * within a microsecond or two of the job's publication, long before the
@@ -102,6 +113,9 @@ struct ty_team {
   _Atomic int64_t *beat;     /* worker k's last sign of being on its core (now_us) */
   _Atomic uint64_t taken;    /* affine jobs: bit k, item k was claimed */
   _Atomic bool quit;
+  _Atomic int64_t busy_last;  /* now_us of the team's last late yield */
+  _Atomic int busy_events;    /* late yields in a row, each within BUSY_WINDOW_US */
+  _Atomic int64_t busy_until; /* waits before this now_us sleep at once */
   job job; /* written while the team is closed and empty */
 };
 
@@ -157,7 +171,19 @@ static bool after(uint32_t a, uint32_t b) { return (int32_t)(a - b) > 0; }
  * for at most spin_us. True when the condition holds. A worker's spin
  * stamps *beat every 32 checks (a few microseconds on its core) and clears
  * it while it yields. */
-static bool spin(const ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want_eq,
+/* A yield of the team came back late at `back`: counts towards the hold. */
+static void note_busy(ty_team *t, double back) {
+  const int64_t b = (int64_t)back;
+  const int64_t prev = atomic_exchange_explicit(&t->busy_last, b, memory_order_relaxed);
+  int n = b - prev <= BUSY_WINDOW_US ? atomic_fetch_add_explicit(&t->busy_events, 1, memory_order_relaxed) + 1 : 1;
+  if (n == 1) atomic_store_explicit(&t->busy_events, 1, memory_order_relaxed);
+  if (n >= BUSY_EVENTS) {
+    atomic_store_explicit(&t->busy_until, b + BUSY_HOLD_US, memory_order_relaxed);
+    atomic_store_explicit(&t->busy_events, 0, memory_order_relaxed);
+  }
+}
+
+static bool spin(ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want_eq,
                  _Atomic int64_t *beat) {
   double deadline = -1;
   for (;;) {
@@ -168,7 +194,10 @@ static bool spin(const ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want
     }
     double t_now = now_us();
     if (beat) atomic_store_explicit(beat, (int64_t)t_now, memory_order_relaxed);
-    if (deadline < 0) deadline = t_now + t->spin_us;
+    if (deadline < 0) {
+      deadline = t_now + t->spin_us;
+      if (t_now < (double)atomic_load_explicit(&t->busy_until, memory_order_relaxed)) return false;
+    }
     if (t_now >= deadline) return false;
     /* inside the yield another process may run: not on its core then */
     if (beat) atomic_store_explicit(beat, 0, memory_order_relaxed);
@@ -176,13 +205,16 @@ static bool spin(const ty_team *t, _Atomic uint32_t *word, uint32_t v, bool want
     double back = now_us();
     if (beat) atomic_store_explicit(beat, (int64_t)back, memory_order_relaxed);
     /* another process ran meanwhile: the core is wanted, stop spinning */
-    if (back - t_now > BUSY_YIELD_US) return false;
+    if (back - t_now > BUSY_YIELD_US) {
+      note_busy(t, back);
+      return false;
+    }
   }
 }
 
 /* The caller's wait: until *word == want. The last worker to make it so
  * wakes the caller. */
-static void wait_equal(const ty_team *t, _Atomic uint32_t *word, uint32_t want) {
+static void wait_equal(ty_team *t, _Atomic uint32_t *word, uint32_t want) {
   if (spin(t, word, want, true, NULL)) return;
   for (;;) {
     uint32_t v = atomic_load(word);
