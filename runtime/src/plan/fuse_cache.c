@@ -411,6 +411,31 @@ static ty_fuse_note note_shift(ty_fuse_note n, uint64_t seq0, bool keep) {
   return n;
 }
 
+/* A replayed fused launch x (head h) of group g not compiled last time:
+ * perhaps now. Its members are in[mem[k]]; a kernel found is kept in the
+ * group's template for later replays. */
+static void late_kernel(ty__fusion *state, const fc_group *g, ty_pending *x, ty__fhead *h,
+                        ty_pending *const *in, const int *mem) {
+  ty__fused_kernel fn = ty__codegen_kernel(state->cg, x, &h->contig, &h->kernel_kind, &h->pending);
+  memcpy(&h->kernel, &fn, sizeof fn);
+  if (!fn) return;
+  ty_pending *mm[64];
+  ty_pending **mp = g->nm <= 64 ? mm : ty__malloc((size_t)g->nm * sizeof *mp);
+  if (mp) {
+    for (int k = 0; k < g->nm; k++) mp[k] = in[mem[k]];
+    ty__fuse_names(x, mp, g->nm);
+    if (mp != mm) free(mp);
+    /* later replays take the kernel as it is */
+    memcpy(g->tmpl + offsetof(ty_pending, scalars), h, sizeof *h);
+    memcpy(g->tmpl + g->head + (offsetof(ty_pending, fused_ops) - TAIL), x->fused_ops,
+           sizeof x->fused_ops);
+  } else { /* no names to give it: the interpreter runs it this time */
+    h->kernel = 0;
+    h->contig = 0;
+    h->kernel_kind = TY__FK_FLAT;
+  }
+}
+
 static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry *e) {
   ty_pending *const *in = c->orig;
   const uint64_t seq0 = in[0]->seq;
@@ -457,27 +482,7 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
       memcpy(&v, ty__store_base(s), ty_dtype_size(s->dtype));
       memcpy(x->scalars + h->consts + 8 * (size_t)k, &v, 8);
     }
-    if (!h->kernel) { /* not compiled last time: perhaps now (as build() asks) */
-      ty__fused_kernel fn = ty__codegen_kernel(state->cg, x, &h->contig, &h->kernel_kind, &h->pending);
-      memcpy(&h->kernel, &fn, sizeof fn);
-      if (fn) {
-        ty_pending *mm[64];
-        ty_pending **mp = g->nm <= 64 ? mm : ty__malloc((size_t)g->nm * sizeof *mp);
-        if (mp) {
-          for (int k = 0; k < g->nm; k++) mp[k] = in[g->members[k]];
-          ty__fuse_names(x, mp, g->nm);
-          if (mp != mm) free(mp);
-          /* later replays take the kernel as it is */
-          memcpy(g->tmpl + offsetof(ty_pending, scalars), h, sizeof *h);
-          memcpy(g->tmpl + g->head + (offsetof(ty_pending, fused_ops) - TAIL), x->fused_ops,
-                 sizeof x->fused_ops);
-        } else { /* no names to give it: the interpreter runs it this time */
-          h->kernel = 0;
-          h->contig = 0;
-          h->kernel_kind = TY__FK_FLAT;
-        }
-      }
-    }
+    if (!h->kernel) late_kernel(state, g, x, h, in, g->members); /* as build() asks */
     rt->stats.fused_runs++;
     rt->stats.fused_launches += (uint64_t)g->nm;
     rt->stats.fused_compiled += h->kernel != 0;
@@ -565,26 +570,7 @@ static bool replay_plan(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_e
       memcpy(&v, (const char *)s->storage->data + g->dconst[k].off * (int64_t)es, es);
       memcpy(x->scalars + h->consts + 8 * (size_t)k, &v, 8);
     }
-    if (!h->kernel) { /* not compiled last time: perhaps now (as replay() asks) */
-      ty__fused_kernel fn = ty__codegen_kernel(state->cg, x, &h->contig, &h->kernel_kind, &h->pending);
-      memcpy(&h->kernel, &fn, sizeof fn);
-      if (fn) {
-        ty_pending *mm[64];
-        ty_pending **mp = g->nm <= 64 ? mm : ty__malloc((size_t)g->nm * sizeof *mp);
-        if (mp) {
-          for (int k = 0; k < g->nm; k++) mp[k] = in[g->dmem[k]];
-          ty__fuse_names(x, mp, g->nm);
-          if (mp != mm) free(mp);
-          memcpy(g->tmpl + offsetof(ty_pending, scalars), h, sizeof *h);
-          memcpy(g->tmpl + g->head + (offsetof(ty_pending, fused_ops) - TAIL), x->fused_ops,
-                 sizeof x->fused_ops);
-        } else {
-          h->kernel = 0;
-          h->contig = 0;
-          h->kernel_kind = TY__FK_FLAT;
-        }
-      }
-    }
+    if (!h->kernel) late_kernel(state, g, x, h, in, g->dmem); /* as replay() asks */
     rt->stats.fused_runs++;
     rt->stats.fused_launches += (uint64_t)g->nm;
     rt->stats.fused_compiled += h->kernel != 0;
