@@ -411,6 +411,34 @@ static ty_fuse_note note_shift(ty_fuse_note n, uint64_t seq0, bool keep) {
   return n;
 }
 
+/* Launch l of the window, kept as it is by group g: its note, if any. */
+static ty_pending *kept_launch(const fc_group *g, ty_pending *l, uint64_t seq0) {
+  if (g->note.kind) {
+    l->fuse_end = note_shift(g->note, seq0, false);
+    if (g->note.kind == TY_NOTE_FUSE_OFF) l->fuse_end.origin = l->pol->from[TY_AXIS_FUSE];
+  }
+  return l;
+}
+
+/* Fused launch x of group g from its template, numbered and under the
+ * policy of its first member m0 (arguments and constants: the caller's). */
+static void from_template(ty_pending *x, const fc_group *g, const ty_pending *m0, uint64_t seq0) {
+  memcpy(x, g->tmpl, g->head);
+  memcpy((char *)x + TAIL, g->tmpl + g->head, TAIL_LEN);
+  x->seq = m0->seq;
+  x->pol = ty__pol_keep(m0->pol, &x->own_pol);
+  x->fuse_end = note_shift(x->fuse_end, seq0, false);
+}
+
+/* The run's figures for a replayed fused launch x (head h) of group g. */
+static void count_fused(ty_runtime *rt, const fc_group *g, const ty_pending *x, const ty__fhead *h) {
+  rt->stats.fused_runs++;
+  rt->stats.fused_launches += (uint64_t)g->nm;
+  rt->stats.fused_compiled += h->kernel != 0;
+  rt->stats.fused_inplace += x->lb_arg != 0;
+  rt->stats.bytes_elided += g->elided;
+}
+
 /* A replayed fused launch x (head h) of group g not compiled last time:
  * perhaps now. Its members are in[mem[k]]; a kernel found is kept in the
  * group's template for later replays. */
@@ -456,21 +484,11 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
   for (int i = 0; i < e->ng; i++) {
     const fc_group *g = &e->g[i];
     if (g->orig >= 0) {
-      ty_pending *l = in[g->orig];
-      if (g->note.kind) {
-        l->fuse_end = note_shift(g->note, seq0, false);
-        if (g->note.kind == TY_NOTE_FUSE_OFF) l->fuse_end.origin = l->pol->from[TY_AXIS_FUSE];
-      }
-      rt->window[i] = l;
+      rt->window[i] = kept_launch(g, in[g->orig], seq0);
       continue;
     }
     ty_pending *x = f[nf++];
-    memcpy(x, g->tmpl, g->head);
-    memcpy((char *)x + TAIL, g->tmpl + g->head, TAIL_LEN);
-    const ty_pending *m0 = in[g->members[0]];
-    x->seq = m0->seq;
-    x->pol = ty__pol_keep(m0->pol, &x->own_pol);
-    x->fuse_end = note_shift(x->fuse_end, seq0, false);
+    from_template(x, g, in[g->members[0]], seq0);
     for (int a = 0; a < x->nargs; a++) {
       x->args[a].store = in[g->args[a] >> 8]->args[g->args[a] & 255].store;
       ty_store_retain(x->args[a].store);
@@ -483,11 +501,7 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
       memcpy(x->scalars + h->consts + 8 * (size_t)k, &v, 8);
     }
     if (!h->kernel) late_kernel(state, g, x, h, in, g->members); /* as build() asks */
-    rt->stats.fused_runs++;
-    rt->stats.fused_launches += (uint64_t)g->nm;
-    rt->stats.fused_compiled += h->kernel != 0;
-    rt->stats.fused_inplace += x->lb_arg != 0;
-    rt->stats.bytes_elided += g->elided;
+    count_fused(rt, g, x, h);
     rt->window[i] = x;
   }
   /* the members go (their stores were retained by the fused launches) */
@@ -542,22 +556,12 @@ static bool replay_plan(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_e
   for (int i = 0; i < e->ng; i++) {
     const fc_group *g = &e->g[i];
     if (g->orig >= 0) {
-      ty_pending *l = in[g->ou];
-      if (g->note.kind) {
-        l->fuse_end = note_shift(g->note, seq0, false);
-        if (g->note.kind == TY_NOTE_FUSE_OFF) l->fuse_end.origin = l->pol->from[TY_AXIS_FUSE];
-      }
       keep[g->ou] = true;
-      rt->window[i] = l;
+      rt->window[i] = kept_launch(g, in[g->ou], seq0);
       continue;
     }
     ty_pending *x = f[nf++];
-    memcpy(x, g->tmpl, g->head);
-    memcpy((char *)x + TAIL, g->tmpl + g->head, TAIL_LEN);
-    const ty_pending *m0 = in[g->dmem[0]];
-    x->seq = m0->seq;
-    x->pol = ty__pol_keep(m0->pol, &x->own_pol);
-    x->fuse_end = note_shift(x->fuse_end, seq0, false);
+    from_template(x, g, in[g->dmem[0]], seq0);
     for (int a = 0; a < x->nargs; a++) {
       x->args[a].store = st[g->dargs[a]];
       ty_store_retain(x->args[a].store);
@@ -571,11 +575,7 @@ static bool replay_plan(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_e
       memcpy(x->scalars + h->consts + 8 * (size_t)k, &v, 8);
     }
     if (!h->kernel) late_kernel(state, g, x, h, in, g->dmem); /* as replay() asks */
-    rt->stats.fused_runs++;
-    rt->stats.fused_launches += (uint64_t)g->nm;
-    rt->stats.fused_compiled += h->kernel != 0;
-    rt->stats.fused_inplace += x->lb_arg != 0;
-    rt->stats.bytes_elided += g->elided;
+    count_fused(rt, g, x, h);
     rt->window[i] = x;
   }
   /* the stores made here are the fused launches' now; the window's launches
