@@ -397,6 +397,29 @@ TEST(laplacian_regions_share_a_wave_by_rows) {
   ty_runtime_destroy(rt);
 }
 
+/* The Laplacian of s and p.Ap (*sum), launched */
+static ty_store *laplacian_pap(ty_runtime *rt, ty_store *s, int64_t n, ty_store **sum) {
+  ty_store *av = laplacian(rt, s, n), *prod = NULL;
+  REQ(rt, ty_binary(rt, TY_OP_MUL, s, av, &prod));
+  REQ(rt, ty_reduce(rt, TY_RED_SUM, prod, -1, sum));
+  ty_store_release(prod);
+  return av;
+}
+
+/* laplacian_pap's results: the reference's Laplacian, and the first
+ * window's p.Ap bits (rep 0 sets *first); both released */
+static void check_pap(ty_runtime *rt, ty_store *av, ty_store *sum, int64_t n, const double *ref, double *got,
+                      int rep, double *first) {
+  double pap = 0;
+  REQ(rt, ty_store_read(rt, av, got, (size_t)(n * n) * sizeof *got));
+  REQ(rt, ty_store_read(rt, sum, &pap, sizeof pap));
+  CHECK(memcmp(got, ref, (size_t)(n * n) * sizeof *got) == 0);
+  if (rep == 0) *first = pap;
+  else CHECK(memcmp(&pap, first, sizeof pap) == 0);
+  ty_store_release(sum);
+  ty_store_release(av);
+}
+
 /* The same window again (the fusion cache keys it before the cut and a hit
  * replays the cut it recorded: fuse_cache.c, ty__regions_replay): the
  * Laplacian with p.Ap at 512^2, 4 times in one runtime, on 1 and 3
@@ -411,18 +434,8 @@ TEST(repeated_cut_window_replays_with_the_same_bits) {
     ty_store *s = from(rt, v, n);
     double first = 0;
     for (int rep = 0; rep < 4; rep++) {
-      ty_store *av = laplacian(rt, s, n), *prod = NULL, *sum = NULL;
-      REQ(rt, ty_binary(rt, TY_OP_MUL, s, av, &prod));
-      REQ(rt, ty_reduce(rt, TY_RED_SUM, prod, -1, &sum));
-      ty_store_release(prod);
-      double pap = 0;
-      REQ(rt, ty_store_read(rt, av, got, (size_t)(n * n) * sizeof *got));
-      REQ(rt, ty_store_read(rt, sum, &pap, sizeof pap));
-      CHECK(memcmp(got, ref, (size_t)(n * n) * sizeof *got) == 0);
-      if (rep == 0) first = pap;
-      else CHECK(memcmp(&pap, &first, sizeof pap) == 0);
-      ty_store_release(sum);
-      ty_store_release(av);
+      ty_store *sum = NULL, *av = laplacian_pap(rt, s, n, &sum);
+      check_pap(rt, av, sum, n, ref, got, rep, &first);
     }
     CHECK(rt->stats.fuse_cache_hits >= 2);
     ty_store_release(s);
@@ -447,22 +460,12 @@ TEST(cut_window_hit_makes_only_the_fused_launches_stores) {
   double first = 0;
   uint64_t made[3] = {0};
   for (int rep = 0; rep < 3; rep++) {
-    ty_store *av = laplacian(rt, s, n), *prod = NULL, *sum = NULL;
-    REQ(rt, ty_binary(rt, TY_OP_MUL, s, av, &prod));
-    REQ(rt, ty_reduce(rt, TY_RED_SUM, prod, -1, &sum));
-    ty_store_release(prod);
+    ty_store *sum = NULL, *av = laplacian_pap(rt, s, n, &sum);
     const uint64_t ids = rt->next_store_id, hits = rt->stats.fuse_cache_hits;
     REQ(rt, ty_flush(rt));
     made[rep] = rt->next_store_id - ids;
     CHECK(rt->stats.fuse_cache_hits == hits + (rep > 0));
-    double pap = 0;
-    REQ(rt, ty_store_read(rt, av, got, (size_t)(n * n) * sizeof *got));
-    REQ(rt, ty_store_read(rt, sum, &pap, sizeof pap));
-    CHECK(memcmp(got, ref, (size_t)(n * n) * sizeof *got) == 0);
-    if (rep == 0) first = pap;
-    else CHECK(memcmp(&pap, &first, sizeof pap) == 0);
-    ty_store_release(sum);
-    ty_store_release(av);
+    check_pap(rt, av, sum, n, ref, got, rep, &first);
   }
   CHECK(made[1] > 0 && made[1] < made[0]);
   CHECK(made[2] == made[1]);
