@@ -104,6 +104,7 @@ static void count_files(int *so, int *src, int *other) {
 }
 
 enum { N = 100003 };
+enum { CG_SMALL_HOT_FOR_TEST = 8 }; /* fused_codegen.c's CG_SMALL_HOT */
 
 static ty_store *input(ty_runtime *rt, double scale, double shift) {
   static double v[N];
@@ -271,6 +272,64 @@ TEST(runs_while_compiling_then_switches_same_bits) {
   if (ty__isa_lanes()) CHECK_EQ_INT(so, 3);
   CHECK_EQ_INT(so, src);
   CHECK_EQ_INT(other, 0);
+  CHECK(no_children());
+  teardown();
+}
+
+/* By default (TYCHO_CODEGEN unset) a run under CG_HOT_ELEMS (2^18; N is
+ * 100,003) is compiled from its structure's 8th sight (CG_SMALL_HOT), not
+ * its first: a one-off starts no compile, even in runtimes one after another
+ * (a structure's sights are counted per runtime); a loop's run switches,
+ * with the interpreter's bits throughout; a kernel in the cache is loaded
+ * at first sight. */
+TEST(runs_under_2p18_compile_from_the_eighth_sight) {
+  setup("loop", 0);
+  unsetenv("TYCHO_CODEGEN"); /* the default mode */
+  double *ref = unfused(2);
+  int so, src, other;
+  for (int r = 0; r < 3; r++) { /* one sight each */
+    ty_runtime *rt = req_runtime(3, true);
+    bool kernel = true;
+    double *got = run_chain(rt, 2, &kernel);
+    CHECK(!kernel);
+    CHECK(same(ref, got));
+    free(got);
+    ty_runtime_destroy(rt);
+  }
+  count_files(&so, &src, &other);
+  CHECK_EQ_INT(so + src + other, 0); /* no compile was started */
+  ty_runtime *rt = req_runtime(3, true);
+  bool kernel = false;
+  int sights = 0;
+  for (; sights < CG_SMALL_HOT_FOR_TEST - 1; sights++) {
+    double *got = run_chain(rt, 2, &kernel);
+    CHECK(!kernel);
+    CHECK(same(ref, got));
+    free(got);
+  }
+  count_files(&so, &src, &other);
+  CHECK_EQ_INT(so + src + other, 0); /* 7 sights: none yet */
+  if (ty__isa_lanes()) {
+    for (const double t0 = now(); !kernel && now() - t0 < 120; sights++) {
+      if (sights >= CG_SMALL_HOT_FOR_TEST) usleep(50000);
+      double *got = run_chain(rt, 2, &kernel);
+      CHECK(same(ref, got));
+      free(got);
+    }
+    CHECK(kernel);
+    count_files(&so, &src, &other);
+    CHECK_EQ_INT(so, 1);
+    CHECK_EQ_INT(src, 1);
+    CHECK_EQ_INT(other, 0);
+    ty_runtime_destroy(rt);
+    rt = req_runtime(3, true); /* warm: the cache's kernel at first sight */
+    double *got = run_chain(rt, 2, &kernel);
+    CHECK(kernel);
+    CHECK(same(ref, got));
+    free(got);
+  }
+  ty_runtime_destroy(rt);
+  free(ref);
   CHECK(no_children());
   teardown();
 }
@@ -763,6 +822,7 @@ TEST(switches_between_rows_same_bits) {
 
 static const check_case cases[] = {
     CASE(runs_while_compiling_then_switches_same_bits),
+    CASE(runs_under_2p18_compile_from_the_eighth_sight),
     CASE(shutdown_with_a_compile_in_flight),
     CASE(failing_compiler_leaves_the_interpreter),
     CASE(wait_compiles_at_first_sight),

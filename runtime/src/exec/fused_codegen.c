@@ -120,6 +120,18 @@ static cg_isa cg_isa_now(void) {
  * ran interpreted, ~35k of its ~1,070k instructions an iteration. */
 #define CG_SMALL_MIN ((int64_t)128)
 #define CG_SMALL_HOT 8
+/* Below this many elements a run compiled in the background (not waited
+ * for) is compiled from its structure's CG_SMALL_HOT-th sight too, not its
+ * first: a one-off run (a program's set-up, the first iteration's) does not
+ * pay for its compile, a loop's run comes back within its first flushes.
+ * An interpreted run of 2^18 elements costs at most ~0.5 ms more than its
+ * kernel's (the interpreter takes 1.5-3.5x), 7 of them less than the
+ * kernel's share of a unit's compile (~17 ms fixed, tens of ms per kernel:
+ * bench/README.md, "Cold start, a cheaper link and a shorter nice"). CG
+ * 256^2 (65,536 elements): of its 11 kernels compiled at first sight, the
+ * set-up's and the first iteration's ran 1-3 times a process (session 19,
+ * bench/README.md "Cold start, loops first"). */
+#define CG_HOT_ELEMS ((int64_t)1 << 18)
 #define CG_MAX_PRE 1024 /* structure keys remembered */
 /* A run of this many elements or more certainly amortises its compile (the
  * interpreter takes 1.5-3.5x the kernel's time; k-means 10M's 100M-element
@@ -1928,6 +1940,10 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   if (cg->jobs) poll_jobs(cg);
   const bool stream = nt_stream(cg, f);
   cg_pre *p = pre_find(cg, f, stream);
+  /* under CG_HOT_ELEMS, compiled in the background: not before the
+   * structure's CG_SMALL_HOT-th sight, but loaded from the cache at once */
+  const bool later = cg->mode == 1 && !cg->wait && !small && elems < CG_HOT_ELEMS && p &&
+                     p->seen + 1 < CG_SMALL_HOT;
   if (p) {
     p->seen++;
     if (p->entry == -1) return NULL;
@@ -1987,7 +2003,8 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
     /* in the background a compile costs the run nothing: at first sight;
      * waited for, at the second (a one-off expression never waits) or at
      * once from CG_EAGER_ELEMS */
-    const bool want = cg->mode == 2 || small || !cg->wait || e->seen >= 2 || elems >= CG_EAGER_ELEMS;
+    const bool want =
+        !later && (cg->mode == 2 || small || !cg->wait || e->seen >= 2 || elems >= CG_EAGER_ELEMS);
     e->urgent |= elems >= CG_URGENT_ELEMS;
     if (!e->fn && !e->job && !e->queued && (want || cached(cg, e))) begin(cg, e, &b, *kind, *contig);
     fn = e->fn;
