@@ -251,15 +251,27 @@ typedef __m256d vd_reg;
 #define SET1 _mm256_set1_pd
 #endif
 #define DLANES ((int)(sizeof(vd_reg) / sizeof(double)))
+/* Rows read ahead (software prefetch; the bits do not change): X^T z
+ * streams X once, and on the AMD EPYC (Zen 3, 2 cores) the profile's
+ * samples sat on the first load of each cache line. 16 rows ahead (2 KiB of
+ * a 32-column f32 X) took this loop alone over 10M x 32 from 130-151 ms of
+ * CPU to 103-124 ms; inside tycho, at load 15-19, no change showed
+ * (bench/README.md "X^T z and gemm on the EPYC: session 19"). */
+#define ACC_AHEAD 16
 static void acc_f32(int64_t rows, int64_t n, const float *restrict e, int64_t es,
                     const float *restrict X, int64_t x0, int64_t x1, double *restrict g) {
   int64_t j0 = 0;
   for (; j0 + ACC_WIDTH <= n && x1 == 1; j0 += ACC_WIDTH) {
     vd_reg a[ACC_WIDTH / DLANES];
     memcpy(a, g + j0, sizeof a);
+    const int64_t ahead = rows > ACC_AHEAD ? rows - ACC_AHEAD : 0;
     for (int64_t i = 0; i < rows; i++) {
       const vd_reg ei = SET1((double)e[i * es]);
       const float *xi = X + i * x0 + j0;
+      if (i < ahead) { /* both cache lines of the row ACC_AHEAD rows on */
+        __builtin_prefetch(xi + ACC_AHEAD * x0);
+        __builtin_prefetch(xi + ACC_AHEAD * x0 + ACC_WIDTH - 1);
+      }
       for (int q = 0; q < ACC_WIDTH / DLANES; q++) a[q] = FMADD(ei, CVT_LOAD(xi + q * DLANES), a[q]);
     }
     memcpy(g + j0, a, sizeof a);
