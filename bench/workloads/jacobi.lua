@@ -3,6 +3,13 @@
 -- R = A - diag(d); x <- (b - R x) / d.
 --   tycho jacobi.lua n=8192 iters=50 reps=5
 -- One timed step = `iters` iterations from x = 0. Checksum: sum(x).
+-- info: cpu_s= and cpu_steps= (the process's CPU seconds in a timed step,
+-- all threads, median and each) and faults= (a timed step's page faults,
+-- median), as blas.lua's. info: of_prod= (the step's median wall time over
+-- that of `iters` products R:dot(x0) of the same R and a fixed x0, timed
+-- right after each step in this process: 1.00 when an iteration costs its
+-- product alone; bench/README "jacobi against numpy: session 19") and
+-- prod_s= (those products' median).
 local tycho = require "tycho"
 local C = dofile((arg[0]:match("(.*/)") or "./") .. "common.lua")
 local p = C.params { n = 8192, iters = 50, reps = 5 }
@@ -17,10 +24,68 @@ local R = A:copy()
 R:diagonal():fill(0)                     -- A - diag(d)
 A = nil
 C.sync(R)
+local x0 = C.seq(N, C.ALPHA[3])
+C.sync(x0)
 
-local x = C.timed(p.reps, function()
+-- the process's minor page faults so far (nil where /proc is missing)
+local function minflt()
+  local f = io.open("/proc/self/stat")
+  if not f then return nil end
+  local st = f:read("a")
+  f:close()
+  local rest = st:match("%)%s+(.*)") -- after the command's name, which may hold spaces
+  local k = 0
+  for field in (rest or ""):gmatch("%S+") do
+    k = k + 1
+    if k == 8 then return tonumber(field) end -- field 10: minflt
+  end
+end
+
+-- C.timed's protocol (a warm-up step, then `reps` timed ones), with each
+-- step's CPU time and faults, and `iters` products timed after it (untimed)
+local function step()
   local x = tycho.zeros(N)
   for _ = 1, p.iters do x = (b - R:dot(x)) / d end
   return x
-end, C.sync)
+end
+local function products()
+  local y
+  for _ = 1, p.iters do y = R:dot(x0) end
+  return y
+end
+local times, cpus, faults, prods = {}, {}, {}, {}
+local x
+local warm = os.getenv("BENCH_WARMUP") ~= "0" and 1 or 0
+for i = 1, p.reps + warm do
+  x = nil
+  collectgarbage()
+  collectgarbage()
+  local f0 = minflt()
+  local t0, c0 = tycho.clock(), os.clock()
+  x = step()
+  C.sync(x)
+  local t, c = tycho.clock() - t0, os.clock() - c0
+  local f1 = minflt()
+  local t1 = tycho.clock()
+  C.sync(products())
+  if i > warm then
+    times[#times + 1] = t
+    cpus[#cpus + 1] = c
+    prods[#prods + 1] = tycho.clock() - t1
+    if f0 and f1 then faults[#faults + 1] = f1 - f0 end
+    print(string.format("time: %.9f", t))
+  end
+end
+local function median(t)
+  table.sort(t)
+  return t[(#t + 1) // 2]
+end
+local steps = {}
+for i, c in ipairs(cpus) do steps[i] = string.format("%.3f", c) end
+C.info("cpu_steps", table.concat(steps, ","))
+C.info("cpu_s", string.format("%.3f", median(cpus)))
+if #faults > 0 then C.info("faults", median(faults)) end
+local prod = median(prods)
+C.info("prod_s", string.format("%.3f", prod))
+C.info("of_prod", string.format("%.2f", median(times) / prod))
 C.checksum(x:sum():item())
