@@ -24,15 +24,12 @@ static const char *const dtype_names[TY_NDTYPES] = {
     [TY_F64] = "f64", [TY_F32] = "f32", [TY_I64] = "i64", [TY_I32] = "i32",
     [TY_U8] = "u8",   [TY_BOOL] = "bool", [TY_I8] = "i8", [TY_I16] = "i16",
     [TY_U16] = "u16", [TY_U32] = "u32", [TY_U64] = "u64"};
-static const size_t dtype_sizes[TY_NDTYPES] = {
-    [TY_F64] = 8, [TY_F32] = 4, [TY_I64] = 8, [TY_I32] = 4, [TY_U8] = 1, [TY_BOOL] = 1,
-    [TY_I8] = 1,  [TY_I16] = 2, [TY_U16] = 2, [TY_U32] = 4, [TY_U64] = 8};
 
 const char *ty_dtype_name(ty_dtype t) {
   return (unsigned)t < TY_NDTYPES ? dtype_names[t] : "?";
 }
 
-size_t ty_dtype_size(ty_dtype t) { return (unsigned)t < TY_NDTYPES ? dtype_sizes[t] : 0; }
+size_t ty_dtype_size(ty_dtype t) { return ty__dtype_size(t); } /* internal.h: the sizes */
 
 bool ty_dtype_is_float(ty_dtype t) { return t == TY_F64 || t == TY_F32; }
 

@@ -58,7 +58,7 @@ ty_status ty__shape_size(ty_runtime *rt, const char *what, int ndim, const int64
     if (shape[d] == 0) zero = true;
     else if (__builtin_mul_overflow(n, shape[d], &n)) goto overflow;
   }
-  if (__builtin_mul_overflow(n, (int64_t)ty_dtype_size(t), &bytes)) goto overflow;
+  if (__builtin_mul_overflow(n, (int64_t)ty__dtype_size(t), &bytes)) goto overflow;
   *size = zero ? 0 : n;
   return TY_OK;
 overflow:
@@ -189,7 +189,7 @@ static bool small_shape_size(int ndim, const int64_t *shape, ty_dtype t, int64_t
   } else {
     return false;
   }
-  if (n <= 0 || __builtin_mul_overflow(n, (int64_t)ty_dtype_size(t), &bytes)) return false;
+  if (n <= 0 || __builtin_mul_overflow(n, (int64_t)ty__dtype_size(t), &bytes)) return false;
   *size = n;
   return true;
 }
@@ -202,7 +202,7 @@ ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *sha
     ty_status st = ty__shape_size(rt, "ty_store_create", ndim, shape, t, &size);
     if (st != TY_OK) return st;
   }
-  size_t nbytes = (size_t)size * ty_dtype_size(t);
+  size_t nbytes = (size_t)size * ty__dtype_size(t);
   /* Charged when allocated (ty__storage_ensure): a store fusion or streaming
    * never allocates never counts against the budget. Refused here only when
    * it cannot fit even alone next to what is allocated now, outside a
@@ -240,7 +240,7 @@ ty_status ty_store_attach(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *s
     return ty__fail(rt, TY_EINVAL, "ty_store_attach: data must be a non-NULL, 8-byte aligned pointer");
   ty_storage *stg = ty__calloc(1, sizeof *stg);
   if (!stg) return ty__fail(rt, TY_ENOMEM, "out of memory attaching a buffer");
-  stg->nbytes = (size_t)size * ty_dtype_size(t);
+  stg->nbytes = (size_t)size * ty__dtype_size(t);
   stg->rt = rt;
   stg->data = data;
   stg->external = true;
@@ -266,8 +266,10 @@ ty_status ty__store_view(ty_runtime *rt, ty_store *base, int ndim, const int64_t
                          const int64_t *strides, int64_t offset, ty_store **out) {
   *out = NULL;
   int64_t size;
-  ty_status st = ty__shape_size(rt, "view", ndim, shape, base->dtype, &size);
-  if (st != TY_OK) return st;
+  if (!small_shape_size(ndim, shape, base->dtype, &size)) { /* the ~120 views of a CG iteration: fast */
+    ty_status st = ty__shape_size(rt, "view", ndim, shape, base->dtype, &size);
+    if (st != TY_OK) return st;
+  }
   ty_store *s = store_alloc(rt, base->storage, base->dtype, ndim, shape);
   if (!s) return ty__fail(rt, TY_ENOMEM, "out of memory allocating a view");
   for (int d = 0; d < ndim; d++) s->strides[d] = strides[d];
@@ -392,7 +394,7 @@ void ty__storage_lend(ty_runtime *rt, ty_storage *from, ty_storage *to) {
 
 /* Byte range [lo, hi) of the view in its storage; empty views give lo == hi. */
 static void byte_range(const ty_store *s, int64_t *lo, int64_t *hi) {
-  const int64_t es = (int64_t)ty_dtype_size(s->dtype);
+  const int64_t es = (int64_t)ty__dtype_size(s->dtype);
   int64_t a = s->offset, b = s->offset;
   for (int d = 0; d < s->ndim; d++) {
     if (s->shape[d] == 0) {
@@ -485,7 +487,7 @@ void ty_store_release(ty_store *s) {
 }
 
 char *ty__store_base(const ty_store *s) {
-  return (char *)s->storage->data + s->offset * (int64_t)ty_dtype_size(s->dtype);
+  return (char *)s->storage->data + s->offset * (int64_t)ty__dtype_size(s->dtype);
 }
 
 ty_dtype ty_store_dtype(const ty_store *s) { return s->dtype; }
@@ -714,7 +716,7 @@ bad:;
 
 /* Dense C-order copy of a strided store, by runs along the last dim. */
 void ty__gather(const ty_store *s, void *dst) {
-  size_t es = ty_dtype_size(s->dtype);
+  size_t es = ty__dtype_size(s->dtype);
   if (s->size == 0) return;
   const char *base = ty__store_base(s);
   char *out = dst;
@@ -750,7 +752,7 @@ ty_status ty_store_from_buffer(ty_runtime *rt, ty_dtype t, int ndim, const int64
     ty_store_release(s);
     return st;
   }
-  size_t bytes = (size_t)s->size * ty_dtype_size(t);
+  size_t bytes = (size_t)s->size * ty__dtype_size(t);
   if (bytes) memcpy(s->storage->data, data, bytes);
   if (t == TY_BOOL) {
     uint8_t *b = s->storage->data;
@@ -836,7 +838,7 @@ void ty__tile_range(int ndim, const int64_t *shape, const int64_t *strides, int6
 }
 
 void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense) {
-  ty__tile_range(s->ndim, s->shape, s->strides, s->offset, ty_dtype_size(s->dtype), lo, hi, dense);
+  ty__tile_range(s->ndim, s->shape, s->strides, s->offset, ty__dtype_size(s->dtype), lo, hi, dense);
 }
 
 /* A store keeps its runtime alive; the last reference frees it through the

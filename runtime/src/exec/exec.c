@@ -50,7 +50,7 @@ static bool covers_storage(const ty_store *s) {
     if (s->strides[d] != next) return false;
     next *= s->shape[d];
   }
-  return (size_t)next * ty_dtype_size(s->dtype) == s->storage->nbytes;
+  return (size_t)next * ty__dtype_size(s->dtype) == s->storage->nbytes;
 }
 
 /* ---- processors ------------------------------------------------------------------ */
@@ -80,7 +80,7 @@ static const proc_kind PROCS[] = {
 /* ---- reductions ------------------------------------------------------------------ */
 
 static void set_identity(void *dst, ty_dtype t, ty_redop op, int64_t n) {
-  size_t es = ty_dtype_size(t);
+  size_t es = ty__dtype_size(t);
   char *p = dst;
   for (int64_t i = 0; i < n; i++, p += es) {
     switch (op) {
@@ -139,7 +139,7 @@ ty_status ty__private_init(const ty_arg *a, int ndim, const int64_t *lo, const i
     }
   }
   pt->count = n;
-  size_t es = ty_dtype_size(a->store->dtype);
+  size_t es = ty__dtype_size(a->store->dtype);
   pt->buf = ty__malloc((size_t)(n ? n : 1) * es);
   if (!pt->buf) return TY_ENOMEM;
   set_identity(pt->buf, a->store->dtype, a->redop, n);
@@ -150,7 +150,7 @@ ty_status ty__private_init(const ty_arg *a, int ndim, const int64_t *lo, const i
 static void private_combine(const ty_arg *a, int ndim, const int64_t *lo, const int64_t *hi,
                             const private_tile *pt) {
   const ty_store *s = a->store;
-  size_t es = ty_dtype_size(s->dtype);
+  size_t es = ty__dtype_size(s->dtype);
   char *base = ty__store_base(s);
   int64_t idx[TY_MAX_RANK];
   for (int k = 0; k < ndim; k++) {
@@ -180,7 +180,7 @@ static void private_combine(const ty_arg *a, int ndim, const int64_t *lo, const 
 static void make_tile(const ty_arg *a, int ndim, const int64_t *lo, const int64_t *hi,
                       const private_tile *pt, ty_tile *t) {
   const ty_store *s = a->store;
-  size_t es = ty_dtype_size(s->dtype);
+  size_t es = ty__dtype_size(s->dtype);
   t->dtype = s->dtype;
   t->ndim = s->ndim;
   for (int k = 0; k < s->ndim; k++) t->gshape[k] = s->shape[k];
@@ -253,7 +253,7 @@ static void uncancel_outputs(ty_pending *l, uint64_t reached, uint64_t rewritten
     for (int j = 0; j < l->nargs && reached; j++)
       lost |= ((reached >> j) & 1u) && writes(l->args[j].priv) && l->args[j].store->storage == stg;
     if (lost) continue;
-    if ((size_t)a->store->size * ty_dtype_size(a->store->dtype) != stg->nbytes ||
+    if ((size_t)a->store->size * ty__dtype_size(a->store->dtype) != stg->nbytes ||
         !ty_store_is_contiguous(a->store))
       continue;
     stg->cancelled = false;
@@ -363,7 +363,7 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
     const ty_arg *a = &l->args[i];
     /* an OUT view that does not cover its storage leaves the rest unwritten:
      * zero it, so never-written elements read as 0 */
-    bool whole = (size_t)a->store->size * ty_dtype_size(a->store->dtype) == a->store->storage->nbytes ||
+    bool whole = (size_t)a->store->size * ty__dtype_size(a->store->dtype) == a->store->storage->nbytes ||
                  covers_storage(a->store) ||
                  (a->store->storage->covered_gen != 0 &&
                   a->store->storage->covered_gen == rt->window_gen);
@@ -706,7 +706,7 @@ static bool piece_homes(const prepared *pr, int piece, int workers, int *lo_home
       if (a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_REDUCE || (pass == 0) != writes(a->priv) ||
           s->ndim != l->ndim)
         continue;
-      const int64_t elems = (int64_t)(s->storage->nbytes / ty_dtype_size(s->dtype));
+      const int64_t elems = (int64_t)(s->storage->nbytes / ty__dtype_size(s->dtype));
       if (elems < 1) continue;
       int64_t first = s->offset, last = s->offset;
       for (int k = 0; k < l->ndim; k++) {

@@ -285,7 +285,7 @@ static int resolve(piece_state *ps) {
 static void init_out(piece_state *ps, const rsub *r) {
   const ty_tile *acc = &ps->ctx->args[r->s->opnd[0].ref];
   int64_t shape[TY_MAX_RANK], st[1][TY_MAX_RANK];
-  const int64_t es = (int64_t)ty_dtype_size(acc->dtype);
+  const int64_t es = (int64_t)ty__dtype_size(acc->dtype);
   for (int d = 0; d < acc->ndim; d++) {
     shape[d] = acc->strides[d] == 0 && acc->shape[d] > 0 ? 1 : acc->shape[d];
     st[0][d] = acc->strides[d] * es;
@@ -367,7 +367,7 @@ static void run_flat_sum(piece_state *ps, int64_t n, const rsub *r, ty__fused_ke
   char *a[TY_MAX_ARGS];
   int64_t es[TY_MAX_ARGS];
   for (int k = 0; k < ctx->nargs; k++)
-    es[k] = ((ps->h->contig >> k) & 1u) ? (int64_t)ty_dtype_size(ctx->args[k].dtype) : 0;
+    es[k] = ((ps->h->contig >> k) & 1u) ? (int64_t)ty__dtype_size(ctx->args[k].dtype) : 0;
   for (int64_t off = 0; off < n; off += ps->block) {
     const int64_t len = n - off < ps->block ? n - off : ps->block;
     for (int k = 0; k < ctx->nargs; k++) a[k] = ctx->args[k].data + off * es[k];
@@ -391,7 +391,7 @@ static void run_rows_sum(piece_state *ps, const rsub *r, ty__fused_kernel4 fn) {
   int64_t os[TY_MAX_ARGS], es[TY_MAX_ARGS];
   for (int k = 0; k < ctx->nargs; k++) {
     const ty_tile *t = &ctx->args[k];
-    const int64_t sz = (int64_t)ty_dtype_size(t->dtype);
+    const int64_t sz = (int64_t)ty__dtype_size(t->dtype);
     os[k] = t->strides[0] * sz;
     es[k] = ((ps->h->contig >> k) & 1u) ? sz : 0;
   }
@@ -696,7 +696,7 @@ static int run_flat_switching(piece_state *ps, int64_t n, const int64_t *flat_st
     if (fits) {
       char *bases[TY_MAX_ARGS];
       for (int a = 0; a < ctx->nargs; a++)
-        bases[a] = ctx->args[a].data + off * flat_stride[a] * (int64_t)ty_dtype_size(ctx->args[a].dtype);
+        bases[a] = ctx->args[a].data + off * flat_stride[a] * (int64_t)ty__dtype_size(ctx->args[a].dtype);
       fn(n - off, bases, (const char *)ps->h);
       count_switch(ps);
       return 0;
@@ -731,7 +731,7 @@ static int run_rows_switching(piece_state *ps) {
       char *bases[TY_MAX_ARGS];
       for (int a = 0; a < ctx->nargs; a++) {
         const ty_tile *t = &ctx->args[a];
-        os[a] = t->strides[0] * (int64_t)ty_dtype_size(t->dtype);
+        os[a] = t->strides[0] * (int64_t)ty__dtype_size(t->dtype);
         bases[a] = t->data + r0 * os[a];
       }
       ty__fused_kernel2 fn2;
@@ -877,7 +877,7 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
       int64_t *bst = ps.bst[r->first + j];
       memset(o, 0, sizeof *o);
       o->ref = od->ref;
-      o->es = (int64_t)ty_dtype_size((ty_dtype)od->dtype);
+      o->es = (int64_t)ty__dtype_size((ty_dtype)od->dtype);
       if (TY__FREF_IS_CONST(od->ref)) {
         o->base = (char *)h + h->consts + 8 * (od->ref - TY__FREF_CONST);
         for (int e = 0; e < ps.nd; e++) bst[e] = 0;
@@ -937,7 +937,7 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
     for (int a = 0; a < ctx->nargs && compiled; a++) {
       const ty_tile *t = &ctx->args[a];
       compiled = t->ndim == 2 && (ps.P[1] == 1 || t->strides[1] == (((h->contig >> a) & 1u) ? 1 : 0));
-      os[a] = t->ndim == 2 ? t->strides[0] * (int64_t)ty_dtype_size(t->dtype) : 0;
+      os[a] = t->ndim == 2 ? t->strides[0] * (int64_t)ty__dtype_size(t->dtype) : 0;
       bases[a] = t->data;
     }
     if (compiled) {

@@ -50,7 +50,7 @@ static bool enabled(ty_runtime *rt) {
 /* A store's view: the whole storage, contiguous from offset 0. */
 static bool whole_view(const ty_store *s) {
   return s->offset == 0 && ty_store_is_contiguous(s) &&
-         (size_t)s->size * ty_dtype_size(s->dtype) == s->storage->nbytes && s->size > 0;
+         (size_t)s->size * ty__dtype_size(s->dtype) == s->storage->nbytes && s->size > 0;
 }
 
 /* Plain host memory of ours. */

@@ -122,7 +122,7 @@ static int64_t matmul_operand_bytes(const ty_pending *l) {
   int64_t bytes = 0;
   for (int i = 1; i < l->nargs; i++) {
     const ty_store *s = l->args[i].store;
-    if (l->args[i].proj == TY_PROJ_WHOLE) bytes += s->size * (int64_t)ty_dtype_size(s->dtype);
+    if (l->args[i].proj == TY_PROJ_WHOLE) bytes += s->size * (int64_t)ty__dtype_size(s->dtype);
   }
   return bytes;
 }
@@ -209,7 +209,7 @@ bool ty__band_partition(const ty_pending *l, int procs, ty_tiling *out) {
     if (a->priv == TY_PRIV_REDUCE) return false;
     if (a->proj != TY_PROJ_ALIGNED || a->priv == TY_PRIV_IN) continue;
     const ty_store *s = a->store;
-    const int64_t es = (int64_t)ty_dtype_size(s->dtype);
+    const int64_t es = (int64_t)ty__dtype_size(s->dtype);
     const int64_t elems = (int64_t)s->storage->nbytes / es;
     if (s->strides[0] < 2 || s->strides[0] < s->shape[1] || s->strides[1] < 0 ||
         (int64_t)s->storage->nbytes < procs * p->min_chunk)
@@ -264,7 +264,7 @@ void ty__partition(const ty_pending *l, int procs, ty_tiling *out, ty_record *r)
   for (int k = 0; k < l->ndim; k++) elems *= l->domain[k];
   size_t es = 1;
   for (int i = 0; i < l->nargs; i++) {
-    size_t s = ty_dtype_size(l->args[i].store->dtype);
+    size_t s = ty__dtype_size(l->args[i].store->dtype);
     if (l->args[i].proj == TY_PROJ_ALIGNED && s > es) es = s;
   }
   int64_t bytes = elems * (int64_t)es;

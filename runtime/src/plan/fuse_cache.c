@@ -497,7 +497,7 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
     for (int k = 0; k < g->nconst; k++) {
       const ty_store *s = in[g->consts[k] >> 8]->args[g->consts[k] & 255].store;
       uint64_t v = 0;
-      memcpy(&v, ty__store_base(s), ty_dtype_size(s->dtype));
+      memcpy(&v, ty__store_base(s), ty__dtype_size(s->dtype));
       memcpy(x->scalars + h->consts + 8 * (size_t)k, &v, 8);
     }
     if (!h->kernel) late_kernel(state, g, x, h, in, g->members); /* as build() asks */
@@ -569,7 +569,7 @@ static bool replay_plan(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_e
     ty__fhead *h = (ty__fhead *)x->scalars;
     for (int k = 0; k < g->nconst; k++) {
       const ty_store *s = in[g->dconst[k].u]->args[g->dconst[k].j].store;
-      const size_t es = ty_dtype_size(s->dtype);
+      const size_t es = ty__dtype_size(s->dtype);
       uint64_t v = 0;
       memcpy(&v, (const char *)s->storage->data + g->dconst[k].off * (int64_t)es, es);
       memcpy(x->scalars + h->consts + 8 * (size_t)k, &v, 8);

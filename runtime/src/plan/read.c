@@ -25,7 +25,7 @@ static ty_status prepare_read(ty_runtime *rt, ty_store *s, const int64_t *index)
 }
 
 ty_status ty_store_read(ty_runtime *rt, ty_store *s, void *dst, size_t dstlen) {
-  size_t need = (size_t)s->size * ty_dtype_size(s->dtype);
+  size_t need = (size_t)s->size * ty__dtype_size(s->dtype);
   if (dstlen < need)
     return ty__fail(rt, TY_EINVAL, "ty_store_read: buffer of %zu bytes is smaller than the %zu needed",
                     dstlen, need);
@@ -64,6 +64,6 @@ ty_status ty_store_get(ty_runtime *rt, ty_store *s, const int64_t *index, ty_val
   }
   ty_status st = prepare_read(rt, s, index);
   if (st) return st;
-  value_at(s, ty__store_base(s) + off * (int64_t)ty_dtype_size(s->dtype), out);
+  value_at(s, ty__store_base(s) + off * (int64_t)ty__dtype_size(s->dtype), out);
   return TY_OK;
 }

@@ -330,7 +330,7 @@ static bool worth_cutting(const group *g, int64_t cuts[][REG_MAX_CUTS], int *ncu
 static bool dies_in_group(const group *g, const other *o) {
   if (!o->written || !o->first_out || o->spread || o->stg->external || o->stg->refs != 1) return false;
   const ty_store *s = o->view;
-  if (s->offset != 0 || (size_t)s->size * ty_dtype_size(s->dtype) != o->stg->nbytes) return false;
+  if (s->offset != 0 || (size_t)s->size * ty__dtype_size(s->dtype) != o->stg->nbytes) return false;
   int held = 0;
   for (int k = 0; k < g->n; k++)
     for (int i = 0; i < g->m[k]->nargs; i++) held += g->m[k]->args[i].store == s;
@@ -345,7 +345,7 @@ static void covered_mark(const ty_runtime *rt, const ty_pending *l, bool on) {
   const ty_arg *a = &l->args[0];
   const ty_store *s = a->store;
   if (a->priv == TY_PRIV_OUT && s->offset == 0 && !s->storage->data &&
-      (size_t)s->size * ty_dtype_size(s->dtype) == s->storage->nbytes)
+      (size_t)s->size * ty__dtype_size(s->dtype) == s->storage->nbytes)
     s->storage->covered_gen = on ? rt->window_gen : 0;
 }
 
@@ -700,7 +700,7 @@ static bool cut_window(ty_runtime *rt, const ty__cut_rec *from, ty__cut_rec *rec
         cut_it = ok;
       }
     } else if (l->nargs > 0 && writes(l->args[0].priv) && l->args[0].store->size >= REG_MIN_ELEMS / 4 &&
-               l->args[0].store->storage->nbytes >= REG_MIN_ELEMS * ty_dtype_size(l->args[0].store->dtype)) {
+               l->args[0].store->storage->nbytes >= REG_MIN_ELEMS * ty__dtype_size(l->args[0].store->dtype)) {
       g.S = l->args[0].store->storage;
       g.n = g.no = 0;
       while (i + g.n < n && add(rt, &g, w[i + g.n])) {

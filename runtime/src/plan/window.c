@@ -358,7 +358,7 @@ enum { BOX_MIN_BYTES = 1 << 17 };
  * storage meets it. The common case (element-wise launches), checked first:
  * it needs no boxes. */
 static bool whole(const ty_store *v) {
-  if (v->offset != 0 || (size_t)v->size * ty_dtype_size(v->dtype) != v->storage->nbytes) return false;
+  if (v->offset != 0 || (size_t)v->size * ty__dtype_size(v->dtype) != v->storage->nbytes) return false;
   int64_t st = 1;
   for (int d = v->ndim - 1; d >= 0; d--) {
     if (v->shape[d] != 1 && v->strides[d] != st) return false;
@@ -370,7 +370,7 @@ static bool whole(const ty_store *v) {
 /* Views u and v of one storage as boxes of one index space (the same rank,
  * element size, strides and remainder): their positions. */
 static bool boxes_of(const ty_store *u, const ty_store *v, int64_t *ulo, int64_t *vlo) {
-  if (u->ndim != v->ndim || ty_dtype_size(u->dtype) != ty_dtype_size(v->dtype)) return false;
+  if (u->ndim != v->ndim || ty__dtype_size(u->dtype) != ty__dtype_size(v->dtype)) return false;
   for (int d = 0; d < u->ndim; d++)
     if (u->strides[d] != v->strides[d]) return false;
   int64_t urem, vrem;
