@@ -872,10 +872,10 @@ static void flat_part(sbuf *b, const ty_pending *f, uint64_t c, int acc, uint64_
  * one vector an iteration, overhead.lua's 64-operation window (x * 0.999 +
  * 0.001, 32 times) waits ~3 cycles an operation for the previous result,
  * and the out-of-order core overlaps few iterations of 64 dependent
- * operations. On the AMD EPYC (Zen 3, KVM) a 1,000-element call of that run
- * took 30.6 us at one vector an iteration, 22.1-22.8 at two interleaved and
- * 16.3-19.7 at four (a C copy of the kernel, -O2 -march=x86-64-v3, load
- * average ~16; bench/README.md "Task overhead: session 19"). */
+ * operations. On the AMD EPYC (Zen 3, KVM) the run's kernel took 97-104 ns
+ * an operation of 1,000 elements at one vector an iteration, 75 at two
+ * interleaved and 54-56 at four (a C copy, -ffp-contract=off, thread CPU
+ * time; bench/README.md "Task overhead: session 19"). */
 #define CG_LANES 4
 
 /* Line s (n bytes) of a flat body as lane u of body_lanes: "p[" becomes
