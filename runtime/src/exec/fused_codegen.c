@@ -879,15 +879,94 @@ static void flat_part(sbuf *b, const ty_pending *f, uint64_t c, int acc, uint64_
   if (sum) put(b, "    __builtin_memcpy(o + i * 8, to, (unsigned long)m * 8);\n");
 }
 
+/* Independent vectors a flat run's loop interleaves (body_lanes). A run's
+ * sub-operations are most often one chain, each needing the one before: at
+ * one vector an iteration, overhead.lua's 64-operation window (x * 0.999 +
+ * 0.001, 32 times) waits ~3 cycles an operation for the previous result,
+ * and the out-of-order core overlaps few iterations of 64 dependent
+ * operations. On the AMD EPYC (Zen 3, KVM) the run's kernel took 97-104 ns
+ * an operation of 1,000 elements at one vector an iteration, 75 at two
+ * interleaved and 54-56 at four (a C copy, -ffp-contract=off, thread CPU
+ * time; bench/README.md "Task overhead: session 19"). */
+#define CG_LANES 4
+
+/* Line s (n bytes) of a flat body as lane u of body_lanes: "p[" becomes
+ * "p[u][" and each value (v<k>, a<k>) v<k>_<u>; numbers and every other
+ * name are copied as they are. */
+static void lane_line(sbuf *b, const char *s, size_t n, int u) {
+  size_t i = 0;
+  while (i < n) {
+    size_t j = i;
+    const char ch = s[i];
+    if (ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')) {
+      bool number = ch >= '0' && ch <= '9', digits = true;
+      while (j < n && (s[j] == '_' || (s[j] >= 'a' && s[j] <= 'z') || (s[j] >= 'A' && s[j] <= 'Z') ||
+                       (s[j] >= '0' && s[j] <= '9') || (number && s[j] == '.')))
+        j++;
+      for (size_t k = i + 1; k < j; k++) digits &= s[k] >= '0' && s[k] <= '9';
+      ty__sb_append(b, s + i, j - i);
+      if (!number && j - i > 1 && digits && (ch == 'v' || ch == 'a')) put(b, "_%d", u);
+      else if (j - i == 1 && ch == 'p' && j < n && s[j] == '[') put(b, "[%d]", u);
+      i = j;
+    } else {
+      ty__sb_append(b, s + i, 1);
+      i++;
+    }
+  }
+}
+
+/* body_lanes: CG_LANES vectors an iteration, lane u's arguments at p[u][k],
+ * each statement of the body (b's text from at to end, one statement a
+ * line) written once a lane before the next statement, so that the
+ * compiler's code and the core see CG_LANES independent chains (CG_LANES).
+ * Each element still goes through the same operations in the same order:
+ * the same bits. Lanes are disjoint W-element blocks, so a statement's
+ * store in one lane never meets a load of another (arguments are the same
+ * storage or disjoint, as for one vector). False (no body_lanes) when a
+ * statement is not one line or the body calls out (SLEEF, libmvec, the
+ * per-lane helpers): a call clobbers every vector register, so the lanes
+ * would spill around it rather than overlap. gcc's temporary expression
+ * replacement (TER, on from -O1) rebuilds each lane's chain as one
+ * expression tree and so lays the lanes out one after the other again:
+ * ty_fk, into which body_lanes is inlined, is compiled without it
+ * (overhead.lua's run: 108 -> 57 ns a 1,000-element operation with it off;
+ * with it on, the interleaved text measured 104 -> 100). */
+static bool body_lanes(sbuf *b, size_t at, size_t end, int nargs1, uint64_t nt) {
+  const size_t n = end - at;
+  char *t = malloc(n + 1);
+  if (!t) return false;
+  memcpy(t, b->p + at, n);
+  t[n] = 0;
+  const char *mvec = CG_MVEC;
+  bool ok = n > 0 && t[n - 1] == '\n' && !strstr(t, "Sleef_") && !strstr(t, "trig(") && !strstr(t, "fixl(") &&
+            !strstr(t, "vfdiv(") && !(mvec && *mvec && strstr(t, mvec));
+  for (const char *l = t; ok && *l; l = strchr(l, '\n') + 1) {
+    const char *e = strchr(l, '\n');
+    ok = e > l && e[-1] == ';';
+  }
+  if (ok) {
+    put(b, "static inline void body_lanes(char *(*p)[%d], const char *D, const int *sq, const double *K,\n"
+           "                              const double *Bc%s) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n",
+        nargs1, nt ? ", int nt" : "");
+    for (const char *l = t; *l; l = strchr(l, '\n') + 1)
+      for (int u = 0; u < CG_LANES; u++) lane_line(b, l, (size_t)(strchr(l, '\n') + 1 - l), u);
+    put(b, "}\n\n");
+  }
+  free(t);
+  return ok;
+}
+
 /* A flat run's entry point: pow squaring flags, then the vector loop and a
  * zero-padded tail; ty_fk, or ty_fk3 when acc >= 0 (a sum's accumulator,
  * not an argument of the loop; the values go to o). With streamed
  * arguments (nt), a partial vector first up to the first one's alignment. */
 static void flat_entry(sbuf *b, const ty_pending *f, const ty__fhead *h, uint64_t c, int npow, int acc,
-                       uint64_t nt) {
+                       uint64_t nt, bool lanes) {
   const bool sum = acc >= 0;
   if (sum) put(b, "void ty_fk3(i64 n, char *const *a, const char *D, char *o) {\n  int sq[%d];\n", npow + 1);
-  else put(b, "void ty_fk(i64 n, char *const *a, const char *D) {\n  int sq[%d];\n", npow + 1);
+  else
+    put(b, "%svoid ty_fk(i64 n, char *const *a, const char *D) {\n  int sq[%d];\n",
+        lanes ? "__attribute__((optimize(\"no-tree-ter\"))) " : "", npow + 1);
   pow_flags(b, h, c, "  ", "a");
   put(b, "  double K[%d], Bc[%d];\n", h->nconsts + 1, f->nargs + 1);
   put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
@@ -905,6 +984,17 @@ static void flat_entry(sbuf *b, const ty_pending *f, const ty__fhead *h, uint64_
     put(b, "  if (hd > n || ((unsigned long)a[%d] & 7)) hd = 0;\n  if (hd > 0) {\n    i64 m = hd;\n", nt_first(nt));
     flat_part(b, f, c, acc, nt);
     put(b, "    i = hd;\n  }\n");
+  }
+  if (lanes) {
+    put(b, "  char *pl[%d][%d];\n  for (; i + %d * W <= n; i += %d * W) {\n", CG_LANES, f->nargs + 1, CG_LANES,
+        CG_LANES);
+    for (int u = 0; u < CG_LANES; u++)
+      for (int k = 0; k < f->nargs; k++) {
+        if ((c >> k) & 1u)
+          put(b, "    pl[%d][%d] = a%d_ + (i + %d * W) * %d;\n", u, k, k, u, (int)ty_dtype_size(f->args[k].store->dtype));
+        else put(b, "    pl[%d][%d] = a%d_;\n", u, k, k);
+      }
+    put(b, "    body_lanes(pl, D, sq, K, Bc%s);\n  }\n", nt ? ", 1" : "");
   }
   put(b, "  for (; i + W <= n; i += W) {\n");
   for (int k = 0; k < f->nargs; k++) {
@@ -929,6 +1019,7 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig, bool stream
   gen g = {.b = b, .h = h, .f = f, .contig = c, .nt = nt_args(f, c, -1, stream), .ok = true};
   g.late = late_args(f, h, c, g.nt);
   flat_body_head(b, false, g.nt);
+  const size_t body_at = b->len;
   const ty__fsub *s = ty__fsub_first(h);
   for (int k = 0; k < h->nsub && g.ok; k++, s = ty__fsub_next(s)) {
     if (s->kind == TY__FK_REDUCE || s->kind == TY__FK_TASK || s->kind == TY__FK_ARGREDUCE) return false;
@@ -936,9 +1027,11 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig, bool stream
   }
   late_stores(&g);
   nt_stores(&g);
-  if (!g.ok) return false;
+  if (!g.ok || b->failed) return false;
+  const size_t body_end = b->len;
   put(b, "}\n\n");
-  flat_entry(b, f, h, c, g.npow, -1, g.nt);
+  const bool lanes = body_lanes(b, body_at, body_end, f->nargs + 1, g.nt);
+  flat_entry(b, f, h, c, g.npow, -1, g.nt, lanes);
   return !b->failed;
 }
 
@@ -1407,7 +1500,7 @@ static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig, bool strea
   int npow = 0;
   const uint64_t nt = nt_args(f, c, acc, stream);
   if (!sum_body(f, h, last, c, nt, b, &npow)) return false;
-  flat_entry(b, f, h, c, npow, acc, nt);
+  flat_entry(b, f, h, c, npow, acc, nt, false);
   return !b->failed;
 }
 
