@@ -889,6 +889,12 @@ static void flat_part(sbuf *b, const ty_pending *f, uint64_t c, int acc, uint64_
  * interleaved and 54-56 at four (a C copy, -ffp-contract=off, thread CPU
  * time; bench/README.md "Task overhead: session 19"). */
 #define CG_LANES 4
+/* Lanes only for a run of at least this many sub-operations: a short chain
+ * already overlaps across iterations in the out-of-order window, and the
+ * lanes write the body 1 + CG_LANES times (overhead.lua's source 6 -> 15 KB,
+ * its compile 0.05 -> 0.10 s of CPU), which a cold start pays (CG's updates
+ * are 2-6 sub-operations: their compiles stay as they were). */
+#define CG_LANES_MIN_SUBS 16
 
 /* Line s (n bytes) of a flat body as lane u of body_lanes: "p[" becomes
  * "p[u][" and each value (v<k>, a<k>) v<k>_<u>; numbers and every other
@@ -1030,7 +1036,7 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig, bool stream
   if (!g.ok || b->failed) return false;
   const size_t body_end = b->len;
   put(b, "}\n\n");
-  const bool lanes = body_lanes(b, body_at, body_end, f->nargs + 1, g.nt);
+  const bool lanes = h->nsub >= CG_LANES_MIN_SUBS && body_lanes(b, body_at, body_end, f->nargs + 1, g.nt);
   flat_entry(b, f, h, c, g.npow, -1, g.nt, lanes);
   return !b->failed;
 }
