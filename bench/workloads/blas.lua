@@ -70,19 +70,7 @@ if bytes then
   end
 end
 
--- the process's minor page faults so far (nil where /proc is missing)
-local function minflt()
-  local f = io.open("/proc/self/stat")
-  if not f then return nil end
-  local st = f:read("a")
-  f:close()
-  local rest = st:match("%)%s+(.*)") -- after the command's name, which may hold spaces
-  local k = 0
-  for field in (rest or ""):gmatch("%S+") do
-    k = k + 1
-    if k == 8 then return tonumber(field) end -- field 10: minflt
-  end
-end
+local minflt = C.minflt
 
 local times, ttimes, cpus, faults = {}, {}, {}, {}
 local r

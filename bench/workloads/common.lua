@@ -75,6 +75,20 @@ function M.sync(x)
   end
 end
 
+-- The process's minor page faults so far (nil where /proc is missing).
+function M.minflt()
+  local f = io.open("/proc/self/stat")
+  if not f then return nil end
+  local st = f:read("a")
+  f:close()
+  local rest = st:match("%)%s+(.*)") -- after the command's name, which may hold spaces
+  local k = 0
+  for field in (rest or ""):gmatch("%S+") do
+    k = k + 1
+    if k == 8 then return tonumber(field) end -- field 10: minflt
+  end
+end
+
 function M.checksum(v) print(string.format("checksum: %.17g", v)) end
 function M.info(k, v) print(string.format("info: %s=%s", k, tostring(v))) end
 

@@ -27,19 +27,7 @@ C.sync(R)
 local x0 = C.seq(N, C.ALPHA[3])
 C.sync(x0)
 
--- the process's minor page faults so far (nil where /proc is missing)
-local function minflt()
-  local f = io.open("/proc/self/stat")
-  if not f then return nil end
-  local st = f:read("a")
-  f:close()
-  local rest = st:match("%)%s+(.*)") -- after the command's name, which may hold spaces
-  local k = 0
-  for field in (rest or ""):gmatch("%S+") do
-    k = k + 1
-    if k == 8 then return tonumber(field) end -- field 10: minflt
-  end
-end
+local minflt = C.minflt
 
 -- C.timed's protocol (a warm-up step, then `reps` timed ones), with each
 -- step's CPU time and faults, and `iters` products timed after it (untimed)
