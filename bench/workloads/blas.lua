@@ -96,15 +96,8 @@ for i = 1, p.reps + warm do
     print(string.format("time: %.9f", t))
   end
 end
-local function median(t)
-  table.sort(t)
-  return t[(#t + 1) // 2]
-end
-local steps = {}
-for i, c in ipairs(cpus) do steps[i] = string.format("%.3f", c) end
-C.info("cpu_steps", table.concat(steps, ","))
-C.info("cpu_s", string.format("%.3f", median(cpus)))
-if #faults > 0 then C.info("faults", median(faults)) end
+local median = C.median
+C.step_info(cpus, faults)
 local med = median(times)
 if bytes then
   C.info("gbs", string.format("%.2f", bytes / med / 1e9))

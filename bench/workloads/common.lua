@@ -89,6 +89,22 @@ function M.minflt()
   end
 end
 
+-- The median of t (sorts t in place).
+function M.median(t)
+  table.sort(t)
+  return t[(#t + 1) // 2]
+end
+
+-- info lines of the timed steps' CPU seconds (cpu_steps, their median cpu_s)
+-- and page faults (faults, the median; none where /proc was missing)
+function M.step_info(cpus, faults)
+  local steps = {}
+  for i, c in ipairs(cpus) do steps[i] = string.format("%.3f", c) end
+  M.info("cpu_steps", table.concat(steps, ","))
+  M.info("cpu_s", string.format("%.3f", M.median(cpus)))
+  if #faults > 0 then M.info("faults", M.median(faults)) end
+end
+
 function M.checksum(v) print(string.format("checksum: %.17g", v)) end
 function M.info(k, v) print(string.format("info: %s=%s", k, tostring(v))) end
 
