@@ -70,7 +70,6 @@ if bytes then
   end
 end
 
-local minflt = C.minflt
 
 local times, ttimes, cpus, faults = {}, {}, {}, {}
 local r
@@ -78,12 +77,8 @@ local warm = os.getenv("BENCH_WARMUP") ~= "0" and 1 or 0
 for i = 1, p.reps + warm do
   r = nil
   collectgarbage()
-  local f0 = minflt()
-  local t0, c0 = tycho.clock(), os.clock()
-  r = step()
-  C.sync(r)
-  local t, c = tycho.clock() - t0, os.clock() - c0
-  local f1 = minflt()
+  local t, c, df
+  r, t, c, df = C.measured(step)
   if triad then
     local t1 = tycho.clock()
     C.sync(triad())
@@ -92,7 +87,7 @@ for i = 1, p.reps + warm do
   if i > warm then
     times[#times + 1] = t
     cpus[#cpus + 1] = c
-    if f0 and f1 then faults[#faults + 1] = f1 - f0 end
+    if df then faults[#faults + 1] = df end
     print(string.format("time: %.9f", t))
   end
 end

@@ -89,6 +89,18 @@ function M.minflt()
   end
 end
 
+-- f() run and synced once: its result, wall and CPU seconds, and the minor
+-- page faults it took (nil where /proc is missing).
+function M.measured(f)
+  local f0 = M.minflt()
+  local t0, c0 = tycho.clock(), os.clock()
+  local r = f()
+  M.sync(r)
+  local t, c = tycho.clock() - t0, os.clock() - c0
+  local f1 = M.minflt()
+  return r, t, c, f0 and f1 and f1 - f0
+end
+
 -- The median of t (sorts t in place).
 function M.median(t)
   table.sort(t)

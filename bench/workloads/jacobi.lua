@@ -27,7 +27,6 @@ C.sync(R)
 local x0 = C.seq(N, C.ALPHA[3])
 C.sync(x0)
 
-local minflt = C.minflt
 
 -- C.timed's protocol (a warm-up step, then `reps` timed ones), with each
 -- step's CPU time and faults, and `iters` products timed after it (untimed)
@@ -48,19 +47,15 @@ for i = 1, p.reps + warm do
   x = nil
   collectgarbage()
   collectgarbage()
-  local f0 = minflt()
-  local t0, c0 = tycho.clock(), os.clock()
-  x = step()
-  C.sync(x)
-  local t, c = tycho.clock() - t0, os.clock() - c0
-  local f1 = minflt()
+  local t, c, df
+  x, t, c, df = C.measured(step)
   local t1 = tycho.clock()
   C.sync(products())
   if i > warm then
     times[#times + 1] = t
     cpus[#cpus + 1] = c
     prods[#prods + 1] = tycho.clock() - t1
-    if f0 and f1 then faults[#faults + 1] = f1 - f0 end
+    if df then faults[#faults + 1] = df end
     print(string.format("time: %.9f", t))
   end
 end
