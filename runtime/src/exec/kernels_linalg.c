@@ -139,11 +139,16 @@ int64_t ty__matmul_blocks(int64_t m, int64_t n, int64_t k) {
  * TY__ORDER_MAX, each at least TY__KCHUNK_K long (a partial costs m n adds)
  * and of at least TY__KCHUNK_WORK multiply-adds (a piece's few microseconds
  * of bookkeeping; a 1M-element f32 chunk streams in ~100 us per core), and
- * all partials together TY__KCHUNK_PARTIALS elements at most. */
+ * all partials together TY__KCHUNK_PARTIALS elements at most. A thin
+ * sum's chunks (pairs: ty__thin_acc_shape) are twice as many, each half
+ * as long, and go two to an ordered tile (partition.c's matmul_tiling),
+ * whose kernel reads them side by side (ty__thin_acc2): on the AMD EPYC
+ * (2 cores) a core read 20-35% more bytes a second from two streams than
+ * from one (bench/README.md "X^T z in two streams"). */
 #define TY__KCHUNK_K 4096
 #define TY__KCHUNK_WORK (INT64_C(1) << 20)
 #define TY__KCHUNK_PARTIALS (INT64_C(1) << 22) /* elements of partials: 32 MiB of f64 */
-int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k) {
+int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k, bool pairs) {
   if (m <= 0 || n <= 0 || k < 2 * TY__KCHUNK_K) return 1;
   int64_t c = TY__ORDER_MAX / ty__matmul_blocks(m, n, k);
   if (k / TY__KCHUNK_K < c) c = k / TY__KCHUNK_K;
@@ -154,7 +159,7 @@ int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k) {
   if (cap / mn < c) c = cap / mn;
   const int64_t per = TY__KCHUNK_WORK / mn > 0 ? TY__KCHUNK_WORK / mn : 1; /* k per chunk */
   if (k / per < c) c = k / per;
-  return c < 2 ? 1 : c;
+  return c < 2 ? 1 : pairs ? 2 * c : c;
 }
 
 bool ty__blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, bool *trans,
@@ -273,44 +278,88 @@ static void blas_rows(ty_dtype t, int64_t r0, int64_t mm, int64_t n, int64_t k, 
                 (const float *)B->data, (int)ldb, 0.0f, (float *)c, (int)ldc);
 }
 
-/* A thin float product (kernels_gemv.c) in its fixed order instead of
- * BLAS: C's rows of one column each a ty__thin_dot (any k when A's rows
- * and B's column are contiguous), or C's one row's columns as
- * ty__thin_acc sums over all of k. False: not thin. */
-static bool thin(const ty_tile *C, const ty_tile *A, const ty_tile *B) {
-  const ty_dtype t = A->dtype, ct = C->dtype; /* ct f64 with t f32: the f64 partials */
-  const int64_t es = (int64_t)ty_dtype_size(t), cs = (int64_t)ty_dtype_size(ct);
+/* A thin sum (kernels_gemv.c's ty__thin_acc) of one 2-D box: C's n
+ * elements (at stride cs elements from c) are sum_i e[i es] X[i, j] over
+ * all `rows` of k. */
+typedef struct thin_sum {
+  const char *e, *X;
+  char *c;
+  int64_t rows, n, es, x0, x1, cs;
+} thin_sum;
+
+/* X^T z with X a tall row-major matrix of <= TY__THIN_K columns (A = X^T:
+ * A's rows are X's columns, contiguous along A's first axis): C's m
+ * elements are the box's columns of z^T X, one pass over X's rows
+ * (OpenBLAS's sgemv on Intel read it at 0.6 of the triad's bandwidth,
+ * bench/README.md); or z^T X itself (C one row). False: neither. */
+static bool thin_sum_of(const ty_tile *C, const ty_tile *A, const ty_tile *B, thin_sum *s) {
+  const int64_t es = (int64_t)ty_dtype_size(A->dtype);
   const int64_t M = C->gshape[0], N = C->gshape[1], k = A->shape[1];
-  const int64_t m = C->shape[0], n = C->shape[1];
-  if (ct == t && N == 1 && M >= 2 &&
-      (k <= TY__THIN_K || (A->strides[1] == 1 && B->strides[0] == 1))) {
-    const char *a = A->data + C->lo[0] * A->strides[0] * es;
-    ty__thin_dot(t, m, k, a, A->strides[0], A->strides[1], B->data, B->strides[0], C->data,
-                 C->strides[0]);
-    return true;
-  }
-  /* X^T z with X a tall row-major matrix of <= TY__THIN_K columns (A = X^T:
-   * A's rows are X's columns, contiguous along A's first axis): C's m
-   * elements are the box's columns of z^T X, ty__thin_acc's sums over all
-   * of k in order, one pass over X's rows (OpenBLAS's sgemv on Intel read
-   * it at 0.6 of the triad's bandwidth, bench/README.md) */
   if (N == 1 && M >= 2 && M <= TY__THIN_K && A->strides[0] == 1 && C->shape[1] == 1) {
-    _Alignas(64) char g[TY__THIN_K * sizeof(double)];
-    memset(g, 0, (size_t)m * sizeof(double));
-    const char *a = A->data + C->lo[0] * es; /* the box's rows of A: X's columns */
-    ty__thin_acc(t, k, m, B->data, B->strides[0], a, A->strides[1], 1, g);
-    for (int64_t i = 0; i < m; i++) ty__thin_put(g, i, ct, C->data + i * C->strides[0] * cs);
+    *s = (thin_sum){B->data, A->data + C->lo[0] * es, C->data, k, C->shape[0],
+                    B->strides[0], A->strides[1], 1, C->strides[0]};
     return true;
   }
   if (M == 1 && N >= 2 && N <= TY__THIN_K) {
-    _Alignas(64) char g[TY__THIN_K * sizeof(double)];
-    memset(g, 0, (size_t)n * sizeof(double));
-    const char *b = B->data + C->lo[1] * B->strides[1] * es; /* the box's columns */
-    ty__thin_acc(t, k, n, A->data, A->strides[1], b, B->strides[0], B->strides[1], g);
-    for (int64_t j = 0; j < n; j++) ty__thin_put(g, j, ct, C->data + j * C->strides[1] * cs);
+    *s = (thin_sum){A->data, B->data + C->lo[1] * B->strides[1] * es, C->data, k, C->shape[1],
+                    A->strides[1], B->strides[0], B->strides[1], C->strides[1]};
     return true;
   }
   return false;
+}
+
+static void thin_sum_put(const char *g, const thin_sum *s, ty_dtype ct) {
+  const int64_t cs = (int64_t)ty_dtype_size(ct);
+  for (int64_t j = 0; j < s->n; j++) ty__thin_put(g, j, ct, s->c + j * s->cs * cs);
+}
+
+/* C's rows of one column each a ty__thin_dot: k <= TY__THIN_K, or any k
+ * when A's rows and B's column are contiguous. */
+static bool thin_dots(const ty_tile *C, const ty_tile *A, const ty_tile *B) {
+  const int64_t k = A->shape[1];
+  return C->dtype == A->dtype && C->gshape[1] == 1 && C->gshape[0] >= 2 &&
+         (k <= TY__THIN_K || (A->strides[1] == 1 && B->strides[0] == 1));
+}
+
+/* A thin float product (kernels_gemv.c) in its fixed order instead of
+ * BLAS: thin dots or a thin sum. False: not thin. */
+static bool thin(const ty_tile *C, const ty_tile *A, const ty_tile *B) {
+  const ty_dtype t = A->dtype, ct = C->dtype; /* ct f64 with t f32: the f64 partials */
+  if (thin_dots(C, A, B)) {
+    const char *a = A->data + C->lo[0] * A->strides[0] * (int64_t)ty_dtype_size(t);
+    ty__thin_dot(t, C->shape[0], A->shape[1], a, A->strides[0], A->strides[1], B->data,
+                 B->strides[0], C->data, C->strides[0]);
+    return true;
+  }
+  thin_sum s;
+  if (!thin_sum_of(C, A, B, &s)) return false;
+  _Alignas(64) char g[TY__THIN_K * sizeof(double)];
+  memset(g, 0, (size_t)s.n * sizeof(double));
+  ty__thin_acc(t, s.rows, s.n, s.e, s.es, s.X, s.x0, s.x1, g);
+  thin_sum_put(g, &s, ct);
+  return true;
+}
+
+/* Two matrices of a batched product (ops.c's k split: chunks of one thin
+ * sum) as one ty__thin_acc2, when both are thin sums of one shape and not
+ * thin dots (thin()'s first case). False: compute them one by one. */
+static bool thin_pair(const ty_tile *C0, const ty_tile *A0, const ty_tile *B0, const ty_tile *C1,
+                      const ty_tile *A1, const ty_tile *B1) {
+  const ty_dtype t = A0->dtype, ct = C0->dtype;
+  if ((t != TY_F32 && t != TY_F64) || (ct != TY_F32 && ct != TY_F64) || A1->dtype != t ||
+      C1->dtype != ct || thin_dots(C0, A0, B0) || thin_dots(C1, A1, B1))
+    return false;
+  thin_sum s0, s1;
+  if (!thin_sum_of(C0, A0, B0, &s0) || !thin_sum_of(C1, A1, B1, &s1) || s0.rows != s1.rows ||
+      s0.n != s1.n || s0.es != s1.es || s0.x0 != s1.x0 || s0.x1 != s1.x1)
+    return false;
+  _Alignas(64) char g0[TY__THIN_K * sizeof(double)], g1[TY__THIN_K * sizeof(double)];
+  memset(g0, 0, (size_t)s0.n * sizeof(double));
+  memset(g1, 0, (size_t)s1.n * sizeof(double));
+  ty__thin_acc2(t, s0.rows, s0.n, s0.e, s1.e, s0.es, s0.X, s1.X, s0.x0, s0.x1, g0, g1);
+  thin_sum_put(g0, &s0, ct);
+  thin_sum_put(g1, &s1, ct);
+  return true;
 }
 
 /* C's box of one matrix product; all three tiles 2-D. */
@@ -409,6 +458,17 @@ int ty__matmul_variant(ty_task_ctx *ctx) {
   }
   for (;;) {
     const ty_tile c = matrix_of(C, nb, idx), a = matrix_of(A, nb, idx), b = matrix_of(B, nb, idx);
+    if (nb == 1 && idx[0] + 1 < C->lo[0] + C->shape[0] && c.shape[0] > 0 && c.shape[1] > 0) {
+      /* the next matrix too, if the two are chunks of a thin sum */
+      const int64_t next = idx[0] + 1;
+      const ty_tile c1 = matrix_of(C, nb, &next), a1 = matrix_of(A, nb, &next),
+                    b1 = matrix_of(B, nb, &next);
+      if (thin_pair(&c, &a, &b, &c1, &a1, &b1)) {
+        idx[0] += 2;
+        if (idx[0] < C->lo[0] + C->shape[0]) continue;
+        return 0;
+      }
+    }
     const int rc = matmul_2d(ctx, &c, &a, &b);
     if (rc) return rc;
     int d = nb - 1;
