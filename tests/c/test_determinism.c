@@ -410,7 +410,7 @@ static void run_matmul(const conf *c, const double *v, const float *vf, bytes *o
   const int64_t dims[][3] = {{257, 129, 1031}, {500, 500, 500}, {3, 1000, 5},  {1031, 4099, 7},
                              {100003, 5, 1},   {1, 3000, 1000}, {2000, 77, 1}, {129, 1, 257},
                              /* k split into chunks (ty__matmul_ksplit): 4 of 65536 and a
-                              * remainder of 3 (8 in pairs for X^T z); a row times a tall
+                              * remainder of 3 (16 in streams for X^T z); a row times a tall
                               * matrix; 2 even chunks */
                              {16, 262147, 1},  {1, 262147, 16}, {4, 262144, 2},
                              /* a gemm from 2048 rows: 2 blocks of 1050 on 2 cores */
@@ -489,10 +489,10 @@ TEST(matmul_same_bits_for_any_pieces) {
   CHECK_EQ_INT(ty__matmul_ksplit(512, 512, 100000, false), 16);   /* partials: 16 x 2^18 elements */
   CHECK_EQ_INT(ty__matmul_ksplit(4096, 4096, 100000, false), 1);  /* 2^24 outputs: no partials */
   CHECK_EQ_INT(ty__matmul_ksplit(1024, 2048, 100000, false), 2);
-  /* a thin sum's chunks in pairs: twice as many, two to a tile */
-  CHECK_EQ_INT(ty__matmul_ksplit(32, 1, 10000000, true), 128);
-  CHECK_EQ_INT(ty__matmul_ksplit(32, 1, 500000, true), 30);
-  CHECK_EQ_INT(ty__matmul_ksplit(1, 16, 262147, true), 8);
+  /* a thin sum's chunks in streams: 4 times as many, 4 to a tile */
+  CHECK_EQ_INT(ty__matmul_ksplit(32, 1, 10000000, true), 256);
+  CHECK_EQ_INT(ty__matmul_ksplit(32, 1, 500000, true), 60);
+  CHECK_EQ_INT(ty__matmul_ksplit(1, 16, 262147, true), 16);
   CHECK_EQ_INT(ty__matmul_ksplit(16, 1, 8191, true), 1);
   free(ref.p), free(v), free(vf);
 }

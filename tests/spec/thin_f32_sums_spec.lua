@@ -3,8 +3,8 @@
 -- in f64 and round once: each element within 1e-7 relative of the f64
 -- product of the same f32 values, where summing 300,000 rows in f32 missed
 -- by up to 2.1e-4 (elements with cancellation; the gradient by 2.0e-6).
--- Rows enough for ops.c's k split (18 chunks of f64 partials, two to a
--- tile, read side by side: ty__thin_acc2), and the fused
+-- Rows enough for ops.c's k split (36 chunks of f64 partials, four to a
+-- tile, read side by side: ty__thin_accs), and the fused
 -- gemv chain (plan/fuse_gemv.c) with the unfused bits; the same bits on 1
 -- and 3 processors, under AVX2 and without it (TYCHO_ISA: a ceiling).
 

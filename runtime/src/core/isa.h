@@ -106,7 +106,7 @@
 /* kernels_gemv.c */
 #define ty__thin_dot TY__ISA_NAME(ty__thin_dot)
 #define ty__thin_acc TY__ISA_NAME(ty__thin_acc)
-#define ty__thin_acc2 TY__ISA_NAME(ty__thin_acc2)
+#define ty__thin_accs TY__ISA_NAME(ty__thin_accs)
 #define ty__gemv_chain_variant TY__ISA_NAME(ty__gemv_chain_variant)
 #endif
 

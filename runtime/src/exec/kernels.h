@@ -237,7 +237,7 @@ void ty__gemm_cores_set(int cores);
  * chunk taking the remainder) into a partial product and adds the partials
  * in chunk order, so a thin output gets pieces and its bits no processor
  * count. */
-int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k, bool pairs);
+int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k, bool streams);
 /* Called once at registration: BLAS single-threaded (pieces are the
  * parallelism, and OpenBLAS's own threads change the bits of a product). */
 void ty__blas_init(void);
@@ -282,12 +282,14 @@ void ty__thin_dot(ty_dtype t, int64_t rows, int64_t k, const char *X, int64_t x0
  * norm, 5.0e-3 in its worst element (cancellation). */
 void ty__thin_acc(ty_dtype t, int64_t rows, int64_t n, const char *e, int64_t es, const char *X,
                   int64_t x0, int64_t x1, char *g);
-/* Two ty__thin_acc sums of the same shape at once (e0 X0 into g0, e1 X1
- * into g1), with their bits: the two streams of X read side by side give a
- * core more reads in flight (bench/README.md "X^T z in two streams"). */
-void ty__thin_acc2(ty_dtype t, int64_t rows, int64_t n, const char *e0, const char *e1,
-                   int64_t es, const char *X0, const char *X1, int64_t x0, int64_t x1, char *g0,
-                   char *g1);
+/* A thin sum's k chunks read side by side (ops.c's k split makes this many
+ * times the chunks, partition.c puts this many in a tile). */
+#define TY__THIN_STREAMS 4
+/* s (<= TY__THIN_STREAMS) ty__thin_acc sums of the same shape at once (e[i]
+ * X[i] into g[i]), with their bits: streams of X read side by side give a
+ * core more reads in flight (bench/README.md "X^T z in streams"). */
+void ty__thin_accs(ty_dtype t, int s, int64_t rows, int64_t n, const char *const *e, int64_t es,
+                   const char *const *X, int64_t x0, int64_t x1, char *const *g);
 /* ty__thin_acc's sum g[j] stored at dst as dtype t (f64, or f32 rounded once). */
 static inline void ty__thin_put(const char *g, int64_t j, ty_dtype t, char *dst) {
   double v;
@@ -336,8 +338,8 @@ typedef struct ty__kernels {
                    int64_t, char *, int64_t);
   void (*thin_acc)(ty_dtype, int64_t, int64_t, const char *, int64_t, const char *, int64_t,
                    int64_t, char *);
-  void (*thin_acc2)(ty_dtype, int64_t, int64_t, const char *, const char *, int64_t, const char *,
-                    const char *, int64_t, int64_t, char *, char *);
+  void (*thin_accs)(ty_dtype, int, int64_t, int64_t, const char *const *, int64_t,
+                    const char *const *, int64_t, int64_t, char *const *);
 } ty__kernels;
 
 /* The table of the level this process runs with (isa.c; chosen at the first
@@ -369,7 +371,7 @@ const ty__kernels *ty__kern(void);
 #define ty__gemv_chain_variant (ty__kern()->gemv_chain_variant)
 #define ty__thin_dot (ty__kern()->thin_dot)
 #define ty__thin_acc (ty__kern()->thin_acc)
-#define ty__thin_acc2 (ty__kern()->thin_acc2)
+#define ty__thin_accs (ty__kern()->thin_accs)
 #endif
 
 #endif /* TY_KERNELS_H */

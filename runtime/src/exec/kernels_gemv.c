@@ -278,34 +278,34 @@ static void acc_f32(int64_t rows, int64_t n, const float *restrict e, int64_t es
   }
   if (j0 < n) acc_wide_f32(rows, n - j0, e, es, X + j0 * x1, x0, x1, g + j0);
 }
-/* acc_f32 on two matrices of contiguous rows at once, each sum with its
- * own registers (the same operations in the same order: the same bits). */
-#define ACC2 1
-static void acc2_f32(int64_t rows, int64_t n, const float *restrict e0, const float *restrict e1,
-                     int64_t es, const float *restrict X0, const float *restrict X1, int64_t x0,
-                     double *restrict g0, double *restrict g1) {
-  int64_t j0 = 0;
-  for (; j0 + ACC_WIDTH <= n; j0 += ACC_WIDTH) {
-    vd_reg a[ACC_WIDTH / DLANES], b[ACC_WIDTH / DLANES];
-    memcpy(a, g0 + j0, sizeof a);
-    memcpy(b, g1 + j0, sizeof b);
-    for (int64_t i = 0; i < rows; i++) {
-      const vd_reg ea = SET1((double)e0[i * es]), eb = SET1((double)e1[i * es]);
-      const float *xa = X0 + i * x0 + j0, *xb = X1 + i * x0 + j0;
-      for (int q = 0; q < ACC_WIDTH / DLANES; q++) a[q] = FMADD(ea, CVT_LOAD(xa + q * DLANES), a[q]);
-      for (int q = 0; q < ACC_WIDTH / DLANES; q++) b[q] = FMADD(eb, CVT_LOAD(xb + q * DLANES), b[q]);
-    }
-    memcpy(g0 + j0, a, sizeof a);
-    memcpy(g1 + j0, b, sizeof b);
+/* acc_f32 on S matrices of contiguous rows at once, each sum with its own
+ * registers (the same operations in the same order: the same bits). With
+ * 4 on AVX2 some sums live on the stack: the loop waits on memory anyway. */
+#define ACC_STREAMS 1
+#define ACCS_F32(NAME, S)                                                                    \
+  static void NAME(int64_t rows, int64_t n, const float *const *e, int64_t es,               \
+                   const float *const *X, int64_t x0, double *const *g) {                    \
+    int64_t j0 = 0;                                                                          \
+    for (; j0 + ACC_WIDTH <= n; j0 += ACC_WIDTH) {                                           \
+      vd_reg a[S][ACC_WIDTH / DLANES];                                                       \
+      for (int s = 0; s < S; s++) memcpy(a[s], g[s] + j0, sizeof a[s]);                      \
+      for (int64_t i = 0; i < rows; i++)                                                     \
+        for (int s = 0; s < S; s++) {                                                        \
+          const vd_reg ei = SET1((double)e[s][i * es]);                                      \
+          const float *xi = X[s] + i * x0 + j0;                                              \
+          for (int q = 0; q < ACC_WIDTH / DLANES; q++)                                       \
+            a[s][q] = FMADD(ei, CVT_LOAD(xi + q * DLANES), a[s][q]);                         \
+        }                                                                                    \
+      for (int s = 0; s < S; s++) memcpy(g[s] + j0, a[s], sizeof a[s]);                      \
+    }                                                                                        \
+    for (int s = 0; s < S && j0 < n; s++)                                                    \
+      acc_wide_f32(rows, n - j0, e[s], es, X[s] + j0, x0, 1, g[s] + j0);                     \
   }
-  if (j0 < n) {
-    acc_wide_f32(rows, n - j0, e0, es, X0 + j0, x0, 1, g0 + j0);
-    acc_wide_f32(rows, n - j0, e1, es, X1 + j0, x0, 1, g1 + j0);
-  }
-}
+ACCS_F32(acc2_f32, 2)
+ACCS_F32(acc4_f32, 4)
 #else
 #define acc_f32 acc_wide_f32
-#define ACC2 0
+#define ACC_STREAMS 0
 #endif
 
 void ty__thin_dot(ty_dtype t, int64_t rows, int64_t k, const char *X, int64_t x0, int64_t x1,
@@ -324,18 +324,19 @@ void ty__thin_acc(ty_dtype t, int64_t rows, int64_t n, const char *e, int64_t es
     acc_f32(rows, n, (const float *)e, es, (const float *)X, x0, x1, (double *)g);
 }
 
-void ty__thin_acc2(ty_dtype t, int64_t rows, int64_t n, const char *e0, const char *e1,
-                   int64_t es, const char *X0, const char *X1, int64_t x0, int64_t x1, char *g0,
-                   char *g1) {
-#if ACC2
-  if (t == TY_F32 && x1 == 1) {
-    acc2_f32(rows, n, (const float *)e0, (const float *)e1, es, (const float *)X0,
-             (const float *)X1, x0, (double *)g0, (double *)g1);
+void ty__thin_accs(ty_dtype t, int s, int64_t rows, int64_t n, const char *const *e, int64_t es,
+                   const char *const *X, int64_t x0, int64_t x1, char *const *g) {
+#if ACC_STREAMS
+  if (t == TY_F32 && x1 == 1 && (s == 2 || s == 4)) {
+    const float *fe[4], *fx[4];
+    double *fg[4];
+    for (int i = 0; i < s; i++)
+      fe[i] = (const float *)e[i], fx[i] = (const float *)X[i], fg[i] = (double *)g[i];
+    (s == 2 ? acc2_f32 : acc4_f32)(rows, n, fe, es, fx, x0, fg);
     return;
   }
 #endif
-  ty__thin_acc(t, rows, n, e0, es, X0, x0, x1, g0);
-  ty__thin_acc(t, rows, n, e1, es, X1, x0, x1, g1);
+  for (int i = 0; i < s; i++) ty__thin_acc(t, rows, n, e[i], es, X[i], x0, x1, g[i]);
 }
 
 /* Rows [r0, r1) of a WHOLE 1-D tile of the fused run, as its ALIGNED tile

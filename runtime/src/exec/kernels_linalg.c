@@ -140,15 +140,16 @@ int64_t ty__matmul_blocks(int64_t m, int64_t n, int64_t k) {
  * and of at least TY__KCHUNK_WORK multiply-adds (a piece's few microseconds
  * of bookkeeping; a 1M-element f32 chunk streams in ~100 us per core), and
  * all partials together TY__KCHUNK_PARTIALS elements at most. A thin
- * sum's chunks (pairs: ty__thin_acc_shape) are twice as many, each half
- * as long, and go two to an ordered tile (partition.c's matmul_tiling),
- * whose kernel reads them side by side (ty__thin_acc2): on the AMD EPYC
- * (2 cores) a core read 20-35% more bytes a second from two streams than
- * from one (bench/README.md "X^T z in two streams"). */
+ * sum's chunks (streams: ty__thin_acc_shape) are TY__THIN_STREAMS times
+ * as many and as short, and go that many to an ordered tile (partition.c's
+ * matmul_tiling), whose kernel reads them side by side (ty__thin_accs): on
+ * the AMD EPYC (2 cores) a core read 1.3x the bytes a second from two
+ * streams as from one, 1.45x from four (bench/README.md "X^T z in
+ * streams"). */
 #define TY__KCHUNK_K 4096
 #define TY__KCHUNK_WORK (INT64_C(1) << 20)
 #define TY__KCHUNK_PARTIALS (INT64_C(1) << 22) /* elements of partials: 32 MiB of f64 */
-int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k, bool pairs) {
+int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k, bool streams) {
   if (m <= 0 || n <= 0 || k < 2 * TY__KCHUNK_K) return 1;
   int64_t c = TY__ORDER_MAX / ty__matmul_blocks(m, n, k);
   if (k / TY__KCHUNK_K < c) c = k / TY__KCHUNK_K;
@@ -159,7 +160,7 @@ int64_t ty__matmul_ksplit(int64_t m, int64_t n, int64_t k, bool pairs) {
   if (cap / mn < c) c = cap / mn;
   const int64_t per = TY__KCHUNK_WORK / mn > 0 ? TY__KCHUNK_WORK / mn : 1; /* k per chunk */
   if (k / per < c) c = k / per;
-  return c < 2 ? 1 : pairs ? 2 * c : c;
+  return c < 2 ? 1 : streams ? TY__THIN_STREAMS * c : c;
 }
 
 bool ty__blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, bool *trans,
@@ -340,25 +341,27 @@ static bool thin(const ty_tile *C, const ty_tile *A, const ty_tile *B) {
   return true;
 }
 
-/* Two matrices of a batched product (ops.c's k split: chunks of one thin
- * sum) as one ty__thin_acc2, when both are thin sums of one shape and not
- * thin dots (thin()'s first case). False: compute them one by one. */
-static bool thin_pair(const ty_tile *C0, const ty_tile *A0, const ty_tile *B0, const ty_tile *C1,
-                      const ty_tile *A1, const ty_tile *B1) {
-  const ty_dtype t = A0->dtype, ct = C0->dtype;
-  if ((t != TY_F32 && t != TY_F64) || (ct != TY_F32 && ct != TY_F64) || A1->dtype != t ||
-      C1->dtype != ct || thin_dots(C0, A0, B0) || thin_dots(C1, A1, B1))
-    return false;
-  thin_sum s0, s1;
-  if (!thin_sum_of(C0, A0, B0, &s0) || !thin_sum_of(C1, A1, B1, &s1) || s0.rows != s1.rows ||
-      s0.n != s1.n || s0.es != s1.es || s0.x0 != s1.x0 || s0.x1 != s1.x1)
-    return false;
-  _Alignas(64) char g0[TY__THIN_K * sizeof(double)], g1[TY__THIN_K * sizeof(double)];
-  memset(g0, 0, (size_t)s0.n * sizeof(double));
-  memset(g1, 0, (size_t)s1.n * sizeof(double));
-  ty__thin_acc2(t, s0.rows, s0.n, s0.e, s1.e, s0.es, s0.X, s1.X, s0.x0, s0.x1, g0, g1);
-  thin_sum_put(g0, &s0, ct);
-  thin_sum_put(g1, &s1, ct);
+/* s consecutive matrices of a batched product (ops.c's k split: chunks of
+ * one thin sum) as one ty__thin_accs, when all are thin sums of one shape
+ * and not thin dots (thin()'s first case). False: compute them one by one. */
+static bool thin_group(int s, const ty_tile *C, const ty_tile *A, const ty_tile *B) {
+  const ty_dtype t = A[0].dtype, ct = C[0].dtype;
+  if ((t != TY_F32 && t != TY_F64) || (ct != TY_F32 && ct != TY_F64)) return false;
+  thin_sum u[TY__THIN_STREAMS];
+  for (int i = 0; i < s; i++)
+    if (A[i].dtype != t || C[i].dtype != ct || thin_dots(&C[i], &A[i], &B[i]) ||
+        !thin_sum_of(&C[i], &A[i], &B[i], &u[i]) || u[i].rows != u[0].rows || u[i].n != u[0].n ||
+        u[i].es != u[0].es || u[i].x0 != u[0].x0 || u[i].x1 != u[0].x1)
+      return false;
+  _Alignas(64) char g[TY__THIN_STREAMS][TY__THIN_K * sizeof(double)];
+  const char *e[TY__THIN_STREAMS], *X[TY__THIN_STREAMS];
+  char *gp[TY__THIN_STREAMS];
+  for (int i = 0; i < s; i++) {
+    memset(g[i], 0, (size_t)u[i].n * sizeof(double));
+    e[i] = u[i].e, X[i] = u[i].X, gp[i] = g[i];
+  }
+  ty__thin_accs(t, s, u[0].rows, u[0].n, e, u[0].es, X, u[0].x0, u[0].x1, gp);
+  for (int i = 0; i < s; i++) thin_sum_put(g[i], &u[i], ct);
   return true;
 }
 
@@ -458,13 +461,17 @@ int ty__matmul_variant(ty_task_ctx *ctx) {
   }
   for (;;) {
     const ty_tile c = matrix_of(C, nb, idx), a = matrix_of(A, nb, idx), b = matrix_of(B, nb, idx);
-    if (nb == 1 && idx[0] + 1 < C->lo[0] + C->shape[0] && c.shape[0] > 0 && c.shape[1] > 0) {
-      /* the next matrix too, if the two are chunks of a thin sum */
-      const int64_t next = idx[0] + 1;
-      const ty_tile c1 = matrix_of(C, nb, &next), a1 = matrix_of(A, nb, &next),
-                    b1 = matrix_of(B, nb, &next);
-      if (thin_pair(&c, &a, &b, &c1, &a1, &b1)) {
-        idx[0] += 2;
+    const int64_t left = nb == 1 ? C->lo[0] + C->shape[0] - idx[0] : 0;
+    if (left >= 2 && c.shape[0] > 0 && c.shape[1] > 0) {
+      /* the next matrices too, if they are chunks of a thin sum */
+      const int s = left < TY__THIN_STREAMS ? (int)left : TY__THIN_STREAMS;
+      ty_tile cs[TY__THIN_STREAMS], as[TY__THIN_STREAMS], bs[TY__THIN_STREAMS];
+      for (int i = 0; i < s; i++) {
+        const int64_t j = idx[0] + i;
+        cs[i] = matrix_of(C, nb, &j), as[i] = matrix_of(A, nb, &j), bs[i] = matrix_of(B, nb, &j);
+      }
+      if (thin_group(s, cs, as, bs)) {
+        idx[0] += s;
         if (idx[0] < C->lo[0] + C->shape[0]) continue;
         return 0;
       }

@@ -34,5 +34,5 @@ const ty__kernels TABLE_NAME = {
     .gemv_chain_variant = ty__gemv_chain_variant,
     .thin_dot = ty__thin_dot,
     .thin_acc = ty__thin_acc,
-    .thin_acc2 = ty__thin_acc2,
+    .thin_accs = ty__thin_accs,
 };

@@ -105,10 +105,12 @@ static void matmul_tiling(const ty_pending *l, ty_tiling *t) {
   t->tiles[nd - 2] = (int)b;
   t->pieces = (int)b;
   int64_t room = TY__ORDER_MAX / b;
-  /* a thin sum's k chunks (ops.c's k split), two to a tile (ty__matmul_ksplit) */
+  /* a thin sum's k chunks (ops.c's k split), TY__THIN_STREAMS to a tile
+   * (ty__matmul_ksplit) */
+  const int64_t streams = (l->domain[0] + TY__THIN_STREAMS - 1) / TY__THIN_STREAMS;
   if (nd == 3 && ty__thin_acc_shape(a->dtype, l->domain[1], l->domain[2], a->strides[1]) &&
-      (l->domain[0] + 1) / 2 < room)
-    room = (l->domain[0] + 1) / 2;
+      streams < room)
+    room = streams;
   for (int d = 0; d < nd - 2 && room > 1; d++) {
     const int64_t n = l->domain[d] < room ? l->domain[d] : room;
     if (n < 1) continue;

@@ -963,8 +963,8 @@ ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
     else if (ond == 1) cstr[1] = res->strides[0];
     st = ty__store_view(rt, res, 2, cshape, cstr, res->offset, &C);
   }
-  const int64_t chunks =
-      ty_dtype_is_float(t) ? ty__matmul_ksplit(m, n, k, ty__thin_acc_shape(t, m, n, A ? A->strides[0] : 0)) : 1;
+  const bool streams = A && ty__thin_acc_shape(t, m, n, A->strides[0]);
+  const int64_t chunks = ty_dtype_is_float(t) ? ty__matmul_ksplit(m, n, k, streams) : 1;
   if (!st && chunks > 1) {
     st = matmul_ksplit(rt, C, A, Bm, chunks);
   } else if (!st) {
