@@ -40,6 +40,11 @@
  *     single-threaded call a thread), numpy's OpenBLAS on its 2 threads,
  *     numpy's OpenBLAS in tycho's 2 row blocks, one call on 2 OpenMP
  *     threads (the C peer) and 4 row blocks; wall and process CPU ms.
+ *   blas_probe streams [ROUNDS]                  two threads, wall time
+ *     (session 20) a read-only f32 sum of 1.28 GB, each thread's half read
+ *     as 1, 2, 4 or 8 contiguous parts side by side, against a triad with
+ *     streaming stores over the same counted bytes: the fraction of the
+ *     triad's rate a read reaches with that many streams a core.
  *   blas_probe gemmpack [N] [ROUNDS] [P]          two threads (session 18)
  *     N^3 with one packing of B shared by both threads (OpenBLAS 0.3.21's
  *     exported SkylakeX kernels, k chunks as its level3.c: the bits of one
@@ -55,6 +60,7 @@
 #define _GNU_SOURCE
 #include <cblas.h>
 #include <dlfcn.h>
+#include <emmintrin.h> /* the streams probe's streaming stores */
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -648,6 +654,79 @@ static int probe_gemv2(const char *lib, int rounds) {
   return 0;
 }
 
+/* ---- streams ------------------------------------------------------------- */
+
+/* A read-only sum of 1.28 GB of f32 (X^T z's 10M x 32 X) on 2 OpenMP
+ * threads, each thread's half read as S contiguous parts side by side
+ * (S = 1, 2, 4, 8), against a STREAM triad with streaming stores over the
+ * same counted bytes (24 an element): how many streams a core needs to
+ * read at the machine's rate (session 20, "X^T z in two streams"). */
+typedef float F8 __attribute__((vector_size(32)));
+
+static float sum_streams(const float *x, size_t n, int S) {
+  F8 acc[8] = {0};
+  const size_t part = n / (size_t)S / 64 * 64;
+  for (size_t i = 0; i < part; i += 32)
+    for (int s = 0; s < S; s++) {
+      const F8 *p = (const F8 *)(x + (size_t)s * part + i);
+      acc[s] += (p[0] + p[1]) + (p[2] + p[3]);
+    }
+  F8 t = acc[0];
+  for (int s = 1; s < 8; s++) t += acc[s];
+  return t[0] + t[7];
+}
+
+static double wall(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int probe_streams(int rounds) {
+  const size_t n = 320000000, tn = n * 4 / 24 / 2 * 2, huge = 2 << 20;
+  float *x = aligned_alloc(huge, (n * 4 + huge - 1) / huge * huge);
+  double *a = aligned_alloc(huge, (tn * 8 + huge - 1) / huge * huge);
+  double *b = aligned_alloc(huge, (tn * 8 + huge - 1) / huge * huge);
+  double *c = aligned_alloc(huge, (tn * 8 + huge - 1) / huge * huge);
+  if (!x || !a || !b || !c) return fprintf(stderr, "blas_probe: out of memory\n"), 1;
+  madvise(x, n * 4, MADV_HUGEPAGE);
+  madvise(a, tn * 8, MADV_HUGEPAGE), madvise(b, tn * 8, MADV_HUGEPAGE), madvise(c, tn * 8, MADV_HUGEPAGE);
+  for (size_t i = 0; i < n; i++) x[i] = (float)(i & 1023);
+  for (size_t i = 0; i < tn; i++) a[i] = 0, b[i] = 1, c[i] = 2;
+  enum { NS = 5 };
+  static const int streams[NS - 1] = {1, 2, 4, 8};
+  double best[NS];
+  for (int v = 0; v < NS; v++) best[v] = 1e30;
+  volatile float sink = 0;
+  for (int r = 0; r < rounds; r++)
+    for (int v = 0; v < NS; v++) {
+      const double t0 = wall();
+      if (v < NS - 1) {
+        float tot = 0;
+#pragma omp parallel num_threads(2) reduction(+ : tot)
+        {
+          const size_t half = n / 2;
+          tot += sum_streams(x + (size_t)omp_get_thread_num() * half, half, streams[v]);
+        }
+        sink += tot;
+      } else {
+#pragma omp parallel for num_threads(2) schedule(static)
+        for (size_t i = 0; i < tn; i += 2)
+          _mm_stream_pd(a + i, _mm_add_pd(_mm_load_pd(b + i), _mm_mul_pd(_mm_set1_pd(3.0), _mm_load_pd(c + i))));
+      }
+      const double t = wall() - t0;
+      if (t < best[v]) best[v] = t;
+    }
+  printf("read 1.28 GB f32 on 2 threads, min of %d rounds (variants alternating):\n", rounds);
+  for (int v = 0; v < NS - 1; v++)
+    printf("  %d stream(s) a thread  %7.1f ms  %5.1f GB/s  %.2f of the triad\n", streams[v],
+           1e3 * best[v], (double)n * 4 / best[v] / 1e9, best[NS - 1] / best[v]);
+  printf("  triad, streaming stores %7.1f ms  %5.1f GB/s (24 B an element)\n", 1e3 * best[NS - 1],
+         (double)n * 4 / best[NS - 1] / 1e9);
+  free(x), free(a), free(b), free(c);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 3 && !strcmp(argv[1], "gemv")) return probe_gemv(argv[2], argc > 3 ? atoi(argv[3]) : 5);
   if (argc >= 3 && !strcmp(argv[1], "gemv2"))
@@ -659,11 +738,12 @@ int main(int argc, char **argv) {
                        argc > 4 ? argv[4] : NULL);
   if (argc >= 3 && !strcmp(argv[1], "gemm2"))
     return probe_gemm2(argc > 3 ? atoi(argv[3]) : 2048, argc > 4 ? atoi(argv[4]) : 5, argv[2]);
+  if (argc >= 2 && !strcmp(argv[1], "streams")) return probe_streams(argc > 2 ? atoi(argv[2]) : 7);
   if (argc >= 2 && !strcmp(argv[1], "gemmpack"))
     return probe_gemmpack(argc > 2 ? atoi(argv[2]) : 2048, argc > 3 ? atoi(argv[3]) : 7,
                           argc > 4 ? atol(argv[4]) : 192);
   fprintf(stderr, "usage: blas_probe gemv|gemv2 LIBSCIPY_OPENBLAS [ROUNDS] | gemm [N] [ROUNDS] | "
                   "gemm1 [N] [ROUNDS] [LIBSCIPY_OPENBLAS] | gemm2 LIBSCIPY_OPENBLAS [N] [ROUNDS] | "
-                  "gemmpack [N] [ROUNDS] [P]\n");
+                  "gemmpack [N] [ROUNDS] [P] | streams [ROUNDS]\n");
   return 2;
 }
