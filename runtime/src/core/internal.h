@@ -191,30 +191,39 @@ typedef struct ty_record {
  * 144 KiB of storage records kept. */
 #define TY_POOL_SLOTS 1024
 
+/* The fields every launch's path reads (window append, the fusion cache's
+ * key, prepare, release) come first and are what a recycled record gets
+ * zeroed (TY_STORE_HEAD bytes, two cache lines with shape[0]); shape and
+ * strides are written up to ndim by whoever makes the store and never read
+ * beyond it; the key tiling and the hint, 180 bytes, are read only under
+ * has_key / has_hint. (All 472 bytes were zeroed once a store: ~60
+ * instructions and 8 lines touched of bench/workloads/overhead.lua's ~3,250
+ * an operation, and the lines a CG iteration misses between waves.) */
 struct ty_store {
   int refs;
+  ty_dtype dtype;
+  int ndim;
+  int wcount; /* scratch of the flush that last touched it (window.c): references held by
+                 that flush's launches */
   uint64_t id;
   struct ty_runtime *rt;
   ty_storage *storage;
-  ty_dtype dtype;
-  int ndim;
   int64_t size;
   int64_t offset; /* in elements, from storage->data */
+  uint64_t epoch; /* ... and that flush */
+  /* a 0-d store's broadcast view to the last shape asked (ops.c), held */
+  struct ty_store *bview;
+  bool has_key; /* key below is set */
+  bool has_hint; /* hint and hint_from below are set */
   int64_t shape[TY_MAX_RANK];
   int64_t strides[TY_MAX_RANK]; /* in elements */
   /* key partition: the tiling its last writer used over this store's shape */
-  bool has_key;
   ty_tiling key;
   /* hint (ty_store_hint, or inherited from a hinted launch that wrote it) */
-  bool has_hint;
   ty_policy hint;
   uint64_t hint_from; /* id of the store the hint was put on */
-  /* scratch of the flush that last touched it (window.c) */
-  uint64_t epoch;
-  int wcount; /* references held by that flush's launches */
-  /* a 0-d store's broadcast view to the last shape asked (ops.c), held */
-  struct ty_store *bview;
 };
+#define TY_STORE_HEAD offsetof(struct ty_store, shape)
 
 /* Internal task flags (beside task.h's TY_TASK_*): a built-in op kernel
  * learns its launch's fastmath axis through its scalar bytes, a non-zero
@@ -417,6 +426,20 @@ void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense)
  * rt->finalize). */
 void ty__runtime_ref(ty_runtime *rt);
 void ty__runtime_unref(ty_runtime *rt);
+
+/* ty_store_retain and ty_store_release in line, for the core's own paths:
+ * a small operation takes and drops ~12 references (its arguments in the
+ * launch, the fused launch, the views of ops.c), each an out-of-line call
+ * of ~5 instructions plus the caller's saved registers (~70 instructions
+ * an operation of bench/workloads/overhead.lua). The last reference's work
+ * stays out of line (store.c). NULL is fine for both. */
+void ty__store_free(ty_store *s);
+static inline void ty__store_retain(ty_store *s) {
+  if (s) s->refs++;
+}
+static inline void ty__store_release(ty_store *s) {
+  if (s && --s->refs <= 0) ty__store_free(s);
+}
 /* Free every block kept for reuse (store.c). */
 void ty__cache_drop(ty_runtime *rt);
 /* Free the store and storage records kept for reuse (store.c). */

@@ -135,8 +135,10 @@ static void storage_free(ty_runtime *rt, ty_storage *st) {
 
 static ty_store *store_alloc(ty_runtime *rt, ty_storage *st, ty_dtype t, int ndim,
                              const int64_t *shape) {
-  ty_store *s = pool_get(rt->pool_store, &rt->npool_store, sizeof *s);
-  if (!s) return NULL;
+  /* a recycled record: its head zeroed only (TY_STORE_HEAD, internal.h) */
+  ty_store *s = pool_pop(rt->pool_store, &rt->npool_store);
+  if (s) memset(s, 0, TY_STORE_HEAD);
+  else if (!(s = ty__calloc(1, sizeof *s))) return NULL;
   s->refs = 1;
   s->id = rt->next_store_id++;
   s->rt = rt;
@@ -466,25 +468,21 @@ static void storage_release(ty_storage *st) {
   storage_free(rt, st);
 }
 
-void ty_store_retain(ty_store *s) {
-  if (s) s->refs++;
-}
+void ty_store_retain(ty_store *s) { ty__store_retain(s); }
 
 /* The last reference's work, out of line: a launch path releases ~12
  * references an operation, nearly all of them not the last, and with this
  * inline the test-and-decrement paid the register saves of the rest. */
-__attribute__((noinline)) static void store_free(ty_store *s) {
+__attribute__((noinline)) void ty__store_free(ty_store *s) {
   ty_runtime *rt = s->rt;
-  ty_store_release(s->bview);
+  ty__store_release(s->bview);
   storage_release(s->storage);
   rt->stats.stores_live--;
   pool_put(rt->pool_store, &rt->npool_store, s); /* freed with the runtime at the latest */
   ty__runtime_unref(rt);
 }
 
-void ty_store_release(ty_store *s) {
-  if (s && --s->refs <= 0) store_free(s);
-}
+void ty_store_release(ty_store *s) { ty__store_release(s); }
 
 char *ty__store_base(const ty_store *s) {
   return (char *)s->storage->data + s->offset * (int64_t)ty__dtype_size(s->dtype);
