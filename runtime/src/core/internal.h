@@ -319,6 +319,8 @@ struct ty_runtime {
 
   /* memory */
   size_t reserved;   /* bytes charged against cfg.sysmem */
+  size_t uncharged;  /* bytes of the storages not charged yet (ty_storage.uncharged):
+                        what ty_flush_pressure's walk of the window can find at most */
   size_t live;       /* bytes allocated now */
   /* freed large blocks kept for reuse (store.c): array programs allocate the
    * same sizes every iteration, and a fresh 80 MB block costs ~20k page

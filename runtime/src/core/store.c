@@ -226,6 +226,7 @@ ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *sha
   stg->rt = rt;
   stg->born = rt->window_gen;
   stg->uncharged = true;
+  rt->uncharged += nbytes;
   contiguous_strides(ndim, shape, s->strides);
   *out = s;
   return TY_OK;
@@ -354,6 +355,8 @@ static void block_free(ty_runtime *rt, void *p, size_t bytes) {
  * so flushes without a hook pay nothing. */
 bool ty_flush_pressure(const ty_runtime *rt) {
   if (!rt) return false;
+  /* nothing uncharged can be too much: no walk (~36 instructions a launch) */
+  if (rt->uncharged <= rt->cfg.sysmem && rt->reserved <= rt->cfg.sysmem - rt->uncharged) return false;
   size_t pending = 0; /* a storage written twice counts twice: at worst one more collection */
   for (int i = 0; i < rt->nwindow; i++) {
     const ty_pending *l = rt->window[i];
@@ -370,6 +373,7 @@ ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
   if (st->uncharged) {
     if (!charge(rt, st->nbytes)) return over_budget(rt, st->nbytes, "a store being written");
     st->uncharged = false;
+    rt->uncharged -= st->nbytes;
   }
   size_t bytes = block_bytes(st->nbytes);
   void *p = block_alloc(rt, bytes);
@@ -389,6 +393,8 @@ ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
 void ty__storage_lend(ty_runtime *rt, ty_storage *from, ty_storage *to) {
   to->data = from->data;
   from->lent = true;
+  if (to->uncharged) rt->uncharged -= to->nbytes;
+  if (!from->uncharged) rt->uncharged += from->nbytes;
   to->uncharged = false; /* the budget's charge goes with the block */
   from->uncharged = true;
   rt->stats.bytes_in_place += to->nbytes;
@@ -456,6 +462,7 @@ static void storage_release(ty_storage *st) {
     return;
   }
   if (!st->uncharged) rt->reserved -= st->nbytes;
+  else rt->uncharged -= st->nbytes;
   if (st->lent) { /* its block and its bytes live are another storage's now */
     storage_free(rt, st);
     return;
