@@ -508,7 +508,9 @@ void ty__store_i64(void *p, ty_dtype t, int64_t v);
 /* Known bounds of a storage's integer values (range.c): set on a fresh
  * result by the op that made it, cleared by every launch writing it. */
 void ty__range_set(ty_store *s, int64_t lo, int64_t hi);
-void ty__range_clear(ty_store *s);
+static inline void ty__range_clear(ty_store *s) { /* in line: every launch, each written store */
+  if (s && s->storage) s->storage->has_range = false;
+}
 void ty__range_scalar(ty_store *s); /* a 0-d store just written from a number */
 void ty__range_binary(ty_op op, const ty_store *a, const ty_store *b, ty_store *out);
 void ty__range_copy(const ty_store *a, ty_store *out); /* a cast or copy of a */

@@ -281,8 +281,10 @@ static ty_status ew_launch(ty_runtime *rt, const ty_task *task, ty_dtype ot, int
         args[i + 1] = arg_in(ins[i]);
         continue;
       }
-      st = cast_to(rt, ins[i], in_t[i], &conv[i]);
-      if (!st) st = broadcast_view(rt, conv[i], nd, shape, &views[i]);
+      /* of its type (a number next to a store): viewed as it is, no cast held */
+      ty_store *src = ins[i];
+      if (src->dtype != in_t[i] && !(st = new_copy(rt, src, in_t[i], &conv[i]))) src = conv[i];
+      if (!st) st = broadcast_view(rt, src, nd, shape, &views[i]);
       if (!st) args[i + 1] = arg_in(views[i]);
     }
     /* valid by construction: res is new (nothing else can alias it), the
