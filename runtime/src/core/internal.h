@@ -187,18 +187,19 @@ typedef struct ty_record {
  * regions), and 64 slots sent most of them through free and calloc. A flush
  * every ~3 iterations drops ~360 views and stores at once: 256 slots still
  * sent ~67 an iteration through calloc and ~150 through free (~30k
- * instructions of ~1,377k). 1,024: at most 472 KiB of store records and
+ * instructions of ~1,377k). 1,024: at most 464 KiB of store records and
  * 144 KiB of storage records kept. */
 #define TY_POOL_SLOTS 1024
 
 /* The fields every launch's path reads (window append, the fusion cache's
  * key, prepare, release) come first and are what a recycled record gets
- * zeroed (TY_STORE_HEAD bytes, two cache lines with shape[0]); shape and
- * strides are written up to ndim by whoever makes the store and never read
- * beyond it; the key tiling and the hint, 180 bytes, are read only under
- * has_key / has_hint. (All 472 bytes were zeroed once a store: ~60
- * instructions and 8 lines touched of bench/workloads/overhead.lua's ~3,250
- * an operation, and the lines a CG iteration misses between waves.) */
+ * zeroed (TY_STORE_HEAD, 80 bytes; shape[0] shares their second cache
+ * line); shape and strides are written up to ndim by whoever makes the
+ * store and never read beyond it; the key tiling and the hint (128 bytes)
+ * are read only under has_key / has_hint. 464 bytes in all. The old layout
+ * was zeroed whole (472 bytes): ~60 instructions and 8 lines touched a
+ * store, of bench/workloads/overhead.lua's ~3,250 instructions an
+ * operation, and lines a CG iteration misses between waves. */
 struct ty_store {
   int refs;
   ty_dtype dtype;
