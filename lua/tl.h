@@ -146,8 +146,10 @@ typedef struct tl_slot {
 } tl_slot;
 extern const char tl_store_tag;
 static inline ty_store **tl_slot_tagged(lua_State *L, int idx) {
-  if (lua_type(L, idx) != LUA_TUSERDATA || lua_rawlen(L, idx) != sizeof(tl_slot)) return NULL;
+  /* lua_touserdata is NULL for anything but a userdata, and a light
+   * userdata's length is 0: two API calls rather than three */
   tl_slot *u = lua_touserdata(L, idx);
+  if (!u || lua_rawlen(L, idx) != sizeof(tl_slot)) return NULL;
   return u->tag == &tl_store_tag ? &u->store : NULL;
 }
 

@@ -251,8 +251,9 @@ ty_store *tl_teststore(lua_State *L, int idx, const char *fn) {
 /* The store slot at idx: tagged (tl_newslot's), or a userdata whose
  * metatable is b's store metatable (one pointer comparison), else NULL. */
 static ty_store **slot_in(lua_State *L, const tl_box *b, int idx) {
-  ty_store **t = tl_slot_tagged(L, idx);
-  if (t) return t;
+  tl_slot *u = lua_touserdata(L, idx);
+  if (!u) return NULL; /* not a userdata (a number next to a store): one API call */
+  if (lua_rawlen(L, idx) == sizeof(tl_slot) && u->tag == &tl_store_tag) return &u->store;
   if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
   const bool is = lua_topointer(L, -1) == b->store_meta;
   lua_pop(L, 1);

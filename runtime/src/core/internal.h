@@ -187,34 +187,44 @@ typedef struct ty_record {
  * regions), and 64 slots sent most of them through free and calloc. A flush
  * every ~3 iterations drops ~360 views and stores at once: 256 slots still
  * sent ~67 an iteration through calloc and ~150 through free (~30k
- * instructions of ~1,377k). 1,024: at most 472 KiB of store records and
+ * instructions of ~1,377k). 1,024: at most 464 KiB of store records and
  * 144 KiB of storage records kept. */
 #define TY_POOL_SLOTS 1024
 
+/* The fields every launch's path reads (window append, the fusion cache's
+ * key, prepare, release) come first and are what a recycled record gets
+ * zeroed (TY_STORE_HEAD, 80 bytes; shape[0] shares their second cache
+ * line); shape and strides are written up to ndim by whoever makes the
+ * store and never read beyond it; the key tiling and the hint (128 bytes)
+ * are read only under has_key / has_hint. 464 bytes in all. The old layout
+ * was zeroed whole (472 bytes): ~60 instructions and 8 lines touched a
+ * store, of bench/workloads/overhead.lua's ~3,250 instructions an
+ * operation, and lines a CG iteration misses between waves. */
 struct ty_store {
   int refs;
+  ty_dtype dtype;
+  int ndim;
+  int wcount; /* scratch of the flush that last touched it (window.c): references held by
+                 that flush's launches */
   uint64_t id;
   struct ty_runtime *rt;
   ty_storage *storage;
-  ty_dtype dtype;
-  int ndim;
   int64_t size;
   int64_t offset; /* in elements, from storage->data */
+  uint64_t epoch; /* ... and that flush */
+  /* a 0-d store's broadcast view to the last shape asked (ops.c), held */
+  struct ty_store *bview;
+  bool has_key; /* key below is set */
+  bool has_hint; /* hint and hint_from below are set */
   int64_t shape[TY_MAX_RANK];
   int64_t strides[TY_MAX_RANK]; /* in elements */
   /* key partition: the tiling its last writer used over this store's shape */
-  bool has_key;
   ty_tiling key;
   /* hint (ty_store_hint, or inherited from a hinted launch that wrote it) */
-  bool has_hint;
   ty_policy hint;
   uint64_t hint_from; /* id of the store the hint was put on */
-  /* scratch of the flush that last touched it (window.c) */
-  uint64_t epoch;
-  int wcount; /* references held by that flush's launches */
-  /* a 0-d store's broadcast view to the last shape asked (ops.c), held */
-  struct ty_store *bview;
 };
+#define TY_STORE_HEAD offsetof(struct ty_store, shape)
 
 /* Internal task flags (beside task.h's TY_TASK_*): a built-in op kernel
  * learns its launch's fastmath axis through its scalar bytes, a non-zero
@@ -310,6 +320,8 @@ struct ty_runtime {
 
   /* memory */
   size_t reserved;   /* bytes charged against cfg.sysmem */
+  size_t uncharged;  /* bytes of the storages not charged yet (ty_storage.uncharged):
+                        what ty_flush_pressure's walk of the window can find at most */
   size_t live;       /* bytes allocated now */
   /* freed large blocks kept for reuse (store.c): array programs allocate the
    * same sizes every iteration, and a fresh 80 MB block costs ~20k page
@@ -417,6 +429,20 @@ void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense)
  * rt->finalize). */
 void ty__runtime_ref(ty_runtime *rt);
 void ty__runtime_unref(ty_runtime *rt);
+
+/* ty_store_retain and ty_store_release in line, for the core's own paths:
+ * a small operation takes and drops ~12 references (its arguments in the
+ * launch, the fused launch, the views of ops.c), each an out-of-line call
+ * of ~5 instructions plus the caller's saved registers (~70 instructions
+ * an operation of bench/workloads/overhead.lua). The last reference's work
+ * stays out of line (store.c). NULL is fine for both. */
+void ty__store_free(ty_store *s);
+static inline void ty__store_retain(ty_store *s) {
+  if (s) s->refs++;
+}
+static inline void ty__store_release(ty_store *s) {
+  if (s && --s->refs <= 0) ty__store_free(s);
+}
 /* Free every block kept for reuse (store.c). */
 void ty__cache_drop(ty_runtime *rt);
 /* Free the store and storage records kept for reuse (store.c). */
@@ -483,7 +509,9 @@ void ty__store_i64(void *p, ty_dtype t, int64_t v);
 /* Known bounds of a storage's integer values (range.c): set on a fresh
  * result by the op that made it, cleared by every launch writing it. */
 void ty__range_set(ty_store *s, int64_t lo, int64_t hi);
-void ty__range_clear(ty_store *s);
+static inline void ty__range_clear(ty_store *s) { /* in line: every launch, each written store */
+  if (s && s->storage) s->storage->has_range = false;
+}
 void ty__range_scalar(ty_store *s); /* a 0-d store just written from a number */
 void ty__range_binary(ty_op op, const ty_store *a, const ty_store *b, ty_store *out);
 void ty__range_copy(const ty_store *a, ty_store *out); /* a cast or copy of a */

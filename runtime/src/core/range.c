@@ -29,10 +29,6 @@ void ty__range_set(ty_store *s, int64_t lo, int64_t hi) {
   stg->range_hi = hi;
 }
 
-void ty__range_clear(ty_store *s) {
-  if (s && s->storage) s->storage->has_range = false;
-}
-
 /* The bounds a storage's op left (false: none). */
 static bool known(const ty_store *s, int64_t *lo, int64_t *hi) {
   if (!s || !s->storage || !s->storage->has_range) return false;

@@ -135,8 +135,10 @@ static void storage_free(ty_runtime *rt, ty_storage *st) {
 
 static ty_store *store_alloc(ty_runtime *rt, ty_storage *st, ty_dtype t, int ndim,
                              const int64_t *shape) {
-  ty_store *s = pool_get(rt->pool_store, &rt->npool_store, sizeof *s);
-  if (!s) return NULL;
+  /* a recycled record: its head zeroed only (TY_STORE_HEAD, internal.h) */
+  ty_store *s = pool_pop(rt->pool_store, &rt->npool_store);
+  if (s) memset(s, 0, TY_STORE_HEAD);
+  else if (!(s = ty__calloc(1, sizeof *s))) return NULL;
   s->refs = 1;
   s->id = rt->next_store_id++;
   s->rt = rt;
@@ -224,6 +226,7 @@ ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *sha
   stg->rt = rt;
   stg->born = rt->window_gen;
   stg->uncharged = true;
+  rt->uncharged += nbytes;
   contiguous_strides(ndim, shape, s->strides);
   *out = s;
   return TY_OK;
@@ -352,6 +355,8 @@ static void block_free(ty_runtime *rt, void *p, size_t bytes) {
  * so flushes without a hook pay nothing. */
 bool ty_flush_pressure(const ty_runtime *rt) {
   if (!rt) return false;
+  /* nothing uncharged can be too much: no walk (~36 instructions a launch) */
+  if (rt->uncharged <= rt->cfg.sysmem && rt->reserved <= rt->cfg.sysmem - rt->uncharged) return false;
   size_t pending = 0; /* a storage written twice counts twice: at worst one more collection */
   for (int i = 0; i < rt->nwindow; i++) {
     const ty_pending *l = rt->window[i];
@@ -368,6 +373,7 @@ ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
   if (st->uncharged) {
     if (!charge(rt, st->nbytes)) return over_budget(rt, st->nbytes, "a store being written");
     st->uncharged = false;
+    rt->uncharged -= st->nbytes;
   }
   size_t bytes = block_bytes(st->nbytes);
   void *p = block_alloc(rt, bytes);
@@ -387,6 +393,8 @@ ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
 void ty__storage_lend(ty_runtime *rt, ty_storage *from, ty_storage *to) {
   to->data = from->data;
   from->lent = true;
+  if (to->uncharged) rt->uncharged -= to->nbytes;
+  if (!from->uncharged) rt->uncharged += from->nbytes;
   to->uncharged = false; /* the budget's charge goes with the block */
   from->uncharged = true;
   rt->stats.bytes_in_place += to->nbytes;
@@ -454,6 +462,7 @@ static void storage_release(ty_storage *st) {
     return;
   }
   if (!st->uncharged) rt->reserved -= st->nbytes;
+  else rt->uncharged -= st->nbytes;
   if (st->lent) { /* its block and its bytes live are another storage's now */
     storage_free(rt, st);
     return;
@@ -466,25 +475,21 @@ static void storage_release(ty_storage *st) {
   storage_free(rt, st);
 }
 
-void ty_store_retain(ty_store *s) {
-  if (s) s->refs++;
-}
+void ty_store_retain(ty_store *s) { ty__store_retain(s); }
 
 /* The last reference's work, out of line: a launch path releases ~12
  * references an operation, nearly all of them not the last, and with this
  * inline the test-and-decrement paid the register saves of the rest. */
-__attribute__((noinline)) static void store_free(ty_store *s) {
+__attribute__((noinline)) void ty__store_free(ty_store *s) {
   ty_runtime *rt = s->rt;
-  ty_store_release(s->bview);
+  ty__store_release(s->bview);
   storage_release(s->storage);
   rt->stats.stores_live--;
   pool_put(rt->pool_store, &rt->npool_store, s); /* freed with the runtime at the latest */
   ty__runtime_unref(rt);
 }
 
-void ty_store_release(ty_store *s) {
-  if (s && --s->refs <= 0) store_free(s);
-}
+void ty_store_release(ty_store *s) { ty__store_release(s); }
 
 char *ty__store_base(const ty_store *s) {
   return (char *)s->storage->data + s->offset * (int64_t)ty__dtype_size(s->dtype);

@@ -151,7 +151,7 @@ static ty_status resolve_overlaps(ty_runtime *rt, const ty_launch_desc *d) {
     c.args = args;
     st = ty__window_append(rt, &c);
   }
-  for (int k = 0; k < ncopies; k++) ty_store_release(copies[k]);
+  for (int k = 0; k < ncopies; k++) ty__store_release(copies[k]);
   return st;
 }
 
@@ -178,7 +178,7 @@ static ty_status broadcast_view(ty_runtime *rt, ty_store *s, int nd, const int64
   bool same = s->ndim == nd;
   for (int d = 0; same && d < nd; d++) same = s->shape[d] == shape[d];
   if (same) {
-    ty_store_retain(s);
+    ty__store_retain(s);
     *out = s;
     return TY_OK;
   }
@@ -191,10 +191,10 @@ static ty_status broadcast_view(ty_runtime *rt, ty_store *s, int nd, const int64
   if (!same) {
     ty_status st = ty_store_broadcast(rt, s, nd, shape, &v);
     if (st) return st;
-    ty_store_release(s->bview);
+    ty__store_release(s->bview);
     s->bview = v;
   }
-  ty_store_retain(v);
+  ty__store_retain(v);
   *out = v;
   return TY_OK;
 }
@@ -210,7 +210,7 @@ static ty_status launch_copy(ty_runtime *rt, ty_store *dst, ty_store *src) {
   ty_arg args[2] = {arg_out(dst, write_priv(dst)), arg_in(view)};
   st = launch(rt, dst->dtype == src->dtype ? b->copy : b->cast, dst->ndim, dst->shape, 2, args,
               NULL, 0, 0);
-  ty_store_release(view);
+  ty__store_release(view);
   return st;
 }
 
@@ -220,7 +220,7 @@ static ty_status new_copy(ty_runtime *rt, ty_store *x, ty_dtype t, ty_store **ou
   ty_status st = ty__store_new(rt, t, x->ndim, x->shape, &y);
   if (!st) st = launch_copy(rt, y, x);
   if (st) {
-    ty_store_release(y);
+    ty__store_release(y);
     return st;
   }
   *out = y;
@@ -230,7 +230,7 @@ static ty_status new_copy(ty_runtime *rt, ty_store *x, ty_dtype t, ty_store **ou
 /* x in dtype t: x itself (retained) or a converted copy. */
 static ty_status cast_to(ty_runtime *rt, ty_store *x, ty_dtype t, ty_store **out) {
   if (x->dtype == t) {
-    ty_store_retain(x);
+    ty__store_retain(x);
     *out = x;
     return TY_OK;
   }
@@ -281,8 +281,10 @@ static ty_status ew_launch(ty_runtime *rt, const ty_task *task, ty_dtype ot, int
         args[i + 1] = arg_in(ins[i]);
         continue;
       }
-      st = cast_to(rt, ins[i], in_t[i], &conv[i]);
-      if (!st) st = broadcast_view(rt, conv[i], nd, shape, &views[i]);
+      /* of its type (a number next to a store): viewed as it is, no cast held */
+      ty_store *src = ins[i];
+      if (src->dtype != in_t[i] && !(st = new_copy(rt, src, in_t[i], &conv[i]))) src = conv[i];
+      if (!st) st = broadcast_view(rt, src, nd, shape, &views[i]);
       if (!st) args[i + 1] = arg_in(views[i]);
     }
     /* valid by construction: res is new (nothing else can alias it), the
@@ -290,11 +292,11 @@ static ty_status ew_launch(ty_runtime *rt, const ty_task *task, ty_dtype ot, int
     ty_launch_desc d = {.task = task, .ndim = nd, .domain = shape, .nargs = nin + 1, .args = args};
     if (!st) st = ty__window_append_valid(rt, &d);
     for (int i = 0; i < nin; i++) {
-      ty_store_release(views[i]);
-      ty_store_release(conv[i]);
+      ty__store_release(views[i]);
+      ty__store_release(conv[i]);
     }
     if (st) {
-      ty_store_release(res);
+      ty__store_release(res);
       return st;
     }
   }
@@ -438,7 +440,7 @@ ty_status ty_copy(ty_runtime *rt, ty_store *dst, ty_store *src) {
   ty_store *tmp = NULL;
   st = new_copy(rt, src, dst->dtype, &tmp);
   if (!st) st = launch_copy(rt, dst, tmp);
-  ty_store_release(tmp);
+  ty__store_release(tmp);
   return st;
 }
 
@@ -454,7 +456,7 @@ ty_status ty_full(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *shape, do
   ty_store *s = NULL;
   if ((st = ty__store_new(rt, t, ndim, shape, &s))) return st;
   if ((st = launch_fill(rt, s, fill_value(t, v)))) {
-    ty_store_release(s);
+    ty__store_release(s);
     return st;
   }
   *out = s;
@@ -487,7 +489,7 @@ ty_status ty_arange(ty_runtime *rt, ty_dtype t, double start, double step, int64
     ty_arg arg = arg_out(s, TY_PRIV_OUT);
     st = launch(rt, tasks(rt)->arange, 1, &n, 1, &arg, &a, sizeof a, 0);
     if (st) {
-      ty_store_release(s);
+      ty__store_release(s);
       return st;
     }
   }
@@ -510,7 +512,7 @@ ty_status ty_linspace(ty_runtime *rt, ty_dtype t, double a, double b, int64_t n,
     ty_arg arg = arg_out(s, TY_PRIV_OUT);
     st = launch(rt, tasks(rt)->linspace, 1, &n, 1, &arg, &la, sizeof la, 0);
     if (st) {
-      ty_store_release(s);
+      ty__store_release(s);
       return st;
     }
   }
@@ -597,7 +599,7 @@ static ty_status random_draw(ty_runtime *rt, const char *fn, ty_dtype t, int ndi
     ty_arg arg = arg_out(s, TY_PRIV_OUT);
     st = launch(rt, tasks(rt)->random, ndim, s->shape, 1, &arg, &a, sizeof a, 0);
     if (st) {
-      ty_store_release(s);
+      ty__store_release(s);
       return st;
     }
   }
@@ -683,7 +685,7 @@ static ty_status reduce_basic(ty_runtime *rt, ty_reduce_op op, ty_store *a, int 
   if (!own) args[0].redop = redops[kind];
   ty__reduce_args ra = {.kind = kind, .init_out = own, .axis = axis};
   st = launch(rt, tasks(rt)->reduce[op], a->ndim, a->shape, 2, args, &ra, sizeof ra, 0);
-  ty_store_release(view);
+  ty__store_release(view);
   return st;
 }
 
@@ -696,7 +698,7 @@ static ty_status reduce_arg(ty_runtime *rt, ty_reduce_op op, ty_store *a, int ax
   if (axis < 0) {
     /* over everything: the C-order index, so scan a flat contiguous copy */
     if (ty_store_is_contiguous(a)) {
-      ty_store_retain(a);
+      ty__store_retain(a);
       src = a;
     } else {
       st = new_copy(rt, a, a->dtype, &src);
@@ -704,7 +706,7 @@ static ty_status reduce_arg(ty_runtime *rt, ty_reduce_op op, ty_store *a, int ax
     if (!st) st = ty_store_reshape(rt, src, 1, &a->size, &flat);
     axis = 0;
   } else {
-    ty_store_retain(a);
+    ty__store_retain(a);
     flat = a;
   }
   if (!st) st = reduced_view(rt, res, flat, axis, &view);
@@ -714,9 +716,9 @@ static ty_status reduce_arg(ty_runtime *rt, ty_reduce_op op, ty_store *a, int ax
     st = launch(rt, tasks(rt)->reduce[op], flat->ndim, flat->shape, 2, args, &ra, sizeof ra,
                 1u << axis);
   }
-  ty_store_release(view);
-  ty_store_release(flat);
-  ty_store_release(src);
+  ty__store_release(view);
+  ty__store_release(flat);
+  ty__store_release(src);
   return st;
 }
 
@@ -770,8 +772,8 @@ ty_status ty_reduce(ty_runtime *rt, ty_reduce_op op, ty_store *a, int axis, ty_s
       st = reduce_basic(rt, TY_RED_SUM, a, axis, sum);
       if (!st) st = ty_scalar_f64(rt, ot, (double)count, &n);
       if (!st) st = ty_binary(rt, TY_OP_DIV, sum, n, &mean);
-      ty_store_release(n);
-      ty_store_release(sum);
+      ty__store_release(n);
+      ty__store_release(sum);
       res = mean;
     } else if (op == TY_RED_ARGMIN || op == TY_RED_ARGMAX) {
       st = reduce_arg(rt, op, a, axis, res);
@@ -781,7 +783,7 @@ ty_status ty_reduce(ty_runtime *rt, ty_reduce_op op, ty_store *a, int axis, ty_s
     }
   }
   if (st) {
-    ty_store_release(res);
+    ty__store_release(res);
     return st;
   }
   *out = res;
@@ -817,7 +819,7 @@ static ty_status matrix_view(ty_runtime *rt, ty_store *x, ty_dtype t, bool as_ro
   if (ty_dtype_is_float(t) && !ty__blas_layout(shape[0], shape[1], strides[0], strides[1], &trans, &ld)) {
     ty_store *dense = NULL;
     st = new_copy(rt, c, t, &dense);
-    ty_store_release(c);
+    ty__store_release(c);
     if (st) return st;
     c = dense; /* contiguous now */
     if (c->ndim == 2) {
@@ -829,7 +831,7 @@ static ty_status matrix_view(ty_runtime *rt, ty_store *x, ty_dtype t, bool as_ro
     }
   }
   st = ty__store_view(rt, c, 2, shape, strides, c->offset, &v);
-  ty_store_release(c);
+  ty__store_release(c);
   if (st) return st;
   *out = v;
   return TY_OK;
@@ -843,10 +845,10 @@ ty_status ty__logical_result(ty_runtime *rt, ty_status st, bool logical, ty_stor
     ty_store *counts = res;
     res = NULL;
     st = ty_cast(rt, counts, TY_BOOL, &res);
-    ty_store_release(counts);
+    ty__store_release(counts);
   }
   if (st) {
-    ty_store_release(res);
+    ty__store_release(res);
     return st;
   }
   *out = res;
@@ -904,9 +906,9 @@ static ty_status matmul_ksplit(ty_runtime *rt, ty_store *C, ty_store *A, ty_stor
   } else if (!st) {
     st = reduce_basic(rt, TY_RED_SUM, P, 0, C);
   }
-  for (int i = 0; i < 6; i++) ty_store_release(v[i]);
-  ty_store_release(P);
-  ty_store_release(S);
+  for (int i = 0; i < 6; i++) ty__store_release(v[i]);
+  ty__store_release(P);
+  ty__store_release(S);
   return st;
 }
 
@@ -974,8 +976,8 @@ ty_status ty_matmul(ty_runtime *rt, ty_store *a, ty_store *b, ty_store **out) {
     const int64_t domain[2] = {m, n};
     st = launch(rt, tasks(rt)->matmul, 2, domain, 3, args, NULL, 0, 0);
   }
-  ty_store_release(A);
-  ty_store_release(Bm);
-  ty_store_release(C);
+  ty__store_release(A);
+  ty__store_release(Bm);
+  ty__store_release(C);
   return ty__logical_result(rt, st, logical, res, out);
 }

@@ -491,7 +491,7 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
     from_template(x, g, in[g->members[0]], seq0);
     for (int a = 0; a < x->nargs; a++) {
       x->args[a].store = in[g->args[a] >> 8]->args[g->args[a] & 255].store;
-      ty_store_retain(x->args[a].store);
+      ty__store_retain(x->args[a].store);
     }
     ty__fhead *h = (ty__fhead *)x->scalars;
     for (int k = 0; k < g->nconst; k++) {
@@ -543,7 +543,7 @@ static bool replay_plan(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_e
   if (!ok) {
     for (int k = 0; k < nf; k++) f[k]->nargs = 0, ty__pending_drop(rt, f[k]);
     for (int k = 0; k < made; k++)
-      if (e->src[k].kind != FS_ORIG) ty_store_release(st[k]);
+      if (e->src[k].kind != FS_ORIG) ty__store_release(st[k]);
     if (st != ss) free(st);
     if (f != fs) free(f);
     if (keep != kb) free(keep);
@@ -564,7 +564,7 @@ static bool replay_plan(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_e
     from_template(x, g, in[g->dmem[0]], seq0);
     for (int a = 0; a < x->nargs; a++) {
       x->args[a].store = st[g->dargs[a]];
-      ty_store_retain(x->args[a].store);
+      ty__store_retain(x->args[a].store);
     }
     ty__fhead *h = (ty__fhead *)x->scalars;
     for (int k = 0; k < g->nconst; k++) {
@@ -581,7 +581,7 @@ static bool replay_plan(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_e
   /* the stores made here are the fused launches' now; the window's launches
    * not kept go (the cut's and the pass's members) */
   for (int k = 0; k < made; k++)
-    if (e->src[k].kind != FS_ORIG) ty_store_release(st[k]);
+    if (e->src[k].kind != FS_ORIG) ty__store_release(st[k]);
   for (int u = 0; u < n; u++)
     if (!keep[u]) ty__pending_drop(rt, in[u]);
   rt->nwindow = e->ng;

@@ -421,13 +421,13 @@ static ty_pending *cut(ty_runtime *rt, const group *g, int k, const box *r, ty_s
     if (oi >= 0 && dies[oi]) {
       if (!fresh[oi] && ty__store_new(rt, s->dtype, g->nd, shape, &fresh[oi]) != TY_OK) fresh[oi] = NULL;
       ns = fresh[oi];
-      if (ns) ty_store_retain(ns);
+      if (ns) ty__store_retain(ns);
     } else {
       int64_t off = s->offset;
       for (int d = 0; d < g->nd; d++) off += (r->lo[d] - b->lo[d]) * s->strides[d];
       ns = shared_find(views, s, g->nd, off);
       if (ns) {
-        ty_store_retain(ns);
+        ty__store_retain(ns);
       } else if (ty__store_view(rt, s, g->nd, shape, s->strides, off, &ns) != TY_OK) {
         ns = NULL;
       } else if (views->n < REG_MAX_VIEWS) {
@@ -435,7 +435,7 @@ static ty_pending *cut(ty_runtime *rt, const group *g, int k, const box *r, ty_s
       }
     }
     if (!ns) { /* give back what this launch holds so far */
-      for (int j = 0; j < i; j++) ty_store_release(p->args[j].store);
+      for (int j = 0; j < i; j++) ty__store_release(p->args[j].store);
       p->nargs = 0;
       ty__pending_drop(rt, p);
       return NULL;
@@ -518,7 +518,7 @@ static bool emit(ty_runtime *rt, const group *g, int64_t cuts[][REG_MAX_CUTS], c
       }
     }
     for (int i = 0; fresh && i < g->no; i++) { /* the region's launches hold them */
-      ty_store_release(fresh[i]);
+      ty__store_release(fresh[i]);
       fresh[i] = NULL;
     }
   }

@@ -65,7 +65,7 @@ void ty__pending_cache_free(ty_runtime *rt) {
 
 static void launch_release(ty_pending *l) {
   ty_runtime *rt = l->nargs ? l->args[0].store->rt : NULL;
-  for (int i = 0; i < l->nargs; i++) ty_store_release(l->args[i].store);
+  for (int i = 0; i < l->nargs; i++) ty__store_release(l->args[i].store);
   launch_free(rt, l);
 }
 
@@ -236,7 +236,7 @@ ty_status ty__window_append_valid(ty_runtime *rt, const ty_launch_desc *d) {
   l->nargs = d->nargs;
   for (int i = 0; i < d->nargs; i++) {
     l->args[i] = d->args[i];
-    ty_store_retain(l->args[i].store);
+    ty__store_retain(l->args[i].store);
   }
   l->scalar_bytes = d->scalar_bytes;
   if (d->scalar_bytes) memcpy(l->scalars, d->scalars, d->scalar_bytes);
