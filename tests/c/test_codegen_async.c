@@ -163,6 +163,8 @@ static ty_store *chain(ty_runtime *rt, ty_store *a, ty_store *b, int which) {
     ty_store *ex = T(un(rt, TY_OP_EXPM1, T(bin(rt, TY_OP_MINIMUM, b, T(sc(rt, 5.0))))));
     r = bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_MUL, T(bin(rt, TY_OP_ADD, h, at)), T(bin(rt, TY_OP_SUB, sh, cb)))),
             T(bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_ADD, lp, tn)), T(bin(rt, TY_OP_SUB, fl, ex)))));
+  } else if (which == 3) { /* additions and products only: no library call */
+    r = bin(rt, TY_OP_SUB, T(bin(rt, TY_OP_MUL, T(bin(rt, TY_OP_ADD, a, b)), a)), T(bin(rt, TY_OP_MUL, b, T(sc(rt, 0.5)))));
   } else { /* Black-Scholes' normal CDF */
     ty_store *k = T(bin(rt, TY_OP_DIV, T(sc(rt, 1.0)), T(bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_MUL, T(un(rt, TY_OP_ABS, b)), T(sc(rt, 0.2316419)))), T(sc(rt, 1.0))))));
     ty_store *poly = T(bin(rt, TY_OP_MUL, k, T(bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_MUL, k, T(sc(rt, 1.330274429)))), T(sc(rt, -1.821255978))))));
@@ -531,7 +533,7 @@ TEST(small_and_large_sources_compile_at_O1) {
     snprintf(src, sizeof src, "%s/fk-level%d.c", cache, i);
     ty__ccjob j;
     const ty__cckernel k = {so, src, text, len};
-    CHECK(ty__cc_start(&j, cc, &k, 1, text, len, false, 0));
+    CHECK(ty__cc_start(&j, cc, &k, 1, text, len, true, false, 0));
     CHECK_EQ_INT(ty__cc_poll(&j, true), 1);
     CHECK(access(so, R_OK) == 0);
   }
@@ -930,6 +932,47 @@ TEST(late_structures_compile_once_their_runs_add_up) {
   teardown();
 }
 
+/* A unit links SLEEF and libm only when its kernels call them (codegen_cc.c):
+ * a chain of additions and products links without, Black-Scholes' CDF
+ * (exp) with them; both load and give the interpreter's bits. */
+TEST(units_link_sleef_and_libm_only_when_called) {
+  setup("libs", 0);
+  setenv("TYCHO_CODEGEN_WAIT", "1", 1);
+  char cwd[800], cc[1024], log[1024];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
+  snprintf(cc, sizeof cc, "%s/tycho-async-cc-libs.sh", cwd);
+  snprintf(log, sizeof log, "%s/tycho-async-cc-libs.log", cwd);
+  unlink(log);
+  FILE *f = fopen(cc, "w");
+  CHECK(f != NULL);
+  fprintf(f, "#!/bin/sh\necho \"$*\" >> '%s'\nexec cc \"$@\"\n", log);
+  fclose(f);
+  const int which[2] = {3, 2};
+  for (int i = 0; i < 2; i++) {
+    double *ref = unfused(which[i]);
+    ty_runtime *rt = req_runtime(3, true);
+    bool kernel = false;
+    double *got = run_chain(rt, which[i], &kernel);
+    CHECK(kernel == (ty__isa_lanes() != 0));
+    CHECK(same(ref, got));
+    free(got);
+    free(ref);
+    ty_runtime_destroy(rt);
+  }
+  if (ty__isa_lanes()) {
+    char line[2][4096] = {"", ""};
+    f = fopen(log, "r");
+    CHECK(f != NULL);
+    for (int i = 0; f && i < 2 && fgets(line[i], sizeof line[i], f); i++) {
+    }
+    if (f) fclose(f);
+    CHECK(strstr(line[0], "-lgcc") && !strstr(line[0], "-lsleef") && !strstr(line[0], "-lm "));
+    CHECK(strstr(line[1], "-lsleef -lm -lgcc"));
+  }
+  CHECK(no_children());
+  teardown();
+}
+
 static const check_case cases[] = {
     CASE(runs_while_compiling_then_switches_same_bits),
     CASE(runs_under_2p18_compile_from_the_eighth_sight),
@@ -943,5 +986,6 @@ static const check_case cases[] = {
     CASE(switches_inside_a_launch_same_bits),
     CASE(switches_between_rows_same_bits),
     CASE(late_structures_compile_once_their_runs_add_up),
+    CASE(units_link_sleef_and_libm_only_when_called),
 };
 CHECK_MAIN(cases)

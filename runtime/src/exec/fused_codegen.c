@@ -1808,6 +1808,18 @@ static bool joins(ty__codegen *cg, const char *text, size_t len) {
   return preamble_text(cg) && len >= cg->pre_len && memcmp(text, cg->pre_text, cg->pre_len) == 0;
 }
 
+/* Whether a kernel's source calls SLEEF or libm (the preamble's
+ * declarations, and its helpers that call them: fixl, vfdiv), so that its
+ * unit links them (codegen_cc.c); a source without the preamble: yes. */
+static bool calls_libs(ty__codegen *cg, const char *text, size_t len) {
+  if (!joins(cg, text, len)) return true;
+  const char *const names[] = {"Sleef_", CG_MVEC, "fixl", "vfdiv", "fmod", "copysign",
+                               "sinhl", "coshl", "asinhl", "acoshl", "log1pl"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (memmem(text + cg->pre_len, len - cg->pre_len, names[i], strlen(names[i]))) return true;
+  return false;
+}
+
 /* The translation unit of n kernels (one compiler process for all:
  * codegen_cc.h): the preamble once (when n > 1: every source starts with
  * it), then each kernel's own text with its file-scope names prefixed by
@@ -1860,11 +1872,14 @@ static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const s
     j->ent[i] = ent[i];
   }
   j->n = n;
-  bool urgent = false;
-  for (int i = 0; i < n; i++) urgent |= cg->e[ent[i]].urgent;
+  bool urgent = false, libs = false;
+  for (int i = 0; i < n; i++) {
+    urgent |= cg->e[ent[i]].urgent;
+    libs = libs || calls_libs(cg, text[i], len[i]);
+  }
   sbuf u = {0};
   const bool ok = unit(cg, hash, text, len, n, &u) &&
-                  ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, detached, nice_for(cg, urgent));
+                  ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, libs, detached, nice_for(cg, urgent));
   free(u.p);
   if (!ok) {
     free(j);
