@@ -201,7 +201,7 @@ typedef struct cg_pre {
   size_t len;
   uint32_t seen;
   bool late;      /* first seen CG_LATE_NS after the first compile started */
-  int64_t interp; /* elements of its runs so far, while late and not compiled */
+  int64_t interp; /* elements of its runs so far (a late one's: CG_LATE_ELEMS) */
   int entry;      /* index in ty__codegen.e; -1: no kernel for it; -2: not generated yet */
   uint32_t kind;  /* what generation gave: TY__FK_FLAT or TY__FK_ROWS */
   uint64_t contig;
@@ -2117,7 +2117,7 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
         *kind = p->kind;
         return e->fn;
       }
-      if (e->failed) return NULL;
+      if (e->failed || (rent && e->deferred)) return NULL; /* deferred: its source is kept */
     }
     if (small && p->seen < CG_SMALL_HOT) return NULL;
   } else if (small) {
