@@ -163,6 +163,8 @@ static ty_store *chain(ty_runtime *rt, ty_store *a, ty_store *b, int which) {
     ty_store *ex = T(un(rt, TY_OP_EXPM1, T(bin(rt, TY_OP_MINIMUM, b, T(sc(rt, 5.0))))));
     r = bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_MUL, T(bin(rt, TY_OP_ADD, h, at)), T(bin(rt, TY_OP_SUB, sh, cb)))),
             T(bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_ADD, lp, tn)), T(bin(rt, TY_OP_SUB, fl, ex)))));
+  } else if (which == 3) { /* additions and products only: no library call */
+    r = bin(rt, TY_OP_SUB, T(bin(rt, TY_OP_MUL, T(bin(rt, TY_OP_ADD, a, b)), a)), T(bin(rt, TY_OP_MUL, b, T(sc(rt, 0.5)))));
   } else { /* Black-Scholes' normal CDF */
     ty_store *k = T(bin(rt, TY_OP_DIV, T(sc(rt, 1.0)), T(bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_MUL, T(un(rt, TY_OP_ABS, b)), T(sc(rt, 0.2316419)))), T(sc(rt, 1.0))))));
     ty_store *poly = T(bin(rt, TY_OP_MUL, k, T(bin(rt, TY_OP_ADD, T(bin(rt, TY_OP_MUL, k, T(sc(rt, 1.330274429)))), T(sc(rt, -1.821255978))))));
@@ -531,7 +533,7 @@ TEST(small_and_large_sources_compile_at_O1) {
     snprintf(src, sizeof src, "%s/fk-level%d.c", cache, i);
     ty__ccjob j;
     const ty__cckernel k = {so, src, text, len};
-    CHECK(ty__cc_start(&j, cc, &k, 1, text, len, false, 0));
+    CHECK(ty__cc_start(&j, cc, &k, 1, text, len, true, false, 0));
     CHECK_EQ_INT(ty__cc_poll(&j, true), 1);
     CHECK(access(so, R_OK) == 0);
   }
@@ -820,6 +822,157 @@ TEST(switches_between_rows_same_bits) {
   }
 }
 
+/* A structure first seen well after the runtime's first compile started
+ * (CG_LATE_NS, 0.1 s), of a run of 2^18 elements or more, is compiled only
+ * once its interpreted runs come to 2^25 elements (CG_LATE_ELEMS: 64 runs
+ * of NW), with the interpreter's bits meanwhile; one seen fewer times is
+ * compiled when the runtime ends, and the next runtime loads it at first
+ * sight. */
+enum { NW = (1 << 19) + 3, LATE_RUNS_FOR_TEST = 64 }; /* 64 * NW >= 2^25 > 63 * NW */
+static double *run_wide(ty_runtime *rt, int which, bool *kernel) {
+  double *v = malloc(NW * sizeof *v);
+  ty_store *in[2];
+  for (int k = 0; k < 2; k++) {
+    for (int i = 0; i < NW; i++) v[i] = sin((double)i * (k ? 0.011 : 0.37)) * 40.0 + (k ? 0.0 : 0.5);
+    v[7] = NAN, v[11] = INFINITY, v[13] = -0.0, v[NW - 5] = 1e300;
+    int64_t n = NW;
+    REQ(rt, ty_store_from_buffer(rt, TY_F64, 1, &n, v, &in[k]));
+  }
+  REQ(rt, ty_flush(rt));
+  ty_store *r = chain(rt, in[0], in[1], which);
+  ty_store_release(in[0]), ty_store_release(in[1]);
+  ty__fuse(rt);
+  *kernel = false;
+  for (int i = 0; i < rt->nwindow; i++)
+    if (rt->window[i]->task == ty__fused_task(rt))
+      *kernel |= ((const ty__fhead *)rt->window[i]->scalars)->kernel != 0;
+  REQ(rt, ty_store_read(rt, r, v, NW * sizeof *v));
+  ty_store_release(r);
+  return v;
+}
+
+static bool same_wide(const double *a, const double *b) {
+  for (int i = 0; i < NW; i++)
+    if (memcmp(&a[i], &b[i], sizeof a[i]) != 0 && !(isnan(a[i]) && isnan(b[i]))) {
+      fprintf(stderr, "  element %d: %.17g against %.17g\n", i, a[i], b[i]);
+      return false;
+    }
+  return true;
+}
+
+/* Runs chain `which` until its kernel is loaded (120 s at most), each time
+ * with ref's bits; the runs it took. */
+static int wide_until_kernel(ty_runtime *rt, int which, const double *ref) {
+  bool kernel = false;
+  int runs = 0;
+  for (const double t0 = now(); !kernel && now() - t0 < 120; runs++) {
+    if (runs > 0) usleep(20000);
+    double *got = run_wide(rt, which, &kernel);
+    CHECK(same_wide(ref, got));
+    free(got);
+  }
+  CHECK(kernel);
+  return runs;
+}
+
+TEST(late_structures_compile_once_their_runs_add_up) {
+  setup("late", 0);
+  unsetenv("TYCHO_CODEGEN"); /* the default mode */
+  double *ref[3];
+  for (int w = 0; w < 3; w++) {
+    ty_runtime *rt = req_runtime(3, false);
+    bool k;
+    ref[w] = run_wide(rt, w, &k);
+    ty_runtime_destroy(rt);
+  }
+  if (!ty__isa_lanes()) { /* no generated code at this level (isa.h) */
+    for (int w = 0; w < 3; w++) free(ref[w]);
+    teardown();
+    return;
+  }
+  ty_runtime *rt = req_runtime(3, true);
+  wide_until_kernel(rt, 0, ref[0]); /* the program's first kernel: at first sight */
+  usleep(150000);                   /* past CG_LATE_NS since that compile started */
+  int so, src, other;
+  for (int r = 0; r < LATE_RUNS_FOR_TEST; r++) { /* a late structure: interpreted */
+    bool kernel = true;
+    double *got = run_wide(rt, 2, &kernel);
+    CHECK(!kernel);
+    CHECK(same_wide(ref[2], got));
+    free(got);
+  }
+  count_files(&so, &src, &other);
+  CHECK_EQ_INT(so, 1); /* no compile started for it */
+  CHECK_EQ_INT(other, 0);
+  wide_until_kernel(rt, 2, ref[2]); /* the next run starts it */
+  bool kernel = true;
+  double *got = run_wide(rt, 1, &kernel); /* late, once */
+  CHECK(!kernel);
+  CHECK(same_wide(ref[1], got));
+  free(got);
+  count_files(&so, &src, &other);
+  CHECK_EQ_INT(so, 2);
+  CHECK_EQ_INT(other, 0);
+  ty_runtime_destroy(rt); /* its compile starts now */
+  CHECK(no_children());
+  for (const double t0 = now(); (so < 3 || src < 3 || other > 0) && now() - t0 < 120;) {
+    usleep(20000);
+    count_files(&so, &src, &other);
+  }
+  CHECK_EQ_INT(so, 3);
+  CHECK_EQ_INT(src, 3);
+  CHECK_EQ_INT(other, 0);
+  rt = req_runtime(3, true); /* the next run: from the cache at first sight */
+  got = run_wide(rt, 1, &kernel);
+  CHECK(kernel);
+  CHECK(same_wide(ref[1], got));
+  free(got);
+  ty_runtime_destroy(rt);
+  for (int w = 0; w < 3; w++) free(ref[w]);
+  teardown();
+}
+
+/* A unit links SLEEF and libm only when its kernels call them (codegen_cc.c):
+ * a chain of additions and products links without, Black-Scholes' CDF
+ * (exp) with them; both load and give the interpreter's bits. */
+TEST(units_link_sleef_and_libm_only_when_called) {
+  setup("libs", 0);
+  setenv("TYCHO_CODEGEN_WAIT", "1", 1);
+  char cwd[800], cc[1024], log[1024];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
+  snprintf(cc, sizeof cc, "%s/tycho-async-cc-libs.sh", cwd);
+  snprintf(log, sizeof log, "%s/tycho-async-cc-libs.log", cwd);
+  unlink(log);
+  FILE *f = fopen(cc, "w");
+  CHECK(f != NULL);
+  fprintf(f, "#!/bin/sh\necho \"$*\" >> '%s'\nexec cc \"$@\"\n", log);
+  fclose(f);
+  const int which[2] = {3, 2};
+  for (int i = 0; i < 2; i++) {
+    double *ref = unfused(which[i]);
+    ty_runtime *rt = req_runtime(3, true);
+    bool kernel = false;
+    double *got = run_chain(rt, which[i], &kernel);
+    CHECK(kernel == (ty__isa_lanes() != 0));
+    CHECK(same(ref, got));
+    free(got);
+    free(ref);
+    ty_runtime_destroy(rt);
+  }
+  if (ty__isa_lanes()) {
+    char line[2][4096] = {"", ""};
+    f = fopen(log, "r");
+    CHECK(f != NULL);
+    for (int i = 0; f && i < 2 && fgets(line[i], sizeof line[i], f); i++) {
+    }
+    if (f) fclose(f);
+    CHECK(strstr(line[0], "-lgcc") && !strstr(line[0], "-lsleef") && !strstr(line[0], "-lm "));
+    CHECK(strstr(line[1], "-lsleef -lm -lgcc"));
+  }
+  CHECK(no_children());
+  teardown();
+}
+
 static const check_case cases[] = {
     CASE(runs_while_compiling_then_switches_same_bits),
     CASE(runs_under_2p18_compile_from_the_eighth_sight),
@@ -832,5 +985,7 @@ static const check_case cases[] = {
     CASE(new_kernels_of_a_flush_share_one_compile),
     CASE(switches_inside_a_launch_same_bits),
     CASE(switches_between_rows_same_bits),
+    CASE(late_structures_compile_once_their_runs_add_up),
+    CASE(units_link_sleef_and_libm_only_when_called),
 };
 CHECK_MAIN(cases)

@@ -133,7 +133,7 @@ static const char detach_script[] =
 #define CC_LEVEL "-O1"
 
 bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
-                  size_t ulen, bool detached, double nice_s) {
+                  size_t ulen, bool libs, bool detached, double nice_s) {
   /* unique temporaries: this process's id and a count (runtimes of one
    * process may compile the same kernel at once) */
   static unsigned seq;
@@ -161,7 +161,7 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
     return false;
   }
   /* [sh -c script tycho-cc tmp_so tmp_c failed n (tmp_src src so)...] cc -O1
-   * <the ISA level's flags> ... -nostdlib -w -o tmp_so tmp_c -lsleef -lm -lgcc */
+   * <the ISA level's flags> ... -nostdlib -w -o tmp_so tmp_c [-lsleef -lm] -lgcc */
   char flags[256];
   snprintf(flags, sizeof flags, "%s", ty__isa_cflags());
   char nbuf[16], cap[16];
@@ -198,10 +198,14 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
    * libm's own dependency on libc is there besides. -lsleef -lm stay: the
    * kernel's SLEEF and libmvec calls must not depend on the global scope.
    * -lgcc (static, no cost measured) for any helper the compiler might
-   * call. */
+   * call. A unit that calls neither (CG's and the stencil's: additions,
+   * products, sums; memcpy their only undefined symbol) links without
+   * them: 7-9 ms of the link's CPU against 13-17 ms (CG 256^2's three
+   * units; session 20, bench/README.md). */
   const char *rest[] = {"-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-nostdlib", "-w",
                         "-o", j->tmp_so, j->tmp_c, "-lsleef", "-lm", "-lgcc"};
-  for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[a++] = (char *)rest[i];
+  for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++)
+    if (libs || (strcmp(rest[i], "-lsleef") && strcmp(rest[i], "-lm"))) argv[a++] = (char *)rest[i];
   argv[a] = NULL;
   /* no input, its output discarded, none of this process's other files
    * (a detached compile must not hold a caller's pipe open), a process

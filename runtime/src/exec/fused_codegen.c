@@ -140,6 +140,24 @@ static cg_isa cg_isa_now(void) {
  * niced first), ahead of the queue, in a compile slot of its own when both
  * others are busy. */
 #define CG_URGENT_ELEMS ((int64_t)1 << 25)
+/* A structure of a run of CG_HOT_ELEMS or more first seen CG_LATE_NS after
+ * the runtime's first compile started (a later phase: a chain cut elsewhere
+ * at a step's or a checksum's end) is not compiled at first sight but once
+ * its runs interpreted so far come to CG_LATE_ELEMS elements (an urgent run
+ * at once); one still short of that when the runtime ends compiles then,
+ * for the next run. Rent, then buy: what its runs have already cost the
+ * interpreter (~1.3 ns of CPU an element more than the kernel: the stencil
+ * 2048^2, 2.46 s interpreted against 1.41 s warm for 800M elements) is then
+ * about what its compile takes from the run's cores (a unit of one kernel,
+ * 50-60 ms of compiler CPU), the run of an urgent kernel. A program's
+ * first kernels (its set-up's, its loop's: seen within CG_LATE_NS of its
+ * first compile) compile at first sight as before. The stencil 2048^2 (4M
+ * elements) compiled 5 kernels in 3 units, the last two (0.12 s of
+ * compiler CPU, at nice 0 beside the run) for 3 chains cut at a step's
+ * end, first seen 0.3-0.7 s in and 4-8 times in all (bench/README.md,
+ * "Cold start, rent then buy: session 20"). */
+#define CG_LATE_NS ((int64_t)100000000)
+#define CG_LATE_ELEMS CG_URGENT_ELEMS
 
 /* A kernel on its way (fused.h): made when its compile is queued, published
  * when loaded, by the pass (job_done) or by an interpreted piece that found
@@ -170,6 +188,7 @@ typedef struct cg_entry {
   char *text;
   size_t len;
   bool urgent;        /* a run of CG_URGENT_ELEMS or more wants it */
+  bool deferred;      /* late (CG_LATE_NS), not compiled yet: text kept for the runtime's end */
   ty__fslot *slot;    /* made when queued (fused.h), or NULL */
 } cg_entry;
 
@@ -181,6 +200,8 @@ typedef struct cg_pre {
   unsigned char *key;
   size_t len;
   uint32_t seen;
+  bool late;      /* first seen CG_LATE_NS after the first compile started */
+  int64_t interp; /* elements of its runs so far (a late one's: CG_LATE_ELEMS) */
   int entry;      /* index in ty__codegen.e; -1: no kernel for it; -2: not generated yet */
   uint32_t kind;  /* what generation gave: TY__FK_FLAT or TY__FK_ROWS */
   uint64_t contig;
@@ -215,6 +236,7 @@ struct ty__codegen {
   size_t pre_len;
   int64_t next_poll;  /* when to poll them next (ns, CLOCK_MONOTONIC_COARSE) */
   int64_t born;       /* when this table was made (ns, CLOCK_MONOTONIC_COARSE): nice_for */
+  int64_t first_job;  /* when its first background compile started (ns; 0: none yet) */
   bool dir_made;      /* the cache directory exists (made once) */
   char dir[1024];
   char cc[256];
@@ -263,7 +285,16 @@ static cg_job *start_queued(ty__codegen *cg);
 void ty__codegen_free(ty__codegen *cg) {
   if (!cg) return;
   /* kernels still queued start compiling now, for the next run (they
-   * finish on their own, like the compiles in flight: codegen_cc.h) */
+   * finish on their own, like the compiles in flight: codegen_cc.h), and so
+   * do the deferred ones (CG_LATE_NS) */
+  for (int i = 0; i < cg->n; i++) {
+    cg_entry *e = &cg->e[i];
+    if (!e->deferred || !e->text || e->queued || e->job || e->fn || e->failed) continue;
+    if (cg->nqueue >= CG_QUEUE_MAX) break;
+    e->deferred = false;
+    e->queued = true;
+    cg->queue[cg->nqueue++] = i;
+  }
   for (cg_job *j; cg->nqueue > 0 && (j = start_queued(cg));) {
     ty__cc_release(&j->cc);
     free(j);
@@ -1777,6 +1808,18 @@ static bool joins(ty__codegen *cg, const char *text, size_t len) {
   return preamble_text(cg) && len >= cg->pre_len && memcmp(text, cg->pre_text, cg->pre_len) == 0;
 }
 
+/* Whether a kernel's source calls SLEEF or libm (the preamble's
+ * declarations, and its helpers that call them: fixl, vfdiv), so that its
+ * unit links them (codegen_cc.c); a source without the preamble: yes. */
+static bool calls_libs(ty__codegen *cg, const char *text, size_t len) {
+  if (!joins(cg, text, len)) return true;
+  const char *const names[] = {"Sleef_", CG_MVEC, "fixl", "vfdiv", "fmod", "copysign",
+                               "sinhl", "coshl", "asinhl", "acoshl", "log1pl"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (memmem(text + cg->pre_len, len - cg->pre_len, names[i], strlen(names[i]))) return true;
+  return false;
+}
+
 /* The translation unit of n kernels (one compiler process for all:
  * codegen_cc.h): the preamble once (when n > 1: every source starts with
  * it), then each kernel's own text with its file-scope names prefixed by
@@ -1829,11 +1872,14 @@ static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const s
     j->ent[i] = ent[i];
   }
   j->n = n;
-  bool urgent = false;
-  for (int i = 0; i < n; i++) urgent |= cg->e[ent[i]].urgent;
+  bool urgent = false, libs = false;
+  for (int i = 0; i < n; i++) {
+    urgent |= cg->e[ent[i]].urgent;
+    libs = libs || calls_libs(cg, text[i], len[i]);
+  }
   sbuf u = {0};
   const bool ok = unit(cg, hash, text, len, n, &u) &&
-                  ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, detached, nice_for(cg, urgent));
+                  ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, libs, detached, nice_for(cg, urgent));
   free(u.p);
   if (!ok) {
     free(j);
@@ -1895,6 +1941,7 @@ void ty__codegen_start(ty__codegen *cg) {
     if (s == CG_MAX_JOBS && !urgent) break;
     cg_job *j = start_queued(cg);
     if (!j) continue;
+    if (!cg->first_job) cg->first_job = now_ns();
     cg->slot[s] = j;
     cg->jobs++;
     for (int i = 0; i < j->n; i++) cg->e[j->ent[i]].job = s + 1;
@@ -1942,6 +1989,8 @@ static void begin(ty__codegen *cg, cg_entry *e, const sbuf *b, uint32_t kind, ui
     e->slot->hash = e->hash;
     snprintf(e->slot->so, sizeof e->slot->so, "%s", so);
   }
+  free(e->text);
+  e->deferred = false;
   e->text = ty__malloc(b->len);
   if (!e->text) return;
   memcpy(e->text, b->p, b->len);
@@ -2043,6 +2092,14 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
    * structure's CG_SMALL_HOT-th sight, but loaded from the cache at once */
   const bool later = cg->mode == 1 && !cg->wait && !small && elems < CG_HOT_ELEMS && p &&
                      p->seen + 1 < CG_SMALL_HOT;
+  if (p && p->seen == 0)
+    p->late = cg->mode == 1 && !cg->wait && cg->first_job && now_ns() - cg->first_job > CG_LATE_NS;
+  /* from CG_HOT_ELEMS, first seen late: not before CG_LATE_ELEMS elements */
+  bool rent = false;
+  if (p && p->late && elems >= CG_HOT_ELEMS && elems < CG_URGENT_ELEMS) {
+    rent = p->interp < CG_LATE_ELEMS;
+    p->interp += elems;
+  }
   if (p) {
     p->seen++;
     if (p->entry == -1) return NULL;
@@ -2060,7 +2117,7 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
         *kind = p->kind;
         return e->fn;
       }
-      if (e->failed) return NULL;
+      if (e->failed || (rent && e->deferred)) return NULL; /* deferred: its source is kept */
     }
     if (small && p->seen < CG_SMALL_HOT) return NULL;
   } else if (small) {
@@ -2102,10 +2159,15 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
     /* in the background a compile costs the run nothing: at first sight;
      * waited for, at the second (a one-off expression never waits) or at
      * once from CG_EAGER_ELEMS */
-    const bool want =
-        !later && (cg->mode == 2 || small || !cg->wait || e->seen >= 2 || elems >= CG_EAGER_ELEMS);
+    const bool want = !later && !rent &&
+                      (cg->mode == 2 || small || !cg->wait || e->seen >= 2 || elems >= CG_EAGER_ELEMS);
     e->urgent |= elems >= CG_URGENT_ELEMS;
     if (!e->fn && !e->job && !e->queued && (want || cached(cg, e))) begin(cg, e, &b, *kind, *contig);
+    if (rent && !e->fn && !e->job && !e->queued && !e->failed && !e->text && (e->text = ty__malloc(b.len))) {
+      memcpy(e->text, b.p, b.len); /* for the runtime's end (ty__codegen_free) */
+      e->len = b.len;
+      e->deferred = true;
+    }
     fn = e->fn;
     if (!fn && (e->job || e->queued)) *pending = (uint64_t)(uintptr_t)e->slot;
   }
