@@ -209,14 +209,16 @@ static double *unfused(int which) {
  * and the compiler may swap the operands in the kernels and in generated
  * code alike, so the NaN's sign may differ between the two paths
  * (docs/fusion.md, Results). Every other element is compared bit for bit. */
-static bool same(const double *a, const double *b) {
-  for (int i = 0; i < N; i++)
+static bool same_n(const double *a, const double *b, int n) {
+  for (int i = 0; i < n; i++)
     if (memcmp(&a[i], &b[i], sizeof a[i]) != 0 && !(isnan(a[i]) && isnan(b[i]))) {
       fprintf(stderr, "  element %d: %.17g against %.17g\n", i, a[i], b[i]);
       return false;
     }
   return true;
 }
+
+static bool same(const double *a, const double *b) { return same_n(a, b, N); }
 
 /* No child of this process is left (all reaped). */
 static bool no_children(void) {
@@ -581,17 +583,26 @@ static void three_runs(ty_runtime *rt, double *out[3], double sums[3]) {
   }
 }
 
-TEST(new_kernels_of_a_flush_share_one_compile) {
-  setup("unit", 0);
-  char cwd[800], cc[1024], log[1024];
+/* A compiler wrapper tycho-async-cc-<tag>.sh in the working directory
+ * (its path into cc) that appends `echo what` to tycho-async-cc-<tag>.log
+ * (emptied; its path into log) and runs cc. */
+static void cc_wrapper(const char *tag, const char *what, char cc[1024], char log[1024]) {
+  char cwd[800];
   if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
-  snprintf(cc, sizeof cc, "%s/tycho-async-cc-unit.sh", cwd);
-  snprintf(log, sizeof log, "%s/tycho-async-cc-unit.log", cwd);
+  snprintf(cc, 1024, "%s/tycho-async-cc-%s.sh", cwd, tag);
+  snprintf(log, 1024, "%s/tycho-async-cc-%s.log", cwd, tag);
   unlink(log);
   FILE *f = fopen(cc, "w");
   CHECK(f != NULL);
-  fprintf(f, "#!/bin/sh\necho cc >> '%s'\nexec cc \"$@\"\n", log);
+  if (!f) return;
+  fprintf(f, "#!/bin/sh\necho %s >> '%s'\nexec cc \"$@\"\n", what, log);
   fclose(f);
+}
+
+TEST(new_kernels_of_a_flush_share_one_compile) {
+  setup("unit", 0);
+  char cc[1024], log[1024];
+  cc_wrapper("unit", "cc", cc, log);
   double *ref[3], *got[3], s0[3], s1[3];
   ty_runtime *rt = req_runtime(3, false);
   three_runs(rt, ref, s0);
@@ -616,7 +627,7 @@ TEST(new_kernels_of_a_flush_share_one_compile) {
     CHECK_EQ_INT(nkernels, 3); /* all three compiled, by one compile: */
     int calls = 0;
     char line[16];
-    f = fopen(log, "r");
+    FILE *f = fopen(log, "r");
     CHECK(f != NULL);
     while (f && fgets(line, sizeof line, f)) calls++;
     if (f) fclose(f);
@@ -674,16 +685,22 @@ static void switch_hook(int64_t done) {
   }
 }
 
-static double *run_big(ty_runtime *rt, bool *pending) {
-  double *v = malloc(NB * sizeof *v);
-  ty_store *in[2];
+/* The two inputs of a long chain (n elements, with a NaN, an infinity,
+ * a negative zero and a huge value), flushed; v is left holding the
+ * second. */
+static void wide_inputs(ty_runtime *rt, double *v, int64_t n, ty_store *in[2]) {
   for (int k = 0; k < 2; k++) {
-    for (int i = 0; i < NB; i++) v[i] = sin((double)i * (k ? 0.011 : 0.37)) * 40.0 + (k ? 0.0 : 0.5);
-    v[7] = NAN, v[11] = INFINITY, v[13] = -0.0, v[NB - 5] = 1e300;
-    int64_t n = NB;
+    for (int64_t i = 0; i < n; i++) v[i] = sin((double)i * (k ? 0.011 : 0.37)) * 40.0 + (k ? 0.0 : 0.5);
+    v[7] = NAN, v[11] = INFINITY, v[13] = -0.0, v[n - 5] = 1e300;
     REQ(rt, ty_store_from_buffer(rt, TY_F64, 1, &n, v, &in[k]));
   }
   REQ(rt, ty_flush(rt));
+}
+
+static double *run_big(ty_runtime *rt, bool *pending) {
+  double *v = malloc(NB * sizeof *v);
+  ty_store *in[2];
+  wide_inputs(rt, v, NB, in);
   ty_store *r = chain(rt, in[0], in[1], 0);
   ty_store_release(in[0]), ty_store_release(in[1]);
   ty__fuse(rt);
@@ -832,13 +849,7 @@ enum { NW = (1 << 19) + 3, LATE_RUNS_FOR_TEST = 64 }; /* 64 * NW >= 2^25 > 63 * 
 static double *run_wide(ty_runtime *rt, int which, bool *kernel) {
   double *v = malloc(NW * sizeof *v);
   ty_store *in[2];
-  for (int k = 0; k < 2; k++) {
-    for (int i = 0; i < NW; i++) v[i] = sin((double)i * (k ? 0.011 : 0.37)) * 40.0 + (k ? 0.0 : 0.5);
-    v[7] = NAN, v[11] = INFINITY, v[13] = -0.0, v[NW - 5] = 1e300;
-    int64_t n = NW;
-    REQ(rt, ty_store_from_buffer(rt, TY_F64, 1, &n, v, &in[k]));
-  }
-  REQ(rt, ty_flush(rt));
+  wide_inputs(rt, v, NW, in);
   ty_store *r = chain(rt, in[0], in[1], which);
   ty_store_release(in[0]), ty_store_release(in[1]);
   ty__fuse(rt);
@@ -851,14 +862,7 @@ static double *run_wide(ty_runtime *rt, int which, bool *kernel) {
   return v;
 }
 
-static bool same_wide(const double *a, const double *b) {
-  for (int i = 0; i < NW; i++)
-    if (memcmp(&a[i], &b[i], sizeof a[i]) != 0 && !(isnan(a[i]) && isnan(b[i]))) {
-      fprintf(stderr, "  element %d: %.17g against %.17g\n", i, a[i], b[i]);
-      return false;
-    }
-  return true;
-}
+static bool same_wide(const double *a, const double *b) { return same_n(a, b, NW); }
 
 /* Runs chain `which` until its kernel is loaded (120 s at most), each time
  * with ref's bits; the runs it took. */
@@ -938,15 +942,8 @@ TEST(late_structures_compile_once_their_runs_add_up) {
 TEST(units_link_sleef_and_libm_only_when_called) {
   setup("libs", 0);
   setenv("TYCHO_CODEGEN_WAIT", "1", 1);
-  char cwd[800], cc[1024], log[1024];
-  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/tmp");
-  snprintf(cc, sizeof cc, "%s/tycho-async-cc-libs.sh", cwd);
-  snprintf(log, sizeof log, "%s/tycho-async-cc-libs.log", cwd);
-  unlink(log);
-  FILE *f = fopen(cc, "w");
-  CHECK(f != NULL);
-  fprintf(f, "#!/bin/sh\necho \"$*\" >> '%s'\nexec cc \"$@\"\n", log);
-  fclose(f);
+  char cc[1024], log[1024];
+  cc_wrapper("libs", "\"$*\"", cc, log);
   const int which[2] = {3, 2};
   for (int i = 0; i < 2; i++) {
     double *ref = unfused(which[i]);
@@ -961,7 +958,7 @@ TEST(units_link_sleef_and_libm_only_when_called) {
   }
   if (ty__isa_lanes()) {
     char line[2][4096] = {"", ""};
-    f = fopen(log, "r");
+    FILE *f = fopen(log, "r");
     CHECK(f != NULL);
     for (int i = 0; f && i < 2 && fgets(line[i], sizeof line[i], f); i++) {
     }
