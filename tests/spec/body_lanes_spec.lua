@@ -5,14 +5,8 @@
 -- 1 and 3 processors, for lengths that leave every kind of tail (less than
 -- one vector, less than four, none). A short run keeps one vector a loop.
 
-local cache = os.tmpname()
-os.remove(cache)
-
-local function run(code, env)
-  local out, rc = spec_lua(code, env)
-  assert.are.equal(0, rc, out)
-  return out
-end
+local cache = spec_tmpdir()
+local run = spec_run
 
 local function kernels(pattern)
   local p = assert(io.popen("grep -l '" .. pattern .. "' '" .. cache .. "'/fk-*.c 2>/dev/null"))

@@ -33,6 +33,20 @@ function spec_lua(code, env)
   return out, ok and 0 or code_
 end
 
+-- spec_run(code, env): spec_lua's output, the process's exit code checked to be 0.
+function spec_run(code, env)
+  local out, rc = spec_lua(code, env)
+  if rc ~= 0 then error("exit code " .. tostring(rc) .. ":\n" .. out, 2) end
+  return out
+end
+
+-- spec_tmpdir(): a fresh path for a directory (a kernel cache), not yet made.
+function spec_tmpdir()
+  local p = os.tmpname()
+  os.remove(p)
+  return p
+end
+
 -- SPEC_CG_SETUP and SPEC_CG_STEP: chunks of Lua for the specs that run CG in
 -- a fresh process (spec_lua): bench/workloads/cg.lua's loop at 256 x 256 with
 -- b = seq - 0.5. The setup defines N, laplacian, vdot, b, x, r, pp and rsold;

@@ -6,14 +6,8 @@
 -- binary fractions, so the values are exact), the same as the interpreter,
 -- on 1 and 3 processors.
 
-local cache = os.tmpname()
-os.remove(cache)
-
-local function run(code, env)
-  local out, rc = spec_lua(code, env)
-  assert.are.equal(0, rc, out)
-  return out
-end
+local cache = spec_tmpdir()
+local run = spec_run
 
 describe("a compiled run writing an argument several times", function()
   it("stores it once an element: the Laplacian's inside, numpy's values", function()

@@ -13,14 +13,8 @@
 
 local function rel(a, b) return math.abs(a - b) / math.abs(b) end
 
-local cache = os.tmpname()
-os.remove(cache)
-
-local function run(code, env)
-  local out, rc = spec_lua(code, env)
-  assert.are.equal(0, rc, out)
-  return out
-end
+local cache = spec_tmpdir()
+local run = spec_run
 
 -- the kernels of the cache directory (default: the shared one) that stream a store
 local function streaming_kernels(dir)
