@@ -71,28 +71,13 @@ if bytes then
 end
 
 
-local times, ttimes, cpus, faults = {}, {}, {}, {}
-local r
-local warm = os.getenv("BENCH_WARMUP") ~= "0" and 1 or 0
-for i = 1, p.reps + warm do
-  r = nil
-  collectgarbage()
-  local t, c, df
-  r, t, c, df = C.measured(step)
-  if triad then
-    local t1 = tycho.clock()
-    C.sync(triad())
-    if i > warm then ttimes[#ttimes + 1] = tycho.clock() - t1 end
-  end
-  if i > warm then
-    times[#times + 1] = t
-    cpus[#cpus + 1] = c
-    if df then faults[#faults + 1] = df end
-    print(string.format("time: %.9f", t))
-  end
-end
+local ttimes = {}
+local r, times = C.measured_steps(p.reps, step, triad and function(timed)
+  local t1 = tycho.clock()
+  C.sync(triad())
+  if timed then ttimes[#ttimes + 1] = tycho.clock() - t1 end
+end)
 local median = C.median
-C.step_info(cpus, faults)
 local med = median(times)
 if bytes then
   C.info("gbs", string.format("%.2f", bytes / med / 1e9))

@@ -101,6 +101,33 @@ function M.measured(f)
   return r, t, c, f0 and f1 and f1 - f0
 end
 
+-- C.timed's protocol (a warm-up step unless BENCH_WARMUP=0, then `reps`
+-- timed ones, a collection before each) with each step run through
+-- M.measured; after(timed) runs right after every step (its own timing is
+-- the caller's). Prints the time lines and M.step_info's. Returns the last
+-- step's result and the timed steps' wall times.
+function M.measured_steps(reps, step, after)
+  local times, cpus, faults = {}, {}, {}
+  local warm = os.getenv("BENCH_WARMUP") ~= "0" and 1 or 0
+  local r
+  for i = 1, reps + warm do
+    r = nil
+    collectgarbage()
+    collectgarbage()
+    local t, c, df
+    r, t, c, df = M.measured(step)
+    if after then after(i > warm) end
+    if i > warm then
+      times[#times + 1] = t
+      cpus[#cpus + 1] = c
+      if df then faults[#faults + 1] = df end
+      print(string.format("time: %.9f", t))
+    end
+  end
+  M.step_info(cpus, faults)
+  return r, times
+end
+
 -- The median of t (sorts t in place).
 function M.median(t)
   table.sort(t)

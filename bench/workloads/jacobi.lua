@@ -28,7 +28,7 @@ local x0 = C.seq(N, C.ALPHA[3])
 C.sync(x0)
 
 
--- C.timed's protocol (a warm-up step, then `reps` timed ones), with each
+-- C.measured_steps (a warm-up step, then `reps` timed ones), with each
 -- step's CPU time and faults, and `iters` products timed after it (untimed)
 local function step()
   local x = tycho.zeros(N)
@@ -40,27 +40,13 @@ local function products()
   for _ = 1, p.iters do y = R:dot(x0) end
   return y
 end
-local times, cpus, faults, prods = {}, {}, {}, {}
-local x
-local warm = os.getenv("BENCH_WARMUP") ~= "0" and 1 or 0
-for i = 1, p.reps + warm do
-  x = nil
-  collectgarbage()
-  collectgarbage()
-  local t, c, df
-  x, t, c, df = C.measured(step)
+local prods = {}
+local x, times = C.measured_steps(p.reps, step, function(timed)
   local t1 = tycho.clock()
   C.sync(products())
-  if i > warm then
-    times[#times + 1] = t
-    cpus[#cpus + 1] = c
-    prods[#prods + 1] = tycho.clock() - t1
-    if df then faults[#faults + 1] = df end
-    print(string.format("time: %.9f", t))
-  end
-end
+  if timed then prods[#prods + 1] = tycho.clock() - t1 end
+end)
 local median = C.median
-C.step_info(cpus, faults)
 local prod = median(prods)
 C.info("prod_s", string.format("%.3f", prod))
 C.info("of_prod", string.format("%.2f", median(times) / prod))
