@@ -220,6 +220,16 @@ static bool same_n(const double *a, const double *b, int n) {
 
 static bool same(const double *a, const double *b) { return same_n(a, b, N); }
 
+/* Runs chain `which` on rt and checks its values are ref's bits; whether
+ * its kernel ran. */
+static bool run_same(ty_runtime *rt, int which, const double *ref) {
+  bool kernel = false;
+  double *got = run_chain(rt, which, &kernel);
+  CHECK(same(ref, got));
+  free(got);
+  return kernel;
+}
+
 /* No child of this process is left (all reaped). */
 static bool no_children(void) {
   int st;
@@ -293,11 +303,7 @@ TEST(runs_under_2p18_compile_from_the_eighth_sight) {
   int so, src, other;
   for (int r = 0; r < 3; r++) { /* one sight each */
     ty_runtime *rt = req_runtime(3, true);
-    bool kernel = true;
-    double *got = run_chain(rt, 2, &kernel);
-    CHECK(!kernel);
-    CHECK(same(ref, got));
-    free(got);
+    CHECK(!run_same(rt, 2, ref)); /* interpreted, the same bits */
     ty_runtime_destroy(rt);
   }
   count_files(&so, &src, &other);
@@ -345,11 +351,7 @@ TEST(shutdown_with_a_compile_in_flight) {
   setup("shutdown", 2.0);
   double *ref = unfused(0);
   ty_runtime *rt = req_runtime(3, true);
-  bool kernel = true;
-  double *got = run_chain(rt, 0, &kernel);
-  CHECK(!kernel);
-  CHECK(same(ref, got));
-  free(got);
+  CHECK(!run_same(rt, 0, ref)); /* interpreted, the same bits */
   const double t0 = now();
   ty_runtime_destroy(rt);
   CHECK(now() - t0 < 1.5); /* not waiting for the 2 s compile */
@@ -368,10 +370,7 @@ TEST(shutdown_with_a_compile_in_flight) {
     CHECK_EQ_INT(src, 1);
     CHECK_EQ_INT(other, 0);
     rt = req_runtime(1, true);
-    got = run_chain(rt, 0, &kernel);
-    CHECK(kernel); /* from the disk cache, at once */
-    CHECK(same(ref, got));
-    free(got);
+    CHECK(run_same(rt, 0, ref)); /* from the disk cache, at once */
     ty_runtime_destroy(rt);
   }
   free(ref);
@@ -384,11 +383,7 @@ TEST(failing_compiler_leaves_the_interpreter) {
   double *ref = unfused(2);
   ty_runtime *rt = req_runtime(3, true);
   for (int i = 0; i < 20; i++) {
-    bool kernel = true;
-    double *got = run_chain(rt, 2, &kernel);
-    CHECK(!kernel);
-    CHECK(same(ref, got));
-    free(got);
+    CHECK(!run_same(rt, 2, ref)); /* interpreted, the same bits */
     usleep(50000);
   }
   ty_runtime_destroy(rt);
@@ -454,14 +449,9 @@ TEST(starved_niced_compile_runs_again_at_own_priority) {
   const int base = logging_cc("niced", cc, log);
   double *ref = unfused(2);
   ty_runtime *rt = req_runtime(3, true);
-  bool kernel = true;
-  double *got = run_chain(rt, 2, &kernel);
-  CHECK(!kernel);
-  CHECK(same(ref, got));
-  free(got);
+  CHECK(!run_same(rt, 2, ref)); /* interpreted, the same bits */
   if (ty__isa_lanes()) {
-    kernel = wait_kernel(rt, ref, 50000); /* well before the niced try's 60 s */
-    CHECK(kernel);
+    CHECK(wait_kernel(rt, ref, 50000)); /* well before the niced try's 60 s */
     /* the log: the niced try's 19 (absent when, on a loaded machine, that
      * try was starved before it could write it), then our own niceness */
     int tries[3];
@@ -487,14 +477,9 @@ TEST(old_program_compiles_at_own_priority_at_once) {
   double *ref = unfused(2);
   ty_runtime *rt = req_runtime(3, true);
   usleep((useconds_t)(TY__CC_NICE_S * 1e6) + 100000); /* older than the cap */
-  bool kernel = true;
-  double *got = run_chain(rt, 2, &kernel);
-  CHECK(!kernel);
-  CHECK(same(ref, got));
-  free(got);
+  CHECK(!run_same(rt, 2, ref)); /* interpreted, the same bits */
   if (ty__isa_lanes()) {
-    kernel = wait_kernel(rt, ref, 20000);
-    CHECK(kernel);
+    CHECK(wait_kernel(rt, ref, 20000));
     int tries[3];
     const int nt_ = read_tries(log, tries);
     CHECK_EQ_INT(nt_, 1);
