@@ -147,10 +147,8 @@ static void *lb_take(tl_heap *h, size_t size) {
   return malloc((size_t)(c + 1) * LB_STEP);
 }
 
-/* Files p under the largest class its usable size holds. */
-static void lb_give(tl_heap *h, void *p) {
-  size_t cap = malloc_usable_size(p);
-  int c = cap >= LB_MAX ? LB_CLASSES - 1 : (int)(cap / LB_STEP) - 1;
+/* Files p under class c (its usable size is at least LB_STEP * (c + 1)). */
+static void lb_file(tl_heap *h, void *p, int c) {
   if (c < 0 || h->nfree[c] >= LB_KEEP) {
     free(p);
     return;
@@ -158,6 +156,12 @@ static void lb_give(tl_heap *h, void *p) {
   *(void **)p = h->head[c];
   h->head[c] = p;
   h->nfree[c]++;
+}
+
+/* Files p under the largest class its usable size holds. */
+static void lb_give(tl_heap *h, void *p) {
+  size_t cap = malloc_usable_size(p);
+  lb_file(h, p, cap >= LB_MAX ? LB_CLASSES - 1 : (int)(cap / LB_STEP) - 1);
 }
 
 /* A growth or shrink of a block (ptr, osize) with the lists in use. */
@@ -249,6 +253,15 @@ static void *heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
       tl_slot *u = slot_of(h, (uintptr_t)ptr);
       assert(u->tag == &tl_store_tag);
       ty_store_release(u->store);
+#ifndef LB_OFF
+      /* a slot's block came from lb_take (made after the bind, and the
+       * lists are in use from heap_install until lb_clear): its class is
+       * its size's, without malloc_usable_size (~20 instructions an op) */
+      if (h->keep && osize <= LB_MAX) {
+        lb_file(h, ptr, lb_class(osize));
+        return NULL;
+      }
+#endif
     }
 #ifndef LB_OFF
     if (ptr && osize <= LB_MAX && h->keep) {

@@ -149,11 +149,10 @@ void ty__policy_shared_free(ty_runtime *rt) {
   rt->npol_shared = 0;
 }
 
-/* ty__policy_resolve's way for all but the commonest launch: out of line,
- * so that the common one saves no registers. */
-__attribute__((noinline)) static const ty_resolved *
-resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
-        const ty_policy *options, ty_resolved *own) {
+/* ty__policy_resolve's way (internal.h) for all but the commonest launch,
+ * which that one takes in line. */
+const ty_resolved *ty__policy_resolve_any(ty_runtime *rt, const ty_task *task, const ty_arg *args,
+                                          int nargs, const ty_policy *options, ty_resolved *own) {
   if (!options && rt->has_launch_options) options = &rt->launch_options;
   bool plain = !options && !task->traits.set;
   for (int i = 0; i < nargs && plain && rt->any_hint; i++)
@@ -187,14 +186,6 @@ resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
   return own;
 }
 
-const ty_resolved *ty__policy_resolve(ty_runtime *rt, const ty_task *task, const ty_arg *args,
-                                      int nargs, const ty_policy *options, ty_resolved *own) {
-  /* no option, trait, hint or scope anywhere: the runtime's */
-  if (!options && !rt->has_launch_options && !task->traits.set && !rt->any_hint &&
-      rt->nscopes == 0 && rt->have_base_pol)
-    return &rt->base_pol;
-  return resolve(rt, task, args, nargs, options, own);
-}
 
 static void resolve_axes(const ty_runtime *rt, const ty_task *task, const ty_arg *args, int nargs,
                          const ty_policy *options, ty_resolved *out) {

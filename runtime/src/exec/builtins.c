@@ -90,10 +90,7 @@ ty_dtype ty__unary_compute_dtype(ty_op op, ty_dtype in) {
   }
 }
 
-ty_dtype ty__binary_compute_dtype(ty_op op, ty_dtype a, ty_dtype b) {
-  /* two operands of one float dtype, whatever the op: that dtype (every case
-   * below gives it), without the calls (~45 instructions of a small op) */
-  if (a == b && (a == TY_F64 || a == TY_F32)) return a;
+ty_dtype ty__binary_compute_dtype_any(ty_op op, ty_dtype a, ty_dtype b) {
   ty_dtype c = ty_dtype_promote(a, b);
   switch (op) {
   case TY_OP_ADD:
@@ -108,25 +105,6 @@ ty_dtype ty__binary_compute_dtype(ty_op op, ty_dtype a, ty_dtype b) {
   case TY_OP_ARCTAN2: /* numpy's first float loop both cast to safely: i16 with u16 is f32 */
   case TY_OP_HYPOT: return ty_dtype_promote(ty_dtype_float_of(a), ty_dtype_float_of(b));
   default: return c; /* maximum/minimum of bools stay bool (or/and), as numpy */
-  }
-}
-
-ty_dtype ty__op_out_dtype(ty_op op, ty_dtype compute) {
-  switch (op) {
-  case TY_OP_NOT:
-  case TY_OP_LT:
-  case TY_OP_LE:
-  case TY_OP_GT:
-  case TY_OP_GE:
-  case TY_OP_EQ:
-  case TY_OP_NE:
-  case TY_OP_AND:
-  case TY_OP_OR:
-  case TY_OP_XOR:
-  case TY_OP_ISNAN:
-  case TY_OP_ISINF:
-  case TY_OP_ISFINITE: return TY_BOOL;
-  default: return compute;
   }
 }
 

@@ -349,18 +349,20 @@ ty_status ty_binary(ty_runtime *rt, ty_op op, ty_store *a, ty_store *b, ty_store
   if ((st = check_store(rt, "ty_binary", "a", a))) return st;
   if ((st = check_store(rt, "ty_binary", "b", b))) return st;
   int nd;
-  int64_t shape[TY_MAX_RANK];
+  int64_t common[TY_MAX_RANK];
   /* The common cases skip the general rule (~40 instructions an op): a 0-d
    * operand (a number next to a store) or two operands of one shape take
-   * the other's, or the common, shape. */
+   * the other's, or the common, shape; the domain is then that operand's
+   * shape itself (the caller holds it; no copy, ~20 instructions). */
   const ty_store *dom = b->ndim == 0 ? a : a->ndim == 0 ? b : NULL;
   if (!dom && a->ndim == b->ndim &&
       memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0)
     dom = a;
+  const int64_t *shape = common;
   if (dom) {
     nd = dom->ndim;
-    memcpy(shape, dom->shape, sizeof(int64_t) * (size_t)nd);
-  } else if (ty_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &nd, shape)) {
+    shape = dom->shape;
+  } else if (ty_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &nd, common)) {
     return no_broadcast(rt, "ty_binary", a, b);
   }
   const ty_dtype ct = ty__binary_compute_dtype(op, a->dtype, b->dtype);
@@ -368,7 +370,8 @@ ty_status ty_binary(ty_runtime *rt, ty_op op, ty_store *a, ty_store *b, ty_store
   ty_store *ins[2] = {a, b};
   const ty_dtype in_t[2] = {ct, ct};
   st = ew_launch(rt, tasks(rt)->op[op], ty__op_out_dtype(op, ct), nd, shape, 2, ins, in_t, out);
-  if (!st) ty__range_binary(op, a, b, *out); /* labels - 1 keeps known bounds */
+  /* labels - 1 keeps known bounds (range.c; both known, else nothing) */
+  if (!st && a->storage->has_range && b->storage->has_range) ty__range_binary(op, a, b, *out);
   return st;
 }
 

@@ -313,10 +313,6 @@ static bool copy_window(fcache *c, const ty_runtime *rt) {
 static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
   const int n = rt->nwindow;
   const ty_task *fused = ty__fused_task(rt);
-  for (int i = 0; i < n; i++) {
-    const ty_pending *l = rt->window[i];
-    if (l->task == fused || l->fuse_end.kind || l->pol->p.memory > 0) return false;
-  }
   /* the launch table (filled when a decision is recorded): twice the launches */
   if (!table_fit(c, n)) return false;
   if (++c->gen == 0) {
@@ -338,6 +334,10 @@ static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
   uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
   for (int i = 0; i < n; i++) {
     const ty_pending *l = rt->window[i];
+    const ty_policy *p = &l->pol->p;
+    /* not remembered (checked here, not in a walk of its own: ~11
+     * instructions a launch; what was marked and copied so far is scratch) */
+    if (l->task == fused || l->fuse_end.kind || p->memory > 0) return false;
     const bool mm = l->origin[0] == 'm' && strncmp(l->origin, "matmul k=", 9) == 0;
     const size_t olen = mm ? strlen(l->origin) : 0;
     const size_t sw = (l->scalar_bytes + 7) / 8, ow = (olen + 7) / 8;
@@ -350,7 +350,6 @@ static bool make_key(fcache *c, ty_runtime *rt, bool full, int n0) {
     *k++ = l->seq - seq0;
     *k++ = w;
     *k++ = (uint64_t)(uint32_t)l->max_pieces | (uint64_t)l->nosplit << 32;
-    const ty_policy *p = &l->pol->p;
     *k++ = (uint64_t)p->mode | (uint64_t)p->target << 8 | (uint64_t)p->fuse << 16 |
            (uint64_t)p->fastmath << 17 | (uint64_t)olen << 24 | (uint64_t)(uint32_t)p->overdecompose << 32;
     *k++ = (uint64_t)p->min_chunk;
