@@ -104,9 +104,10 @@ static int unary(lua_State *L, ty_op op, const tl_sig *s) {
 /* A Lua integer next to an integer store narrower than i64 in arithmetic (not a comparison,
  * which compares exactly in i64, nor and/or) must fit the store's dtype, as
  * numpy 2 requires (docs/dtypes.md). */
+static bool weak_int_op(ty_op op) { return !(op >= TY_OP_LT && op <= TY_OP_OR) && op != TY_OP_XOR; }
+
 static void check_weak_int(lua_State *L, ty_op op, const char *fn, int idx, const ty_store *peer) {
-  if (!peer || !lua_isinteger(L, idx) || (op >= TY_OP_LT && op <= TY_OP_OR) || op == TY_OP_XOR)
-    return;
+  if (!peer || !lua_isinteger(L, idx) || !weak_int_op(op)) return;
   tl_check_int_fits(L, fn, lua_tointeger(L, idx), ty_store_dtype(peer));
 }
 
@@ -121,8 +122,8 @@ static int binary(lua_State *L, ty_op op, const tl_sig *s) {
   int from = 0;
   ty_store *out = lua_isnil(L, 3) && lua_isnil(L, TL_OPTS(s)) ? NULL : out_arg(L, s, 3, &from);
   /* a number next to a store comes from the constant cache (one per call) */
-  ty_store *a = a0 ? a0 : b0 ? tl_const_operand_in(L, bx, 1, fn, b0) : tl_operand(L, 1, fn, NULL);
-  ty_store *b = b0 ? b0 : a0 ? tl_const_operand_in(L, bx, 2, fn, a0) : tl_operand(L, 2, fn, NULL);
+  ty_store *a = a0 ? a0 : b0 ? tl_const_operand_in(L, bx, 1, fn, b0, false) : tl_operand(L, 1, fn, NULL);
+  ty_store *b = b0 ? b0 : a0 ? tl_const_operand_in(L, bx, 2, fn, a0, false) : tl_operand(L, 2, fn, NULL);
   ty_store **slot = tl_newslot_in(L, bx);
   ty_status st;
   bx->consts_busy = !a0 || !b0; /* held across TL_TRY's flushes */
@@ -141,10 +142,11 @@ static int meta_binary(lua_State *L, ty_op op, const tl_sig *s) {
   const char *fn = s->fn;
   ty_runtime *rt = tl_rt_in(L, bx);
   ty_store *a0 = tl_teststore_in(L, bx, 1, fn), *b0 = tl_teststore_in(L, bx, 2, fn);
-  if (!a0) check_weak_int(L, op, fn, 1, b0);
-  if (!b0) check_weak_int(L, op, fn, 2, a0);
-  ty_store *a = a0 ? a0 : b0 ? tl_const_operand_in(L, bx, 1, fn, b0) : tl_operand(L, 1, fn, NULL);
-  ty_store *b = b0 ? b0 : a0 ? tl_const_operand_in(L, bx, 2, fn, a0) : tl_operand(L, 2, fn, NULL);
+  /* a number next to a store: its integer checked as binary() checks it,
+   * on the constant cache's one read of the value (~25 instructions) */
+  const bool fits = weak_int_op(op);
+  ty_store *a = a0 ? a0 : b0 ? tl_const_operand_in(L, bx, 1, fn, b0, fits) : tl_operand(L, 1, fn, NULL);
+  ty_store *b = b0 ? b0 : a0 ? tl_const_operand_in(L, bx, 2, fn, a0, fits) : tl_operand(L, 2, fn, NULL);
   ty_store **slot = tl_newslot_in(L, bx);
   ty_status st;
   bx->consts_busy = !a0 || !b0; /* held across TL_TRY's flushes */

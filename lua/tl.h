@@ -179,7 +179,7 @@ ty_runtime *tl_rt_in(lua_State *L, tl_box *b);
 ty_store **tl_newslot_in(lua_State *L, const tl_box *b);
 void tl_created_in(lua_State *L, tl_box *b, const ty_store *s);
 ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, const char *fn,
-                              const ty_store *peer);
+                              const ty_store *peer, bool fits);
 /* After a store with fresh storage is created: account its bytes and run a
  * full collection when the bytes created since the last one exceed the
  * threshold (see tycho_lua.c), so that loops of temporaries Lua no longer
@@ -205,7 +205,9 @@ ty_store **tl_checkslot_in(lua_State *L, const tl_box *b, int idx);
 /* tl_operand for a number next to a store (peer), idx holding no store: the
  * 0-d store comes from the box's constant cache and is owned by it, so
  * nothing is allocated when a loop reuses its numbers. Valid until the next
- * tl_const_operand call: at most one per C call. */
+ * tl_const_operand call: at most one per C call. tl_const_operand_in's
+ * `fits`: an integer must fit peer's dtype too (tl_check_int_fits), checked
+ * on the one read of the value (lops.c's arithmetic). */
 ty_store *tl_const_operand(lua_State *L, int idx, const char *fn, const ty_store *peer);
 /* Release the constant cache (before the runtime goes). */
 void tl_consts_clear(tl_box *b);

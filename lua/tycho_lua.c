@@ -504,13 +504,13 @@ void tl_consts_clear(tl_box *b) {
 ty_store *tl_const_operand(lua_State *L, int idx, const char *fn, const ty_store *peer) {
   tl_box *b = lua_touserdata(L, lua_upvalueindex(1));
   if (!b) return tl_operand(L, idx, fn, peer);
-  return tl_const_operand_in(L, b, idx, fn, peer);
+  return tl_const_operand_in(L, b, idx, fn, peer, false);
 }
 
 /* The value is read from the stack once (a type test, an integer test and
  * the number): its dtype, the cache key and the 0-d store come from it. */
 ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, const char *fn,
-                              const ty_store *peer) {
+                              const ty_store *peer, bool fits) {
   int tp = lua_type(L, idx);
   if ((tp != LUA_TNUMBER && tp != LUA_TBOOLEAN) || !b->rt)
     return tl_operand(L, idx, fn, peer); /* its errors */
@@ -532,6 +532,7 @@ ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, const char *fn,
     t = weak_number(false, 0, peer != NULL, peer ? ty_store_dtype(peer) : TY_F64);
   } else {
     iv = lua_tointeger(L, idx);
+    if (fits && peer) tl_check_int_fits(L, fn, iv, ty_store_dtype(peer));
     bits = (uint64_t)iv;
     t = weak_number(true, iv, peer != NULL, peer ? ty_store_dtype(peer) : TY_F64);
   }

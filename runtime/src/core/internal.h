@@ -587,7 +587,11 @@ void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out);
 /* The memory axis in force for a store created now (innermost scope, else
  * global; 0: no streaming): inside a streamed scope a store is charged against
  * the host budget only when allocated, since streaming may never allocate it. */
-size_t ty__policy_memory_now(const ty_runtime *rt);
+static inline size_t ty__policy_memory_now(const ty_runtime *rt) {
+  for (int i = rt->nscopes - 1; i >= 0; i--)
+    if (rt->scopes[i].policy.set & TY_POL_MEMORY) return rt->scopes[i].policy.memory;
+  return (rt->cfg.policy.set & TY_POL_MEMORY) ? rt->cfg.policy.memory : 0;
+}
 
 /* Streaming (stream.c): run the window w[0 .. n) of a streamed scope piece by
  * piece under its memory budget (the launches' memory axis), after fusion.

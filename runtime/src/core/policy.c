@@ -400,8 +400,3 @@ ty_status ty_policy_set(ty_policy *p, const char *key, const char *value, char *
 #undef BAD
 }
 
-size_t ty__policy_memory_now(const ty_runtime *rt) {
-  for (int i = rt->nscopes - 1; i >= 0; i--)
-    if (rt->scopes[i].policy.set & TY_POL_MEMORY) return rt->scopes[i].policy.memory;
-  return (rt->cfg.policy.set & TY_POL_MEMORY) ? rt->cfg.policy.memory : 0;
-}
