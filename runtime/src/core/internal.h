@@ -426,9 +426,11 @@ void ty__tile_range(int ndim, const int64_t *shape, const int64_t *strides, int6
 void ty__store_range(const ty_store *s, uint64_t *lo, uint64_t *hi, bool *dense);
 
 /* Runtime references held by stores (core/store.c; the last one calls
- * rt->finalize). */
-void ty__runtime_ref(ty_runtime *rt);
-void ty__runtime_unref(ty_runtime *rt);
+ * rt->finalize), in line: one of each a store, ~6 instructions in calls. */
+static inline void ty__runtime_ref(ty_runtime *rt) { rt->refs++; }
+static inline void ty__runtime_unref(ty_runtime *rt) {
+  if (--rt->refs == 0) rt->finalize(rt);
+}
 
 /* ty_store_retain and ty_store_release in line, for the core's own paths:
  * a small operation takes and drops ~12 references (its arguments in the

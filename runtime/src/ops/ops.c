@@ -281,8 +281,18 @@ static ty_status ew_launch(ty_runtime *rt, const ty_task *task, ty_dtype ot, int
         args[i + 1] = arg_in(ins[i]);
         continue;
       }
-      /* of its type (a number next to a store): viewed as it is, no cast held */
+      /* of its type (a number next to a store): viewed as it is, no cast held;
+       * the view its 0-d store holds for this shape (broadcast_view) serves
+       * without a reference of ours (its store's keeps it until the launch
+       * takes its own) */
       ty_store *src = ins[i];
+      ty_store *v = src->ndim == 0 && src->dtype == in_t[i] ? src->bview : NULL;
+      same = v && v->ndim == nd;
+      for (int k = 0; same && k < nd; k++) same = v->shape[k] == shape[k];
+      if (same) {
+        args[i + 1] = arg_in(v);
+        continue;
+      }
       if (src->dtype != in_t[i] && !(st = new_copy(rt, src, in_t[i], &conv[i]))) src = conv[i];
       if (!st) st = broadcast_view(rt, src, nd, shape, &views[i]);
       if (!st) args[i + 1] = arg_in(views[i]);
