@@ -199,7 +199,18 @@ ty_store *tl_checkstore(lua_State *L, int idx, const char *fn, const char *what)
 ty_store *tl_operand(lua_State *L, int idx, const char *fn, const ty_store *peer);
 /* tl_teststore for a function whose upvalue 1 is the box b: the metatable is
  * compared by pointer (no registry lookup). */
-ty_store *tl_teststore_in(lua_State *L, const tl_box *b, int idx, const char *fn);
+ty_store *tl_teststore_in_any(lua_State *L, const tl_box *b, int idx, const char *fn);
+/* ... in line for an operator's operands (~25 instructions an op in the
+ * calls): a value that is no userdata (a number) and an open tagged store
+ * are answered here, anything else by tl_teststore_in_any. */
+static inline ty_store *tl_teststore_in(lua_State *L, const tl_box *b, int idx, const char *fn) {
+  if (b && b->store_meta) {
+    const tl_slot *u = lua_touserdata(L, idx);
+    if (!u) return NULL;
+    if (lua_rawlen(L, idx) == sizeof(tl_slot) && u->tag == &tl_store_tag && u->store) return u->store;
+  }
+  return tl_teststore_in_any(L, b, idx, fn);
+}
 /* luaL_checkudata(L, idx, TL_STORE) for such a function. */
 ty_store **tl_checkslot_in(lua_State *L, const tl_box *b, int idx);
 /* tl_operand for a number next to a store (peer), idx holding no store: the

@@ -260,7 +260,7 @@ static ty_store **slot_in(lua_State *L, const tl_box *b, int idx) {
   return is ? lua_touserdata(L, idx) : NULL;
 }
 
-ty_store *tl_teststore_in(lua_State *L, const tl_box *b, int idx, const char *fn) {
+ty_store *tl_teststore_in_any(lua_State *L, const tl_box *b, int idx, const char *fn) {
   if (!b || !b->store_meta) return tl_teststore(L, idx, fn);
   ty_store **p = slot_in(L, b, idx);
   if (!p) return NULL;
