@@ -175,7 +175,12 @@ void tl_heap_unbind(lua_State *L, tl_heap *h);
  * read is ~38 instructions): lops.c's operators, element-wise functions and
  * reductions. b may be NULL (tl_rt_in raises then, as tl_rt does), except
  * for tl_const_operand_in. */
-ty_runtime *tl_rt_in(lua_State *L, tl_box *b);
+ty_runtime *tl_rt_in_any(lua_State *L, tl_box *b);
+/* ... in line when the runtime is open and L's scopes are synced */
+static inline ty_runtime *tl_rt_in(lua_State *L, tl_box *b) {
+  if (b && b->rt && b->pol && b->pol->synced == L) return b->rt;
+  return tl_rt_in_any(L, b);
+}
 ty_store **tl_newslot_in(lua_State *L, const tl_box *b);
 void tl_created_in(lua_State *L, tl_box *b, const ty_store *s);
 ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, const char *fn,

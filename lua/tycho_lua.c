@@ -106,7 +106,7 @@ ty_runtime *tl_rt(lua_State *L) {
   return b->rt;
 }
 
-ty_runtime *tl_rt_in(lua_State *L, tl_box *b) {
+ty_runtime *tl_rt_in_any(lua_State *L, tl_box *b) {
   if (!b || !b->rt) luaL_error(L, "tycho: the runtime is closed");
   if (!b->pol || b->pol->synced != L) tl_policy_sync(L, b->rt);
   return b->rt;
