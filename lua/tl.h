@@ -182,7 +182,14 @@ static inline ty_runtime *tl_rt_in(lua_State *L, tl_box *b) {
   return tl_rt_in_any(L, b);
 }
 ty_store **tl_newslot_in(lua_State *L, const tl_box *b);
-void tl_created_in(lua_State *L, tl_box *b, const ty_store *s);
+void tl_created_over(lua_State *L, tl_box *b);
+/* ... its accounting in line; past the threshold (or none set yet),
+ * tl_created_over decides on the collection */
+static inline void tl_created_in(lua_State *L, tl_box *b, const ty_store *s) {
+  if (!s || !b || !b->rt) return;
+  b->gc_debt += (uint64_t)ty_store_size(s) * ty_dtype_size(ty_store_dtype(s));
+  if (b->gc_debt >= b->gc_threshold) tl_created_over(L, b);
+}
 ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, const char *fn,
                               const ty_store *peer, bool fits);
 /* After a store with fresh storage is created: account its bytes and run a

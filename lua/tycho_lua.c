@@ -229,9 +229,7 @@ void tl_created(lua_State *L, const ty_store *s) {
   tl_created_in(L, lua_touserdata(L, lua_upvalueindex(1)), s);
 }
 
-void tl_created_in(lua_State *L, tl_box *b, const ty_store *s) {
-  if (!s || !b || !b->rt) return;
-  b->gc_debt += (uint64_t)ty_store_size(s) * ty_dtype_size(ty_store_dtype(s));
+void tl_created_over(lua_State *L, tl_box *b) {
   if (b->gc_threshold == 0) b->gc_threshold = gc_floor(b);
   if (b->gc_debt < b->gc_threshold) return;
   if (!lua_gc(L, LUA_GCISRUNNING)) return; /* honour collectgarbage("stop") */
