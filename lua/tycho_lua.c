@@ -507,8 +507,8 @@ ty_store *tl_const_operand(lua_State *L, int idx, const char *fn, const ty_store
 
 /* The value is read from the stack once (a type test, an integer test and
  * the number): its dtype, the cache key and the 0-d store come from it. */
-ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, const char *fn,
-                              const ty_store *peer, bool fits) {
+ty_store *tl_const_operand_in_any(lua_State *L, tl_box *b, int idx, const char *fn,
+                                  const ty_store *peer, bool fits) {
   int tp = lua_type(L, idx);
   if ((tp != LUA_TNUMBER && tp != LUA_TBOOLEAN) || !b->rt)
     return tl_operand(L, idx, fn, peer); /* its errors */
@@ -525,8 +525,7 @@ ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, const char *fn,
     t = TY_BOOL;
   } else if (isfloat) {
     fv = (double)lua_tonumber(L, idx);
-    memcpy(&bits, &fv, sizeof bits);
-    bits ^= UINT64_C(0x9e3779b97f4a7c15); /* 1 and 1.0 differ */
+    bits = tl_const_float_bits(fv);
     t = weak_number(false, 0, peer != NULL, peer ? ty_store_dtype(peer) : TY_F64);
   } else {
     iv = lua_tointeger(L, idx);
