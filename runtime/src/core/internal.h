@@ -671,6 +671,9 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d);
  * (live stores of rt, aligned ones of the domain's shape, no overlap
  * between a written argument and another, valid options): ops.c. */
 ty_status ty__window_append_valid(ty_runtime *rt, const ty_launch_desc *d);
+/* ... for an element-wise launch: no scalars, options, origin or limits */
+ty_status ty__window_append_ew(ty_runtime *rt, const ty_task *task, int ndim, const int64_t *domain,
+                               int nargs, const ty_arg *args);
 
 /* Fusion (fuse.c): rewrite rt->window[0 .. rt->nwindow) in place, replacing
  * fusible runs by fused launches (nwindow may shrink). Runs at the start of a

@@ -300,8 +300,7 @@ ew_launch(ty_runtime *rt, const ty_task *task, ty_dtype ot, int nd, const int64_
     }
     /* valid by construction: res is new (nothing else can alias it), the
      * inputs are stores of rt (the callers checked) viewed to the domain */
-    ty_launch_desc d = {.task = task, .ndim = nd, .domain = shape, .nargs = nin + 1, .args = args};
-    if (!st) st = ty__window_append_valid(rt, &d);
+    if (!st) st = ty__window_append_ew(rt, task, nd, shape, nin + 1, args);
     for (int i = 0; i < nin; i++) {
       ty__store_release(views[i]);
       ty__store_release(conv[i]);

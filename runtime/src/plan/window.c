@@ -192,8 +192,12 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
 
 /* The checks above cost ~130 instructions of a small operation's ~4,400;
  * ops.c's element-wise launches (a new output store, inputs viewed to the
- * domain's shape) pass them by construction and come here directly. */
-ty_status ty__window_append_valid(ty_runtime *rt, const ty_launch_desc *d) {
+ * domain's shape) pass them by construction and come here directly, through
+ * ty__window_append_ew: this body in line there, without the description's
+ * scalars, options, origin and limits (~30 instructions an op to fill the
+ * description and test them). */
+__attribute__((always_inline)) static inline ty_status append_valid(ty_runtime *rt,
+                                                                   const ty_launch_desc *d) {
   const char *name = d->task->name;
   /* a write forgets the bounds its store's op left (range.c) */
   for (int i = 0; i < d->nargs; i++)
@@ -272,6 +276,14 @@ ty_status ty__window_append_valid(ty_runtime *rt, const ty_launch_desc *d) {
   rt->window[rt->nwindow++] = l;
   rt->stats.launches++;
   return TY_OK;
+}
+
+ty_status ty__window_append_valid(ty_runtime *rt, const ty_launch_desc *d) { return append_valid(rt, d); }
+
+ty_status ty__window_append_ew(ty_runtime *rt, const ty_task *task, int ndim, const int64_t *domain,
+                               int nargs, const ty_arg *args) {
+  const ty_launch_desc d = {.task = task, .ndim = ndim, .domain = domain, .nargs = nargs, .args = args};
+  return append_valid(rt, &d);
 }
 
 /* ---- the launch graph and waves ------------------------------------------------- */
