@@ -338,6 +338,16 @@ typedef ty_sbuf sbuf;
  * masks (-1 true, 0 false), what GCC's vector comparisons give. */
 static void preamble(sbuf *b) {
   put(b, "/* tycho: a fused run compiled by runtime/src/exec/fused_codegen.c */\n");
+  /* Passes that change nothing in the generated kernels but cost compile
+   * CPU: gcc 12 at -O1 gives the same assembly without them for 18 of the
+   * 19 units of eight bench programs (the 19th, k-means' row argmin: its
+   * spill slots renumbered, as many instructions), in 10% fewer cc1
+   * instructions for CG 256^2's three units (CCP alone ~8%; a cc1's fixed
+   * start is ~57M of a unit's 190-250M). A pragma, not flags: clang
+   * ignores it (under -w), where unknown -f flags fail its compile; flags
+   * would save 14% (bench/README.md, session 21). */
+  put(b, "#pragma GCC optimize (\"no-tree-ccp\", \"no-tree-bit-ccp\", \"no-dse\", \"no-ipa-pure-const\", "
+         "\"no-ipa-reference\", \"no-if-conversion2\", \"no-compare-elim\")\n");
   put(b, "#ifndef %s\n#error \"tycho: this kernel needs the runtime's vector ISA (%s)\"\n#endif\n", CG_ISA, CG_ISA);
   /* the flags are part of the text, so of the cache key (fk-<hash>.so) */
   put(b, "/* compiled with: %s */\n", ty__isa_cflags());
