@@ -89,6 +89,7 @@ typedef struct tl_box {
   pol_state *pol;         /* the state's policy record once lpolicy.c opened it (tl_rt's
                              fast check: the running thread is the synced one) */
   const void *store_meta; /* the store metatable (tl_isstore's pointer test) */
+  int store_meta_ref;     /* registry[store_meta_ref] is that metatable (tl_newslot_in) */
   tl_heap *heap;          /* the state's heap when store userdata have no __gc (lheap.c):
                              each slot made is adopted by it */
 } tl_box;

@@ -128,12 +128,14 @@ static int box_gc(lua_State *L) {
   b->heap = NULL;
   tl_tasks_close(b); /* first: an owned runtime frees the Lua tasks' records */
   tl_consts_clear(b);
+  luaL_unref(L, LUA_REGISTRYINDEX, b->store_meta_ref);
+  b->store_meta_ref = LUA_NOREF;
   if (b->rt && b->owned) ty_runtime_destroy(b->rt);
   b->rt = NULL;
   return 0;
 }
 
-/* The box's user value 1 is the store metatable once bound (tl_newslot). */
+/* The box's user value 1 is the store metatable once bound. */
 static tl_box *push_box(lua_State *L, ty_runtime *rt, bool owned) {
   tl_box *b = lua_newuserdatauv(L, sizeof *b, 1);
   b->rt = rt;
@@ -147,6 +149,7 @@ static tl_box *push_box(lua_State *L, ty_runtime *rt, bool owned) {
   b->consts_busy = false;
   b->pol = NULL;
   b->store_meta = NULL;
+  b->store_meta_ref = LUA_NOREF;
   b->heap = NULL;
   if (luaL_newmetatable(L, TL_BOXMETA)) {
     lua_pushcfunction(L, box_gc);
@@ -175,9 +178,13 @@ int tl_reclaim(lua_State *L, ty_runtime *rt, int attempt) {
 
 uint64_t tl_flushes(ty_runtime *rt) { return ty_flush_count(rt); }
 
-/* The store metatable comes from the box's user value (an array read)
- * rather than from the registry by name, whose string lookup was ~130
- * instructions of every operation (callgrind, bench/workloads/overhead.lua). */
+/* The store metatable comes from the registry by the box's integer
+ * reference (an array read, one API call) rather than by name, whose string
+ * lookup was ~130 instructions of every operation (callgrind,
+ * bench/workloads/overhead.lua), or from the box's user value with a pointer
+ * test (~70, three calls: the user value is open to debug.setuservalue). The
+ * registry is what luaL_setmetatable trusts too; the value is a table there
+ * unless debug.getregistry() replaced it (then the name's, as before). */
 const char tl_store_tag = 0;
 
 ty_store **tl_newslot_in(lua_State *L, const tl_box *b) {
@@ -187,8 +194,7 @@ ty_store **tl_newslot_in(lua_State *L, const tl_box *b) {
   tl_heap *h = b ? b->heap : tl_heap_of(L);
   if (h) tl_heap_adopt(L, h, u);
   if (b && b->store_meta) {
-    if (lua_getiuservalue(L, lua_upvalueindex(1), 1) == LUA_TTABLE &&
-        lua_topointer(L, -1) == b->store_meta) {
+    if (lua_rawgeti(L, LUA_REGISTRYINDEX, b->store_meta_ref) == LUA_TTABLE) {
       lua_setmetatable(L, -2);
       return &u->store;
     }
@@ -819,9 +825,12 @@ static int bind(lua_State *L) {
 
   luaL_newmetatable(L, TL_STORE); /* sets __name = "tycho.store" */
   int meta = lua_gettop(L);
-  ((tl_box *)lua_touserdata(L, box))->store_meta = lua_topointer(L, meta);
+  tl_box *bm = lua_touserdata(L, box);
+  bm->store_meta = lua_topointer(L, meta);
   lua_pushvalue(L, meta);
-  lua_setiuservalue(L, box, 1); /* for tl_newslot */
+  lua_setiuservalue(L, box, 1); /* keeps it with the box */
+  lua_pushvalue(L, meta);
+  bm->store_meta_ref = luaL_ref(L, LUA_REGISTRYINDEX); /* for tl_newslot_in */
   setfuncs(L, meta, box, tl_store_meta);
   setfuncs(L, meta, box, tl_ops_meta);
   /* Without __gc where the allocator releases stores (lheap.c); removed

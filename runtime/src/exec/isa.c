@@ -90,7 +90,15 @@ static int current(void) {
   return i >= 0 ? i : choose(from_env());
 }
 
-const ty__kernels *ty__kern(void) { return levels[current()].table; }
+/* The chosen level never changes (choose's compare-and-swap), so every
+ * thread that stores the table stores the same pointer. */
+_Atomic(const ty__kernels *) ty__kern_now = NULL;
+
+const ty__kernels *ty__kern_choose(void) {
+  const ty__kernels *k = levels[current()].table;
+  atomic_store_explicit(&ty__kern_now, k, memory_order_release);
+  return k;
+}
 
 int ty__isa_index(void) { return current(); }
 const char *ty__isa_cflags(void) { return levels[current()].flags; }

@@ -367,8 +367,15 @@ typedef struct ty__kernels {
 } ty__kernels;
 
 /* The table of the level this process runs with (isa.c; chosen at the first
- * call, or by the first runtime's config). */
-const ty__kernels *ty__kern(void);
+ * call, or by the first runtime's config). Once chosen it is a load in line
+ * (ty__kern_now; the call was ~15 instructions of every element-wise launch,
+ * whose loop test reads it); before, ty__kern_choose chooses and returns it. */
+extern _Atomic(const ty__kernels *) ty__kern_now;
+const ty__kernels *ty__kern_choose(void);
+static inline const ty__kernels *ty__kern(void) {
+  const ty__kernels *k = atomic_load_explicit(&ty__kern_now, memory_order_acquire);
+  return k ? k : ty__kern_choose();
+}
 
 /* Outside the kernel set, the hot entry points are the chosen level's: a
  * variant registered through these macros is the one its address is compared
