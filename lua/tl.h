@@ -202,11 +202,11 @@ static inline uint64_t tl_const_float_bits(double v) {
   return x.u ^ UINT64_C(0x9e3779b97f4a7c15);
 }
 /* ... in line for a float next to an f64 or f32 store (it takes the store's
- * dtype) found in the cache: ~30 instructions an op in the calls; anything
+ * dtype) found in the cache (type: lua_type(L, idx), which the caller read): ~30 instructions an op in the calls; anything
  * else, misses included, goes to tl_const_operand_in_any. */
-static inline ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, const char *fn,
-                                            const ty_store *peer, bool fits) {
-  if (peer && b->rt && !b->consts_stale && lua_type(L, idx) == LUA_TNUMBER && !lua_isinteger(L, idx)) {
+static inline ty_store *tl_const_operand_typed_in(lua_State *L, tl_box *b, int idx, const char *fn,
+                                                  const ty_store *peer, bool fits, int type) {
+  if (peer && b->rt && !b->consts_stale && type == LUA_TNUMBER && !lua_isinteger(L, idx)) {
     const ty_dtype t = ty_store_dtype(peer);
     const uint64_t bits = t == TY_F64 || t == TY_F32 ? tl_const_float_bits(lua_tonumber(L, idx)) : 0;
     for (int i = 0; bits && i < TL_CONSTS; i++) {
@@ -218,6 +218,11 @@ static inline ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, co
     }
   }
   return tl_const_operand_in_any(L, b, idx, fn, peer, fits);
+}
+/* ... where the caller has not read the value's type (lua_type) yet */
+static inline ty_store *tl_const_operand_in(lua_State *L, tl_box *b, int idx, const char *fn,
+                                            const ty_store *peer, bool fits) {
+  return tl_const_operand_typed_in(L, b, idx, fn, peer, fits, lua_type(L, idx));
 }
 /* After a store with fresh storage is created: account its bytes and run a
  * full collection when the bytes created since the last one exceed the
