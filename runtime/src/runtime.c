@@ -258,6 +258,7 @@ static void runtime_free(ty_runtime *rt) {
   free(rt->window);
   free(rt->explain);
   ty__store_pools_free(rt);
+  ty__in_place_free(rt);
   free(rt);
 }
 

@@ -311,6 +311,7 @@ struct ty_runtime {
   bool flushing;
   int8_t window_cut; /* window.c, TYCHO_WINDOW_CUT: 0 not read yet, 1 on, -1 off */
   int8_t in_place;   /* exec/inplace.c, TYCHO_IN_PLACE: 0 not read yet, 1 on, -1 off */
+  struct ty__inplace_memo *inplace_memo; /* exec/inplace.c: its answers for recent fused runs */
   uint64_t flush_epoch;
   ty_pending *free_pending; /* launches kept for reuse (linked through args[0].store) */
   int nfree_pending;
@@ -449,6 +450,8 @@ static inline void ty__store_release(ty_store *s) {
 void ty__cache_drop(ty_runtime *rt);
 /* Free the store and storage records kept for reuse (store.c). */
 void ty__store_pools_free(ty_runtime *rt);
+/* Frees what exec/inplace.c keeps of the fused runs it saw (runtime destroy). */
+void ty__in_place_free(ty_runtime *rt);
 
 /* A growable text buffer (sbuf.c) for the texts the core renders: explain
  * tables, traces, stats. An allocation failure sets `failed` and later

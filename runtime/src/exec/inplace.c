@@ -117,16 +117,18 @@ static bool fused_order_ok(const ty__fhead *h, int i, int o) {
   return first_write >= 0 && last_read <= first_write;
 }
 
+/* Fused run h has no registered task and no arg reduction. */
+static bool fused_elementwise(const ty__fhead *h) {
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s))
+    if (s->kind == TY__FK_TASK || s->kind == TY__FK_ARGREDUCE) return false;
+  return true;
+}
+
 /* The launch is element-wise as a whole: a built-in element-wise task, or
- * a fused run with no registered task and no arg reduction. */
-static bool elementwise(const ty_runtime *rt, const ty_pending *l, const ty__fhead **h) {
-  *h = fused_head(rt, l);
-  if (*h) {
-    const ty__fsub *s = ty__fsub_first(*h);
-    for (int k = 0; k < (*h)->nsub; k++, s = ty__fsub_next(s))
-      if (s->kind == TY__FK_TASK || s->kind == TY__FK_ARGREDUCE) return false;
-    return true;
-  }
+ * a fused run (h, its description, or NULL) fused_elementwise accepts. */
+static bool elementwise(const ty_runtime *rt, const ty_pending *l, const ty__fhead *h) {
+  if (h) return fused_elementwise(h);
   if (l->task == ty__fused_task(rt)) return false; /* a description it cannot read */
   ty__fsub sub;
   ty__fillval fill;
@@ -135,18 +137,83 @@ static bool elementwise(const ty_runtime *rt, const ty_pending *l, const ty__fhe
          sub.kind == TY__FK_CAST;
 }
 
+/* The answers that depend on a fused run's description alone
+ * (fused_elementwise, fused_order_ok), kept for the last MEMO_N descriptions
+ * seen, compared byte for byte: a loop's flushes replay the same few
+ * (plan/fuse_cache.c), and the two walks over every sub-operation were
+ * ~2,500 instructions of a 64-launch flush (~40 an operation of
+ * bench/workloads/overhead.lua); the compare is ~200. */
+#define MEMO_N 8
+
+typedef struct memo_entry {
+  unsigned char *desc; /* a copy of the description (bytes; cap allocated) */
+  uint32_t bytes, cap;
+  bool elem;           /* fused_elementwise */
+  int i, o;            /* the last pair fused_order_ok answered (-1: none) */
+  bool ok;
+} memo_entry;
+
+struct ty__inplace_memo {
+  memo_entry e[MEMO_N];
+  int next; /* the entry a miss replaces */
+};
+
+void ty__in_place_free(ty_runtime *rt) {
+  if (!rt->inplace_memo) return;
+  for (int k = 0; k < MEMO_N; k++) free(rt->inplace_memo->e[k].desc);
+  free(rt->inplace_memo);
+  rt->inplace_memo = NULL;
+}
+
+/* h's entry, made on a miss; NULL when memory runs out (the caller walks). */
+static memo_entry *memo_of(ty_runtime *rt, const ty__fhead *h) {
+  struct ty__inplace_memo *c = rt->inplace_memo;
+  if (!c && !(c = rt->inplace_memo = ty__calloc(1, sizeof *c))) return NULL;
+  for (int k = 0; k < MEMO_N; k++) {
+    memo_entry *e = &c->e[k];
+    if (e->bytes == h->bytes && memcmp(e->desc, h, h->bytes) == 0) return e;
+  }
+  memo_entry *e = &c->e[c->next];
+  if (e->cap < h->bytes) {
+    unsigned char *p = ty__malloc(h->bytes);
+    if (!p) return NULL;
+    free(e->desc);
+    e->desc = p;
+    e->cap = h->bytes;
+  }
+  c->next = (c->next + 1) % MEMO_N;
+  memcpy(e->desc, h, h->bytes);
+  e->bytes = h->bytes;
+  e->elem = fused_elementwise(h);
+  e->i = e->o = -1;
+  return e;
+}
+
+/* fused_order_ok through h's entry m (may be NULL) */
+static bool order_ok(memo_entry *m, const ty__fhead *h, int i, int o) {
+  if (m && m->i == i && m->o == o) return m->ok;
+  const bool ok = fused_order_ok(h, i, o);
+  if (m) {
+    m->i = i;
+    m->o = o;
+    m->ok = ok;
+  }
+  return ok;
+}
+
 void ty__in_place(ty_runtime *rt, ty_pending *l) {
   if (l->lb_arg || l->pol->p.memory > 0 || rt->dist.nranks > 1 || !enabled(rt)) return;
   bool out = false;
   for (int o = 0; o < l->nargs && !out; o++) out = fresh_output(l, o);
   if (!out) return;
-  const ty__fhead *h;
-  if (!elementwise(rt, l, &h)) return;
+  const ty__fhead *h = fused_head(rt, l);
+  memo_entry *m = h ? memo_of(rt, h) : NULL;
+  if (m ? !m->elem : !elementwise(rt, l, h)) return;
   for (int o = 0; o < l->nargs; o++) {
     if (!fresh_output(l, o)) continue;
     for (int i = 0; i < l->nargs; i++) {
       if (i == o || !dead_input(l, i) || !same_view(l->args[i].store, l->args[o].store)) continue;
-      if (h ? !fused_order_ok(h, i, o) : o != 0) continue; /* a built-in writes argument 0 */
+      if (h ? !order_ok(m, h, i, o) : o != 0) continue; /* a built-in writes argument 0 */
       ty__storage_lend(rt, l->args[i].store->storage, l->args[o].store->storage);
       break;
     }
