@@ -142,7 +142,7 @@ static bool elementwise(const ty_runtime *rt, const ty_pending *l, const ty__fhe
  * seen, compared byte for byte: a loop's flushes replay the same few
  * (plan/fuse_cache.c), and the two walks over every sub-operation were
  * ~2,500 instructions of a 64-launch flush (~40 an operation of
- * bench/workloads/overhead.lua); the compare is ~200. */
+ * bench/workloads/overhead.lua); the compare is ~330. */
 #define MEMO_N 8
 
 typedef struct memo_entry {
