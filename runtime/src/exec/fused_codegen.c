@@ -1428,38 +1428,32 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
  * sub-operation. Element-wise runs only, without pow (whose squaring flag
  * the kernels read per row); the entry is ty_fk2's, so the caller (which
  * takes any layout for a piece one element wide) needs nothing new. */
-/* W rows from row r: gather, body, scatter; the arguments' addresses and
- * strides in locals (a[] and os[] read inside the loop are reloaded after
- * every store). Written out, a full vector costs ~2 instructions an
- * argument and row at W = 4; a loop of W per argument measured ~45 a row.
- * The last m < W rows go through the same statements: the pass starts at
- * row r0 = n0 - W (the lanes before r, sh of them, are rows already done:
- * computed again but not stored), and a column shorter than W repeats its
- * last row in the lanes past it (q<j> = min(j, n0 - 1), not stored either).
- * A stored lane's row has not been written yet, so it reads the values it
- * always read, and lanes are independent: the bits of a zero-padded tail.
- * One loop and no tail block: CG 256^2's column unit took 174M cc1
- * instructions with a tail of element loops and a second body, 130M so;
- * its warm kernel runs ~45% more instructions (clamped lane offsets held
- * in registers or on the stack; bench/README "Cold start, one pass for a
- * column's tail: session 21"). */
-static void col_part(sbuf *b, const ty_pending *f) {
-  put(b, "    const i64 r0 = r + W <= n0 || n0 < W ? r : n0 - W, sh = r - r0;\n");
+/* W rows (m < 0: written out, one statement a row) or the last m of a
+ * column: gather, body, scatter; the arguments' addresses and strides in
+ * locals (a[] and os[] read inside the loop are reloaded after every
+ * store). Written out, a full vector costs ~2 instructions an argument and
+ * row at W = 4; a loop of W per argument measured ~45 a row. */
+static void col_part(sbuf *b, const ty_pending *f, bool full) {
   for (int k = 0; k < f->nargs; k++) {
     const int es = (int)ty_dtype_size(f->args[k].store->dtype);
-    put(b, "    char t%d[W * %d] __attribute__((aligned(64)));\n", k, es);
-    put(b, "    const char *s%d = a%d_ + r0 * o%d_;\n    __builtin_memcpy(t%d, s%d, %d);\n", k, k, k, k, k, es);
-    for (int j = 1; j < CG_W; j++) put(b, "    __builtin_memcpy(t%d + %d, s%d + q%d * o%d_, %d);\n", k, j * es, k, j, k, es);
+    put(b, "    char t%d[W * %d] __attribute__((aligned(64)))%s;\n", k, es, full ? "" : " = {0}");
+    put(b, "    const char *s%d = a%d_ + r * o%d_;\n", k, k, k);
+    if (full)
+      for (int j = 0; j < CG_W; j++) put(b, "    __builtin_memcpy(t%d + %d, s%d + %d * o%d_, %d);\n", k, j * es, k, j, k, es);
+    else
+      put(b, "    for (int j = 0; j < m; j++) __builtin_memcpy(t%d + j * %d, s%d + j * o%d_, %d);\n", k, es, k, k, es);
     put(b, "    p[%d] = t%d;\n", k, k);
   }
   put(b, "    body(p, D, sq, K, Bc);\n");
   for (int k = 0; k < f->nargs; k++)
     if (f->args[k].priv != TY_PRIV_IN) {
       const int es = (int)ty_dtype_size(f->args[k].store->dtype);
-      put(b, "    if (sh == 0) __builtin_memcpy((char *)s%d, t%d, %d);\n", k, k, es);
-      for (int j = 1; j < CG_W; j++)
-        put(b, "    if (sh <= %d && %d < n0) __builtin_memcpy((char *)s%d + %d * o%d_, t%d + %d, %d);\n", j, j, k, j, k,
-            k, j * es, es);
+      if (full)
+        for (int j = 0; j < CG_W; j++)
+          put(b, "    __builtin_memcpy((char *)s%d + %d * o%d_, t%d + %d, %d);\n", k, j, k, k, j * es, es);
+      else
+        put(b, "    for (int j = 0; j < m; j++) __builtin_memcpy((char *)s%d + j * o%d_, t%d + j * %d, %d);\n", k, k,
+            k, es, es);
     }
 }
 
@@ -1492,9 +1486,10 @@ static bool generate_col(const ty_pending *f, sbuf *b, uint64_t *contig) {
   put(b, "  double K[%d], Bc[1];\n  int sq[1];\n  char *p[%d];\n  (void)n1;\n", h->nconsts + 1, f->nargs + 1);
   put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
   for (int k = 0; k < f->nargs; k++) put(b, "  char *const a%d_ = a[%d];\n  const i64 o%d_ = os[%d];\n", k, k, k, k);
-  for (int j = 1; j < CG_W; j++) put(b, "  const i64 q%d = %d < n0 ? %d : n0 - 1;\n", j, j, j);
-  put(b, "  for (i64 r = 0; r < n0; r += W) {\n");
-  col_part(b, f);
+  put(b, "  i64 r = 0;\n  for (; r + W <= n0; r += W) {\n");
+  col_part(b, f, true);
+  put(b, "  }\n  if (r < n0) {\n    const int m = (int)(n0 - r);\n");
+  col_part(b, f, false);
   put(b, "  }\n}\n");
   return !b->failed;
 }
