@@ -22,6 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Fuses the window; *kind becomes the kind of the fused run's compiled
+ * kernel when one was loaded (left as it is otherwise). */
+static void fuse_kind(ty_runtime *rt, int *kind) {
+  ty__fuse(rt);
+  for (int i = 0; i < rt->nwindow; i++)
+    if (rt->window[i]->task == ty__fused_task(rt)) {
+      const ty__fhead *h = (const ty__fhead *)rt->window[i]->scalars;
+      if (h->kernel) *kind = (int)h->kernel_kind;
+    }
+}
 
 /* a column of n values and a row of m, with a NaN and infinities in them */
 static ty_store *values(ty_runtime *rt, int64_t n, double scale, bool specials) {
@@ -66,14 +76,7 @@ static double *program(int cpus, bool fuse, int64_t n, int64_t m, ty_reduce_op o
   if (axis >= -1) REQ(rt, ty_reduce(rt, op, x, axis, &out));
   ty_store_release(d), ty_store_release(ab), ty_store_release(t);
   if (out != x) ty_store_release(x);
-  if (fuse) {
-    ty__fuse(rt);
-    for (int i = 0; i < rt->nwindow; i++)
-      if (rt->window[i]->task == ty__fused_task(rt)) {
-        const ty__fhead *h = (const ty__fhead *)rt->window[i]->scalars;
-        if (h->kernel) *kind = (int)h->kernel_kind;
-      }
-  }
+  if (fuse) fuse_kind(rt, kind);
   int64_t size = ty_store_size(out);
   double *res = malloc((size_t)size * sizeof *res);
   REQ(rt, ty_store_read(rt, out, res, (size_t)size * sizeof *res));
@@ -246,14 +249,7 @@ static double sum_program(int cpus, bool fuse, int64_t n, bool strided, int *kin
   REQ(rt, ty_reduce(rt, TY_RED_SUM, t4, -1, &out));
   ty_store_release(t1), ty_store_release(t2), ty_store_release(t3), ty_store_release(t4);
   *kind = -1;
-  if (fuse) {
-    ty__fuse(rt);
-    for (int i = 0; i < rt->nwindow; i++)
-      if (rt->window[i]->task == ty__fused_task(rt)) {
-        const ty__fhead *h = (const ty__fhead *)rt->window[i]->scalars;
-        if (h->kernel) *kind = (int)h->kernel_kind;
-      }
-  }
+  if (fuse) fuse_kind(rt, kind);
   double res = 0;
   REQ(rt, ty_store_read(rt, out, &res, sizeof res));
   ty_store_release(out), ty_store_release(x), ty_store_release(y), ty_store_release(s);
@@ -327,14 +323,7 @@ static double *column_program(int cpus, bool fuse, int64_t n, int kinds[2]) {
       ty_store_release(yy), ty_store_release(z), ty_store_release(s);
       s = sum;
     }
-    if (fuse) {
-      ty__fuse(rt);
-      for (int i = 0; i < rt->nwindow; i++)
-        if (rt->window[i]->task == ty__fused_task(rt)) {
-          const ty__fhead *h = (const ty__fhead *)rt->window[i]->scalars;
-          if (h->kernel) kinds[part] = (int)h->kernel_kind;
-        }
-    }
+    if (fuse) fuse_kind(rt, &kinds[part]);
     REQ(rt, ty_flush(rt));
   }
   double *res = malloc((size_t)(n + 1) * sizeof *res);
