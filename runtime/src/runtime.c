@@ -315,7 +315,7 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       "stores_live", "stream_groups", "stream_pieces", "stream_peak", "gpu_launches",
       "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_evictions", "dist_launches",
       "dist_bytes", "dist_collectives", "fused_inplace", "dist_messages", "dist_wait_ns",
-      "dist_overlap_pieces", "fuse_cache_hits", "bytes_in_place", "fused_switched"};
+      "dist_overlap_pieces", "fuse_cache_hits", "bytes_in_place", "fused_switched", "waves_ceded"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.fused_compiled, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
                      s.bytes_allocated, s.bytes_freed, s.bytes_live, s.bytes_peak,
@@ -324,7 +324,7 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
                      s.gpu_h2d_bytes, s.gpu_d2h_bytes, s.gpu_d2d_bytes, s.gpu_evictions,
                      s.dist_launches, s.dist_bytes, s.dist_collectives, s.fused_inplace, s.dist_messages,
                      s.dist_wait_ns, s.dist_overlap_pieces, s.fuse_cache_hits,
-                     s.bytes_in_place, s.fused_switched};
+                     s.bytes_in_place, s.fused_switched, s.waves_ceded};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
   char *b = ty__malloc(cap);
@@ -367,6 +367,9 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
         (unsigned long long)s.critical_path, (unsigned long long)s.widest_wave);
     PUT("  concurrent      %llu launches ran in waves of two or more (%.0f%%)\n",
         (unsigned long long)s.concurrent_launches, frac * 100);
+    if (s.waves_ceded)
+      PUT("  ceded           %llu waves ran on one worker fewer beside a background compile\n",
+          (unsigned long long)s.waves_ceded);
     PUT("  memory          peak %s (allocator), transient peak %s (simulated), live %s\n", peak,
         tpeak, live);
     PUT("  allocated       %s in all, %s freed, %s of temporaries elided\n", alloc, freed, elided);

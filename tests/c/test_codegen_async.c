@@ -16,6 +16,7 @@
 #include "fused.h"
 #include "internal.h"
 #include "codegen_cc.h"
+#include "team.h"
 
 #include <tycho/tycho.h>
 
@@ -955,6 +956,65 @@ TEST(units_link_sleef_and_libm_only_when_called) {
   teardown();
 }
 
+/* Ceding a core (exec.c, cede): while a background compile runs
+ * (ty__cc_running counts it) and a wave would use every core the process
+ * may run on (2 here, whatever the machine: ty__usable_cpus_test), the
+ * wave runs on one worker fewer; its pieces are the same, so the
+ * interpreter's bits, and the compiled kernel's once loaded, when no wave
+ * cedes. A runtime on fewer workers than cores never cedes. */
+TEST(waves_cede_a_core_while_a_compile_runs_same_bits) {
+  setup("cede", 1.0);
+  ty__usable_cpus_test = 2;
+  double *ref = unfused(0);
+  CHECK_EQ_INT(ty__cc_running(), 0);
+  ty_runtime *rt = req_runtime(2, true);
+  bool kernel = true;
+  double *got = run_chain(rt, 0, &kernel);
+  CHECK(!kernel); /* the compile takes a second at least */
+  CHECK(same(ref, got));
+  free(got);
+  ty_stats st;
+  ty_get_stats(rt, &st);
+  CHECK_EQ_INT(ty__cc_running(), 1);
+  CHECK(st.waves_ceded >= 1); /* the run's wave: its compile started at the fusion pass */
+  char *text = NULL;
+  CHECK(ty_stats_format(rt, "json", &text) == TY_OK);
+  CHECK(text && strstr(text, "\"waves_ceded\": "));
+  free(text);
+  /* a runtime on one worker fewer than the cores: no ceding */
+  ty_runtime *one = req_runtime(1, true);
+  got = run_chain(one, 0, &kernel);
+  CHECK(same(ref, got));
+  free(got);
+  ty_get_stats(one, &st);
+  CHECK_EQ_INT(st.waves_ceded, 0);
+  ty_runtime_destroy(one);
+  if (ty__isa_lanes()) {
+    for (const double t0 = now(); !kernel && now() - t0 < 120;) {
+      usleep(50000);
+      got = run_chain(rt, 0, &kernel);
+      CHECK(same(ref, got));
+      free(got);
+    }
+    CHECK(kernel);
+    CHECK_EQ_INT(ty__cc_running(), 0); /* its poll saw the compile end */
+    ty_stats st0, st1;
+    ty_get_stats(rt, &st0);
+    got = run_chain(rt, 0, &kernel);
+    ty_get_stats(rt, &st1);
+    CHECK(kernel);
+    CHECK(same(ref, got));
+    free(got);
+    CHECK_EQ_INT(st1.waves_ceded, st0.waves_ceded); /* nothing compiling: every worker */
+  }
+  ty_runtime_destroy(rt);
+  CHECK_EQ_INT(ty__cc_running(), 0);
+  ty__usable_cpus_test = 0;
+  free(ref);
+  CHECK(no_children());
+  teardown();
+}
+
 static const check_case cases[] = {
     CASE(runs_while_compiling_then_switches_same_bits),
     CASE(runs_under_2p18_compile_from_the_eighth_sight),
@@ -969,5 +1029,6 @@ static const check_case cases[] = {
     CASE(switches_between_rows_same_bits),
     CASE(late_structures_compile_once_their_runs_add_up),
     CASE(units_link_sleef_and_libm_only_when_called),
+    CASE(waves_cede_a_core_while_a_compile_runs_same_bits),
 };
 CHECK_MAIN(cases)

@@ -315,6 +315,8 @@ typedef struct ty_stats {
                                read for the last time, not allocated (docs/scheduling.md) */
   uint64_t fused_switched;  /* pieces of interpreted fused runs that took their kernel when its
                                background compile ended mid-launch (docs/fusion.md) */
+  uint64_t waves_ceded;     /* waves (and launches run alone) given one worker fewer than the
+                               cores, left to a background compile (docs/internals.md) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 /* ty_stats.flushes alone (a binding asks it around every call). */

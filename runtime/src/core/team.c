@@ -133,6 +133,23 @@ int ty__team_default_spin(void) {
   return DEFAULT_SPIN_US;
 }
 
+int ty__usable_cpus_test;
+
+int ty__usable_cpus(void) {
+  static int cached; /* 0: not counted yet; racing threads count the same */
+  if (ty__usable_cpus_test > 0) return ty__usable_cpus_test;
+  int n = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (n > 0) return n;
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+  if (n < 1) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  if (n < 1) n = 1;
+  __atomic_store_n(&cached, n, __ATOMIC_RELAXED);
+  return n;
+}
+
 static void futex_wait(_Atomic uint32_t *word, uint32_t seen) {
 #ifdef __linux__
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);

@@ -45,4 +45,10 @@ int ty__team_worker(void);
  * TYCHO_SPIN_US from the environment, else the default (team.c). */
 int ty__team_default_spin(void);
 
+/* The processors this process may run on (its affinity mask; the online
+ * ones where that cannot be read), counted once. */
+int ty__usable_cpus(void);
+/* Tests only (test_codegen_async.c): when > 0, what ty__usable_cpus says. */
+extern int ty__usable_cpus_test;
+
 #endif

@@ -24,6 +24,10 @@
 
 extern char **environ;
 
+/* ty__cc_running's count (codegen_cc.h): started detached jobs not yet
+ * polled done or failed, nor released. */
+static int running;
+
 static bool write_file(const char *path, const char *data, size_t len) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
@@ -242,7 +246,20 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
     return false;
   }
   j->pid = pid;
+  if (detached) {
+    j->counted = true;
+    __atomic_fetch_add(&running, 1, __ATOMIC_RELAXED);
+  }
   return true;
+}
+
+int ty__cc_running(void) { return __atomic_load_n(&running, __ATOMIC_RELAXED); }
+
+/* j ended (or is no longer this process's to watch): out of the count. */
+static void uncount(ty__ccjob *j) {
+  if (!j->counted) return;
+  j->counted = false;
+  __atomic_fetch_sub(&running, 1, __ATOMIC_RELAXED);
 }
 
 /* Reap j's process: blocking or not; false while it runs. *status its
@@ -296,17 +313,20 @@ int ty__cc_poll(ty__ccjob *j, bool block) {
      * someone else (status -1) tells nothing: the files will */
     if (j->pid > 0 && reap(j, false, &status) && status != -1 && !exited_ok(status)) j->outcome = -1;
     if (all_installed(j)) {
+      uncount(j);
       unlink(j->failed);
       if (j->pid > 0) reap(j, true, &status); /* the shell, about to exit if not gone */
       free_targets(j);
       return 1;
     }
     if (j->outcome < 0 && j->pid == 0) {
+      uncount(j);
       remove_temporaries(j); /* the shell failed: no compile runs */
       free_targets(j);
       return -1;
     }
     if (access(j->failed, F_OK) == 0) {
+      uncount(j);
       unlink(j->failed);
       if (j->pid > 0) reap(j, true, &status);
       free_targets(j);
@@ -326,6 +346,7 @@ int ty__cc_poll(ty__ccjob *j, bool block) {
 }
 
 void ty__cc_release(ty__ccjob *j) {
+  uncount(j);
   if (j->pid > 0) {
     int status;
     if (j->detached) { /* the compile goes on, nobody's child here */

@@ -65,6 +65,7 @@ typedef struct ty__cctarget {
 typedef struct ty__ccjob {
   pid_t pid;          /* the compiler (waited) or the launching shell (detached); 0 once reaped */
   bool detached;
+  bool counted;       /* detached, started and not yet seen to end: in ty__cc_running */
   int outcome;        /* detached: the shell's failure (-1) once reaped, else 0 */
   int n;              /* kernels */
   ty__cctarget *t;    /* n targets (owned; freed when the job holds no file) */
@@ -93,5 +94,11 @@ int ty__cc_poll(ty__ccjob *j, bool block);
 
 /* Release a job still running (see the top), and its memory. */
 void ty__cc_release(ty__ccjob *j);
+
+/* Detached compiles this process started that no poll has yet seen end
+ * and that were not released: a relaxed atomic load, any thread. The
+ * executor runs waves on one worker fewer while it is not 0 and the
+ * machine has no core to spare for the compiler (exec.c, cede). */
+int ty__cc_running(void);
 
 #endif /* TY_CODEGEN_CC_H */
