@@ -517,14 +517,23 @@ static void run_one(void *arg, int64_t item, int worker) {
 }
 
 /* Cede a core to the compiler: while a background compile of this process
- * runs (codegen_cc.h, ty__cc_running) and a wave would keep every core this
- * process may use busy, it runs on one worker fewer, so the compiler gets a
- * core instead of preempting a worker mid-wave, which every other worker
- * then waits for at the wave's end. Cold CG 256^2 on 2 cores (idle, session
- * 21): 1.43x the warm wall time for 1.07x its CPU, 1746 voluntary and 771
- * involuntary context switches a process against 426 and 22 warm. The
- * pieces and their order stay the same, only fewer workers run them: the
- * same bits. TYCHO_CEDE=0 turns it off (read once a process). */
+ * runs (codegen_cc.h, ty__cc_running) and a short wave would keep every
+ * core this process may use busy, it runs on one worker fewer, so the
+ * compiler gets a core instead of preempting a worker mid-wave, which the
+ * other workers then wait for at the wave's end. Cold CG 256^2 on 2 cores
+ * (idle, session 21): 1.43x the warm wall time for 1.07x its CPU, 1746
+ * voluntary and 771 involuntary context switches a process against 426 and
+ * 22 warm; its ~9 waves an iteration are 0.5-2 MiB. Short: at most
+ * CEDE_BYTES (explain's bytes, the wave's launches together), ~0.5 ms of
+ * one core, a small part of a compile (50-100 ms), so a wave does not keep
+ * the core idle long after the compile ended. A long wave keeps every
+ * worker: a Black-Scholes 10M wave ceded at its start ran on one worker to
+ * its end although its kernel arrived inside it (cold 1.17-1.50 s against
+ * 0.95-1.04 s, bench/README.md, "Cold start, a core ceded: session 22").
+ * The pieces and their order stay the same, only fewer workers run them:
+ * the same bits. TYCHO_CEDE=0 turns it off (read once a process). */
+#define CEDE_BYTES ((int64_t)8 << 20)
+
 static bool cede_on(void) {
   static int on = -1; /* racing threads read the same environment */
   int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
@@ -536,11 +545,18 @@ static bool cede_on(void) {
   return v;
 }
 
-static int cede(ty_runtime *rt, int threads) {
-  if (threads < 2 || ty__cc_running() == 0 || threads < ty__usable_cpus() || !cede_on()) return threads;
+/* The workers for a wave of `bytes` (-1: unknown) that would run on
+ * `threads`: one fewer when it cedes (counted in stats.waves_ceded). */
+static int cede(ty_runtime *rt, int threads, int64_t bytes) {
+  if (threads < 2 || bytes < 0 || bytes > CEDE_BYTES || ty__cc_running() == 0 ||
+      threads < ty__usable_cpus() || !cede_on())
+    return threads;
   rt->stats.waves_ceded++;
   return threads - 1;
 }
+
+/* A launch's bytes as the partitioner counted them; -1 when not known. */
+static int64_t launch_bytes(const prepared *pr) { return pr->explain ? pr->explain->bytes : -1; }
 
 /* Run every piece of one prepared launch, in parallel when it has several. */
 static void run_pieces(ty_runtime *rt, prepared *pr) {
@@ -550,7 +566,8 @@ static void run_pieces(ty_runtime *rt, prepared *pr) {
     run_piece(rt, pr, first, this_worker());
     return;
   }
-  int procs = pr->omp ? rt->cfg.omps : cede(rt, pieces < rt->cfg.cpus ? pieces : rt->cfg.cpus);
+  int procs = pr->omp ? rt->cfg.omps
+                      : cede(rt, pieces < rt->cfg.cpus ? pieces : rt->cfg.cpus, launch_bytes(pr));
   launch_job job = {rt, pr, first};
   ty__team_for(team(rt), procs, pieces, false, run_one, &job);
 }
@@ -928,7 +945,13 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
       points &= slots[k].pr->tiling.pieces == 1 && slots[k].pr->l->pol->p.mode == TY_MODE_TASK;
     const bool fixed = points && total <= threads;
     if (!fixed && ty__tiny_wave(prs, sts, count)) threads = 1; /* no worker is woken */
-    else if (!fixed) threads = cede(rt, threads);
+    else if (!fixed) {
+      int64_t bytes = 0;
+      for (int m = 0; m < count && bytes >= 0; m++)
+        if (sts[m] == TY_OK && !prs[m].skip && !prs[m].gpu && prs[m].last > prs[m].first)
+          bytes = launch_bytes(&prs[m]) < 0 ? -1 : bytes + launch_bytes(&prs[m]);
+      threads = cede(rt, threads, bytes);
+    }
     if (halos && (fixed || early == 0)) { /* none to run meanwhile, or slots fixed to workers */
       ty__dist_halos_wait(rt, halos);
       halos = NULL;
