@@ -174,6 +174,8 @@ static void print_help(FILE *f) {
           "TYCHO_SCATTER_DIRECT=bytes: x[i] = y with a long i into a line of more\n"
           "bytes (default 16 MiB) scatters bucketed by window (README); 0: always\n"
           "(a value that is not a whole number of bytes is an error).\n"
+          "TYCHO_CEDE=0: short waves keep every worker while a compile runs in the\n"
+          "background (default 1: one worker fewer, the compiler gets a core).\n"
           "TYCHO_FUSE_CACHE=0: decide every window's fusion afresh instead of\n"
           "replaying the decision of a window of the same structure (default 1;\n"
           "another value is an error).\n"

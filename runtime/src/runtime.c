@@ -93,6 +93,10 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
     if (err) snprintf(err, errlen, "TYCHO_WINDOW_CUT must be 0 or 1, got '%s'", v);
     st = TY_EINVAL;
   }
+  if ((v = getenv("TYCHO_CEDE")) && *v && parse_int(v, 0, 1, &n) != 0) { /* exec/exec.c */
+    if (err) snprintf(err, errlen, "TYCHO_CEDE must be 0 or 1, got '%s'", v);
+    st = TY_EINVAL;
+  }
   if ((v = getenv("TYCHO_IN_PLACE")) && *v && parse_int(v, 0, 1, &n) != 0) { /* exec/inplace.c */
     if (err) snprintf(err, errlen, "TYCHO_IN_PLACE must be 0 or 1, got '%s'", v);
     st = TY_EINVAL;

@@ -655,7 +655,7 @@ ty_status ty__put_bucketed(ty_runtime *rt, const char *fn, ty_store *xv, ty_stor
  * (ops.c); on an error res is released. Returns st or the cast's status. */
 ty_status ty__logical_result(ty_runtime *rt, ty_status st, bool logical, ty_store *res, ty_store **out);
 /* An on/off switch read where it is used (TYCHO_FUSE_CACHE, TYCHO_WINDOW_CUT,
- * TYCHO_IN_PLACE): off when the variable holds a whole number equal to 0,
+ * TYCHO_IN_PLACE, TYCHO_CEDE): off when the variable holds a whole number equal to 0,
  * as ty_config_init reads it (which refuses anything but 0 or 1 at start). */
 static inline bool ty__env_off(const char *name) {
   const char *v = getenv(name);

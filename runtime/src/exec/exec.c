@@ -538,8 +538,7 @@ static bool cede_on(void) {
   static int on = -1; /* racing threads read the same environment */
   int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
   if (v < 0) {
-    const char *e = getenv("TYCHO_CEDE");
-    v = !(e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "false")));
+    v = !ty__env_off("TYCHO_CEDE");
     __atomic_store_n(&on, v, __ATOMIC_RELAXED);
   }
   return v;
