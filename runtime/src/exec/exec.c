@@ -523,11 +523,11 @@ static void run_one(void *arg, int64_t item, int worker) {
  * other workers then wait for at the wave's end. Cold CG 256^2 on 2 cores
  * (idle, session 21): 1.43x the warm wall time for 1.07x its CPU, 1746
  * voluntary and 771 involuntary context switches a process against 426 and
- * 22 warm; its ~9 waves an iteration are 0.5-2 MiB. Short: at most
- * CEDE_BYTES (explain's bytes, the wave's launches together), ~0.5 ms of
- * one core, a small part of a compile (50-100 ms), so a wave does not keep
- * the core idle long after the compile ended. A long wave keeps every
- * worker: a Black-Scholes 10M wave ceded at its start ran on one worker to
+ * 22 warm (its waves are under CEDE_BYTES: 2,000-2,700 of its 16,198 cede
+ * while it compiles). Short: at most CEDE_BYTES (explain's bytes, the
+ * wave's launches together), under 1 ms of one core, a small part of a
+ * compile (50-100 ms), so a wave does not keep the core idle long after
+ * the compile ended. A long wave keeps every worker: a Black-Scholes 10M wave ceded at its start ran on one worker to
  * its end although its kernel arrived inside it (cold 1.17-1.50 s against
  * 0.95-1.04 s, bench/README.md, "Cold start, a core ceded: session 22").
  * The pieces and their order stay the same, only fewer workers run them:
