@@ -1011,7 +1011,10 @@ int ty__fused_variant(ty_task_ctx *ctx) {
 /* The piece: one call of fused_piece, or its ordered tiles (below). */
 static int fused_walk(ty_task_ctx *ctx, fused_fail *fail) {
   const ty__fhead *h = ctx->scalars;
-  if (ctx->pieces > 1) return fused_piece(ctx, fail);
+  /* no REDUCE sub-operation (the head's summary says so): no accumulator to
+   * look for (~30 instructions an op of a 64-op element-wise run) */
+  if (ctx->pieces > 1 || ((h->sum.flags & TY__FH_SUMMARY) && h->sum.nreduce == 0))
+    return fused_piece(ctx, fail);
   /* one piece: an ordered reduction into a REDUCE accumulator walks the
    * ordered tiles, as it would run with several pieces (ty__ordered_walk) */
   _Static_assert(TY_MAX_ARGS <= 64, "argument masks are 64 bits");
