@@ -55,14 +55,17 @@
 #include "tycho_lua.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Defined by the core (runtime/src/core/alloc.c): counts one allocation and says
- * whether the injector wants it to fail. The one internal symbol the binding
- * uses, so that Lua's allocations and the core's share one count. */
+ * whether the injector wants it to fail, and whether it counts at all (false:
+ * ty__alloc_should_fail is false and changes nothing). The internal symbols
+ * the binding uses, so that Lua's allocations and the core's share one count. */
 bool ty__alloc_should_fail(void);
+extern atomic_bool ty__alloc_counting;
 
 static bool lua_counts = true; /* TYCHO_FAIL_ALLOC_LUA=0: the core's allocations only */
 
@@ -246,23 +249,12 @@ static tl_slot *slot_of(const tl_heap *h, uintptr_t block) {
 
 /* ---- the allocator ----------------------------------------------------------------------- */
 
-static void *heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-  tl_heap *h = ud;
+/* Every allocation and free of the state but the two below: with the slot
+ * set, the lists and the injector in line, heap_alloc saved and restored the
+ * registers they use on each call (~30 instructions an operation of
+ * bench/workloads/overhead.lua, a userdata made and one freed). */
+__attribute__((noinline)) static void *heap_any(tl_heap *h, void *ptr, size_t osize, size_t nsize) {
   if (nsize == 0) {
-    if (ptr && osize == h->slot_size && h->n && set_remove(h, (uintptr_t)ptr)) {
-      tl_slot *u = slot_of(h, (uintptr_t)ptr);
-      assert(u->tag == &tl_store_tag);
-      ty_store_release(u->store);
-#ifndef LB_OFF
-      /* a slot's block came from lb_take (made after the bind, and the
-       * lists are in use from heap_install until lb_clear): its class is
-       * its size's, without malloc_usable_size (~20 instructions an op) */
-      if (h->keep && osize <= LB_MAX) {
-        lb_file(h, ptr, lb_class(osize));
-        return NULL;
-      }
-#endif
-    }
 #ifndef LB_OFF
     if (ptr && osize <= LB_MAX && h->keep) {
       lb_give(h, ptr);
@@ -290,6 +282,45 @@ static void *heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   if (h->keep) return lb_resize(h, ptr, osize, nsize);
 #endif
   return realloc(ptr, nsize);
+}
+
+/* A block of a store userdata's size freed: the store's, released, when the
+ * set holds it; otherwise heap_any's. */
+__attribute__((noinline)) static void *heap_free_sized(tl_heap *h, void *ptr, size_t osize) {
+  if (!set_remove(h, (uintptr_t)ptr)) return heap_any(h, ptr, osize, 0);
+  tl_slot *u = slot_of(h, (uintptr_t)ptr);
+  assert(u->tag == &tl_store_tag);
+  ty_store_release(u->store);
+#ifndef LB_OFF
+  /* a slot's block came from lb_take (made after the bind, and the lists
+   * are in use from heap_install until lb_clear): its class is its size's,
+   * without malloc_usable_size (~20 instructions an op) */
+  if (h->keep && osize <= LB_MAX) {
+    lb_file(h, ptr, lb_class(osize));
+    return NULL;
+  }
+#endif
+  return heap_any(h, ptr, osize, 0);
+}
+
+static void *heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  tl_heap *h = ud;
+  if (nsize == 0 && ptr && osize == h->slot_size && h->n) return heap_free_sized(h, ptr, osize);
+#ifndef LB_OFF
+  /* a new small block from its list, when the injector does not count and
+   * no probe waits for it (heap_any's answer, without its call) */
+  if (ptr == NULL && nsize - 1 < LB_MAX && h->keep && !h->probe &&
+      !atomic_load_explicit(&ty__alloc_counting, memory_order_relaxed)) {
+    const int c = lb_class(nsize);
+    void *p = h->head[c];
+    if (p) {
+      h->head[c] = *(void **)p;
+      h->nfree[c]--;
+      return p;
+    }
+  }
+#endif
+  return heap_any(h, ptr, osize, nsize);
 }
 
 /* Puts the plain allocator back and frees the heap: its lists, its set. */

@@ -30,7 +30,7 @@
  * failing): until then an allocation costs one relaxed load, not a shared
  * read-modify-write (every Lua allocation of the shell comes here too: CG at
  * 256^2 spent ~10 us an iteration, 4% of its CPU time, on the counter). */
-static atomic_bool counting;
+atomic_bool ty__alloc_counting; /* alloc.h: read by the Lua heap's fast path too */
 static atomic_long alloc_count; /* allocations since the injector was armed */
 static atomic_long fail_at;     /* 0: off; k: the k-th allocation fails */
 static atomic_long burst = 1;   /* ... and the burst - 1 after it */
@@ -42,7 +42,7 @@ void ty_fault_fail_alloc(long k) {
   atomic_store(&burst, n > 1 ? n : 1);
   atomic_store(&alloc_count, 0);
   atomic_store(&fail_at, k > 0 ? k : 0);
-  atomic_store(&counting, true);
+  atomic_store(&ty__alloc_counting, true);
 }
 
 long ty_fault_alloc_count(void) { return atomic_load(&alloc_count); }
@@ -70,7 +70,7 @@ static void trace_failure(long n) {
 }
 
 bool ty__alloc_should_fail(void) {
-  if (!atomic_load_explicit(&counting, memory_order_relaxed)) return false;
+  if (!atomic_load_explicit(&ty__alloc_counting, memory_order_relaxed)) return false;
   long k = atomic_load_explicit(&fail_at, memory_order_relaxed);
   long n = atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed) + 1;
   if (k == 0 || n < k || n >= k + atomic_load_explicit(&burst, memory_order_relaxed)) return false;

@@ -6,6 +6,7 @@
 #ifndef TY_ALLOC_H
 #define TY_ALLOC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -18,5 +19,8 @@ int ty__posix_memalign(void **p, size_t align, size_t n);
 /* Counts one allocation; true when the injector says it must fail (for
  * allocators outside this file: device pools, Lua states of the shell). */
 bool ty__alloc_should_fail(void);
+/* Whether the injector counts (armed once): false, ty__alloc_should_fail is
+ * false and changes nothing (lheap.c's fast path reads it, relaxed). */
+extern atomic_bool ty__alloc_counting;
 
 #endif /* TY_ALLOC_H */

@@ -674,7 +674,8 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d);
  * (live stores of rt, aligned ones of the domain's shape, no overlap
  * between a written argument and another, valid options): ops.c. */
 ty_status ty__window_append_valid(ty_runtime *rt, const ty_launch_desc *d);
-/* ... for an element-wise launch: no scalars, options, origin or limits */
+/* ... for an element-wise launch: no scalars, options, origin or limits;
+ * args[0] its only written argument, a store just made (no known range) */
 ty_status ty__window_append_ew(ty_runtime *rt, const ty_task *task, int ndim, const int64_t *domain,
                                int nargs, const ty_arg *args);
 

@@ -65,7 +65,19 @@ typedef struct ty__fhead {
                         when it is one broadcast element */
   uint64_t pending;  /* no kernel yet but one compiling: its ty__fslot (fused_codegen.c),
                         which the interpreter asks between chunks (fused_cpu.c), or 0 */
+  /* what every piece asks of the sub-operations (ty__fhead_summary: fuse.c
+   * fills it when it builds the description, and fused_cpu.c reads it instead
+   * of walking them, ~50 instructions an element-wise op of a 64-op run);
+   * valid when its flags have TY__FH_SUMMARY */
+  struct ty__fsummary {
+    uint16_t nops;     /* operands of all the sub-operations */
+    uint16_t max_nops; /* the most of one */
+    uint16_t nreduce;  /* REDUCE sub-operations */
+    uint16_t flags;    /* TY__FH_* */
+  } sum;
 } ty__fhead;
+
+enum { TY__FH_SUMMARY = 1u << 0, TY__FH_TASK = 1u << 1, TY__FH_ARGREDUCE = 1u << 2, TY__FH_WHOLE = 1u << 3 };
 
 /* A compiled fused run: n elements of a flat piece; args[k] is argument k's
  * first element, desc the description (its constants and fill values). */
@@ -132,6 +144,23 @@ static inline const ty__fsub *ty__fsub_first(const ty__fhead *h) {
 }
 static inline const ty__fsub *ty__fsub_next(const ty__fsub *s) {
   return (const ty__fsub *)((const char *)s + s->size);
+}
+
+/* h's summary of its sub-operations (ty__fhead.sum), from a walk of them. */
+static inline struct ty__fsummary ty__fhead_summary(const ty__fhead *h) {
+  unsigned nops = 0, max_nops = 0, nreduce = 0, flags = TY__FH_SUMMARY;
+  const ty__fsub *s = ty__fsub_first(h);
+  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
+    nops += s->nops;
+    if (s->nops > max_nops) max_nops = s->nops;
+    if (s->kind == TY__FK_TASK) flags |= TY__FH_TASK;
+    if (s->kind == TY__FK_ARGREDUCE) flags |= TY__FH_ARGREDUCE;
+    nreduce += s->kind == TY__FK_REDUCE;
+    for (int j = 0; j < s->nops; j++)
+      if (TY__FOPND_PROJ(&s->opnd[j]) == TY_PROJ_WHOLE) flags |= TY__FH_WHOLE;
+  }
+  return (struct ty__fsummary){.nops = (uint16_t)nops, .max_nops = (uint16_t)max_nops,
+                               .nreduce = (uint16_t)nreduce, .flags = (uint16_t)flags};
 }
 
 /* The walk behind a fused run's partial failures (fused_cpu.c, "Failures"):

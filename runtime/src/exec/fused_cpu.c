@@ -784,17 +784,11 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
   if (n <= 0) return 0;
 
   /* one allocation: sub-operations, operands, strides, task tiles, slots */
-  int nops = 0, max_nops = 0, nreduce = 0;
-  bool has_task = false, has_arg = false, has_whole = false;
-  const ty__fsub *s = ty__fsub_first(h);
-  for (int k = 0; k < h->nsub; k++, s = ty__fsub_next(s)) {
-    nops += s->nops;
-    if (s->nops > max_nops) max_nops = s->nops;
-    has_task |= s->kind == TY__FK_TASK;
-    has_arg |= s->kind == TY__FK_ARGREDUCE;
-    nreduce += s->kind == TY__FK_REDUCE;
-    for (int j = 0; j < s->nops; j++) has_whole |= TY__FOPND_PROJ(&s->opnd[j]) == TY_PROJ_WHOLE;
-  }
+  /* the description's summary, as fuse.c made it (or made now) */
+  const struct ty__fsummary sm = h->sum.flags & TY__FH_SUMMARY ? h->sum : ty__fhead_summary(h);
+  const int nops = sm.nops, max_nops = sm.max_nops, nreduce = sm.nreduce;
+  const bool has_task = sm.flags & TY__FH_TASK, has_arg = sm.flags & TY__FH_ARGREDUCE,
+             has_whole = sm.flags & TY__FH_WHOLE;
   /* inputs a failed launch left unavailable: the sub-operations that read
    * them are skipped (see the top), in the interpreter */
   const uint64_t unavail = ctx->reach && ud ? ctx->reach->unavailable : 0;
@@ -1017,7 +1011,10 @@ int ty__fused_variant(ty_task_ctx *ctx) {
 /* The piece: one call of fused_piece, or its ordered tiles (below). */
 static int fused_walk(ty_task_ctx *ctx, fused_fail *fail) {
   const ty__fhead *h = ctx->scalars;
-  if (ctx->pieces > 1) return fused_piece(ctx, fail);
+  /* no REDUCE sub-operation (the head's summary says so): no accumulator to
+   * look for (~30 instructions an op of a 64-op element-wise run) */
+  if (ctx->pieces > 1 || ((h->sum.flags & TY__FH_SUMMARY) && h->sum.nreduce == 0))
+    return fused_piece(ctx, fail);
   /* one piece: an ordered reduction into a REDUCE accumulator walks the
    * ordered tiles, as it would run with several pieces (ty__ordered_walk) */
   _Static_assert(TY_MAX_ARGS <= 64, "argument masks are 64 bits");

@@ -505,7 +505,7 @@ static bool replay(fcache *c, ty_runtime *rt, ty__fusion *state, const fc_entry 
   }
   /* the members go (their stores were retained by the fused launches) */
   for (int i = 0; i < e->ng; i++)
-    for (int k = 0; k < e->g[i].nm; k++) ty__pending_drop(rt, in[e->g[i].members[k]]);
+    for (int k = 0; k < e->g[i].nm; k++) ty__pending_drop_in(rt, in[e->g[i].members[k]]);
   rt->nwindow = e->ng;
   rt->stats.fuse_cache_hits++;
   if (f != fs) free(f);

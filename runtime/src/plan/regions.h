@@ -59,5 +59,19 @@ void ty__regions_marks(ty_runtime *rt, const ty__cut_rec *rec, ty_pending *const
 ty_pending *ty__pending_take(ty_runtime *rt);
 /* Releases a launch's store references and gives its record back. */
 void ty__pending_drop(ty_runtime *rt, ty_pending *l);
+/* The same, in line: a hit of the fusion cache drops every member of the
+ * window (one an operation; the call and its register saves were ~20
+ * instructions of each, fuse_cache.c's replay). fuse.c's pending_free's
+ * protocol: records linked through args[0].store. */
+static inline void ty__pending_drop_in(ty_runtime *rt, ty_pending *l) {
+  for (int i = 0; i < l->nargs; i++) ty__store_release(l->args[i].store);
+  if (rt->nfree_pending < TY__PENDING_KEEP(rt) && !rt->destroyed) {
+    l->args[0].store = (ty_store *)rt->free_pending;
+    rt->free_pending = l;
+    rt->nfree_pending++;
+    return;
+  }
+  free(l);
+}
 
 #endif

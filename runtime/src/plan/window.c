@@ -197,11 +197,15 @@ ty_status ty__window_append(ty_runtime *rt, const ty_launch_desc *d) {
  * scalars, options, origin and limits (~30 instructions an op to fill the
  * description and test them). */
 __attribute__((always_inline)) static inline ty_status append_valid(ty_runtime *rt,
-                                                                   const ty_launch_desc *d) {
+                                                                   const ty_launch_desc *d,
+                                                                   bool fresh_out) {
   const char *name = d->task->name;
-  /* a write forgets the bounds its store's op left (range.c) */
-  for (int i = 0; i < d->nargs; i++)
-    if (writes(d->args[i].priv)) ty__range_clear(d->args[i].store);
+  /* a write forgets the bounds its store's op left (range.c); an
+   * element-wise launch writes only its new output (fresh_out), whose
+   * storage was made without any (~25 instructions an op) */
+  if (!fresh_out)
+    for (int i = 0; i < d->nargs; i++)
+      if (writes(d->args[i].priv)) ty__range_clear(d->args[i].store);
   /* resolved into a scratch copy when it is the launch's own: the launch
    * record is taken after the flushes below */
   ty_resolved own;
@@ -278,12 +282,14 @@ __attribute__((always_inline)) static inline ty_status append_valid(ty_runtime *
   return TY_OK;
 }
 
-ty_status ty__window_append_valid(ty_runtime *rt, const ty_launch_desc *d) { return append_valid(rt, d); }
+ty_status ty__window_append_valid(ty_runtime *rt, const ty_launch_desc *d) {
+  return append_valid(rt, d, false);
+}
 
 ty_status ty__window_append_ew(ty_runtime *rt, const ty_task *task, int ndim, const int64_t *domain,
                                int nargs, const ty_arg *args) {
   const ty_launch_desc d = {.task = task, .ndim = ndim, .domain = domain, .nargs = nargs, .args = args};
-  return append_valid(rt, &d);
+  return append_valid(rt, &d, true);
 }
 
 /* ---- the launch graph and waves ------------------------------------------------- */
