@@ -870,9 +870,16 @@ static void late_stores(gen *g) {
  * first), or -1. */
 static int nt_first(uint64_t nt) { return nt ? __builtin_ctzll(nt) : -1; }
 
+/* clang (as TYCHO_CC) has no __builtin_ia32_movntpd256/512: its generic
+ * non-temporal store gives the same instruction (vmovntpd) there. */
 static void nt_helper(sbuf *b) {
   put(b, "static inline void stn(char *p, vd v, int nt) {\n"
-         "  if (nt && !((unsigned long)p & (sizeof(vd) - 1))) __builtin_ia32_movntpd%d((double *)p, v);\n"
+         "  if (nt && !((unsigned long)p & (sizeof(vd) - 1)))\n"
+         "#ifdef __clang__\n"
+         "    __builtin_nontemporal_store(v, (vd *)p);\n"
+         "#else\n"
+         "    __builtin_ia32_movntpd%d((double *)p, v);\n"
+         "#endif\n"
          "  else st(p, v);\n}\n",
       CG_W * 64);
 }
