@@ -383,7 +383,11 @@ static void preamble(sbuf *b) {
       "static inline vd vabs(vd x) { return (vd)((vm)x & (vm){0} + 0x7fffffffffffffffLL); }\n"
       "static inline vd m2d(vm m) { return sel(m, bc(1.0), bc(0.0)); }\n");
   if (CG_W == 8)
-    put(b, "static inline vd vsqrt(vd x) { return __builtin_ia32_sqrtpd512_mask(x, x, (unsigned char)-1, 4); }\n"
+    put(b, "#ifdef __clang__\n" /* clang (as TYCHO_CC) has no _mask form of it */
+           "static inline vd vsqrt(vd x) { return __builtin_ia32_sqrtpd512(x, 4); }\n"
+           "#else\n"
+           "static inline vd vsqrt(vd x) { return __builtin_ia32_sqrtpd512_mask(x, x, (unsigned char)-1, 4); }\n"
+           "#endif\n"
            "static inline vd vfloor(vd x) { return __builtin_ia32_rndscalepd_mask(x, 1, x, (unsigned char)-1, 4); }\n"
            "static inline vd vceil(vd x) { return __builtin_ia32_rndscalepd_mask(x, 2, x, (unsigned char)-1, 4); }\n");
   else
