@@ -1806,9 +1806,13 @@ static bool cached(const ty__codegen *cg, const cg_entry *e) {
 }
 
 /* The file-scope names a kernel's source defines after the preamble (the
- * generators above): renamed per kernel in a unit. */
-static const char *const cg_names[] = {"body", "body_x", "across", "comb", "rows",
-                                       "stn",  "ty_fk",  "ty_fk2", "ty_fk3", "ty_fk4"};
+ * generators above): renamed per kernel in a unit. A name missing here
+ * fails every unit of two kernels that define it, and all its kernels run
+ * interpreted: body_lanes (two flat runs of 16+ arithmetic sub-operations
+ * in one flush) and comb1 (two min/max row reductions) until session 23,
+ * found by test_codegen_isa.c, which compiles such units. */
+static const char *const cg_names[] = {"body",   "body_x", "body_lanes", "across", "comb",  "comb1",
+                                       "rows",   "stn",    "ty_fk",      "ty_fk2", "ty_fk3", "ty_fk4"};
 
 /* The preamble's text (the same in every source of this process). */
 static bool preamble_text(ty__codegen *cg) {
