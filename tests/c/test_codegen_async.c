@@ -521,7 +521,7 @@ TEST(small_and_large_sources_compile_at_O1) {
     snprintf(src, sizeof src, "%s/fk-level%d.c", cache, i);
     ty__ccjob j;
     const ty__cckernel k = {so, src, text, len};
-    CHECK(ty__cc_start(&j, cc, &k, 1, text, len, true, false, 0));
+    CHECK(ty__cc_start(&j, cc, &k, 1, text, len, true, false, 0, NULL));
     CHECK_EQ_INT(ty__cc_poll(&j, true), 1);
     CHECK(access(so, R_OK) == 0);
   }

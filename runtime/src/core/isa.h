@@ -122,6 +122,10 @@ int ty__cpu_has_v4(void);
 int ty__isa_index(void);
 const char *ty__isa_cflags(void);
 int ty__isa_lanes(void);
+/* The flags of the first level with that many f64 lanes, whether or not the
+ * CPU has it (a test compiling another level's generated code:
+ * ty__codegen_source); NULL when no level of this build has that many. */
+const char *ty__isa_cflags_of(int lanes);
 /* Fixes the process's level from a runtime's config (NULL: no preference).
  * -1 when the process already runs another level. */
 int ty__isa_select(const char *ceiling);

@@ -137,7 +137,7 @@ static const char detach_script[] =
 #define CC_LEVEL "-O1"
 
 bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
-                  size_t ulen, bool libs, bool detached, double nice_s) {
+                  size_t ulen, bool libs, bool detached, double nice_s, const char *isa_flags) {
   /* unique temporaries: this process's id and a count (runtimes of one
    * process may compile the same kernel at once) */
   static unsigned seq;
@@ -167,7 +167,7 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
   /* [sh -c script tycho-cc tmp_so tmp_c failed n (tmp_src src so)...] cc -O1
    * <the ISA level's flags> ... -nostdlib -w -o tmp_so tmp_c [-lsleef -lm] -lgcc */
   char flags[256];
-  snprintf(flags, sizeof flags, "%s", ty__isa_cflags());
+  snprintf(flags, sizeof flags, "%s", isa_flags ? isa_flags : ty__isa_cflags());
   char nbuf[16], cap[16];
   snprintf(nbuf, sizeof nbuf, "%d", n);
   /* timeout(1) takes a decimal cap; under 1 ms: no niced try ("0") */

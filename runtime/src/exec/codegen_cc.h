@@ -76,14 +76,16 @@ typedef struct ty__ccjob {
 
 /* Start compiling the unit `unit` (ulen bytes) holding the n kernels k with
  * the compiler `cc` at -O1 (codegen_cc.c says why) and the ISA level's
- * flags, linked with SLEEF and libm when `libs` (the unit calls them),
+ * flags (isa_flags; NULL: the process's level, ty__isa_cflags: another
+ * level's only in tests, test_codegen_isa.c, whose objects are never
+ * loaded), linked with SLEEF and libm when `libs` (the unit calls them),
  * waited or detached; a detached one
  * tries at nice 19 for nice_s seconds first (at most TY__CC_NICE_S; under
  * 1 ms: at the program's priority at once). False when it
  * could not start (a file not written, nothing to spawn): nothing is left
  * behind. */
 bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
-                  size_t ulen, bool libs, bool detached, double nice_s);
+                  size_t ulen, bool libs, bool detached, double nice_s, const char *isa_flags);
 
 /* The job's state: 0 still running (never when block: a waited job is
  * waited for; block is for waited jobs only), 1 compiled (every object is in

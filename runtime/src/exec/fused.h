@@ -254,6 +254,23 @@ typedef struct ty__fslot ty__fslot;
 ty__fused_kernel ty__fslot_kernel(ty__fslot *s, int64_t done, uint32_t *kind, uint64_t *contig);
 /* Tests only (test_codegen_async.c): called at each ty__fslot_kernel first. */
 extern void (*ty__fslot_test_hook)(int64_t done);
+/* Tests only (test_codegen_isa.c): the source ty__codegen_kernel would write
+ * for f at the level of `lanes` f64 lanes (8: AVX-512, 4: AVX2) whatever the
+ * CPU runs, with streaming stores when stream; nothing is compiled, loaded
+ * or run, so a test can compile the text of a level the CPU lacks. *text
+ * (malloc'ed, *len bytes) and *kind (TY__FK_*) set; false when no
+ * generator takes f, or the level of that many lanes has no generated code
+ * (0: the baseline) or is not in this build (isa.h). */
+bool ty__codegen_source(const ty_pending *f, int lanes, bool stream, char **text, size_t *len,
+                        uint32_t *kind);
+/* Tests only: the translation unit of the n sources text[] (each written by
+ * ty__codegen_source at `lanes` lanes) as a background compile makes it
+ * (one unit, codegen_cc.h): the preamble once, then each kernel with its
+ * file-scope names prefixed by k<hash[i] in 16 hex digits>_ (its entry
+ * point k..._ty_fk...). *out malloc'ed; false when a source does not start
+ * with the level's preamble. */
+bool ty__codegen_unit(int lanes, const uint64_t *hash, char *const *text, const size_t *len, int n, char **out,
+                      size_t *outlen);
 
 /* Start compiling, in one compiler process per free slot, the kernels that
  * ty__codegen_kernel queued (in the background): called at the end of the

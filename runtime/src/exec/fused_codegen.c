@@ -98,8 +98,14 @@ typedef struct cg_isa {
   const char *mvec;  /* libmvec's name prefix */
 } cg_isa;
 
+/* The level a test forces for the source it asks for (ty__codegen_source),
+ * as f64 lanes; -1: the process's level (ty__isa_lanes), always outside
+ * that call. Per thread: a test's forced level never reaches a runtime
+ * generating on another thread. */
+static _Thread_local int forced_lanes = -1;
+
 static cg_isa cg_isa_now(void) {
-  switch (ty__isa_lanes()) {
+  switch (forced_lanes >= 0 ? forced_lanes : ty__isa_lanes()) {
   case 8: return (cg_isa){8, "__AVX512F__", "d8", "_ZGVeN8"};
   case 4: return (cg_isa){4, "__AVX2__", "d4", "_ZGVdN4"};
   default: return (cg_isa){0, "", "", ""};
@@ -350,7 +356,7 @@ static void preamble(sbuf *b) {
          "\"no-ipa-reference\", \"no-if-conversion2\", \"no-compare-elim\")\n");
   put(b, "#ifndef %s\n#error \"tycho: this kernel needs the runtime's vector ISA (%s)\"\n#endif\n", CG_ISA, CG_ISA);
   /* the flags are part of the text, so of the cache key (fk-<hash>.so) */
-  put(b, "/* compiled with: %s */\n", ty__isa_cflags());
+  put(b, "/* compiled with: %s */\n", forced_lanes >= 0 ? ty__isa_cflags_of(forced_lanes) : ty__isa_cflags());
   put(b, "typedef long long i64;\ntypedef unsigned char u8;\n");
   put(b, "typedef double vd __attribute__((vector_size(%d)));\n", CG_W * 8);
   put(b, "typedef i64 vm __attribute__((vector_size(%d)));\n", CG_W * 8);
@@ -1851,9 +1857,10 @@ static bool calls_libs(ty__codegen *cg, const char *text, size_t len) {
  * k<hash>_ (its entry point k<hash>_ty_fk..., which open_so finds). The
  * kernels' code is the same as compiled alone: each is its own functions
  * under -ffp-contract=off, so the same bits (test_codegen_async.c). */
-static bool unit(ty__codegen *cg, const uint64_t *hash, char *const *text, const size_t *len, int n, sbuf *u) {
-  const size_t skip = n > 1 ? cg->pre_len : 0;
-  if (n > 1) ty__sb_append(u, cg->pre_text, skip);
+static bool unit(const char *pre, size_t pre_len, const uint64_t *hash, char *const *text, const size_t *len,
+                 int n, sbuf *u) {
+  const size_t skip = n > 1 ? pre_len : 0;
+  if (n > 1) ty__sb_append(u, pre, skip);
   const int nn = (int)(sizeof cg_names / sizeof cg_names[0]);
   for (int i = 0; i < n; i++) {
     for (int k = 0; k < nn; k++)
@@ -1888,7 +1895,7 @@ static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const s
   if (!j) return NULL;
   char so[TY__CC_MAX_KERNELS][1200], src[TY__CC_MAX_KERNELS][1200];
   ty__cckernel k[TY__CC_MAX_KERNELS];
-  uint64_t hash[TY__CC_MAX_KERNELS];
+  uint64_t hash[TY__CC_MAX_KERNELS] = {0};
   for (int i = 0; i < n; i++) {
     hash[i] = cg->e[ent[i]].hash;
     so_path(cg, hash[i], so[i], sizeof so[i], "so");
@@ -1903,8 +1910,8 @@ static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const s
     libs = libs || calls_libs(cg, text[i], len[i]);
   }
   sbuf u = {0};
-  const bool ok = unit(cg, hash, text, len, n, &u) &&
-                  ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, libs, detached, nice_for(cg, urgent));
+  const bool ok = unit(cg->pre_text, cg->pre_len, hash, text, len, n, &u) &&
+                  ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, libs, detached, nice_for(cg, urgent), NULL);
   free(u.p);
   if (!ok) {
     free(j);
@@ -2099,6 +2106,73 @@ static cg_pre *pre_find(ty__codegen *cg, const ty_pending *f, bool stream) {
   return p;
 }
 
+/* The source of f's kernel into b (empty), its layout and kind: the first
+ * of the generators that takes f. False (b freed, *contig 0, *kind
+ * TY__FK_FLAT) when none does. */
+static bool write_source(const ty_pending *f, sbuf *b, uint64_t *contig, uint32_t *kind, bool stream) {
+  *kind = TY__FK_FLAT;
+  if (generate(f, b, contig, stream)) return true;
+  free(b->p);
+  *b = (sbuf){0};
+  *kind = TY__FK_ROWS;
+  if (generate2(f, b, contig)) return true;
+  free(b->p);
+  *b = (sbuf){0};
+  *kind = TY__FK_SUM;
+  if (generate3(f, b, contig, stream)) return true;
+  free(b->p);
+  *b = (sbuf){0};
+  *kind = TY__FK_ROWSUM;
+  if (generate4(f, b, contig, stream)) return true;
+  free(b->p);
+  *b = (sbuf){0};
+  *contig = 0;
+  *kind = TY__FK_FLAT;
+  return false;
+}
+
+bool ty__codegen_source(const ty_pending *f, int lanes, bool stream, char **text, size_t *len,
+                        uint32_t *kind) {
+  *text = NULL;
+  *len = 0;
+  *kind = TY__FK_FLAT;
+  if (lanes < 0 || !ty__isa_cflags_of(lanes)) return false;
+  forced_lanes = lanes;
+  sbuf b = {0};
+  uint64_t contig = 0;
+  const bool ok = CG_W != 0 && write_source(f, &b, &contig, kind, stream) && !b.failed;
+  forced_lanes = -1;
+  if (!ok) {
+    free(b.p);
+    *kind = TY__FK_FLAT;
+    return false;
+  }
+  *text = b.p;
+  *len = b.len;
+  return true;
+}
+
+bool ty__codegen_unit(int lanes, const uint64_t *hash, char *const *text, const size_t *len, int n, char **out,
+                      size_t *outlen) {
+  *out = NULL;
+  *outlen = 0;
+  if (n < 1 || lanes < 0 || !ty__isa_cflags_of(lanes)) return false;
+  forced_lanes = lanes;
+  sbuf pre = {0}, u = {0};
+  bool ok = CG_W != 0;
+  if (ok) preamble(&pre);
+  forced_lanes = -1;
+  for (int i = 0; ok && i < n; i++) ok = !pre.failed && len[i] >= pre.len && !memcmp(text[i], pre.p, pre.len);
+  ok = ok && unit(pre.p, pre.len, hash, text, len, n, &u);
+  free(pre.p);
+  if (!ok) {
+    free(u.p);
+    return false;
+  }
+  *out = u.p;
+  *outlen = u.len;
+  return true;
+}
 
 ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64_t *contig,
                                     uint32_t *kind, uint64_t *pending) {
@@ -2149,27 +2223,9 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
     return NULL;
   }
   sbuf b = {0};
-  if (!generate(f, &b, contig, stream)) {
-    free(b.p);
-    b = (sbuf){0};
-    *kind = TY__FK_ROWS;
-    if (!generate2(f, &b, contig)) {
-      free(b.p);
-      b = (sbuf){0};
-      *kind = TY__FK_SUM;
-      if (!generate3(f, &b, contig, stream)) {
-        free(b.p);
-        b = (sbuf){0};
-        *kind = TY__FK_ROWSUM;
-        if (!generate4(f, &b, contig, stream)) {
-          free(b.p);
-          *contig = 0;
-          *kind = TY__FK_FLAT;
-          if (p) p->entry = -1;
-          return NULL;
-        }
-      }
-    }
+  if (!write_source(f, &b, contig, kind, stream)) {
+    if (p) p->entry = -1;
+    return NULL;
   }
   uint64_t hash = fnv1a(b.p, b.len) ^ (uint64_t)b.len * 0x9e3779b97f4a7c15ULL;
   cg_entry *e = lookup(cg, hash);

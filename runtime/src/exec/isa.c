@@ -104,6 +104,12 @@ int ty__isa_index(void) { return current(); }
 const char *ty__isa_cflags(void) { return levels[current()].flags; }
 int ty__isa_lanes(void) { return levels[current()].lanes; }
 
+const char *ty__isa_cflags_of(int lanes) {
+  for (int i = 0; i < NLEVELS; i++)
+    if (levels[i].lanes == lanes) return levels[i].flags;
+  return NULL;
+}
+
 int ty__isa_select(const char *ceiling) {
   if (!ceiling || !*ceiling) {
     (void)current();
