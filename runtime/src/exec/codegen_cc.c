@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -27,6 +28,17 @@ extern char **environ;
 /* ty__cc_running's count (codegen_cc.h): started detached jobs not yet
  * polled done or failed, nor released. */
 static int running;
+/* Of those, the ones started with a hold (held), and when the last hold
+ * ends (held_until, ns, CLOCK_MONOTONIC_COARSE): until then they take no
+ * core and ty__cc_running leaves them out. */
+static int held;
+static int64_t held_until;
+
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static bool write_file(const char *path, const char *data, size_t len) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -63,49 +75,37 @@ static void free_targets(ty__ccjob *j) {
  * (the last one is the rename of the unit's object itself, the job's last
  * act), each source renamed first.
  *
- * The compile starts at the lowest priority (nice 19) and, when it is not
- * done within CC_NICE_S seconds, is stopped and run again at the program's
- * own priority. At nice 0 a compile takes a core from a short run that will
- * end before the compile does (2 cores: the cold 768^2 stencil, 0.1-0.3 s,
- * a median 0.48 s at nice 0 against 0.23 s at nice 19), and the kernel is
- * for the next run anyway; niced for good, it starves on a loaded machine
- * (load 25 on 2 cores: at nice 10 the 2048^2 stencil never switched in its
- * 10 s, 11.1-11.4 s in all, against 8.5-9.7 s at nice 0). The cap bounds
- * that: a long run switches at most CC_NICE_S later than at nice 0. On an
- * idle core a compile takes 0.06-0.12 s (gcc 12, a Black-Scholes or stencil
- * kernel; a unit of several about as long: codegen_cc.h), so an unloaded
- * niced compile finishes within the cap. 0.2 s since session 14 (0.5 s
- * before): a run whose interpreter keeps both cores busy (k-means 10M) left
- * its niced compile nothing for the whole cap, so it switched 0.5 s late at
- * least; cold runs alternating at load 10-14 (bench/README.md, session 14):
- * k-means 10M 12.0 -> 10.3 s (CPU 4.25 -> 4.20 s) and 12.0 -> 9.7 s (4.47 ->
- * 4.07), CG 256^2 2.76 -> 2.10 s, stencil 2048^2 5.2 -> 4.6 s, and the short
- * 768^2 stencil (0.2-0.3 s, what the nice is for) 0.28 -> 0.21 s.
- * timeout(1) signals its own process group (the compiler and what it
- * started); without timeout or nice the first try fails and the second
- * runs as before. A failing compiler fails twice.
- * A job for a run of 2^25 elements or more (urgent, fused_codegen.c) skips
- * the niced try ($5 = 0): its run certainly amortises the compile, and its
- * interpreter keeps the cores busy, so a niced compile would wait the whole
- * cap (session 16, bench/README.md). The caller gives the cap (nice_s, at
- * most TY__CC_NICE_S): since session 17 what is left of TY__CC_NICE_S of
- * the program's age (fused_codegen.c, nice_for), so no compile is niced
- * past the program's first TY__CC_NICE_S. 0.05 s since session 18 (0.2 s
- * before): the full-size cold programs keep both cores busy, so their
- * niced tries mostly got nothing until the cap (idle, session 17: CG
- * 256^2's first compile queued at 0.012 s, its kernels in at 0.29 s of a
- * 0.46 s run) and their work was lost at the restart; the programs the nice
- * is for (bench/coldstart --quick: 0.05-0.07 s processes) end about when
- * the cap does. Cold runs alternating, 15 rounds, load 4-8 (bench/README.md,
- * session 18): CG 256^2 0.818 -> 0.765 s (CPU 0.587 -> 0.568 s),
- * Black-Scholes 10M 0.727 -> 0.632 s (0.734 -> 0.540 s); quick sizes, 9
- * rounds, load 5: CG 64^2 0.048 -> 0.049 s, Black-Scholes 1M 0.058 -> 0.064
- * s, stencil 768^2 0.070 -> 0.073 s, k-means 1M 0.367 -> 0.239 s (its 10M-
- * element rows are not urgent). */
+ * The compile holds first: $5 seconds of sleep (the caller's hold_s, at
+ * most TY__CC_HOLD_S: what is left of the runtime's first TY__CC_HOLD_S,
+ * fused_codegen.c hold_for), then runs at the program's own priority. A
+ * compile at the program's priority takes a core from a short run that
+ * ends before the compile does (2 cores: the cold 768^2 stencil, 0.1-0.3 s,
+ * a median 0.48 s at nice 0 against 0.23 s at nice 19, session 14), and its
+ * kernel is for the next run anyway; the programs the hold is for
+ * (bench/coldstart --quick: 0.05-0.07 s processes) end about when it does.
+ * Until session 23 the first try ran at nice 19 instead, stopped by
+ * timeout(1) at the cap (0.5 s, 0.2 s from session 14, 0.05 s from session
+ * 18) and run again at the program's priority. A compile takes 0.04-0.13 s
+ * of CPU (gcc 12, -O1, a unit of 1-8 kernels), so a niced try capped at
+ * what is left of 0.05 s never finished: its work was lost, the restart
+ * (timeout's kill, a new shell and compiler) came 15-20 ms after the cap,
+ * and while it ran the executor ceded a core to it (exec.c, cede) that it
+ * mostly could not use beside the other niced try. Cold CG 256^2's two
+ * niced units of session 22 started again at nice 0 only at 0.064-0.073 s
+ * of the process (bench/README.md, "Cold CG, a hold instead of a niced
+ * try: session 23"). A held compile takes no CPU, is not counted by
+ * ty__cc_running until its hold ends (the executor keeps every worker
+ * meanwhile), and starts at the program's priority when the hold ends;
+ * on a loaded machine it cannot starve, as a niced one for good would
+ * (load 25 on 2 cores: at nice 10 the 2048^2 stencil never switched in
+ * its 10 s). Without sleep(1) the compile starts at once. A job for a run
+ * of 2^25 elements or more (urgent, fused_codegen.c) has no hold ($5 =
+ * 0): its run certainly amortises the compile (session 16,
+ * bench/README.md). */
 static const char detach_script[] =
-    "tso=$1 tc=$2 fail=$3 n=$4 cap=$5; shift 5\n"
-    "( if { [ \"$cap\" != 0 ] && ( shift $((3 * n)); timeout \"$cap\" nice -n 19 \"$@\" ) ||\n"
-    "       ( shift $((3 * n)); \"$@\" ); }; then\n"
+    "tso=$1 tc=$2 fail=$3 n=$4 hold=$5; shift 5\n"
+    "( [ \"$hold\" = 0 ] || sleep \"$hold\"\n"
+    "  if ( shift $((3 * n)); \"$@\" ); then\n"
     "    rm -f \"$tc\"; bad=\n"
     "    while [ \"$n\" -gt 1 ]; do\n"
     "      mv -f \"$1\" \"$2\"; ln -f \"$tso\" \"$3.$$\" && mv -f \"$3.$$\" \"$3\" || { rm -f \"$3.$$\"; bad=1; }\n"
@@ -137,7 +137,7 @@ static const char detach_script[] =
 #define CC_LEVEL "-O1"
 
 bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
-                  size_t ulen, bool libs, bool detached, double nice_s, const char *isa_flags) {
+                  size_t ulen, bool libs, bool detached, double hold_s, const char *isa_flags) {
   /* unique temporaries: this process's id and a count (runtimes of one
    * process may compile the same kernel at once) */
   static unsigned seq;
@@ -168,16 +168,16 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
    * <the ISA level's flags> ... -nostdlib -w -o tmp_so tmp_c [-lsleef -lm] -lgcc */
   char flags[256];
   snprintf(flags, sizeof flags, "%s", isa_flags ? isa_flags : ty__isa_cflags());
-  char nbuf[16], cap[16];
+  char nbuf[16], hold[16];
   snprintf(nbuf, sizeof nbuf, "%d", n);
-  /* timeout(1) takes a decimal cap; under 1 ms: no niced try ("0") */
-  if (nice_s >= 0.001) snprintf(cap, sizeof cap, "%.3f", nice_s < TY__CC_NICE_S ? nice_s : TY__CC_NICE_S);
-  else snprintf(cap, sizeof cap, "0");
+  /* sleep(1) takes a decimal hold; under 1 ms: none ("0") */
+  if (hold_s >= 0.001) snprintf(hold, sizeof hold, "%.3f", hold_s < TY__CC_HOLD_S ? hold_s : TY__CC_HOLD_S);
+  else snprintf(hold, sizeof hold, "0");
   char *argv[64 + 3 * TY__CC_MAX_KERNELS];
   int a = 0;
   if (detached) {
     const char *pre[] = {"/bin/sh",  "-c",      detach_script, "tycho-cc", j->tmp_so,
-                         j->tmp_c,   j->failed, nbuf,          cap};
+                         j->tmp_c,   j->failed, nbuf,          hold};
     for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) argv[a++] = (char *)pre[i];
     for (int i = 0; i < n; i++) {
       argv[a++] = j->t[i].tmp_src;
@@ -249,17 +249,33 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
   if (detached) {
     j->counted = true;
     __atomic_fetch_add(&running, 1, __ATOMIC_RELAXED);
+    if (strcmp(hold, "0")) {
+      const int64_t until = mono_ns() + (int64_t)(atof(hold) * 1e9);
+      j->held = true;
+      __atomic_fetch_add(&held, 1, __ATOMIC_RELAXED);
+      for (int64_t u = __atomic_load_n(&held_until, __ATOMIC_RELAXED);
+           u < until && !__atomic_compare_exchange_n(&held_until, &u, until, false, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED);) {
+      }
+    }
   }
   return true;
 }
 
-int ty__cc_running(void) { return __atomic_load_n(&running, __ATOMIC_RELAXED); }
+int ty__cc_running(void) {
+  int r = __atomic_load_n(&running, __ATOMIC_RELAXED);
+  const int h = __atomic_load_n(&held, __ATOMIC_RELAXED);
+  if (h > 0 && mono_ns() < __atomic_load_n(&held_until, __ATOMIC_RELAXED)) r -= h;
+  return r > 0 ? r : 0;
+}
 
 /* j ended (or is no longer this process's to watch): out of the count. */
 static void uncount(ty__ccjob *j) {
   if (!j->counted) return;
   j->counted = false;
   __atomic_fetch_sub(&running, 1, __ATOMIC_RELAXED);
+  if (j->held) __atomic_fetch_sub(&held, 1, __ATOMIC_RELAXED);
+  j->held = false;
 }
 
 /* Reap j's process: blocking or not; false while it runs. *status its

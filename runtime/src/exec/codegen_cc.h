@@ -24,7 +24,7 @@
  *    by ty__cc_poll(j, true), which then installs the targets;
  *  - detached (background): a shell started in a process group of its own
  *    runs "cc ... && install || mark failed" in the background (the compile
- *    niced first, at the program's priority once the runtime is 0.05 s old: codegen_cc.c) and
+ *    held until the runtime is 0.05 s old, then at the program's priority: codegen_cc.c) and
  *    exits at once, so the compile is nobody's child here: it finishes and installs
  *    its kernels in the cache even when the runtime (or the process) has
  *    ended, which is what makes the next run warm. ty__cc_poll(j, false)
@@ -42,10 +42,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* A detached compile's niced try lasts at most this long (seconds;
- * codegen_cc.c says why), then the compile runs again at the program's
- * priority. */
-#define TY__CC_NICE_S 0.05
+/* A detached compile holds (sleeps) at most this long before its
+ * compiler starts (seconds; codegen_cc.c says why). */
+#define TY__CC_HOLD_S 0.05
 /* At most this many kernels in one job. */
 enum { TY__CC_MAX_KERNELS = 32 };
 
@@ -66,6 +65,7 @@ typedef struct ty__ccjob {
   pid_t pid;          /* the compiler (waited) or the launching shell (detached); 0 once reaped */
   bool detached;
   bool counted;       /* detached, started and not yet seen to end: in ty__cc_running */
+  bool held;          /* counted, started with a hold (codegen_cc.c, held) */
   int outcome;        /* detached: the shell's failure (-1) once reaped, else 0 */
   int n;              /* kernels */
   ty__cctarget *t;    /* n targets (owned; freed when the job holds no file) */
@@ -80,12 +80,12 @@ typedef struct ty__ccjob {
  * level's only in tests, test_codegen_isa.c, whose objects are never
  * loaded), linked with SLEEF and libm when `libs` (the unit calls them),
  * waited or detached; a detached one
- * tries at nice 19 for nice_s seconds first (at most TY__CC_NICE_S; under
- * 1 ms: at the program's priority at once). False when it
+ * holds hold_s seconds first (at most TY__CC_HOLD_S; under 1 ms: none),
+ * then compiles at the program's priority. False when it
  * could not start (a file not written, nothing to spawn): nothing is left
  * behind. */
 bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, const char *unit,
-                  size_t ulen, bool libs, bool detached, double nice_s, const char *isa_flags);
+                  size_t ulen, bool libs, bool detached, double hold_s, const char *isa_flags);
 
 /* The job's state: 0 still running (never when block: a waited job is
  * waited for; block is for waited jobs only), 1 compiled (every object is in
@@ -98,7 +98,8 @@ int ty__cc_poll(ty__ccjob *j, bool block);
 void ty__cc_release(ty__ccjob *j);
 
 /* Detached compiles this process started that no poll has yet seen end
- * and that were not released: a relaxed atomic load, any thread. The
+ * and that were not released, those still in their hold left out: relaxed
+ * atomic loads, any thread. The
  * executor runs waves on one worker fewer while it is not 0 and the
  * machine has no core to spare for the compiler (exec.c, cede). */
 int ty__cc_running(void);

@@ -142,8 +142,7 @@ static cg_isa cg_isa_now(void) {
 /* A run of this many elements or more certainly amortises its compile (the
  * interpreter takes 1.5-3.5x the kernel's time; k-means 10M's 100M-element
  * rows 3.3x, and their kernels compile in 0.11-0.13 s of CPU), so its
- * kernel is compiled at the program's priority at once (codegen_cc.c: not
- * niced first), ahead of the queue, in a compile slot of its own when both
+ * kernel is compiled at once (codegen_cc.c: no hold), ahead of the queue, in a compile slot of its own when both
  * others are busy. */
 #define CG_URGENT_ELEMS ((int64_t)1 << 25)
 /* A structure of a run of CG_HOT_ELEMS or more first seen CG_LATE_NS after
@@ -194,6 +193,7 @@ typedef struct cg_entry {
   char *text;
   size_t len;
   bool urgent;        /* a run of CG_URGENT_ELEMS or more wants it */
+  int64_t elems;      /* its largest run's elements (ty__codegen_start's hold) */
   bool deferred;      /* late (CG_LATE_NS), not compiled yet: text kept for the runtime's end */
   ty__fslot *slot;    /* made when queued (fused.h), or NULL */
 } cg_entry;
@@ -241,7 +241,7 @@ struct ty__codegen {
   char *pre_text;            /* the preamble's text, its length (made once) */
   size_t pre_len;
   int64_t next_poll;  /* when to poll them next (ns, CLOCK_MONOTONIC_COARSE) */
-  int64_t born;       /* when this table was made (ns, CLOCK_MONOTONIC_COARSE): nice_for */
+  int64_t born;       /* when this table was made (ns, CLOCK_MONOTONIC_COARSE): hold_for */
   int64_t first_job;  /* when its first background compile started (ns; 0: none yet) */
   bool dir_made;      /* the cache directory exists (made once) */
   char dir[1024];
@@ -254,7 +254,7 @@ struct ty__codegen {
 };
 
 /* CLOCK_MONOTONIC_COARSE in ns (~20 ns a call, 1-4 ms steps: the polls'
- * and the nice's clock). */
+ * and the hold's clock). */
 static int64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -1871,20 +1871,19 @@ static bool unit(const char *pre, size_t pre_len, const uint64_t *hash, char *co
   return !u->failed;
 }
 
-/* How long a compile starting now tries niced first (codegen_cc.c), in
- * seconds: none for an urgent one (CG_URGENT_ELEMS), else what is left of
- * TY__CC_NICE_S since the table was made (its runtime's start). The nice is
- * for a program that ends before its compiles would pay off (their kernels
- * are for its next run); a program that has already run TY__CC_NICE_S
- * seconds is not such a short one, and its niced compile only waited for
- * its cap while the program kept both cores busy: cold CG 256^2 started
- * its later kernels' compiles 0.2 s (the cap then) after their first sight, then ran
- * interpreted until they were done (bench/README.md, "Cold start, nice by
- * age and -O1: session 17"). So every compile is niced until the program's
- * age reaches the cap, none after. */
-static double nice_for(const ty__codegen *cg, bool urgent) {
+/* How long a compile starting now holds before its compiler starts
+ * (codegen_cc.c), in seconds: none for an urgent one (CG_URGENT_ELEMS),
+ * else what is left of TY__CC_HOLD_S since the table was made (its
+ * runtime's start; CG_HOLD_NS). The hold is for a program that ends before
+ * its compiles would pay off (their kernels are for its next run); a
+ * program that has already run TY__CC_HOLD_S seconds is not such a short
+ * one (until session 17 a compile queued later was niced for the whole
+ * cap: cold CG 256^2 started its later kernels' compiles 0.2 s after their
+ * first sight, bench/README.md, "Cold start, nice by age and -O1: session
+ * 17"). */
+static double hold_for(const ty__codegen *cg, bool urgent) {
   if (urgent) return 0;
-  return TY__CC_NICE_S - (double)(now_ns() - cg->born) * 1e-9;
+  return TY__CC_HOLD_S - (double)(now_ns() - cg->born) * 1e-9;
 }
 
 /* Start one compile of the kernels ent[0..n) (their sources text[]); NULL
@@ -1911,7 +1910,7 @@ static cg_job *start(ty__codegen *cg, const int *ent, char *const *text, const s
   }
   sbuf u = {0};
   const bool ok = unit(cg->pre_text, cg->pre_len, hash, text, len, n, &u) &&
-                  ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, libs, detached, nice_for(cg, urgent), NULL);
+                  ty__cc_start(&j->cc, cg->cc, k, n, u.p, u.len, libs, detached, hold_for(cg, urgent), NULL);
   free(u.p);
   if (!ok) {
     free(j);
@@ -1962,9 +1961,32 @@ static cg_job *start_queued(ty__codegen *cg) {
   return j;
 }
 
+/* The hold (codegen_cc.c says why): a compile queued in the runtime's first
+ * TY__CC_HOLD_S waits that long before the compiler starts, then runs at
+ * the program's priority. Kernels of short runs (under CG_HOT_ELEMS: a
+ * loop of small flushes, whose passes come back within milliseconds) wait
+ * in the queue itself, so that every kernel queued in the hold goes into
+ * the one unit formed at its end; a queue holding a kernel of a longer run (a launch may interpret for
+ * longer than the hold, and no pass would start its compile meanwhile)
+ * starts its compile at once, which then sleeps what is left of the hold
+ * (ty__cc_start, hold_for). Cold CG 256^2 (65,536-element runs) queued a
+ * unit of 1 kernel at 0.008 s and one of 4 at 0.012 s, both niced until
+ * the 0.05 s cap and restarted; its last 3 kernels waited for a slot until
+ * the first unit ended at 0.13-0.20 s, all done at 0.25-0.30 s. Held, its 8
+ * kernels start at 0.05 s as one unit (bench/README.md, "Cold CG, a hold
+ * instead of a niced try: session 23": two units of 4 side by side, the
+ * queue shared out over the free slots, measured no faster). */
+#define CG_HOLD_NS ((int64_t)(TY__CC_HOLD_S * 1e9))
+
 void ty__codegen_start(ty__codegen *cg) {
   if (!cg || cg->nqueue == 0) return;
   if (cg->jobs) poll_jobs(cg);
+  /* in the runtime's first TY__CC_HOLD_S, kernels of short runs only wait
+   * in the queue (see above) */
+  bool big = false;
+  for (int q = 0; q < cg->nqueue && !big; q++)
+    big = cg->e[cg->queue[q]].elems >= CG_HOT_ELEMS || cg->e[cg->queue[q]].urgent;
+  if (!big && now_ns() - cg->born < CG_HOLD_NS) return;
   for (int s = 0; s < CG_SLOTS && cg->nqueue > 0; s++) {
     if (cg->slot[s]) continue;
     /* the last slot: urgent kernels only (start_queued puts them first) */
@@ -2243,6 +2265,7 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
     const bool want = !later && !rent &&
                       (cg->mode == 2 || small || !cg->wait || e->seen >= 2 || elems >= CG_EAGER_ELEMS);
     e->urgent |= elems >= CG_URGENT_ELEMS;
+    if (elems > e->elems) e->elems = elems;
     if (!e->fn && !e->job && !e->queued && (want || cached(cg, e))) begin(cg, e, &b, *kind, *contig);
     if (rent && !e->fn && !e->job && !e->queued && !e->failed && !e->text && (e->text = ty__malloc(b.len))) {
       memcpy(e->text, b.p, b.len); /* for the runtime's end (ty__codegen_free) */
