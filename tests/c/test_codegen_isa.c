@@ -232,7 +232,7 @@ static void build(int lanes) {
       keep(out);
     }
     const int from = nsrcs;
-    char name[16];
+    char name[32];
     snprintf(name, sizeof name, "rows%d_", axis + 2);
     CHECK(take(rt, name, lanes, false, &skipped) >= 1);
     CHECK(kinds_since(from) & (1u << TY__FK_ROWS));
@@ -254,7 +254,7 @@ static void build(int lanes) {
     REQ(rt, ty_reduce(rt, q % 2 ? TY_RED_ARGMAX : TY_RED_ARGMIN, y, 1, &out));
     keep(out);
     const int from = nsrcs;
-    char name[16];
+    char name[32];
     snprintf(name, sizeof name, "arg%lld_", (long long)m);
     CHECK(take(rt, name, lanes, false, &skipped) >= 1);
     CHECK(kinds_since(from) & (1u << TY__FK_ROWS));
