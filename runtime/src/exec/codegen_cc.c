@@ -34,7 +34,7 @@ static int running;
 static int held;
 static int64_t held_until;
 
-static int64_t mono_ns(void) {
+int64_t ty__cc_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
@@ -250,7 +250,7 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
     j->counted = true;
     __atomic_fetch_add(&running, 1, __ATOMIC_RELAXED);
     if (strcmp(hold, "0")) {
-      const int64_t until = mono_ns() + (int64_t)(atof(hold) * 1e9);
+      const int64_t until = ty__cc_now_ns() + (int64_t)(atof(hold) * 1e9);
       j->held = true;
       __atomic_fetch_add(&held, 1, __ATOMIC_RELAXED);
       for (int64_t u = __atomic_load_n(&held_until, __ATOMIC_RELAXED);
@@ -265,7 +265,7 @@ bool ty__cc_start(ty__ccjob *j, const char *cc, const ty__cckernel *k, int n, co
 int ty__cc_running(void) {
   int r = __atomic_load_n(&running, __ATOMIC_RELAXED);
   const int h = __atomic_load_n(&held, __ATOMIC_RELAXED);
-  if (h > 0 && mono_ns() < __atomic_load_n(&held_until, __ATOMIC_RELAXED)) r -= h;
+  if (h > 0 && ty__cc_now_ns() < __atomic_load_n(&held_until, __ATOMIC_RELAXED)) r -= h;
   return r > 0 ? r : 0;
 }
 

@@ -74,6 +74,10 @@ typedef struct ty__ccjob {
   char failed[1310];  /* detached: <tmp_so>.failed, made when the compile fails */
 } ty__ccjob;
 
+/* CLOCK_MONOTONIC_COARSE in ns (~20 ns a call, 1-4 ms steps): the hold's
+ * clock here and in fused_codegen.c (its polls'). */
+int64_t ty__cc_now_ns(void);
+
 /* Start compiling the unit `unit` (ulen bytes) holding the n kernels k with
  * the compiler `cc` at -O1 (codegen_cc.c says why) and the ISA level's
  * flags (isa_flags; NULL: the process's level, ty__isa_cflags: another

@@ -253,13 +253,8 @@ struct ty__codegen {
   ty_sbuf key; /* scratch for the key being looked up */
 };
 
-/* CLOCK_MONOTONIC_COARSE in ns (~20 ns a call, 1-4 ms steps: the polls'
- * and the hold's clock). */
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+/* the polls' and the hold's clock: ty__cc_now_ns (codegen_cc.h) */
+#define now_ns ty__cc_now_ns
 
 ty__codegen *ty__codegen_new(void) {
   ty__codegen *cg = ty__calloc(1, sizeof *cg);
