@@ -253,9 +253,6 @@ struct ty__codegen {
   ty_sbuf key; /* scratch for the key being looked up */
 };
 
-/* the polls' and the hold's clock: ty__cc_now_ns (codegen_cc.h) */
-#define now_ns ty__cc_now_ns
-
 ty__codegen *ty__codegen_new(void) {
   ty__codegen *cg = ty__calloc(1, sizeof *cg);
   if (!cg) return NULL;
@@ -268,7 +265,7 @@ ty__codegen *ty__codegen_new(void) {
   const char *w = getenv("TYCHO_CODEGEN_WAIT");
   cg->wait = w && *w ? strcmp(w, "0") && strcmp(w, "off") && strcmp(w, "false") : cg->mode == 2;
   cg->max_jobs = CG_MAX_JOBS;
-  cg->born = now_ns();
+  cg->born = ty__cc_now_ns();
   cg->nt_mode = nt_mode_of_env();
   cg->llc = ty__llc_bytes();
   const char *d = getenv("TYCHO_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
@@ -1732,7 +1729,7 @@ ty__fused_kernel ty__fslot_kernel(ty__fslot *s, int64_t done, uint32_t *kind, ui
   uint64_t fn = __atomic_load_n(&s->fn, __ATOMIC_ACQUIRE);
   if (!fn) {
     if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != SLOT_WAITING) return NULL;
-    const int64_t now = now_ns();
+    const int64_t now = ty__cc_now_ns();
     if (now < __atomic_load_n(&s->next_look, __ATOMIC_RELAXED)) return NULL;
     int w = SLOT_WAITING;
     if (!__atomic_compare_exchange_n(&s->state, &w, SLOT_LOOKING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
@@ -1792,7 +1789,7 @@ static void job_done(ty__codegen *cg, cg_job *j) {
  * otherwise spend ~3 system calls per flush and job on it. */
 #define CG_POLL_NS 2000000
 static void poll_jobs(ty__codegen *cg) {
-  const int64_t now = now_ns();
+  const int64_t now = ty__cc_now_ns();
   if (now < cg->next_poll) return;
   cg->next_poll = now + CG_POLL_NS;
   for (int s = 0; s < CG_SLOTS; s++)
@@ -1878,7 +1875,7 @@ static bool unit(const char *pre, size_t pre_len, const uint64_t *hash, char *co
  * 17"). */
 static double hold_for(const ty__codegen *cg, bool urgent) {
   if (urgent) return 0;
-  return TY__CC_HOLD_S - (double)(now_ns() - cg->born) * 1e-9;
+  return TY__CC_HOLD_S - (double)(ty__cc_now_ns() - cg->born) * 1e-9;
 }
 
 /* Start one compile of the kernels ent[0..n) (their sources text[]); NULL
@@ -1981,7 +1978,7 @@ void ty__codegen_start(ty__codegen *cg) {
   bool big = false;
   for (int q = 0; q < cg->nqueue && !big; q++)
     big = cg->e[cg->queue[q]].elems >= CG_HOT_ELEMS || cg->e[cg->queue[q]].urgent;
-  if (!big && now_ns() - cg->born < CG_HOLD_NS) return;
+  if (!big && ty__cc_now_ns() - cg->born < CG_HOLD_NS) return;
   for (int s = 0; s < CG_SLOTS && cg->nqueue > 0; s++) {
     if (cg->slot[s]) continue;
     /* the last slot: urgent kernels only (start_queued puts them first) */
@@ -1990,7 +1987,7 @@ void ty__codegen_start(ty__codegen *cg) {
     if (s == CG_MAX_JOBS && !urgent) break;
     cg_job *j = start_queued(cg);
     if (!j) continue;
-    if (!cg->first_job) cg->first_job = now_ns();
+    if (!cg->first_job) cg->first_job = ty__cc_now_ns();
     cg->slot[s] = j;
     cg->jobs++;
     for (int i = 0; i < j->n; i++) cg->e[j->ent[i]].job = s + 1;
@@ -2209,7 +2206,7 @@ ty__fused_kernel ty__codegen_kernel(ty__codegen *cg, const ty_pending *f, uint64
   const bool later = cg->mode == 1 && !cg->wait && !small && elems < CG_HOT_ELEMS && p &&
                      p->seen + 1 < CG_SMALL_HOT;
   if (p && p->seen == 0)
-    p->late = cg->mode == 1 && !cg->wait && cg->first_job && now_ns() - cg->first_job > CG_LATE_NS;
+    p->late = cg->mode == 1 && !cg->wait && cg->first_job && ty__cc_now_ns() - cg->first_job > CG_LATE_NS;
   /* from CG_HOT_ELEMS, first seen late: not before CG_LATE_ELEMS elements */
   bool rent = false;
   if (p && p->late && elems >= CG_HOT_ELEMS && elems < CG_URGENT_ELEMS) {
