@@ -16,22 +16,43 @@
 #      in a reduction (one kernel; the unfused bits), batched and integer
 #      matmul, a streamed scope; any wrong value fails the script;
 #   7. every Lua workload with --gpus 1 and with --gpus none: times and
-#      checksums (they must agree).
+#      checksums (they must agree); with GPU_CHECK_BUDGET=S set, the runs
+#      that would start S seconds after the script did are skipped (and
+#      listed as skipped), for a machine lent for a fixed time.
 #
-# Usage: bench/gpu_check.sh [build-dir]     (default: build-gpu-check)
+# GPU_CHECK_KEEP_GOING=1: a failed step 3-6 does not stop the script; the
+# failures are listed at the end (exit 1).
+#
+# Usage: bench/gpu_check.sh [--prebuilt] [build-dir]   (default: build-gpu-check)
+#   --prebuilt  the build dir was made elsewhere by bench/gpu_bundle.sh (a
+#               machine without tycho's Debian packages, such as a lent GPU
+#               node): skip configure and build, load the libraries the
+#               bundle carries (build-dir/libs) for tycho's programs only.
 # Exit status: 0 all ran, 1 a step failed, 2 no usable GPU or no nvcc.
 # Without a GPU it stops at step 2 with the reason; it never reports a
 # benchmark it did not run.
 set -u -o pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PREBUILT=0
+if [ "${1:-}" = "--prebuilt" ]; then PREBUILT=1; shift; fi
 BUILD=${1:-$ROOT/build-gpu-check}
+# the peers (python3) run with the loader path as it was, never the bundle's
+PY_LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}
 JOBS=$(nproc 2>/dev/null || echo 4)
 OUT=$BUILD/gpu_check
 T0=$SECONDS
 
 step() { printf '\n== %s  [%ds]\n' "$1" $((SECONDS - T0)); }
 fail() { printf 'gpu_check: FAILED: %s\n' "$*" >&2; exit 1; }
+# a failed check (tests, benchmarks, GPU against CPU): stop, or with
+# GPU_CHECK_KEEP_GOING=1 (a machine lent once) go on and exit 1 at the end
+FAILED=()
+check_failed() {
+  printf 'gpu_check: FAILED: %s\n' "$*" >&2
+  [ "${GPU_CHECK_KEEP_GOING:-0}" = 1 ] || exit 1
+  FAILED+=("$*")
+}
 nogpu() { printf 'gpu_check: NO GPU: %s\n' "$*" >&2; exit 2; }
 
 mkdir -p "$OUT" || fail "cannot create $OUT"
@@ -43,18 +64,53 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 else
   echo "nvidia-smi: not found"
 fi
-command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] || nogpu "nvcc not found (CUDA toolkit)"
+if [ $PREBUILT = 1 ]; then
+  step "prebuilt ($BUILD)"
+  [ -f "$BUILD/CMakeCache.txt" ] || fail "--prebuilt: no build in $BUILD (make one with bench/gpu_bundle.sh)"
+  grep -q '^TYCHO_NVCC:FILEPATH=/' "$BUILD/CMakeCache.txt" ||
+    fail "--prebuilt: $BUILD was built without the CUDA kernels (no nvcc where it was built?)"
+  if [ -d "$BUILD/libs" ]; then
+    # the bundle's libraries stand in only for those this machine lacks
+    rm -rf "$BUILD/libs.use" && mkdir -p "$BUILD/libs.use"
+    for f in "$BUILD"/libs/*; do
+      n=$(basename "$f")
+      ldconfig -p 2>/dev/null | grep -qF "$n (" && continue
+      ln -s "$f" "$BUILD/libs.use/$n" && echo "  from the bundle: $n"
+    done
+    export LD_LIBRARY_PATH=$BUILD/libs.use${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  fi
+  # NVRTC and cuBLAS are opened by name: where the loader does not know the
+  # toolkit's folders, point it at the first one that holds them
+  for lib in libnvrtc.so.13 libcublas.so.13; do
+    ldconfig -p 2>/dev/null | grep -q "$lib" && continue
+    found=$(ls /usr/local/cuda/lib64/$lib /usr/local/cuda/targets/x86_64-linux/lib/$lib \
+              /usr/local/cuda-*/lib64/$lib /usr/lib/x86_64-linux-gnu/$lib \
+              /usr/local/lib/python3*/dist-packages/nvidia/*/lib/$lib \
+              /opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib/$lib \
+              /opt/*/.venv/lib/python3*/site-packages/nvidia/cu*/lib/$lib 2>/dev/null | head -1)
+    if [ -n "$found" ]; then
+      echo "  $lib: $found"
+      export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$found")
+    else
+      echo "  $lib: not found on this machine"
+    fi
+  done
+  "$BUILD/repl/tycho" --version ||
+    { ldd "$BUILD/repl/tycho" | grep -i "not found"; fail "the prebuilt tycho does not start here (the missing libraries above)"; }
+else
+  command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] || nogpu "nvcc not found (CUDA toolkit)"
 
-step "configure ($BUILD)"
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTYCHO_CUDA=ON >"$OUT/configure.log" 2>&1 ||
-  { tail -20 "$OUT/configure.log"; fail "cmake configure"; }
-grep -E "tycho: (CUDA|nvcc)" "$OUT/configure.log" || true
-grep -q "tycho: CUDA kernels with" "$OUT/configure.log" ||
-  fail "the build does not include the CUDA kernels (runtime/src/cuda not wired into runtime/CMakeLists.txt, or nvcc not found)"
+  step "configure ($BUILD)"
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTYCHO_CUDA=ON >"$OUT/configure.log" 2>&1 ||
+    { tail -20 "$OUT/configure.log"; fail "cmake configure"; }
+  grep -E "tycho: (CUDA|nvcc)" "$OUT/configure.log" || true
+  grep -q "tycho: CUDA kernels with" "$OUT/configure.log" ||
+    fail "the build does not include the CUDA kernels (runtime/src/cuda not wired into runtime/CMakeLists.txt, or nvcc not found)"
 
-step "build (-j$JOBS)"
-timeout 330 cmake --build "$BUILD" -j"$JOBS" >"$OUT/build.log" 2>&1 ||
-  { grep -E "error|Error" "$OUT/build.log" | head -20; fail "build (log: $OUT/build.log)"; }
+  step "build (-j$JOBS)"
+  timeout 330 cmake --build "$BUILD" -j"$JOBS" >"$OUT/build.log" 2>&1 ||
+    { grep -E "error|Error" "$OUT/build.log" | head -20; fail "build (log: $OUT/build.log)"; }
+fi
 BENCH=$BUILD/runtime/src/cuda/tycho_gpu_bench
 [ -x "$BENCH" ] || fail "no $BENCH"
 
@@ -68,19 +124,19 @@ step "GPU tests"
 timeout 240 ctest --test-dir "$BUILD" -R '^c\.test_gpu_' -j4 --output-on-failure >"$OUT/ctest.log" 2>&1
 rc=$?
 grep -E "tests passed|Skipped|Failed|\*\*\*" "$OUT/ctest.log" | sed 's/^/  /'
-[ $rc -eq 0 ] || fail "GPU tests (log: $OUT/ctest.log)"
+[ $rc -eq 0 ] || check_failed "GPU tests (log: $OUT/ctest.log)"
 if grep -q "(Skipped)" "$OUT/ctest.log"; then
   # on a GPU machine nothing may be skipped (a skip here hides a broken setup)
   grep -B2 "^skip:" "$OUT/ctest.log" | head -20
-  fail "GPU tests were skipped although a GPU is present (is SKIP_RETURN_CODE 77 set? see above)"
+  check_failed "GPU tests were skipped although a GPU is present (is SKIP_RETURN_CODE 77 set? see above)"
 fi
 
 step "benchmarks"
 timeout 240 "$BENCH" | tee "$OUT/bench.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] || fail "benchmarks"
+[ "${PIPESTATUS[0]}" -eq 0 ] || check_failed "benchmarks"
 
 step "peers: CuPy (unfused) and JAX (jit), Black-Scholes 100M"
-timeout 150 python3 - "$OUT/peers.txt" <<'PY' || echo "  peers did not run to the end"
+LD_LIBRARY_PATH=$PY_LD_LIBRARY_PATH timeout 150 python3 - "$OUT/peers.txt" <<'PY' || echo "  peers did not run to the end"
 import sys, time
 out = open(sys.argv[1], "w")
 N, R, V = 100_000_000, 0.02, 0.3
@@ -145,145 +201,10 @@ done
 
 TYCHO=$BUILD/repl/tycho
 step "GPU against CPU: fused reductions, batched/integer matmul, streamed scopes"
-# (the same script runs on simulated GPUs with the argument 'small':
-#  tycho --gpus sim:1 check.lua small)
-cat >"$OUT/check.lua" <<'LUA'
--- GPU against CPU for what runs on GPUs since the first gpu_check (bench/gpu_check.sh):
--- fused runs ending in a reduction (one kernel), batched and integer matmul,
--- streamed scopes. Prints every case; exits 1 on a wrong value.
-local big = not (arg and arg[1] == "small")
-local N = big and 50000003 or 300007
-local M = big and 4096 or 300
-local bad = 0
-local function check(name, ok, detail)
-  print(string.format("  %-46s %-5s %s", name, ok and "ok" or "WRONG", detail or ""))
-  if not ok then bad = bad + 1 end
-end
-local function on(t, f, extra)
-  local o = {target = t}
-  for k, v in pairs(extra or {}) do o[k] = v end
-  return tycho.parallel(o, f)
-end
-local function close(g, c, rtol)
-  if g ~= g and c ~= c then return true end
-  return math.abs(g - c) <= rtol * math.abs(c)
-end
-local function mk()
-  local a = tycho.arange(N) * 1e-6 - 20
-  local b = tycho.arange(N) % 7 + 0.5
-  return a, b
-end
-local function explain_has(s) return tostring(tycho.explain(1)):find(s, 1, true) ~= nil end
-
-local cases = {
-  {"f64 sum of a*b+1", 1e-12, function() local a, b = mk() return (a * b + 1):sum() end},
-  {"f64 max of a*b", 0, function() local a, b = mk() return (a * b):max() end},
-  {"f64 min of a-3b", 0, function() local a, b = mk() return (a - b * 3):min() end},
-  {"f64 max with NaN (sqrt of negatives)", 0, function() local a, b = mk() return (tycho.sqrt(a) + b):max() end},
-  {"f32 sum of a*b", 1e-5, function() local a, b = mk() return (a * b):astype("f32"):sum() end},
-  {"i32 sum of (i*7-3)", 0, function() return ((tycho.arange(N) % 1000):astype("i32") * 7 - 3):sum() end},
-  {"i32 prod of (i%3+1) (wraps)", 0, function() return ((tycho.arange(N) % 3):astype("i32") + 1):prod() end},
-  {"2-d strided sum (transpose + box)", 0, function()
-    local m = (tycho.arange((M + 2) * (M + 2)) % 1000):reshape({M + 2, M + 2})
-    return (m[{{2, -2}, {2, -2}}]:transpose() * 2 - m[{{1, -3}, {2, -2}}]):sum() end},
-}
-for _, c in ipairs(cases) do
-  local name, rtol, f = c[1], c[2], c[3]
-  local want = on("cpu", function() return f():item() end)
-  local s0 = tycho.stats().gpu_launches
-  local t0 = tycho.clock()
-  local got = on("gpu", function() return f():item() end)
-  local dt = tycho.clock() - t0
-  local fused_on_gpu = false
-  for _, e in ipairs(tycho.explain(1)) do
-    if e.task == "fused" and e.target == "gpu" then fused_on_gpu = true end
-  end
-  check(name, close(got, want, rtol) and fused_on_gpu,
-        string.format("gpu %.17g cpu %.17g (%d GPU launches, %.4f s%s)", got, want,
-                      tycho.stats().gpu_launches - s0, dt, fused_on_gpu and "" or ", NO fused launch on the GPU"))
-end
-
--- one kernel instead of two, and the same bits as the unfused reduction on the GPU
-do
-  local a, b = mk()
-  tycho.flush()
-  local function run(extra)
-    local s0 = tycho.stats().gpu_launches
-    local t0 = tycho.clock()
-    local v = on("gpu", function() return (a * b - a):sum():item() end, extra)
-    return v, tycho.stats().gpu_launches - s0, tycho.clock() - t0
-  end
-  run({}) -- compile
-  local vf, nf, tf = run({})
-  local vu, nu, tu = run({fuse = false})
-  check("fused reduce: fewer launches than unfused", nf < nu, string.format("%d vs %d launches; %.4f s vs %.4f s", nf, nu, tf, tu))
-  check("fused reduce: the unfused GPU bits", vf == vu, string.format("%.17g vs %.17g", vf, vu))
-  local v2 = run({})
-  check("fused reduce: the same bits on a rerun", v2 == vf, string.format("%.17g vs %.17g", v2, vf))
-end
-
--- batched matmul on the GPU (one cuBLAS gemm per matrix), integer matmul on the CPU
-do
-  local function bm() return tycho.matmul(tycho.linspace(-1, 1, 8 * M * 64):reshape({8, M, 64}),
-                                          tycho.linspace(2, -2, 64 * 96):reshape({64, 96})) end
-  local c = on("cpu", function() return bm():sum():item() end)
-  local placed = false
-  local g = on("gpu", function()
-    local r = bm()
-    tycho.flush()
-    for _, e in ipairs(tycho.explain(1)) do if e.task == "matmul" and e.target == "gpu" then placed = true end end
-    return r:sum():item()
-  end)
-  check("batched matmul f64 (8 x M x 64 @ 64 x 96)", close(g, c, 1e-9) and placed,
-        string.format("gpu %.17g cpu %.17g%s", g, c, placed and "" or ", matmul NOT on the GPU"))
-  local function im() local x = (tycho.arange(200 * 300) % 13):astype("i64"):reshape({200, 300}) return tycho.matmul(x, x:transpose()) end
-  c = on("cpu", function() return im():sum():item() end)
-  local why = false
-  g = on("gpu", function()
-    local r = im()
-    tycho.flush()
-    why = explain_has("cuBLAS multiplies f64 and f32 only")
-    return r:sum():item()
-  end)
-  check("integer matmul: CPU values, explain says why", c == g and why,
-        string.format("gpu %s cpu %s", g, c))
-end
-
--- a streamed scope runs on the CPU, with the CPU's values, and says so
-do
-  local function st() local a, b = mk() return (a * b + 1):sum() end
-  local c = on("cpu", function() return st():item() end)
-  local budget = big and "64MB" or "1MB"
-  local g = on("gpu", function() return st():item() end, {memory = budget})
-  check("streamed scope (memory=" .. budget .. "): CPU values, explained",
-        g == c and explain_has("a streamed scope (memory budget)"),
-        string.format("%.17g vs %.17g", g, c))
-end
-
--- device time in the trace: a "GPU 0 (device)" track with the pieces' durations
-do
-  local path = os.tmpname()
-  tycho.trace_start(path)
-  local v = on("gpu", function() local a, b = mk() return (a * b + 1):sum():item() end)
-  tycho.trace_stop()
-  local f = io.open(path)
-  local text = f and f:read("a") or ""
-  if f then f:close() end
-  os.remove(path)
-  local n, total = 0, 0
-  for dur in text:gmatch('"cat":"gpu%-device","ph":"X","pid":1,"tid":%d+,"ts":[%d.]+,"dur":([%d.]+)') do
-    n = n + 1
-    total = total + tonumber(dur)
-  end
-  check("trace: device time per piece on \"GPU 0 (device)\"", v == v and n >= 1 and text:find('"GPU 0 (device)"', 1, true) ~= nil,
-        string.format("%d pieces, %.1f us on the device", n, total))
-end
-
-print(bad == 0 and "  all GPU results agree with the CPU" or string.format("  %d WRONG", bad))
-os.exit(bad == 0 and 0 or 1)
-LUA
-timeout 300 "$TYCHO" --gpus 1 "$OUT/check.lua" 2>&1 | tee "$OUT/check.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] || fail "GPU results differ from the CPU's, or the check did not finish (above; $OUT/check.txt)"
+# (bench/gpu_check.lua; the same script runs on simulated GPUs with the
+#  argument 'small' in ctest: gpu-sim.check)
+timeout 300 "$TYCHO" --gpus 1 "$ROOT/bench/gpu_check.lua" 2>&1 | tee "$OUT/check.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || check_failed "GPU results differ from the CPU's, or the check did not finish (above; $OUT/check.txt)"
 
 step "Lua workloads: --gpus 1 against the CPU (--gpus none), checksums must agree"
 W=$ROOT/bench/workloads
@@ -292,6 +213,10 @@ while read -r name args; do
   [ -n "$name" ] || continue
   file=${name%%:*}
   for where in none 1; do
+    if [ -n "${GPU_CHECK_BUDGET:-}" ] && [ $((SECONDS - T0)) -gt "$GPU_CHECK_BUDGET" ]; then
+      printf '  %-16s --gpus %-4s skipped: past GPU_CHECK_BUDGET (%ss)\n' "$name" "$where" "$GPU_CHECK_BUDGET"
+      continue
+    fi
     # shellcheck disable=SC2086
     out=$(timeout 60 "$TYCHO" --gpus "$where" "$W/$file.lua" $args reps=3 2>&1)
     rc=$?
@@ -317,3 +242,8 @@ LIST
 echo "  (cuPyNumeric: run bench/run's Python peers under 'legate --gpus 1' where it is installed)"
 
 printf '\ngpu_check: done in %ds (results in %s)\n' $((SECONDS - T0)) "$OUT"
+if [ ${#FAILED[@]} -gt 0 ]; then
+  printf 'gpu_check: %d check(s) FAILED:\n' ${#FAILED[@]}
+  printf '  %s\n' "${FAILED[@]}"
+  exit 1
+fi

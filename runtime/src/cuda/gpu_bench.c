@@ -37,10 +37,17 @@ static char err[4096];
     if ((call) != TY_OK) DIE("%s: %s", #call, err);                                        \
   } while (0)
 
+/* every array of the benchmarks, freed before the device is closed (which
+ * counts what was not freed) */
+static ty__gpu_block *blocks[64];
+static int nblocks;
+
 static uint64_t dalloc(size_t bytes) {
   ty__gpu_block *b;
+  if (nblocks == (int)(sizeof blocks / sizeof blocks[0])) DIE("more than %d arrays", nblocks);
   OK(ty__gpu_alloc(G, 0, bytes, 0, "benchmark array", &b, err, sizeof err));
-  return b->ptr; /* never freed: the process ends */
+  blocks[nblocks++] = b;
+  return b->ptr;
 }
 
 /* ---- timing with events ---------------------------------------------------------------- */
@@ -307,6 +314,8 @@ int main(int argc, char **argv) {
   printf("kernel cache: %llu compiled (%.2f s in NVRTC), %llu from disk, %llu hits\n",
          (unsigned long long)G->ptx.compiles, G->ptx.compile_seconds,
          (unsigned long long)G->ptx.disk_hits, (unsigned long long)G->ptx.hits);
+  OK(ty__gpu_sync(G, 0, 0, err, sizeof err));
+  while (nblocks > 0) ty__gpu_free(G, 0, blocks[--nblocks], 0);
   ty__gpu_close(G);
   return 0;
 }
