@@ -27,10 +27,11 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 
 command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] ||
   { echo "gpu_bundle: nvcc not found: the bundle would have no CUDA kernels" >&2; exit 2; }
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTYCHO_CUDA=ON -DTYCHO_MPI=OFF >"$BUILD.configure.log" 2>&1 ||
-  { tail -20 "$BUILD.configure.log"; exit 1; }
-grep -q "tycho: CUDA kernels with" "$BUILD.configure.log" ||
-  { echo "gpu_bundle: the configure left the CUDA kernels out ($BUILD.configure.log)" >&2; exit 1; }
+mkdir -p "$BUILD"
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTYCHO_CUDA=ON -DTYCHO_MPI=OFF >"$BUILD/configure.log" 2>&1 ||
+  { tail -20 "$BUILD/configure.log"; exit 1; }
+grep -q "tycho: CUDA kernels with" "$BUILD/configure.log" ||
+  { echo "gpu_bundle: the configure left the CUDA kernels out ($BUILD/configure.log)" >&2; exit 1; }
 cmake --build "$BUILD" -j"$JOBS"
 
 # what gpu_check.sh --prebuilt runs: the shell, the GPU benchmark, the GPU

@@ -283,6 +283,8 @@ static const char SHIM[] =
     "#define TY_GLOBAL void\n"
     "static inline double ty_as_f64(long long w) { double d; memcpy(&d, &w, 8); return d; }\n"
     "#define TY_AS_F64(w) ty_as_f64(w)\n"
+    "static inline float ty_as_f32(long long w) { unsigned u = (unsigned)w; float f; memcpy(&f, &u, 4); return f; }\n"
+    "#define TY_AS_F32(w) ty_as_f32(w)\n"
     "#define TY_TID 0u\n"
     "#define TY_NTHREADS 1u\n"
     "static const struct { unsigned x; } blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};\n";

@@ -392,7 +392,15 @@ void ty__gk_params(const ty__gir *ir, const ty__gplan *plan, int64_t *words) {
   }
   for (int c = 0; c < ir->nconsts; c++) {
     const ty__gconst *x = &ir->consts[c];
-    if (ty_dtype_is_float(x->dtype)) {
+    if (x->dtype == TY_F32) {
+      /* the f32 value's bits (the kernel reads them as they are: converting
+       * an f64 word there was a cvt.f32.f64 per constant per element, which
+       * runs at 1/8 of the f32 rate and made Black-Scholes f32 compute-bound) */
+      float f = (float)x->f;
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      words[w++] = (int64_t)u;
+    } else if (ty_dtype_is_float(x->dtype)) {
       double f = x->f;
       memcpy(&words[w++], &f, 8);
     } else {
@@ -460,6 +468,7 @@ static const char PRELUDE[] =
     "#define TY_DEV static __device__ __forceinline__\n"
     "#define TY_GLOBAL extern \"C\" __global__ void __launch_bounds__(256)\n"
     "#define TY_AS_F64(w) __longlong_as_double(w)\n"
+    "#define TY_AS_F32(w) __uint_as_float((unsigned)(w))\n"
     "#define TY_TID ((unsigned)blockIdx.x * (unsigned)blockDim.x + (unsigned)threadIdx.x)\n"
     "#define TY_NTHREADS ((unsigned)gridDim.x * (unsigned)blockDim.x)\n"
     "#endif\n"
@@ -835,7 +844,9 @@ char *ty__gk_source(const ty__gir *ir, const ty__gplan *plan) {
   }
   for (int c = 0; c < ir->nconsts; c++) {
     ty_dtype t = ir->consts[c].dtype;
-    if (ty_dtype_is_float(t))
+    if (t == TY_F32)
+      emit(&b, "  const float c%d = TY_AS_F32(p.w[%d]);\n", c, w++);
+    else if (ty_dtype_is_float(t))
       emit(&b, "  const %s c%d = (%s)TY_AS_F64(p.w[%d]);\n", ty__gk_ctype(t), c, ty__gk_ctype(t), w++);
     else
       emit(&b, "  const %s c%d = (%s)p.w[%d];\n", ty__gk_ctype(t), c, ty__gk_ctype(t), w++);

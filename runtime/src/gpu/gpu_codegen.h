@@ -41,7 +41,7 @@
 #define TY__GK_MAX_TMPS 256
 #define TY__GK_MAX_SUBS 512
 #define TY__GK_BLOCK 256     /* threads per block: 8 warps, full occupancy at <= 64 regs */
-#define TY__GK_VERSION 1     /* bump when the generated code changes: keys differ */
+#define TY__GK_VERSION 2     /* bump when the generated code changes: keys differ (2: f32 constants as f32 bits) */
 
 /* An operand reference. */
 typedef enum ty__grefkind { TY__GREF_ARG = 0, TY__GREF_CONST, TY__GREF_TMP } ty__grefkind;

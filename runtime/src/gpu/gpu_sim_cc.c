@@ -55,6 +55,7 @@ static const char SHIM[] =
     "static thread_local ty_sim_dim blockIdx, threadIdx, blockDim, gridDim;\n"
     "static inline double __longlong_as_double(long long w) { double d; memcpy(&d, &w, 8); return d; }\n"
     "static inline long long __double_as_longlong(double d) { long long w; memcpy(&w, &d, 8); return w; }\n"
+    "static inline float __uint_as_float(unsigned w) { float f; memcpy(&f, &w, 4); return f; }\n"
     "#line 1 \"kernel.cu\"\n";
 
 /* Runs a one-parameter kernel over a grid, one thread per block. */
