@@ -7,7 +7,8 @@
 #      without MPI (the bundle would need Open MPI's whole tree);
 #   2. packs into build-gpu-bundle/bundle.tar.xz (about 20 MB) what
 #      gpu_check.sh --prebuilt runs: the shell, the GPU benchmark, the GPU
-#      tests and their fake driver library (stripped), ctest's files, and in build-gpu-check/libs the shared
+#      tests and their fake driver library (stripped), ctest's files,
+#      busted with its Lua modules (lua-deps/), and in build-gpu-check/libs the shared
 #      libraries they load that are not part of every Linux (glibc, libstdc++
 #      and libgcc_s stay: the target's own, newer ones serve).
 #
@@ -55,6 +56,18 @@ mkdir -p "$S/libs"
 (cd "$BUILD" && ldd "${ship[@]}") | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
   grep -Ev '/(libc|libm|libmvec|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux-x86-64|libresolv)\.so' |
   while read -r lib; do cp -L "$lib" "$S/libs/"; done
+# busted and the Lua modules it needs (lua-busted's packages), for the specs
+# that gpu_check.sh runs on the GPU (step 8), and the Lua module tycho.so
+# that some specs load
+mkdir -p "$S/lua" && cp "$BUILD/lua/tycho.so" "$S/lua/"
+if command -v busted >/dev/null 2>&1; then
+  mkdir -p "$S/lua-deps/share" "$S/lua-deps/lib"
+  cp -L "$(command -v busted)" "$S/lua-deps/busted"
+  cp -rL /usr/share/lua/5.4/. "$S/lua-deps/share/"
+  cp -rL "/usr/lib/$(gcc -dumpmachine)/lua/5.4/." "$S/lua-deps/lib/"
+else
+  echo "gpu_bundle: no busted here: gpu_check.sh will skip the specs on the GPU (step 8)"
+fi
 mkdir -p "$ROOT/build-gpu-bundle"
 tar -C "$STAGE" -cJf "$ROOT/build-gpu-bundle/bundle.tar.xz" "$NAME"
 echo "gpu_bundle: $ROOT/build-gpu-bundle/bundle.tar.xz ($(du -h "$ROOT/build-gpu-bundle/bundle.tar.xz" | cut -f1)); libraries:"

@@ -18,9 +18,13 @@
 #   7. every Lua workload with --gpus 1 and with --gpus none: times and
 #      checksums (they must agree); with GPU_CHECK_BUDGET=S set, the runs
 #      that would start S seconds after the script did are skipped (and
-#      listed as skipped), for a machine lent for a fixed time.
+#      listed as skipped), for a machine lent for a fixed time;
+#   8. the gpu-sim specs (examples, determinism, views, hazards, args,
+#      mask, shape, scatter) with TYCHO_TARGET=gpu on the real GPU: they
+#      assert numpy's and the CPU's values (busted: the system's, or the
+#      bundle's); a failing case fails the script.
 #
-# GPU_CHECK_KEEP_GOING=1: a failed step 3-6 does not stop the script; the
+# GPU_CHECK_KEEP_GOING=1: a failed step 3-6 or 8 does not stop the script; the
 # failures are listed at the end (exit 1).
 #
 # Usage: bench/gpu_check.sh [--prebuilt] [build-dir]   (default: build-gpu-check)
@@ -240,6 +244,40 @@ select:mask op=mask n=10000000
 shape n=10000000
 LIST
 echo "  (cuPyNumeric: run bench/run's Python peers under 'legate --gpus 1' where it is installed)"
+
+step "specs on the GPU: the gpu-sim specs with every launch that has a GPU kernel sent to it"
+# ctest -L gpu-sim runs these on simulated GPUs; here on the real one
+# (TYCHO_TARGET=gpu): they assert numpy's and the CPU's values
+if [ -x "$BUILD/lua-deps/busted" ] || [ -f "$BUILD/lua-deps/busted" ]; then
+  BUSTED=$BUILD/lua-deps/busted
+  export LUA_PATH="$BUILD/lua-deps/share/?.lua;$BUILD/lua-deps/share/?/init.lua;;"
+  export LUA_CPATH="$BUILD/lua-deps/lib/?.so;;"
+else
+  BUSTED=$(command -v busted || true)
+fi
+if [ -z "$BUSTED" ]; then
+  echo "  skipped: no busted (apt-get install lua-busted, or bench/gpu_bundle.sh)"
+else
+  for spec in examples determinism views hazards args mask shape scatter; do
+    if [ -n "${GPU_CHECK_BUDGET:-}" ] && [ $((SECONDS - T0)) -gt "$GPU_CHECK_BUDGET" ]; then
+      printf '  %-12s skipped: past GPU_CHECK_BUDGET (%ss)\n' "$spec" "$GPU_CHECK_BUDGET"
+      continue
+    fi
+    t0=$SECONDS
+    (cd "$BUILD" && TYCHO_GPUS=1 TYCHO_TARGET=gpu TYCHO_BIN=$TYCHO TYCHO_MODULE_DIR=$BUILD/lua \
+       TYCHO_SOURCE_DIR=$ROOT TYCHO_BUILD_DIR=$BUILD timeout 300 "$TYCHO" "$BUSTED" \
+       --helper="$ROOT/tests/spec/helper.lua" --output=TAP "$ROOT/tests/spec/${spec}_spec.lua") \
+      >"$OUT/spec_$spec.tap" 2>&1
+    rc=$?
+    ok=$(grep -c '^ok ' "$OUT/spec_$spec.tap")
+    bad=$(grep -c '^not ok ' "$OUT/spec_$spec.tap")
+    printf '  %-12s %3d ok, %d not ok (%ds)\n' "$spec" "$ok" "$bad" $((SECONDS - t0))
+    if [ $rc -ne 0 ] || [ "$bad" -ne 0 ] || [ "$ok" -eq 0 ]; then
+      grep -A8 '^not ok ' "$OUT/spec_$spec.tap" | head -40 | sed 's/^/    /'
+      check_failed "spec $spec on the GPU (exit $rc; $OUT/spec_$spec.tap)"
+    fi
+  done
+fi
 
 printf '\ngpu_check: done in %ds (results in %s)\n' $((SECONDS - T0)) "$OUT"
 if [ ${#FAILED[@]} -gt 0 ]; then
