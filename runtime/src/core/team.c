@@ -66,6 +66,15 @@ enum { BUSY_YIELD_US = 50 };
  * turn into slower waves for most of the run. */
 enum { BUSY_EVENTS = 3, BUSY_WINDOW_US = 10000, BUSY_HOLD_US = 20000 };
 
+/* Beside processes that stay busy, every hold ended in a spin that had to
+ * find the load again: three late yields, each a time slice of the other
+ * process (1.4 ms a yield beside a busy loop on the Zen 4's kernel 6.18),
+ * every 20 ms. So a hold that begins within BUSY_REARM_US of the end of the
+ * last one is twice as long, up to BUSY_HOLD_MAX_US; one that begins later
+ * is BUSY_HOLD_US again. An idle machine's rare late yields (the VM's own
+ * interruptions) never come three to a window twice in a row. */
+enum { BUSY_REARM_US = 20000, BUSY_HOLD_MAX_US = 640000 };
+
 /* How long the caller waits for an awake worker to claim its item of an
  * affine job before it runs the item itself. A worker on its core claims
  * within a microsecond or two of the job's publication, long before the
@@ -116,6 +125,7 @@ struct ty_team {
   _Atomic int64_t busy_last;  /* now_us of the team's last late yield */
   _Atomic int busy_events;    /* late yields in a row, each within BUSY_WINDOW_US */
   _Atomic int64_t busy_until; /* waits before this now_us sleep at once */
+  _Atomic int64_t busy_hold;  /* the last hold's length (0: none yet) */
   job job; /* written while the team is closed and empty */
 };
 
@@ -195,7 +205,12 @@ static void note_busy(ty_team *t, double back) {
   int n = b - prev <= BUSY_WINDOW_US ? atomic_fetch_add_explicit(&t->busy_events, 1, memory_order_relaxed) + 1 : 1;
   if (n == 1) atomic_store_explicit(&t->busy_events, 1, memory_order_relaxed);
   if (n >= BUSY_EVENTS) {
-    atomic_store_explicit(&t->busy_until, b + BUSY_HOLD_US, memory_order_relaxed);
+    const int64_t last_end = atomic_load_explicit(&t->busy_until, memory_order_relaxed);
+    int64_t hold = atomic_load_explicit(&t->busy_hold, memory_order_relaxed);
+    hold = hold > 0 && b - last_end <= BUSY_REARM_US ? hold * 2 : BUSY_HOLD_US;
+    if (hold > BUSY_HOLD_MAX_US) hold = BUSY_HOLD_MAX_US;
+    atomic_store_explicit(&t->busy_hold, hold, memory_order_relaxed);
+    atomic_store_explicit(&t->busy_until, b + hold, memory_order_relaxed);
     atomic_store_explicit(&t->busy_events, 0, memory_order_relaxed);
   }
 }
