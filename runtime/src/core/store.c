@@ -386,8 +386,6 @@ ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
     ty_format_bytes((double)st->nbytes, need, sizeof need);
     return ty__fail(rt, TY_ENOMEM, "out of memory: the system refused %s for a store", need);
   }
-  if (zero && !st->gpu) memset(p, 0, bytes);
-#ifndef NDEBUG
   /* A storage a GPU tracks needs no zeros: its coherence (gpu_coherence.c)
    * zero-fills the bytes never written anywhere when the host acquires them,
    * and every host access acquires first. Skipping the memset matters: it
@@ -395,6 +393,8 @@ ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero) {
    * read of a store a GPU made, even of one element. Debug builds poison the
    * buffer instead, so that a host access that skips the acquire reads
    * NaNs in the tests (gpu-sim). */
+  if (zero && !st->gpu) memset(p, 0, bytes);
+#ifndef NDEBUG
   else if (zero)
     memset(p, 0xff, bytes);
 #endif
