@@ -259,7 +259,7 @@ echo "  (cuPyNumeric: run bench/run's Python peers under 'legate --gpus 1' where
 step "specs on the GPU: the gpu-sim specs with every launch that has a GPU kernel sent to it"
 # ctest -L gpu-sim runs these on simulated GPUs; here on the real one
 # (TYCHO_TARGET=gpu): they assert numpy's and the CPU's values
-if [ -x "$BUILD/lua-deps/busted" ] || [ -f "$BUILD/lua-deps/busted" ]; then
+if [ -f "$BUILD/lua-deps/busted" ]; then
   BUSTED=$BUILD/lua-deps/busted
   export LUA_PATH="$BUILD/lua-deps/share/?.lua;$BUILD/lua-deps/share/?/init.lua;;"
   export LUA_CPATH="$BUILD/lua-deps/lib/?.so;;"
