@@ -19,9 +19,19 @@
  */
 #include "internal.h"
 
-#include <string.h>
+/* The run's pointers are copied for each call (fn may change its copy) by
+ * a loop of 8-byte moves. GCC turns such a loop into a memcpy of nops * 8
+ * bytes, which the portable build's -mmemcpy-strategy=vector_loop (top
+ * CMakeLists.txt) expands as 16-byte moves with a byte-by-byte tail: ~100
+ * instructions a call for 3 operands, a fifth of the interpreted 2-D
+ * stencil of cg 256² (bench/README, "Interpreted rows": session 26). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define TY__NO_MEMCPY_IDIOM __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define TY__NO_MEMCPY_IDIOM
+#endif
 
-void ty__foreach(int ndim, const int64_t *shape, int nops, char *const *base,
+TY__NO_MEMCPY_IDIOM void ty__foreach(int ndim, const int64_t *shape, int nops, char *const *base,
                  const int64_t (*strides)[TY_MAX_RANK], ty_loop1d fn, const void *aux) {
   int64_t sh[TY_MAX_RANK];
   int64_t st[TY_MAX_ARGS][TY_MAX_RANK];
@@ -53,8 +63,10 @@ void ty__foreach(int ndim, const int64_t *shape, int nops, char *const *base,
 
   for (int k = 0; k < nops; k++) ptrs[k] = base[k];
   if (nd == 0) {
-    for (int k = 0; k < nops; k++) inner[k] = 0;
-    memcpy(run, ptrs, (size_t)nops * sizeof *run);
+    for (int k = 0; k < nops; k++) {
+      inner[k] = 0;
+      run[k] = ptrs[k];
+    }
     fn(1, run, inner, aux);
     return;
   }
@@ -63,7 +75,7 @@ void ty__foreach(int ndim, const int64_t *shape, int nops, char *const *base,
   for (int k = 0; k < nops; k++) inner[k] = st[k][nd - 1];
   int64_t idx[TY_MAX_RANK] = {0};
   for (;;) {
-    memcpy(run, ptrs, (size_t)nops * sizeof *run);
+    for (int k = 0; k < nops; k++) run[k] = ptrs[k];
     fn(n, run, inner, aux);
     /* odometer over the outer dims nd-2 .. 0 */
     int d = nd - 2;
