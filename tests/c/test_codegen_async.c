@@ -746,7 +746,7 @@ TEST(switches_inside_a_launch_same_bits) {
     CHECK(st.fused_switched >= 1);
     char *text = NULL;
     CHECK(ty_stats_format(rt, "text", &text) == TY_OK);
-    CHECK(text && strstr(text, " pieces switched)"));
+    CHECK(text && strstr(text, " pieces switched, "));
     free(text);
   }
   ty_runtime_destroy(rt);

@@ -317,6 +317,8 @@ typedef struct ty_stats {
                                background compile ended mid-launch (docs/fusion.md) */
   uint64_t waves_ceded;     /* waves (and launches run alone) given one worker fewer than the
                                cores, left to a background compile (docs/internals.md) */
+  uint64_t copies_folded;   /* copies of interpreted fused runs dropped, their producer writing
+                               the assigned view itself; one per copy and piece (docs/fusion.md) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 /* ty_stats.flushes alone (a binding asks it around every call). */

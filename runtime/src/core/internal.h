@@ -335,6 +335,7 @@ struct ty_runtime {
   size_t cached;
   ty_stats stats;
   uint64_t fused_switched; /* stats.fused_switched, counted by the pieces (atomic: fused_cpu.c) */
+  uint64_t copies_folded;  /* stats.copies_folded, likewise */
   uint64_t next_store_id;
   uint64_t next_launch_seq;
 

@@ -771,6 +771,106 @@ static bool run_switching(piece_state *ps, int64_t n, bool flat, const int64_t *
   return true;
 }
 
+/* ---- copies folded into their producer (interpreter only) ------------------------- */
+
+/* The bytes argument a's tile spans in this piece: [*lo, *hi). */
+static void arg_span(const ty_tile *t, uintptr_t *lo, uintptr_t *hi) {
+  const int64_t es = (int64_t)ty__dtype_size(t->dtype);
+  intptr_t a = 0, b = es;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] <= 0) {
+      *lo = *hi = (uintptr_t)t->data;
+      return;
+    }
+    const intptr_t ext = (intptr_t)((t->shape[d] - 1) * t->strides[d] * es);
+    if (ext < 0) a += ext;
+    else b += ext;
+  }
+  *lo = (uintptr_t)t->data + (uintptr_t)a;
+  *hi = (uintptr_t)t->data + (uintptr_t)b;
+}
+
+/* Store operand ref touches memory of argument a (its own ref included). */
+static bool touches(const ty_task_ctx *ctx, int ref, int a) {
+  if (ref < 0 || TY__FREF_IS_CONST(ref)) return false;
+  if (ref == a) return true;
+  uintptr_t l0, h0, l1, h1;
+  arg_span(&ctx->args[a], &l0, &h0);
+  arg_span(&ctx->args[ref], &l1, &h1);
+  return l0 < h1 && l1 < h0;
+}
+
+/* Where a view of a store is assigned (`A[view] = B - C`), the run holds
+ * the value in a slot and then copies the slot into the argument: a block
+ * written and read once more, and for a 2-D view a second call per row
+ * (cg 256²'s Laplacian: a copy after each of its four shifted
+ * subtractions). Here the producer writes the argument itself and the copy
+ * is dropped, when nothing can tell: the producer is an element-wise
+ * built-in writing the slot in the argument's dtype; no sub-operation
+ * between the two touches the argument's memory or reads the slot; no
+ * later one reads the slot before writing it again; and each store input
+ * of the producer is the argument's own view (element i read before
+ * element i is written, as the loops do in place) or memory apart from
+ * it. Same values as the copy, so the same bits. Not with tasks or
+ * failures (their skips name sub-operations by index) nor whole-store
+ * operands. */
+static void elide_copies(piece_state *ps) {
+  const ty_task_ctx *ctx = ps->ctx;
+  int kept = 0;
+  for (int m = 0; m < ps->nsub; m++) {
+    rsub *rm = &ps->rs[m];
+    const ty__fsub *c = rm->s;
+    bool drop = false;
+    if (c->kind == TY__FK_CAST && c->dt == c->dt2 && c->nops == 2 && TY__FREF_IS_SLOT(c->opnd[1].ref) &&
+        c->opnd[0].ref >= 0 && !TY__FREF_IS_CONST(c->opnd[0].ref) && c->opnd[0].ref < ctx->nargs &&
+        c->opnd[0].dtype == c->opnd[1].dtype) {
+      const int a = c->opnd[0].ref, slot = c->opnd[1].ref;
+      int k = -1;
+      bool ok = true;
+      /* back to the slot's producer: kept entries only (a dropped copy
+       * wrote its argument through its producer, which is kept) */
+      for (int j = kept - 1; j >= 0 && ok && k < 0; j--) {
+        const ty__fsub *s = ps->rs[j].s;
+        const bool ew = s->kind == TY__FK_UNARY || s->kind == TY__FK_BINARY || s->kind == TY__FK_WHERE ||
+                        s->kind == TY__FK_CAST || s->kind == TY__FK_FILL;
+        const int16_t out = ps->ro[ps->rs[j].first].ref;
+        if (ew && out == slot) {
+          k = j;
+          ok = s->opnd[0].dtype == c->opnd[0].dtype;
+          for (int i = 1; i < s->nops && ok; i++)
+            ok = s->opnd[i].ref == a || !touches(ctx, s->opnd[i].ref, a);
+          break;
+        }
+        for (int i = 0; i < s->nops && ok; i++) {
+          const int16_t ref = ps->ro[ps->rs[j].first + i].ref;
+          ok = ref != slot && !touches(ctx, ref, a);
+        }
+      }
+      /* no later reader of the slot before it is written again */
+      for (int j = m + 1; j < ps->nsub && ok && k >= 0; j++) {
+        const ty__fsub *s = ps->rs[j].s;
+        bool writes = false;
+        for (int i = 0; i < s->nops && ok; i++) {
+          if (s->opnd[i].ref != slot) continue;
+          if (TY__FOPND_PRIV(&s->opnd[i]) == TY_PRIV_OUT) writes = true;
+          else ok = false;
+        }
+        if (writes) break;
+      }
+      if (ok && k >= 0) {
+        const rsub *rk = &ps->rs[k];
+        ps->ro[rk->first] = ps->ro[rm->first];
+        memcpy(ps->bst[rk->first], ps->bst[rm->first], sizeof ps->bst[0]);
+        drop = true;
+      }
+    }
+    if (!drop) ps->rs[kept++] = *rm;
+  }
+  if (kept < ps->nsub)
+    __atomic_fetch_add(&ps->ctx->rt->copies_folded, (uint64_t)(ps->nsub - kept), __ATOMIC_RELAXED);
+  ps->nsub = kept;
+}
+
 /* One piece, or one ordered tile of a walked piece. */
 /* ud: the piece's fused_fail record, or NULL */
 static int fused_piece(ty_task_ctx *ctx, void *ud) {
@@ -981,6 +1081,7 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
       run_rows_sum(&ps, r, fn);
     }
   }
+  if (rc == 0 && !compiled && !summed && !has_task && !has_whole && !ps.skip) elide_copies(&ps);
   if (rc == 0 && !compiled && !summed && !run_switching(&ps, n, flat, flat_stride, has_task, has_whole, &rc))
     rc = flat ? run_flat(&ps, n) : run_box(&ps);
   for (int k = 0; rc == 0 && !compiled && k < ps.nsub; k++) {
