@@ -24,7 +24,7 @@
  * bytes, which the portable build's -mmemcpy-strategy=vector_loop (top
  * CMakeLists.txt) expands as 16-byte moves with a byte-by-byte tail: ~100
  * instructions a call for 3 operands, a fifth of the interpreted 2-D
- * stencil of cg 256² (bench/README, "Interpreted rows": session 26). */
+ * stencil of cg 256² (bench/README, "Interpreted CG: session 26"). */
 #if defined(__GNUC__) && !defined(__clang__)
 #define TY__NO_MEMCPY_IDIOM __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #else
@@ -32,7 +32,8 @@
 #endif
 
 TY__NO_MEMCPY_IDIOM void ty__foreach(int ndim, const int64_t *shape, int nops, char *const *base,
-                 const int64_t (*strides)[TY_MAX_RANK], ty_loop1d fn, const void *aux) {
+                                     const int64_t (*strides)[TY_MAX_RANK], ty_loop1d fn,
+                                     const void *aux) {
   int64_t sh[TY_MAX_RANK];
   int64_t st[TY_MAX_ARGS][TY_MAX_RANK];
   char *ptrs[TY_MAX_ARGS], *run[TY_MAX_ARGS];
