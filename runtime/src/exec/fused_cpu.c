@@ -773,21 +773,14 @@ static bool run_switching(piece_state *ps, int64_t n, bool flat, const int64_t *
 
 /* ---- copies folded into their producer (interpreter only) ------------------------- */
 
-/* The bytes argument a's tile spans in this piece: [*lo, *hi). */
+/* The bytes argument t's tile spans in this piece: [*lo, *hi) (store.c's
+ * ty__tile_range, from the tile's first element). */
 static void arg_span(const ty_tile *t, uintptr_t *lo, uintptr_t *hi) {
-  const int64_t es = (int64_t)ty__dtype_size(t->dtype);
-  intptr_t a = 0, b = es;
-  for (int d = 0; d < t->ndim; d++) {
-    if (t->shape[d] <= 0) {
-      *lo = *hi = (uintptr_t)t->data;
-      return;
-    }
-    const intptr_t ext = (intptr_t)((t->shape[d] - 1) * t->strides[d] * es);
-    if (ext < 0) a += ext;
-    else b += ext;
-  }
-  *lo = (uintptr_t)t->data + (uintptr_t)a;
-  *hi = (uintptr_t)t->data + (uintptr_t)b;
+  uint64_t l, h;
+  bool dense;
+  ty__tile_range(t->ndim, t->shape, t->strides, 0, ty__dtype_size(t->dtype), &l, &h, &dense);
+  *lo = (uintptr_t)t->data + (uintptr_t)l;
+  *hi = (uintptr_t)t->data + (uintptr_t)h;
 }
 
 /* Store operand ref touches memory of argument a (its own ref included). */
