@@ -101,6 +101,37 @@ static int64_t block_elems(const ty__fhead *h) {
 #define COLS_ARG_BLOCK 2048
 #endif
 
+/* A flat run down a column of a grid whose rows are a multiple of 512 bytes
+ * apart (CG 256^2's edge regions, plan/regions.c: 2 KiB) puts every
+ * element on a line of the same few L1 sets (64 sets of 64-byte lines: 8
+ * sets at most, 1 from 4 KiB), which hold 8 lines each: a block of 512 such
+ * elements is out of L1 before the next sub-operation reads it again, so
+ * every sub-operation loads every line again. Blocks of PITCH_BLOCK elements
+ * keep a block's lines of every operand in those sets while its
+ * sub-operations run (what a compiled column kernel does with 8 rows at
+ * once, fused_codegen.c's generate_col). Measured (interpreter,
+ * TYCHO_CODEGEN=off, medians of alternated runs, session 27): CG 256^2
+ * 0.087 -> 0.082 s a solve; six sub-operations over two strided views,
+ * 4,096 elements 2 KiB apart 0.07 -> 0.05 ms, 16,384 elements 16 KiB apart
+ * 0.28 -> 0.17 ms; a C loop of the edges' four sub-operations, 254
+ * elements 2 KiB apart: 26 us at blocks of 254, 13 us at 8. Only up to
+ * PITCH_MAX_ELEMS: at 65,536 elements 2 KiB apart the calls' cost wins
+ * (0.90 -> 1.08 ms; a long constant stride is what the prefetchers follow),
+ * and other strides spread over all sets (a 64-byte step: 5.3 ms at the
+ * usual block against 7.0 ms at 8). Runs ending in a reduction keep their
+ * blocks of whole 128-element leaves. */
+#define PITCH_BLOCK 8
+#define PITCH_MAX_ELEMS ((int64_t)1 << 14)
+
+static bool pitched(const ty_task_ctx *ctx, const int64_t *flat_stride) {
+  for (int a = 0; a < ctx->nargs; a++) {
+    int64_t b = flat_stride[a] * (int64_t)ty__dtype_size(ctx->args[a].dtype);
+    if (b < 0) b = -b;
+    if (b >= 512 && b % 512 == 0) return true;
+  }
+  return false;
+}
+
 /* How an ordered reduction reaches its accumulator (see the top). */
 enum { STREAM_NONE = 0, STREAM_PIECE, STREAM_ROWS };
 
@@ -1074,6 +1105,9 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
       run_rows_sum(&ps, r, fn);
     }
   }
+  if (rc == 0 && !compiled && !summed && flat && nreduce == 0 && !has_task && n <= PITCH_MAX_ELEMS &&
+      pitched(ctx, flat_stride))
+    ps.block = PITCH_BLOCK;
   if (rc == 0 && !compiled && !summed && !has_task && !has_whole && !ps.skip) elide_copies(&ps);
   if (rc == 0 && !compiled && !summed && !run_switching(&ps, n, flat, flat_stride, has_task, has_whole, &rc))
     rc = flat ? run_flat(&ps, n) : run_box(&ps);
