@@ -6,6 +6,18 @@
 -- and `require "tycho"` gives the same table.
 tycho = tycho or require "tycho"
 
+-- spec_codegen(isa): whether a process at instruction-set level `isa` (a
+-- TYCHO_ISA value; nil or "": this process's level, which its children
+-- inherit) generates compiled kernels. The baseline level (TYCHO_ISA=baseline,
+-- or a CPU without AVX2) has no generated code (fused_codegen.c): every run is
+-- interpreted, with the same values, and the specs that look for kernels
+-- expect none there.
+function spec_codegen(isa)
+  local c = tycho.config()
+  if isa == nil or isa == "" then return c.isa ~= "baseline" end
+  return isa ~= "baseline" and c.isa_best ~= "baseline"
+end
+
 -- spec_lua(code, env): runs the Lua chunk `code` in a fresh process that has
 -- tycho (the shell from TYCHO_BIN when set, else lua5.4 with this process's
 -- LUA_CPATH), with extra environment variables `env` (a table). Returns the
