@@ -85,15 +85,7 @@ local CASES = [[
   print("apart", row(e))
 ]]
 
-local function run(env)
-  local out = spec_run(CASES, env)
-  local r = {}
-  for line in out:gmatch("[^\n]+") do
-    local k, rest = line:match("^(%a+)%s+(.*)$")
-    if k then r[k] = rest end
-  end
-  return r, out
-end
+local function run(env) return spec_run_keyed(CASES, env) end
 
 describe("copies folded into their producer", function()
   local unfused = run({ TYCHO_FUSE = "off", TYCHO_CPUS = "1" })

@@ -52,6 +52,18 @@ function spec_run(code, env)
   return out
 end
 
+-- spec_run_keyed(code, env): spec_run's output as a table of the lines
+-- "<key> <rest>" (key: letters and digits), key -> rest, and the output.
+function spec_run_keyed(code, env)
+  local out = spec_run(code, env)
+  local r = {}
+  for line in out:gmatch("[^\n]+") do
+    local k, rest = line:match("^(%w+)%s+(.*)$")
+    if k then r[k] = rest end
+  end
+  return r, out
+end
+
 -- spec_tmpdir(): a fresh path for a directory (a kernel cache), not yet made.
 function spec_tmpdir()
   local p = os.tmpname()

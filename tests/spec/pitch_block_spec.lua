@@ -49,15 +49,7 @@ local CASES = [[
   print("col", f(g[{{}, 5}]:sum():item()), f(g[{ 17, 5 }]:item()))
 ]]
 
-local function run(env)
-  local out = spec_run(CASES, env)
-  local r = {}
-  for line in out:gmatch("[^\n]+") do
-    local k, rest = line:match("^(%w+)%s+(.*)$")
-    if k then r[k] = rest end
-  end
-  return r, out
-end
+local function run(env) return spec_run_keyed(CASES, env) end
 
 -- Lua's own values for cases 2 and 3 (integers below 2^53: exact in any order)
 local function expected()
