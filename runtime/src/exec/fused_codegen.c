@@ -1210,6 +1210,52 @@ static bool across_rows(const ty_pending *f, const ty__fsub *ared, uint64_t c, i
   return !b->failed;
 }
 
+/* A row's partial vector (ty_fk2, ty_fk4): its m elements at i, with m
+ * below W. tail_mask names the lanes (tm: a vector compare with AVX2's 4
+ * lanes; mk: a byte with AVX-512's 8); an f64 argument is then read with one
+ * masked load (lanes past m read as 0, nothing past the row touched, faults
+ * of masked lanes suppressed) stored whole, so the body's load is forwarded
+ * from one store (element stores read back as a vector stall ~15 cycles:
+ * k-means' rows of 10 spent a seventh of the row kernel there), and written
+ * back with one masked store; other sizes go element by element through a
+ * zeroed buffer. The same values either way. The element loops were also
+ * most of what a row kernel cost to compile: CG's Laplacian kernel (ty_fk4)
+ * 39 -> 33 ms of compiler CPU with masked f64 loads and stores, and CG
+ * 256^2's row kernel ran 4.8% fewer instructions (session 27, bench/README
+ * "Row kernels' partial vectors"). */
+static void tail_mask(sbuf *b) {
+  if (CG_W == 4) put(b, "      vm tm = (vm){0, 1, 2, 3} < ((vm){0} + m);\n      (void)tm;\n");
+  if (CG_W == 8) put(b, "      const unsigned char mk = (unsigned char)((1u << m) - 1);\n      (void)mk;\n");
+}
+
+/* t<k> := the tail of argument k (es bytes an element) at ra[k] + i * es. */
+static void tail_load(sbuf *b, int k, int es) {
+  if (es == 8 && (CG_W == 4 || CG_W == 8)) {
+    put(b, "      char t%d[W * 8] __attribute__((aligned(64)));\n", k);
+    if (CG_W == 4) put(b, "      st(t%d, __builtin_ia32_maskloadpd256((const vd *)(ra[%d] + i * 8), tm));\n", k, k);
+    else put(b, "      st(t%d, __builtin_ia32_loadupd512_mask((const double *)(ra[%d] + i * 8), (vd){0}, mk));\n", k, k);
+    return;
+  }
+  put(b, "      char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
+  put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(t%d + j * %d, ra[%d] + (i + j) * %d, %d);\n",
+      k, es, k, es, es);
+}
+
+/* The tail's m elements of buffer `from` (es bytes each) to `to`, an
+ * expression of the element at i (its address is `to + j * es`). */
+static void tail_store(sbuf *b, const char *to, const char *from, int es) {
+  if (es == 8 && CG_W == 4) {
+    put(b, "      __builtin_ia32_maskstorepd256((vd *)(%s), tm, ld(%s));\n", to, from);
+    return;
+  }
+  if (es == 8 && CG_W == 8) {
+    put(b, "      __builtin_ia32_storeupd512_mask((double *)(%s), ld(%s), mk);\n", to, from);
+    return;
+  }
+  put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(%s + j * %d, %s + j * %d, %d);\n", to, es,
+      from, es, es);
+}
+
 /* A 2-D run (ty_fk2): rows of a piece, each argument contiguous along the
  * inner dim (bit k of *contig) or one element per row (stride 0 there), any
  * byte stride between rows (os[k] at run time). The last sub-operation may be
@@ -1353,40 +1399,16 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   else if (ared) put(b, "      st((char *)(rv + i), v);\n");
   else put(b, "      (void)v;\n");
   put(b, "    }\n    if (i < n1) {\n      i64 m = n1 - i;\n");
-  /* the tail's lane mask, built in a register: element stores into a mask
-   * read back as a vector stall like the data would (below) */
-  if (CG_W == 4) put(b, "      vm tm = (vm){0, 1, 2, 3} < ((vm){0} + m);\n      (void)tm;\n");
+  tail_mask(b);
   for (int k = 0; k < f->nargs; k++) {
     if (!((c >> k) & 1u)) {
       put(b, "      p[%d] = ra[%d];\n", k, k);
       continue;
     }
-    int es = (int)ty_dtype_size(f->args[k].store->dtype);
     /* a row's tail is short (k-means: 2 of 10): element copies over a fixed
-     * W, not a memcpy call of m bytes (6.5% of k-means' time went to the
-     * call) */
-    /* f64 with AVX2: one masked load (lanes past m read as 0, nothing past
-     * the row is touched) stored whole, so body's load is forwarded from one
-     * store, not assembled from m element stores (a stall of ~15 cycles) */
-    if (CG_W == 4 && es == 8) {
-      put(b, "      char t%d[W * 8] __attribute__((aligned(64)));\n", k);
-      put(b, "      st(t%d, __builtin_ia32_maskloadpd256((const vd *)(ra[%d] + i * 8), tm));\n", k, k);
-      put(b, "      p[%d] = t%d;\n", k, k);
-      continue;
-    }
-    /* the same with AVX-512's masked load (lanes past m zero, faults of
-     * masked lanes suppressed): k-means' rows of 10 spent a seventh of the
-     * row kernel in the stall of the element copies */
-    if (CG_W == 8 && es == 8) {
-      put(b, "      char t%d[W * 8] __attribute__((aligned(64)));\n", k);
-      put(b, "      st(t%d, __builtin_ia32_loadupd512_mask((const double *)(ra[%d] + i * 8), (vd){0}, "
-             "(unsigned char)((1u << m) - 1)));\n", k, k);
-      put(b, "      p[%d] = t%d;\n", k, k);
-      continue;
-    }
-    put(b, "      char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
-    put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(t%d + j * %d, ra[%d] + (i + j) * %d, %d);\n",
-        k, es, k, es, es);
+     * W or masked loads, not a memcpy call of m bytes (6.5% of k-means' time
+     * went to the call) */
+    tail_load(b, k, (int)ty_dtype_size(f->args[k].store->dtype));
     put(b, "      p[%d] = t%d;\n", k, k);
   }
   put(b, "      vd v = body(p, D, sq, K, Bc);\n");
@@ -1401,9 +1423,11 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   }
   for (int k = 0; k < f->nargs; k++)
     if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
-      int es = (int)ty_dtype_size(f->args[k].store->dtype);
-      put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(ra[%d] + (i + j) * %d, t%d + j * %d, %d);\n",
-          k, es, k, es, es);
+      const int es = (int)ty_dtype_size(f->args[k].store->dtype);
+      char to[48], from[16];
+      snprintf(to, sizeof to, "ra[%d] + i * %d", k, es);
+      snprintf(from, sizeof from, "t%d", k);
+      tail_store(b, to, from, es);
     }
   put(b, "    }\n");
   if (rowacc) {
@@ -1599,25 +1623,25 @@ static bool rows_sum_args(const ty_pending *f, int acc, uint64_t *contig) {
  * zero-padded copies (the row's tail; with streamed arguments, also its
  * head that aligns the first of them). */
 static void rows_sum_part(sbuf *b, const ty_pending *f, uint64_t c, uint64_t nt) {
+  tail_mask(b);
   for (int k = 0; k < f->nargs; k++) {
     if (!((c >> k) & 1u)) {
       put(b, "      p[%d] = ra[%d];\n", k, k);
       continue;
     }
-    int es = (int)ty_dtype_size(f->args[k].store->dtype);
-    put(b, "      char t%d[W * %d] __attribute__((aligned(64))) = {0};\n", k, es);
-    put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(t%d + j * %d, ra[%d] + (i + j) * %d, %d);\n",
-        k, es, k, es, es);
+    tail_load(b, k, (int)ty_dtype_size(f->args[k].store->dtype));
     put(b, "      p[%d] = t%d;\n", k, k);
   }
   put(b, "      char to[W * 8] __attribute__((aligned(64)));\n      body(p, D, sq, K, Bc, to%s);\n", nt ? ", 0" : "");
   for (int k = 0; k < f->nargs; k++)
     if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
-      int es = (int)ty_dtype_size(f->args[k].store->dtype);
-      put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(ra[%d] + (i + j) * %d, t%d + j * %d, %d);\n",
-          k, es, k, es, es);
+      const int es = (int)ty_dtype_size(f->args[k].store->dtype);
+      char to[48], from[16];
+      snprintf(to, sizeof to, "ra[%d] + i * %d", k, es);
+      snprintf(from, sizeof from, "t%d", k);
+      tail_store(b, to, from, es);
     }
-  put(b, "      for (int j = 0; j < W; j++) if (j < m) __builtin_memcpy(ro + (i + j) * 8, to + j * 8, 8);\n");
+  tail_store(b, "ro + i * 8", "to", 8);
 }
 
 static bool generate4(const ty_pending *f, sbuf *b, uint64_t *contig, bool stream) {
