@@ -1222,7 +1222,7 @@ static bool across_rows(const ty_pending *f, const ty__fsub *ared, uint64_t c, i
  * most of what a row kernel cost to compile: CG's Laplacian kernel (ty_fk4)
  * 39 -> 33 ms of compiler CPU with masked f64 loads and stores, and CG
  * 256^2's row kernel ran 4.8% fewer instructions (session 27, bench/README
- * "Row kernels' partial vectors"). */
+ * "k-means' compile: session 27", its last paragraph). */
 static void tail_mask(sbuf *b) {
   if (CG_W == 4) put(b, "      vm tm = (vm){0, 1, 2, 3} < ((vm){0} + m);\n      (void)tm;\n");
   if (CG_W == 8) put(b, "      const unsigned char mk = (unsigned char)((1u << m) - 1);\n      (void)mk;\n");
