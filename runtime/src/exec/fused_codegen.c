@@ -1256,6 +1256,18 @@ static void tail_store(sbuf *b, const char *to, const char *from, int es) {
       from, es, es);
 }
 
+/* Each written argument's tail (contiguous: bit k of c) back from t<k>. */
+static void tail_store_args(sbuf *b, const ty_pending *f, uint64_t c) {
+  for (int k = 0; k < f->nargs; k++)
+    if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
+      const int es = (int)ty_dtype_size(f->args[k].store->dtype);
+      char to[48], from[16];
+      snprintf(to, sizeof to, "ra[%d] + i * %d", k, es);
+      snprintf(from, sizeof from, "t%d", k);
+      tail_store(b, to, from, es);
+    }
+}
+
 /* A 2-D run (ty_fk2): rows of a piece, each argument contiguous along the
  * inner dim (bit k of *contig) or one element per row (stride 0 there), any
  * byte stride between rows (os[k] at run time). The last sub-operation may be
@@ -1421,14 +1433,7 @@ static bool generate2(const ty_pending *f, sbuf *b, uint64_t *contig) {
   } else {
     put(b, "      (void)v;\n");
   }
-  for (int k = 0; k < f->nargs; k++)
-    if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
-      const int es = (int)ty_dtype_size(f->args[k].store->dtype);
-      char to[48], from[16];
-      snprintf(to, sizeof to, "ra[%d] + i * %d", k, es);
-      snprintf(from, sizeof from, "t%d", k);
-      tail_store(b, to, from, es);
-    }
+  tail_store_args(b, f, c);
   put(b, "    }\n");
   if (rowacc) {
     put(b, "    double x = *(const double *)ra[%d];\n", acc);
@@ -1633,14 +1638,7 @@ static void rows_sum_part(sbuf *b, const ty_pending *f, uint64_t c, uint64_t nt)
     put(b, "      p[%d] = t%d;\n", k, k);
   }
   put(b, "      char to[W * 8] __attribute__((aligned(64)));\n      body(p, D, sq, K, Bc, to%s);\n", nt ? ", 0" : "");
-  for (int k = 0; k < f->nargs; k++)
-    if (((c >> k) & 1u) && f->args[k].priv != TY_PRIV_IN) {
-      const int es = (int)ty_dtype_size(f->args[k].store->dtype);
-      char to[48], from[16];
-      snprintf(to, sizeof to, "ra[%d] + i * %d", k, es);
-      snprintf(from, sizeof from, "t%d", k);
-      tail_store(b, to, from, es);
-    }
+  tail_store_args(b, f, c);
   tail_store(b, "ro + i * 8", "to", 8);
 }
 
