@@ -112,8 +112,8 @@ static int64_t block_elems(const ty__fhead *h) {
  * once, fused_codegen.c's generate_col). Measured (interpreter,
  * TYCHO_CODEGEN=off, medians of alternated runs, session 27): CG 256^2
  * 0.087 -> 0.082 s a solve; six sub-operations over two strided views,
- * 4,096 elements 2 KiB apart 0.07 -> 0.05 ms, 16,384 elements 16 KiB apart
- * 0.28 -> 0.17 ms; a C loop of the edges' four sub-operations, 254
+ * 4,096 elements 2 KiB apart 0.07 -> 0.06 ms, 16,384 elements 16 KiB apart
+ * 0.27 -> 0.17 ms; a C loop of the edges' four sub-operations, 254
  * elements 2 KiB apart: 26 us at blocks of 254, 13 us at 8. Only up to
  * PITCH_MAX_ELEMS: at 65,536 elements 2 KiB apart the calls' cost wins
  * (0.90 -> 1.08 ms; a long constant stride is what the prefetchers follow),
