@@ -319,6 +319,8 @@ typedef struct ty_stats {
                                cores, left to a background compile (docs/internals.md) */
   uint64_t copies_folded;   /* copies of interpreted fused runs dropped, their producer writing
                                the assigned view itself; one per copy and piece (docs/fusion.md) */
+  uint64_t mul_add_pairs;   /* an f64 mul and the add or sub after it, run by the interpreter
+                               as one pass; one per pair and piece (docs/fusion.md) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 /* ty_stats.flushes alone (a binding asks it around every call). */

@@ -147,6 +147,9 @@ typedef struct rsub {
   int stream;            /* REDUCE: STREAM_* */
   ty_loop1d feed;        /* REDUCE with a stream: feeds a run to os */
   ty__ostream *os;       /* REDUCE: its stream */
+  int8_t pair;           /* a mul run with the add or sub after it (mark_pairs): PAIR_* + 1, or 0 */
+  int8_t pair_c;         /* then: the add's other input, 1 or 2 */
+  bool pair_over;        /* then: the mul writes the place the add writes (not a slot) */
 } rsub;
 
 /* An operand resolved for this piece: where its data is and how to walk it. */
@@ -353,6 +356,149 @@ static bool flat_layout(piece_state *ps, int64_t *flat_stride, bool has_whole) {
   return true;
 }
 
+/* ---- a multiply and the add after it, in one pass ------------------------------------- *
+ *
+ * `x + alpha * p`, `r - alpha * Ap`, `r + beta * p`, `4 * v - v_up`: an f64
+ * mul whose result (a slot, or the very operand the next one writes) only
+ * the add or sub right after it reads. The interpreter ran them as two
+ * passes over the block, the first writing the product into a slot for the
+ * second to read; one loop computes t = a * b and then t + c (or t - c,
+ * c - t) per element. The same two roundings in the same order
+ * (-ffp-contract=off: never a fused multiply-add), so the same bits; one
+ * pass, and no slot written and read again. CG 256^2 interpreted has three
+ * such pairs an iteration (the x, r and p updates) and one in each region
+ * of its Laplacian. */
+/* t + c, c + t, t - c, c - t: the add's operands in its own order (where two
+ * NaNs meet, the C compiler may still order them either way: docs/fusion.md) */
+enum { PAIR_ADD_TC, PAIR_ADD_CT, PAIR_SUB_TC, PAIR_SUB_CT };
+
+/* A pair's operands: the mul's inputs A and B, the add's other input C and
+ * its output O; pointers and byte strides of one block or row. over: the
+ * mul writes O itself (then C, read after that write, must be apart from O). */
+typedef struct pair_args {
+  char *o;
+  const char *a, *b, *c;
+  int64_t so, sa, sb, sc;
+  bool over;
+} pair_args;
+
+/* [p, p + n elements at stride s) and [q, ...) share no byte (s, t >= 0) */
+static bool apart(const char *p, int64_t s, const char *q, int64_t t, int64_t n) {
+  const char *pe = p + (n - 1) * s + 8, *qe = q + (n - 1) * t + 8;
+  return pe <= q || qe <= p;
+}
+
+#define PAIR_LOOP(FORM, AX, BX, CX)                                                    \
+  for (int64_t i = 0; i < n; i++) {                                                    \
+    const double t_ = (AX) * (BX), c_ = (CX);                                          \
+    o[i] = FORM == PAIR_ADD_TC ? t_ + c_ : FORM == PAIR_ADD_CT ? c_ + t_               \
+         : FORM == PAIR_SUB_TC ? t_ - c_ : c_ - t_;                                    \
+  }
+/* the layouts: A or B one element (not both), C one element or not */
+#define PAIR_LAYOUTS(FORM)                                                             \
+  if (a_one && c_one) { PAIR_LOOP(FORM, a0, b[i], c0) }                                \
+  else if (a_one) { PAIR_LOOP(FORM, a0, b[i], c[i]) }                                  \
+  else if (b_one && c_one) { PAIR_LOOP(FORM, a[i], b0, c0) }                           \
+  else if (b_one) { PAIR_LOOP(FORM, a[i], b0, c[i]) }                                  \
+  else if (c_one) { PAIR_LOOP(FORM, a[i], b[i], c0) }                                  \
+  else { PAIR_LOOP(FORM, a[i], b[i], c[i]) }
+
+static void pair_loops(int form, int64_t n, double *o, const double *a, bool a_one, const double *b,
+                       bool b_one, const double *c, bool c_one) {
+  const double a0 = *a, b0 = *b, c0 = *c;
+  switch (form) {
+  case PAIR_ADD_TC: PAIR_LAYOUTS(PAIR_ADD_TC) break;
+  case PAIR_ADD_CT: PAIR_LAYOUTS(PAIR_ADD_CT) break;
+  case PAIR_SUB_TC: PAIR_LAYOUTS(PAIR_SUB_TC) break;
+  default: PAIR_LAYOUTS(PAIR_SUB_CT) break;
+  }
+}
+#undef PAIR_LAYOUTS
+#undef PAIR_LOOP
+
+/* Runs the pair over n elements; false (nothing run) when the layout is not
+ * the loop's: the output contiguous, each input contiguous or one element
+ * (not both of the mul's), and each input the output's very elements or
+ * apart from them (the two passes read a block's inputs before writing its
+ * output; one pass reads element i before writing element i). When the mul
+ * writes O itself, the add's C must be apart from O: the second pass read
+ * the product there. */
+static bool pair_run(int form, int64_t n, const pair_args *q) {
+  if (n <= 0 || q->so != 8) return false;
+  const char *in[3] = {q->a, q->b, q->c};
+  const int64_t st[3] = {q->sa, q->sb, q->sc};
+  for (int i = 0; i < 3; i++) {
+    if (st[i] != 0 && st[i] != 8) return false;
+    const bool same = in[i] == q->o && st[i] == 8 && !(i == 2 && q->over);
+    if (!same && !apart(q->o, 8, in[i], st[i], n)) return false;
+  }
+  if (q->sa == 0 && q->sb == 0) return false;
+  pair_loops(form, n, (double *)q->o, (const double *)q->a, q->sa == 0, (const double *)q->b, q->sb == 0,
+             (const double *)q->c, q->sc == 0);
+  return true;
+}
+
+/* Marks each f64 mul that pairs with the add or sub after it (rsub.pair):
+ * the mul's output T is read by that one as exactly one of its inputs, and
+ * T is either a slot no later sub-operation reads before writing it again,
+ * or the very operand (the same resolved place) the add writes. After
+ * elide_copies (its folded copies change outputs); not with tasks or
+ * failures (their skips name sub-operations by index). */
+static void mark_pairs(piece_state *ps) {
+  uint64_t marked = 0;
+  for (int k = 0; k + 1 < ps->nsub; k++) {
+    rsub *rm = &ps->rs[k], *ra = &ps->rs[k + 1];
+    const ty__fsub *m = rm->s, *a = ra->s;
+    rm->pair = 0;
+    if (m->kind != TY__FK_BINARY || m->op != TY_OP_MUL || m->nops != 3 || a->kind != TY__FK_BINARY ||
+        (a->op != TY_OP_ADD && a->op != TY_OP_SUB) || a->nops != 3)
+      continue;
+    bool f64 = true;
+    for (int j = 0; j < 3; j++) f64 &= m->opnd[j].dtype == TY_F64 && a->opnd[j].dtype == TY_F64;
+    if (!f64 || m->dt != TY_F64 || a->dt != TY_F64) continue;
+    const ropnd *om = &ps->ro[rm->first], *oa = &ps->ro[ra->first];
+    const int16_t t = om[0].ref;
+    if (om[1].ref == t || om[2].ref == t || (oa[1].ref == t) == (oa[2].ref == t)) continue;
+    const int tpos = oa[1].ref == t ? 1 : 2;
+    bool ok;
+    if (oa[0].ref == t) { /* the add writes T over: the same place, the same walk */
+      ok = om[0].base == oa[0].base && om[0].step == oa[0].step && om[0].stride == oa[0].stride &&
+           memcmp(ps->bst[rm->first], ps->bst[ra->first], sizeof ps->bst[0]) == 0;
+    } else { /* a slot, dead after the add */
+      ok = TY__FREF_IS_SLOT(t);
+      for (int j = k + 2; j < ps->nsub && ok; j++) {
+        const rsub *r = &ps->rs[j];
+        bool writes = false;
+        for (int i = 0; i < r->s->nops && ok; i++) {
+          if (ps->ro[r->first + i].ref != t) continue;
+          if (TY__FOPND_PRIV(&r->s->opnd[i]) == TY_PRIV_OUT) writes = true;
+          else ok = false;
+        }
+        if (writes) break;
+      }
+    }
+    if (!ok) continue;
+    const int form = a->op == TY_OP_ADD ? (tpos == 1 ? PAIR_ADD_TC : PAIR_ADD_CT)
+                                        : (tpos == 1 ? PAIR_SUB_TC : PAIR_SUB_CT);
+    rm->pair = (int8_t)(1 + form);
+    rm->pair_c = (int8_t)(3 - tpos);
+    rm->pair_over = oa[0].ref == t;
+    marked++;
+    k++; /* the add is the pair's: it is no mul of a next one */
+  }
+  if (marked) __atomic_fetch_add(&ps->ctx->rt->mul_add_pairs, marked, __ATOMIC_RELAXED);
+}
+
+/* The pair of sub-operations k, k + 1 over a block: pm, pa their operands'
+ * pointers, sm, sa their strides. */
+static bool pair_block(const piece_state *ps, int k, int64_t n, char *const *pm, const int64_t *sm,
+                       char *const *pa, const int64_t *sa) {
+  const rsub *rm = &ps->rs[k];
+  const int c = rm->pair_c;
+  const pair_args q = {pa[0], pm[1], pm[2], pa[c], sa[0], sm[1], sm[2], sa[c], rm->pair_over};
+  return pair_run(rm->pair - 1, n, &q);
+}
+
 static int run_flat(piece_state *ps, int64_t n) {
   char *p[TY_MAX_ARGS];
   int64_t st[TY_MAX_ARGS];
@@ -366,6 +512,19 @@ static int run_flat(piece_state *ps, int64_t n) {
       for (int j = 0; j < nops; j++) {
         p[j] = o[j].base + off * o[j].step;
         st[j] = o[j].stride;
+      }
+      if (r->pair) {
+        const ropnd *o2 = &ps->ro[ps->rs[k + 1].first];
+        char *p2[3];
+        int64_t st2[3];
+        for (int j = 0; j < 3; j++) {
+          p2[j] = o2[j].base + off * o2[j].step;
+          st2[j] = o2[j].stride;
+        }
+        if (pair_block(ps, k, len, p, st, p2, st2)) {
+          k++;
+          continue;
+        }
       }
       switch (r->s->kind) {
       case TY__FK_REDUCE:
@@ -635,6 +794,23 @@ static int run_box(piece_state *ps) {
           }
         } else if (one_row) {
           for (int j = 0; j < nops; j++) st[j] = bst[j][nd - 1];
+          if (r->pair) { /* with the add after it, in one pass (mark_pairs) */
+            const rsub *r2 = &ps->rs[k + 1];
+            const ropnd *o2 = &ps->ro[r2->first];
+            char *b2[3];
+            int64_t st2[3];
+            for (int j = 0; j < 3; j++) {
+              char *b = o2[j].base;
+              if (o2[j].mem && !o2[j].whole)
+                for (int e = 0; e <= sd && e < nd; e++) b += rel[e] * ps->bst[r2->first + j][e];
+              b2[j] = b;
+              st2[j] = ps->bst[r2->first + j][nd - 1];
+            }
+            if (pair_block(ps, k, cur[nd - 1], bases, st, b2, st2)) {
+              k++;
+              break;
+            }
+          }
           r->fn(cur[nd - 1], bases, st, r->aux);
         } else {
           ty__foreach(nd, cur, nops, bases, bst, r->fn, r->aux);
@@ -1108,7 +1284,10 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
   if (rc == 0 && !compiled && !summed && flat && nreduce == 0 && !has_task && n <= PITCH_MAX_ELEMS &&
       pitched(ctx, flat_stride))
     ps.block = PITCH_BLOCK;
-  if (rc == 0 && !compiled && !summed && !has_task && !has_whole && !ps.skip) elide_copies(&ps);
+  if (rc == 0 && !compiled && !summed && !has_task && !has_whole && !ps.skip) {
+    elide_copies(&ps);
+    mark_pairs(&ps);
+  }
   if (rc == 0 && !compiled && !summed && !run_switching(&ps, n, flat, flat_stride, has_task, has_whole, &rc))
     rc = flat ? run_flat(&ps, n) : run_box(&ps);
   for (int k = 0; rc == 0 && !compiled && k < ps.nsub; k++) {
