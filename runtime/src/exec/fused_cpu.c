@@ -499,6 +499,27 @@ static bool pair_block(const piece_state *ps, int k, int64_t n, char *const *pm,
   return pair_run(rm->pair - 1, n, &q);
 }
 
+/* Sub-operation r's operands in a flat block at element `off`: p, st. */
+static inline void flat_operands(const piece_state *ps, const rsub *r, int64_t off, char **p, int64_t *st) {
+  const ropnd *o = &ps->ro[r->first];
+  for (int j = 0; j < r->s->nops; j++) {
+    p[j] = o[j].base + off * o[j].step;
+    st[j] = o[j].stride;
+  }
+}
+
+/* Sub-operation r's operand bases in box mode at block position rel (dims
+ * 0 .. sd moved). */
+static inline void box_operands(const piece_state *ps, const rsub *r, const int64_t *rel, int sd, char **bases) {
+  const ropnd *o = &ps->ro[r->first];
+  for (int j = 0; j < r->s->nops; j++) {
+    char *b = o[j].base;
+    if (o[j].mem && !o[j].whole)
+      for (int e = 0; e <= sd && e < ps->nd; e++) b += rel[e] * ps->bst[r->first + j][e];
+    bases[j] = b;
+  }
+}
+
 static int run_flat(piece_state *ps, int64_t n) {
   char *p[TY_MAX_ARGS];
   int64_t st[TY_MAX_ARGS];
@@ -507,20 +528,11 @@ static int run_flat(piece_state *ps, int64_t n) {
     for (int k = 0; k < ps->nsub; k++) {
       rsub *r = &ps->rs[k];
       if (ps->skip && ps->skip[k]) continue;
-      const ropnd *o = &ps->ro[r->first];
-      const int nops = r->s->nops;
-      for (int j = 0; j < nops; j++) {
-        p[j] = o[j].base + off * o[j].step;
-        st[j] = o[j].stride;
-      }
+      flat_operands(ps, r, off, p, st);
       if (r->pair) {
-        const ropnd *o2 = &ps->ro[ps->rs[k + 1].first];
         char *p2[3];
         int64_t st2[3];
-        for (int j = 0; j < 3; j++) {
-          p2[j] = o2[j].base + off * o2[j].step;
-          st2[j] = o2[j].stride;
-        }
+        flat_operands(ps, &ps->rs[k + 1], off, p2, st2);
         if (pair_block(ps, k, len, p, st, p2, st2)) {
           k++;
           continue;
@@ -756,14 +768,8 @@ static int run_box(piece_state *ps) {
     for (int k = 0; k < ps->nsub; k++) {
       rsub *r = &ps->rs[k];
       if (ps->skip && ps->skip[k]) continue;
-      const ropnd *o = &ps->ro[r->first];
       const int nops = r->s->nops;
-      for (int j = 0; j < nops; j++) {
-        char *b = o[j].base;
-        if (o[j].mem && !o[j].whole)
-          for (int e = 0; e <= sd && e < nd; e++) b += rel[e] * ps->bst[r->first + j][e];
-        bases[j] = b;
-      }
+      box_operands(ps, r, rel, sd, bases);
       const int64_t(*bst)[TY_MAX_RANK] = (const int64_t(*)[TY_MAX_RANK])&ps->bst[r->first];
       switch (r->s->kind) {
       case TY__FK_REDUCE:
@@ -796,16 +802,10 @@ static int run_box(piece_state *ps) {
           for (int j = 0; j < nops; j++) st[j] = bst[j][nd - 1];
           if (r->pair) { /* with the add after it, in one pass (mark_pairs) */
             const rsub *r2 = &ps->rs[k + 1];
-            const ropnd *o2 = &ps->ro[r2->first];
             char *b2[3];
             int64_t st2[3];
-            for (int j = 0; j < 3; j++) {
-              char *b = o2[j].base;
-              if (o2[j].mem && !o2[j].whole)
-                for (int e = 0; e <= sd && e < nd; e++) b += rel[e] * ps->bst[r2->first + j][e];
-              b2[j] = b;
-              st2[j] = ps->bst[r2->first + j][nd - 1];
-            }
+            box_operands(ps, r2, rel, sd, b2);
+            for (int j = 0; j < 3; j++) st2[j] = ps->bst[r2->first + j][nd - 1];
             if (pair_block(ps, k, cur[nd - 1], bases, st, b2, st2)) {
               k++;
               break;
