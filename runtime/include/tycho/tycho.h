@@ -321,6 +321,8 @@ typedef struct ty_stats {
                                the assigned view itself; one per copy and piece (docs/fusion.md) */
   uint64_t mul_add_pairs;   /* an f64 mul and the add or sub after it, run by the interpreter
                                as one pass; one per pair and piece (docs/fusion.md) */
+  uint64_t chained_ops;     /* f64 arithmetic the interpreter ran in the pass of the operation
+                               before it (a chain); one per link and piece (docs/fusion.md) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 /* ty_stats.flushes alone (a binding asks it around every call). */

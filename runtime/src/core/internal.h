@@ -337,6 +337,7 @@ struct ty_runtime {
   uint64_t fused_switched; /* stats.fused_switched, counted by the pieces (atomic: fused_cpu.c) */
   uint64_t copies_folded;  /* stats.copies_folded, likewise */
   uint64_t mul_add_pairs;  /* stats.mul_add_pairs, likewise */
+  uint64_t chained_ops;    /* stats.chained_ops, likewise */
   uint64_t next_store_id;
   uint64_t next_launch_seq;
 

@@ -147,9 +147,10 @@ typedef struct rsub {
   int stream;            /* REDUCE: STREAM_* */
   ty_loop1d feed;        /* REDUCE with a stream: feeds a run to os */
   ty__ostream *os;       /* REDUCE: its stream */
-  int8_t pair;           /* a mul run with the add or sub after it (mark_pairs): PAIR_* + 1, or 0 */
-  int8_t pair_c;         /* then: the add's other input, 1 or 2 */
-  bool pair_over;        /* then: the mul writes the place the add writes (not a slot) */
+  int8_t chain;          /* a chain's head (mark_chains): the sub-operations after it in its pass */
+  int8_t form;           /* a chain's link: its op and side (CH_*) */
+  int8_t cpos;           /* a link: its other input, 1 or 2 */
+  bool over;             /* a link: the one before wrote the place this one writes (not a slot) */
 } rsub;
 
 /* An operand resolved for this piece: where its data is and how to walk it. */
@@ -356,37 +357,51 @@ static bool flat_layout(piece_state *ps, int64_t *flat_stride, bool has_whole) {
   return true;
 }
 
-/* ---- a multiply and the add after it, in one pass ------------------------------------- *
- *
- * `x + alpha * p`, `r - alpha * Ap`, `r + beta * p`, `4 * v - v_up`: an f64
- * mul whose result (a slot, or the very operand the next one writes) only
- * the add or sub right after it reads. The interpreter ran them as two
- * passes over the block, the first writing the product into a slot for the
- * second to read; one loop computes t = a * b and then t + c (or t - c,
- * c - t) per element. The same two roundings in the same order
- * (-ffp-contract=off: never a fused multiply-add), so the same bits; one
- * pass, and no slot written and read again. CG 256^2 interpreted has three
- * such pairs an iteration (the x, r and p updates) and one in each region
- * of its Laplacian. */
-/* t + c, c + t, t - c, c - t: the add's operands in its own order (where two
- * NaNs meet, the C compiler may still order them either way: docs/fusion.md) */
-enum { PAIR_ADD_TC, PAIR_ADD_CT, PAIR_SUB_TC, PAIR_SUB_CT };
-
-/* A pair's operands: the mul's inputs A and B, the add's other input C and
- * its output O; pointers and byte strides of one block or row. over: the
- * mul writes O itself (then C, read after that write, must be apart from O). */
-typedef struct pair_args {
-  char *o;
-  const char *a, *b, *c;
-  int64_t so, sa, sb, sc;
-  bool over;
-} pair_args;
-
-/* [p, p + n elements at stride s) and [q, ...) share no byte (s, t >= 0) */
-static bool apart(const char *p, int64_t s, const char *q, int64_t t, int64_t n) {
-  const char *pe = p + (n - 1) * s + 8, *qe = q + (n - 1) * t + 8;
-  return pe <= q || qe <= p;
+/* Sub-operation r's operands in a flat block at element `off`: p, st. */
+static inline void flat_operands(const piece_state *ps, const rsub *r, int64_t off, char **p, int64_t *st) {
+  const ropnd *o = &ps->ro[r->first];
+  for (int j = 0; j < r->s->nops; j++) {
+    p[j] = o[j].base + off * o[j].step;
+    st[j] = o[j].stride;
+  }
 }
+
+/* Sub-operation r's operand bases in box mode at block position rel (dims
+ * 0 .. sd moved). */
+static inline void box_operands(const piece_state *ps, const rsub *r, const int64_t *rel, int sd, char **bases) {
+  const ropnd *o = &ps->ro[r->first];
+  for (int j = 0; j < r->s->nops; j++) {
+    char *b = o[j].base;
+    if (o[j].mem && !o[j].whole)
+      for (int e = 0; e <= sd && e < ps->nd; e++) b += rel[e] * ps->bst[r->first + j][e];
+    bases[j] = b;
+  }
+}
+
+/* ---- chains of f64 arithmetic, in one pass --------------------------------------------- *
+ *
+ * `x + alpha * p`, `r - alpha * Ap`, `r + beta * p`, and CG's Laplacian
+ * `Av = 4 * v; Av -= v_up; Av -= v_down; Av -= v_left; Av -= v_right`: f64
+ * adds, subs, muls and divs, each reading the one before's result T (a slot
+ * that nothing later reads, or the very place it writes itself). The
+ * interpreter ran them as passes over the block, each writing T for the
+ * next to read; one loop computes the whole chain per element, in vectors
+ * of 8 lanes (GCC's vector extension, which each ISA level's copy of this
+ * file compiles to its own instructions). The same roundings in the same
+ * order (-ffp-contract=off: never a fused multiply-add), so the same bits;
+ * one pass, and no slot written and read again. A multiply and the add or
+ * sub after it alone (session 28's pairs: CG's three updates) run through
+ * their own loops, the generic one being 15-20% slower there at L1 sizes. */
+
+/* A link's operation and side: (op << 1) | 1 when T is its second operand
+ * (c op t), else t op c; the head's is its own op (a op b). Where two NaNs
+ * meet, the C compiler may still order an add's or a mul's operands either
+ * way: docs/fusion.md. */
+enum { CH_ADD, CH_SUB, CH_MUL, CH_DIV };
+#define CHAIN_MAX 8 /* sub-operations in a chain: the head and 7 links */
+
+/* t + c, c + t, t - c, c - t: a pair's add in its own order */
+enum { PAIR_ADD_TC, PAIR_ADD_CT, PAIR_SUB_TC, PAIR_SUB_CT };
 
 #define PAIR_LOOP(FORM, AX, BX, CX)                                                    \
   for (int64_t i = 0; i < n; i++) {                                                    \
@@ -416,108 +431,334 @@ static void pair_loops(int form, int64_t n, double *o, const double *a, bool a_o
 #undef PAIR_LAYOUTS
 #undef PAIR_LOOP
 
-/* Runs the pair over n elements; false (nothing run) when the layout is not
- * the loop's: the output contiguous, each input contiguous or one element
- * (not both of the mul's), and each input the output's very elements or
- * apart from them (the two passes read a block's inputs before writing its
- * output; one pass reads element i before writing element i). When the mul
- * writes O itself, the add's C must be apart from O: the second pass read
- * the product there. */
-static bool pair_run(int form, int64_t n, const pair_args *q) {
-  if (n <= 0 || q->so != 8) return false;
-  const char *in[3] = {q->a, q->b, q->c};
-  const int64_t st[3] = {q->sa, q->sb, q->sc};
-  for (int i = 0; i < 3; i++) {
-    if (st[i] != 0 && st[i] != 8) return false;
-    const bool same = in[i] == q->o && st[i] == 8 && !(i == 2 && q->over);
-    if (!same && !apart(q->o, 8, in[i], st[i], n)) return false;
+typedef double chain_vec __attribute__((vector_size(64), aligned(8))); /* 8 lanes, any alignment */
+#define CHAIN_LANES 8
+
+#define CHAIN_OP(OP, X, Y) \
+  ((OP) == CH_ADD ? (X) + (Y) : (OP) == CH_SUB ? (X) - (Y) : (OP) == CH_MUL ? (X) * (Y) : (X) / (Y))
+
+/* R = X op Y in vectors (a statement: no vector crosses a call, whose ABI
+ * would differ between the ISA levels) */
+#define CHAIN_VOP(R, OP, X, Y)                                                         \
+  switch (OP) {                                                                        \
+  case CH_ADD: R = (X) + (Y); break;                                                   \
+  case CH_SUB: R = (X) - (Y); break;                                                   \
+  case CH_MUL: R = (X) * (Y); break;                                                   \
+  default: R = (X) / (Y); break;                                                       \
   }
-  if (q->sa == 0 && q->sb == 0) return false;
-  pair_loops(form, n, (double *)q->o, (const double *)q->a, q->sa == 0, (const double *)q->b, q->sb == 0,
-             (const double *)q->c, q->sc == 0);
+
+/* A sweep's operands: the chain's output O (contiguous) and its inputs,
+ * the head's two then each link's other one, each contiguous or one
+ * element (one[i]); and, from chain_fits, their byte strides in the block
+ * (chain_rows moves along them). */
+typedef struct chain_sweep {
+  double *o;
+  const double *in[CHAIN_MAX + 1];
+  bool one[CHAIN_MAX + 1];
+  const int64_t *ost, *ist[CHAIN_MAX + 1];
+} chain_sweep;
+
+/* A chain's operands in a block: sub-operation k + i's operand j at
+ * p[i][j], its byte strides (one per dim of the block) at st[i][j]. */
+typedef struct chain_block {
+  char *p[CHAIN_MAX][3];
+  const int64_t *st[CHAIN_MAX][3];
+} chain_block;
+
+/* The chain over n elements into o, from its inputs in (one[j]: one
+ * element, read from a vector of its value): head the head's op (CH_*),
+ * form[1 .. nl] the links'. Links all of one form on contiguous inputs
+ * (the Laplacian's four subtractions) take a loop with no choice of
+ * operation a link: interpreted CG 256^2 (one processor) 0.112 -> 0.104 s
+ * a run against the choosing loop alone, paired 0.935. */
+static void chain_loop(int64_t n, double *o, const double *const *in, const bool *one, int head, const int8_t *form,
+                       int nl) {
+  const int nin = nl + 2;
+  double bc[CHAIN_MAX + 1][CHAIN_LANES]; /* one-element inputs, in every lane */
+  const double *p[CHAIN_MAX + 1];
+  int64_t inc[CHAIN_MAX + 1];
+  for (int j = 0; j < nin; j++) {
+    p[j] = in[j];
+    inc[j] = CHAIN_LANES;
+    if (one[j]) {
+      for (int l = 0; l < CHAIN_LANES; l++) bc[j][l] = in[j][0];
+      p[j] = bc[j];
+      inc[j] = 0;
+    }
+  }
+  int64_t i = 0;
+  bool uniform = true; /* every link the same form, on contiguous inputs */
+  for (int j = 1; j <= nl; j++) uniform = uniform && form[j] == form[1] && !one[j + 1];
+  if (uniform) {
+    const double *c[CHAIN_MAX + 1];
+    for (int j = 2; j < nin; j++) c[j] = in[j];
+#define CHAIN_UNIFORM(EXPR)                                                            \
+  for (; i + CHAIN_LANES <= n; i += CHAIN_LANES) {                                     \
+    const chain_vec a = *(const chain_vec *)p[0], b = *(const chain_vec *)p[1];        \
+    chain_vec t;                                                                       \
+    CHAIN_VOP(t, head, a, b)                                                           \
+    p[0] += inc[0];                                                                    \
+    p[1] += inc[1];                                                                    \
+    for (int j = 2; j < nin; j++) {                                                    \
+      const chain_vec u = *(const chain_vec *)(c[j] + i);                              \
+      t = EXPR;                                                                        \
+    }                                                                                  \
+    *(chain_vec *)(o + i) = t;                                                         \
+  }
+    switch (form[1]) {
+    case CH_ADD << 1: CHAIN_UNIFORM(t + u) break;
+    case CH_ADD << 1 | 1: CHAIN_UNIFORM(u + t) break;
+    case CH_SUB << 1: CHAIN_UNIFORM(t - u) break;
+    case CH_SUB << 1 | 1: CHAIN_UNIFORM(u - t) break;
+    case CH_MUL << 1: CHAIN_UNIFORM(t * u) break;
+    case CH_MUL << 1 | 1: CHAIN_UNIFORM(u * t) break;
+    case CH_DIV << 1: CHAIN_UNIFORM(t / u) break;
+    default: CHAIN_UNIFORM(u / t) break;
+    }
+#undef CHAIN_UNIFORM
+  }
+  for (; i + CHAIN_LANES <= n; i += CHAIN_LANES) {
+    const chain_vec a = *(const chain_vec *)p[0], b = *(const chain_vec *)p[1];
+    chain_vec t;
+    CHAIN_VOP(t, head, a, b)
+    p[0] += inc[0];
+    p[1] += inc[1];
+    for (int j = 1; j <= nl; j++) {
+      const chain_vec u = *(const chain_vec *)p[j + 1];
+      p[j + 1] += inc[j + 1];
+      if (form[j] & 1) { CHAIN_VOP(t, form[j] >> 1, u, t) }
+      else { CHAIN_VOP(t, form[j] >> 1, t, u) }
+    }
+    *(chain_vec *)(o + i) = t;
+  }
+  for (; i < n; i++) {
+    double t = CHAIN_OP(head, in[0][one[0] ? 0 : i], in[1][one[1] ? 0 : i]);
+    for (int j = 1; j <= nl; j++) {
+      const double u = in[j + 1][one[j + 1] ? 0 : i];
+      const int op = form[j] >> 1;
+      t = form[j] & 1 ? CHAIN_OP(op, u, t) : CHAIN_OP(op, t, u);
+    }
+    o[i] = t;
+  }
+}
+#undef CHAIN_OP
+#undef CHAIN_VOP
+
+/* Runs the chain headed by sub-operation k over a sweep of n elements. */
+static void chain_sweep_run(const piece_state *ps, int k, int64_t n, double *o, const double *const *in,
+                            const bool *one) {
+  const rsub *h = &ps->rs[k];
+  const int nl = h->chain;
+  const int8_t f = ps->rs[k + 1].form;
+  if (nl == 1 && h->s->op == TY_OP_MUL && (f >> 1 == CH_ADD || f >> 1 == CH_SUB) && !(one[0] && one[1])) {
+    pair_loops((f >> 1 == CH_SUB ? PAIR_SUB_TC : PAIR_ADD_TC) + (f & 1), n, o, in[0], one[0], in[1], one[1], in[2],
+               one[2]);
+    return;
+  }
+  int8_t form[CHAIN_MAX];
+  for (int j = 1; j <= nl; j++) form[j] = ps->rs[k + j].form;
+  chain_loop(n, o, in, one, h->s->op - TY_OP_ADD, form, nl);
+}
+
+/* The bytes [lo, hi) an operand covers in a block of extent cur (nd dims,
+ * byte strides bst, first element at p). */
+static void block_span(const char *p, int nd, const int64_t *cur, const int64_t *bst, const char **lo,
+                       const char **hi) {
+  int64_t a = 0, b = 0;
+  for (int e = 0; e < nd; e++) {
+    const int64_t d = (cur[e] - 1) * bst[e];
+    if (d < 0) a += d;
+    else b += d;
+  }
+  *lo = p + a;
+  *hi = p + b + 8;
+}
+
+/* Whether the chain headed by sub-operation k may run as one loop over a
+ * block (nd dims of extent cur; a flat block or a row: nd 1) whose
+ * operands are at p[i][j] (sub-operation k + i, operand j) with byte
+ * strides st[i][j][e]: O, the last link's output, contiguous along the
+ * last dim; each input read from memory contiguous there or one element
+ * (stride 0), and either O's very elements (the same first element and
+ * strides) where no sub-operation of the chain wrote O before it (each
+ * pass read element i before writing element i), or apart from O in the
+ * whole block (the passes read a block's inputs before writing its output,
+ * and O after an earlier one wrote all of it; one loop reads element i of
+ * each only before writing element i). Fills w with the block's first
+ * elements. */
+static bool chain_fits(const piece_state *ps, int k, int L, int nd, const int64_t *cur, const chain_block *b,
+                       chain_sweep *w) {
+  if (L < 1 || L >= CHAIN_MAX) return false;
+  const int64_t *so = b->st[L][0];
+  if (so[nd - 1] != 8) return false;
+  const char *olo, *ohi;
+  block_span(b->p[L][0], nd, cur, so, &olo, &ohi);
+  w->o = (double *)b->p[L][0];
+  w->ost = so;
+  bool written = false;
+  for (int i = 0; i <= L; i++) {
+    const rsub *r = &ps->rs[k + i];
+    if (i > 0 && r->over) written = true;
+    for (int j = 1; j <= 2; j++) {
+      if (i > 0 && j != r->cpos) continue; /* the link's T: the chain's value */
+      const int x = i == 0 ? j - 1 : i + 1;
+      const int64_t *s = b->st[i][j];
+      const char *q = b->p[i][j];
+      if (s[nd - 1] != 0 && s[nd - 1] != 8) return false;
+      bool same = q == b->p[L][0];
+      for (int e = 0; e < nd && same; e++) same = s[e] == so[e];
+      if (same) {
+        if (written) return false;
+      } else {
+        const char *lo, *hi;
+        block_span(q, nd, cur, s, &lo, &hi);
+        if (!(hi <= olo || ohi <= lo)) return false;
+      }
+      w->in[x] = (const double *)q;
+      w->one[x] = s[nd - 1] == 0;
+      w->ist[x] = s;
+    }
+  }
   return true;
 }
 
-/* Marks each f64 mul that pairs with the add or sub after it (rsub.pair):
- * the mul's output T is read by that one as exactly one of its inputs, and
- * T is either a slot no later sub-operation reads before writing it again,
- * or the very operand (the same resolved place) the add writes. After
+/* The chain over a block of several rows (nd dims of extent cur), which
+ * chain_fits took: one sweep a row. */
+static void chain_rows(const piece_state *ps, int k, int nd, const int64_t *cur, const chain_sweep *w) {
+  const int nin = ps->rs[k].chain + 2;
+  int64_t idx[TY_MAX_RANK] = {0};
+  const double *in[CHAIN_MAX + 1];
+  for (;;) {
+    int64_t off = 0;
+    for (int e = 0; e < nd - 1; e++) off += idx[e] * w->ost[e];
+    double *o = (double *)((char *)w->o + off);
+    for (int x = 0; x < nin; x++) {
+      off = 0;
+      for (int e = 0; e < nd - 1; e++) off += idx[e] * w->ist[x][e];
+      in[x] = (const double *)((const char *)w->in[x] + off);
+    }
+    chain_sweep_run(ps, k, cur[nd - 1], o, in, w->one);
+    int e = nd - 2;
+    for (; e >= 0; e--) {
+      if (++idx[e] < cur[e]) break;
+      idx[e] = 0;
+    }
+    if (e < 0) return;
+  }
+}
+
+/* The chain headed by sub-operation k over a flat block of n elements at
+ * element off; false (nothing run) when the layout is not the loop's. */
+static bool chain_flat(const piece_state *ps, int k, int64_t n, int64_t off) {
+  chain_block b;
+  int64_t st[CHAIN_MAX][3];
+  const int L = ps->rs[k].chain;
+  for (int i = 0; i <= L; i++) { /* flat_operands' (every chain op has 3) */
+    const ropnd *o = &ps->ro[ps->rs[k + i].first];
+    for (int j = 0; j < 3; j++) {
+      b.p[i][j] = o[j].base + off * o[j].step;
+      st[i][j] = o[j].stride;
+      b.st[i][j] = &st[i][j];
+    }
+  }
+  chain_sweep w;
+  if (!chain_fits(ps, k, L, 1, &n, &b, &w)) return false;
+  chain_sweep_run(ps, k, n, w.o, w.in, w.one);
+  return true;
+}
+
+/* Likewise over a box block at rel (dims 0 .. sd moved) of extent cur: one
+ * sweep a row. */
+static bool chain_box(const piece_state *ps, int k, const int64_t *rel, int sd, const int64_t *cur) {
+  chain_block b;
+  const int L = ps->rs[k].chain;
+  for (int i = 0; i <= L; i++) {
+    const rsub *r = &ps->rs[k + i];
+    box_operands(ps, r, rel, sd, b.p[i]);
+    for (int j = 0; j < 3; j++) b.st[i][j] = ps->bst[r->first + j];
+  }
+  chain_sweep w;
+  if (!chain_fits(ps, k, L, ps->nd, cur, &b, &w)) return false;
+  chain_rows(ps, k, ps->nd, cur, &w);
+  return true;
+}
+
+/* An f64 add, sub, mul or div of three f64 operands. */
+static bool chain_op(const ty__fsub *s) {
+  if (s->kind != TY__FK_BINARY || s->nops != 3 || s->dt != TY_F64 ||
+      (s->op != TY_OP_ADD && s->op != TY_OP_SUB && s->op != TY_OP_MUL && s->op != TY_OP_DIV))
+    return false;
+  for (int j = 0; j < 3; j++)
+    if (s->opnd[j].dtype != TY_F64) return false;
+  return true;
+}
+
+/* Operands x and y (indices into ps->ro) are the same place walked the same
+ * way: one slot, or two views of a store that resolve to the same elements
+ * (CG's Laplacian writes Av through one view and reads it through another). */
+static bool same_place(const piece_state *ps, int x, int y) {
+  const ropnd *a = &ps->ro[x], *b = &ps->ro[y];
+  if (a->ref != b->ref && !(a->mem && b->mem)) return false;
+  if (TY__FREF_IS_CONST(a->ref) || a->whole || b->whole) return false;
+  return a->base == b->base && a->step == b->step && a->stride == b->stride &&
+         memcmp(ps->bst[x], ps->bst[y], (size_t)ps->nd * sizeof ps->bst[0][0]) == 0; /* dims past nd: unset */
+}
+
+/* Whether sub-operation k + 1 chains onto k (see mark_chains): its T
+ * position (1 or 2), and *over: it writes k's output place itself; 0: no. */
+static int links(const piece_state *ps, int k, bool *over) {
+  const int m = ps->rs[k].first, a = ps->rs[k + 1].first;
+  const bool in1 = same_place(ps, m, a + 1), in2 = same_place(ps, m, a + 2);
+  if (in1 == in2) return 0;
+  *over = same_place(ps, m, a);
+  if (*over) return in1 ? 1 : 2;
+  const int16_t t = ps->ro[m].ref;
+  if (!TY__FREF_IS_SLOT(t)) return 0;
+  for (int j = k + 2; j < ps->nsub; j++) { /* a slot, dead after the link */
+    const rsub *r = &ps->rs[j];
+    bool writes = false;
+    for (int i = 0; i < r->s->nops; i++) {
+      if (ps->ro[r->first + i].ref != t) continue;
+      if (TY__FOPND_PRIV(&r->s->opnd[i]) != TY_PRIV_OUT) return 0;
+      writes = true;
+    }
+    if (writes) break;
+  }
+  return in1 ? 1 : 2;
+}
+
+/* Marks chains (rsub.chain, .form, .cpos, .over): from an f64 add, sub,
+ * mul or div, each next sub-operation that is one too and reads the one
+ * before's output T as exactly one of its inputs, where T is either a slot
+ * that no later sub-operation reads before writing it again, or the very
+ * operand (the same resolved place and walk) the next one writes. After
  * elide_copies (its folded copies change outputs); not with tasks or
  * failures (their skips name sub-operations by index). */
-static void mark_pairs(piece_state *ps) {
-  uint64_t marked = 0;
+static void mark_chains(piece_state *ps) {
+  uint64_t linked = 0, pairs = 0;
+  for (int k = 0; k < ps->nsub; k++) ps->rs[k].chain = 0;
   for (int k = 0; k + 1 < ps->nsub; k++) {
-    rsub *rm = &ps->rs[k], *ra = &ps->rs[k + 1];
-    const ty__fsub *m = rm->s, *a = ra->s;
-    rm->pair = 0;
-    if (m->kind != TY__FK_BINARY || m->op != TY_OP_MUL || m->nops != 3 || a->kind != TY__FK_BINARY ||
-        (a->op != TY_OP_ADD && a->op != TY_OP_SUB) || a->nops != 3)
-      continue;
-    bool f64 = true;
-    for (int j = 0; j < 3; j++) f64 &= m->opnd[j].dtype == TY_F64 && a->opnd[j].dtype == TY_F64;
-    if (!f64 || m->dt != TY_F64 || a->dt != TY_F64) continue;
-    const ropnd *om = &ps->ro[rm->first], *oa = &ps->ro[ra->first];
-    const int16_t t = om[0].ref;
-    if (om[1].ref == t || om[2].ref == t || (oa[1].ref == t) == (oa[2].ref == t)) continue;
-    const int tpos = oa[1].ref == t ? 1 : 2;
-    bool ok;
-    if (oa[0].ref == t) { /* the add writes T over: the same place, the same walk */
-      ok = om[0].base == oa[0].base && om[0].step == oa[0].step && om[0].stride == oa[0].stride &&
-           memcmp(ps->bst[rm->first], ps->bst[ra->first], sizeof ps->bst[0]) == 0;
-    } else { /* a slot, dead after the add */
-      ok = TY__FREF_IS_SLOT(t);
-      for (int j = k + 2; j < ps->nsub && ok; j++) {
-        const rsub *r = &ps->rs[j];
-        bool writes = false;
-        for (int i = 0; i < r->s->nops && ok; i++) {
-          if (ps->ro[r->first + i].ref != t) continue;
-          if (TY__FOPND_PRIV(&r->s->opnd[i]) == TY_PRIV_OUT) writes = true;
-          else ok = false;
-        }
-        if (writes) break;
-      }
+    rsub *h = &ps->rs[k];
+    if (!chain_op(h->s)) continue;
+    int n = 0, tpos;
+    bool over;
+    while (n + 1 < CHAIN_MAX && k + n + 1 < ps->nsub && chain_op(ps->rs[k + n + 1].s) &&
+           (tpos = links(ps, k + n, &over)) != 0) {
+      rsub *ra = &ps->rs[k + n + 1];
+      ra->form = (int8_t)(((ra->s->op - TY_OP_ADD) << 1) | (tpos == 2));
+      ra->cpos = (int8_t)(3 - tpos);
+      ra->over = over;
+      n++;
     }
-    if (!ok) continue;
-    const int form = a->op == TY_OP_ADD ? (tpos == 1 ? PAIR_ADD_TC : PAIR_ADD_CT)
-                                        : (tpos == 1 ? PAIR_SUB_TC : PAIR_SUB_CT);
-    rm->pair = (int8_t)(1 + form);
-    rm->pair_c = (int8_t)(3 - tpos);
-    rm->pair_over = oa[0].ref == t;
-    marked++;
-    k++; /* the add is the pair's: it is no mul of a next one */
+    if (!n) continue;
+    h->chain = (int8_t)n;
+    linked += (uint64_t)n;
+    const int f1 = ps->rs[k + 1].form >> 1;
+    pairs += h->s->op == TY_OP_MUL && (f1 == CH_ADD || f1 == CH_SUB);
+    k += n; /* the links are no heads */
   }
-  if (marked) __atomic_fetch_add(&ps->ctx->rt->mul_add_pairs, marked, __ATOMIC_RELAXED);
-}
-
-/* The pair of sub-operations k, k + 1 over a block: pm, pa their operands'
- * pointers, sm, sa their strides. */
-static bool pair_block(const piece_state *ps, int k, int64_t n, char *const *pm, const int64_t *sm,
-                       char *const *pa, const int64_t *sa) {
-  const rsub *rm = &ps->rs[k];
-  const int c = rm->pair_c;
-  const pair_args q = {pa[0], pm[1], pm[2], pa[c], sa[0], sm[1], sm[2], sa[c], rm->pair_over};
-  return pair_run(rm->pair - 1, n, &q);
-}
-
-/* Sub-operation r's operands in a flat block at element `off`: p, st. */
-static inline void flat_operands(const piece_state *ps, const rsub *r, int64_t off, char **p, int64_t *st) {
-  const ropnd *o = &ps->ro[r->first];
-  for (int j = 0; j < r->s->nops; j++) {
-    p[j] = o[j].base + off * o[j].step;
-    st[j] = o[j].stride;
-  }
-}
-
-/* Sub-operation r's operand bases in box mode at block position rel (dims
- * 0 .. sd moved). */
-static inline void box_operands(const piece_state *ps, const rsub *r, const int64_t *rel, int sd, char **bases) {
-  const ropnd *o = &ps->ro[r->first];
-  for (int j = 0; j < r->s->nops; j++) {
-    char *b = o[j].base;
-    if (o[j].mem && !o[j].whole)
-      for (int e = 0; e <= sd && e < ps->nd; e++) b += rel[e] * ps->bst[r->first + j][e];
-    bases[j] = b;
-  }
+  if (linked) __atomic_fetch_add(&ps->ctx->rt->chained_ops, linked, __ATOMIC_RELAXED);
+  if (pairs) __atomic_fetch_add(&ps->ctx->rt->mul_add_pairs, pairs, __ATOMIC_RELAXED);
 }
 
 static int run_flat(piece_state *ps, int64_t n) {
@@ -528,16 +769,11 @@ static int run_flat(piece_state *ps, int64_t n) {
     for (int k = 0; k < ps->nsub; k++) {
       rsub *r = &ps->rs[k];
       if (ps->skip && ps->skip[k]) continue;
-      flat_operands(ps, r, off, p, st);
-      if (r->pair) {
-        char *p2[3];
-        int64_t st2[3];
-        flat_operands(ps, &ps->rs[k + 1], off, p2, st2);
-        if (pair_block(ps, k, len, p, st, p2, st2)) {
-          k++;
-          continue;
-        }
+      if (r->chain && chain_flat(ps, k, len, off)) {
+        k += r->chain;
+        continue;
       }
+      flat_operands(ps, r, off, p, st);
       switch (r->s->kind) {
       case TY__FK_REDUCE:
         if (r->stream) r->feed(len, p, st, r->os);
@@ -790,6 +1026,10 @@ static int run_box(piece_state *ps) {
         if (!(ps->cols && cur[0] > 1 && arg_cols(r, cur, bases, bst))) arg_rows(r, nd, cur, bases, bst);
         break;
       default:
+        if (r->chain && !(ps->cols && cur[0] > 1) && chain_box(ps, k, rel, sd, cur)) {
+          k += r->chain; /* with the sub-operations after it, in one pass (mark_chains) */
+          break;
+        }
         if (ps->cols && cur[0] > 1) {
           /* column order: one call per column of the block, down its rows */
           for (int j = 0; j < nops; j++) st[j] = bst[j][0];
@@ -800,17 +1040,6 @@ static int run_box(piece_state *ps) {
           }
         } else if (one_row) {
           for (int j = 0; j < nops; j++) st[j] = bst[j][nd - 1];
-          if (r->pair) { /* with the add after it, in one pass (mark_pairs) */
-            const rsub *r2 = &ps->rs[k + 1];
-            char *b2[3];
-            int64_t st2[3];
-            box_operands(ps, r2, rel, sd, b2);
-            for (int j = 0; j < 3; j++) st2[j] = ps->bst[r2->first + j][nd - 1];
-            if (pair_block(ps, k, cur[nd - 1], bases, st, b2, st2)) {
-              k++;
-              break;
-            }
-          }
           r->fn(cur[nd - 1], bases, st, r->aux);
         } else {
           ty__foreach(nd, cur, nops, bases, bst, r->fn, r->aux);
@@ -1286,7 +1515,7 @@ static int fused_piece(ty_task_ctx *ctx, void *ud) {
     ps.block = PITCH_BLOCK;
   if (rc == 0 && !compiled && !summed && !has_task && !has_whole && !ps.skip) {
     elide_copies(&ps);
-    mark_pairs(&ps);
+    mark_chains(&ps);
   }
   if (rc == 0 && !compiled && !summed && !run_switching(&ps, n, flat, flat_stride, has_task, has_whole, &rc))
     rc = flat ? run_flat(&ps, n) : run_box(&ps);

@@ -1,0 +1,118 @@
+-- tests/spec/op_chains_spec.lua — chains of f64 arithmetic run by the block
+-- interpreter as one pass (fused_cpu.c, mark_chains).
+--
+-- An f64 add, sub, mul or div whose result only the next such operation
+-- reads (a slot nothing reads later, or the very place the next one
+-- writes) runs with it in one loop, as long as the chain goes on (8
+-- operations at most a chain): CG's Laplacian `Av = 4 v; Av -= v_up; ...`
+-- over blocks of several rows, `((a * b + c) / d - e) * f`, each
+-- operation's two sides. The same roundings in the same order (no fused
+-- multiply-add), so the values must be the unfused launches' bits on 1-3
+-- processors, interpreted, and the compiled kernels' bits (NaNs from one
+-- NaN operand included); `tycho.stats().chained_ops` must count the links
+-- where the interpreter runs them. Layouts the loop cannot take (strided
+-- views, inputs that overlap the output elsewhere, a shifted read of the
+-- array being written) run as separate passes: the same values.
+
+local CASES = [[
+  local function f(x) return string.format("%a", x) end
+  local n = 3001 -- not a multiple of any vector width
+  local a = tycho.arange(n) * 0.37 - 11.0
+  local b = tycho.arange(n) * -0.011 + 2.5
+  local c = tycho.sin(tycho.arange(n) * 1.0)
+  local d = tycho.cos(tycho.arange(n) * 0.5) + 3.0
+  local alpha = (a[{ 7 }] * 0.001):reshape({})
+  tycho.flush()
+  local c0 = tycho.stats().chained_ops
+  local function show(key, y)
+    tycho.flush()
+    print(key, f(y:sum():item()), f(y[{ 1 }]:item()), f(y[{ -1 }]:item()), f((y * y):sum():item()))
+  end
+  -- 1. every op on both sides of the chain's value, constants and 0-d stores
+  show("long", ((a * b + c) / d - alpha) * 1.5 + c)
+  show("sides", 2.0 - (c / (a * b)) + (d - c) * 0.0)
+  show("divs", 1.0 / (a + d) / d * alpha - (b - a) / 3.0)
+  show("heads", (a + b) * c - (a - b) / d)
+  show("nine", ((((((((a + 1.0) * b) - c) / d) + a) * c) - b) / d) + 1.0) -- longer than one chain
+  -- every link the same form (the loop's own path): each side, each op
+  show("uniadd", a * b + c + d + a)
+  show("unisub", c - (d - (b - a * c)))
+  show("unidiv", d / (c / (a / (b + 3.0))))
+  show("unimul", (a - b) * c * d * alpha)
+  -- 2. CG's Laplacian: a 2-D run over blocks of several rows
+  local N = 67
+  local v = (tycho.arange(N * N) * 0.013 - 3.0):reshape({ N, N })
+  local Av = v * 4.0
+  Av[{{2, -1}, {}}] = Av[{{2, -1}, {}}] - v[{{1, -2}, {}}]
+  Av[{{1, -2}, {}}] = Av[{{1, -2}, {}}] - v[{{2, -1}, {}}]
+  Av[{{}, {2, -1}}] = Av[{{}, {2, -1}}] - v[{{}, {1, -2}}]
+  Av[{{}, {1, -2}}] = Av[{{}, {1, -2}}] - v[{{}, {2, -1}}]
+  show("lap", Av:reshape({ N * N }))
+  -- 3. a row broadcast (a column: one element a row) in a 2-D chain
+  local col = (tycho.arange(N) * 0.25 + 1.0):reshape({ N, 1 })
+  show("bcast", ((v * col - v) / col + 2.0):reshape({ N * N }))
+  -- 4. layouts one pass cannot take: strided views; an in-place update
+  -- whose input is the array one element on (it overlaps the output)
+  show("strided", a[{{1, -1, 3}}] * b[{{1, -1, 3}}] + c[{{1, -1, 3}}] - d[{{1, -1, 3}}])
+  local w = a * 1.0
+  w[{{2, -1}}] = (w[{{1, -2}}] * 0.5 + 1.0) / 3.0 - b[{{2, -1}}]
+  local z = a * 1.0
+  z[{{1, -2}}] = (z[{{2, -1}}] * 0.5 + 1.0) / 3.0 - b[{{1, -2}}]
+  show("shiftw", w)
+  show("shiftz", z)
+  -- 5. a 2-D in-place chain reading the array one row on
+  local g = v * 1.0
+  g[{{1, -2}, {}}] = (g[{{1, -2}, {}}] * 2.0 - g[{{2, -1}, {}}]) / 4.0 + 1.0
+  show("rows", g:reshape({ N * N }))
+  -- 6. a NaN of either sign from one operand (where two NaNs meet, the C
+  -- compiler may order the operands either way: docs/fusion.md)
+  local qn = tycho.zeros({ 4 }) / 0.0 -- 0/0: a NaN
+  local pn = -qn
+  local fin = tycho.arange(4) * 0.5 + 1.0
+  local t1 = (pn + fin * 3.0) / fin - 1.0
+  local t2 = (fin / 2.0 - qn) * fin
+  local t3 = 1.0 - (fin - pn) / 2.0
+  tycho.flush()
+  print("nans", f(t1[{ 1 }]:item()), f(t2[{ 1 }]:item()), f(t3[{ 1 }]:item()))
+  print("chained", tycho.stats().chained_ops - c0)
+]]
+
+local KEYS = { "long", "sides", "divs", "heads", "nine", "uniadd", "unisub", "unidiv", "unimul", "lap", "bcast", "strided", "shiftw", "shiftz", "rows",
+               "nans" }
+
+local function run(env) return spec_run_keyed(CASES, env) end
+
+describe("chains of f64 arithmetic in one pass", function()
+  local unfused, uout = run({ TYCHO_FUSE = "off", TYCHO_CPUS = "1" })
+
+  it("has the values of numpy where they are exact", function()
+    -- numpy: (a * b + c)... first elements; a[0] = -11, b[0] = 2.5, c[0] = 0,
+    -- d[0] = 4: ((a*b + c) / d - alpha) * 1.5 + c at 0 is (-27.5 / 4 - alpha) * 1.5
+    -- (alpha = a[6] * 0.001 = -0.00878)
+    local first = tonumber(unfused.long:match("^%S+%s+(%S+)"))
+    assert.is_true(math.abs(first - (-27.5 / 4 - (6 * 0.37 - 11.0) * 0.001) * 1.5) < 1e-12, uout)
+    assert.are.equal("0", unfused.chained, uout) -- unfused, nothing chains
+  end)
+
+  for _, cpus in ipairs({ "1", "2", "3" }) do
+    it("gives the unfused launches' bits, interpreted, on " .. cpus .. " processors", function()
+      local r, out = run({ TYCHO_CODEGEN = "off", TYCHO_CPUS = cpus })
+      for _, k in ipairs(KEYS) do assert.are.equal(unfused[k], r[k], k .. ":\n" .. out) end
+      -- the chains ran: the five of section 1 alone link more than 20
+      -- operations, the Laplacian 4 a region
+      assert.is_true(tonumber(r.chained) >= 30, out)
+    end)
+  end
+
+  it("gives the same bits compiled", function()
+    local r, out = run({ TYCHO_CODEGEN = "always", TYCHO_CODEGEN_WAIT = "1", TYCHO_CACHE_DIR = spec_tmpdir(),
+                         TYCHO_CPUS = "2" })
+    for _, k in ipairs(KEYS) do assert.are.equal(unfused[k], r[k], k .. ":\n" .. out) end
+  end)
+
+  it("keeps the sign of a NaN from one operand", function()
+    local x, y, z = unfused.nans:match("^(%S+)%s+(%S+)%s+(%S+)$")
+    assert.is_truthy(x and y and z, uout)
+    assert.is_truthy(x:find("nan", 1, true) and y:find("nan", 1, true) and z:find("nan", 1, true), uout)
+  end)
+end)
