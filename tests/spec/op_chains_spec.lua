@@ -1,18 +1,19 @@
 -- tests/spec/op_chains_spec.lua — chains of f64 arithmetic run by the block
 -- interpreter as one pass (fused_cpu.c, mark_chains).
 --
--- An f64 add, sub, mul or div whose result only the next such operation
--- reads (a slot nothing reads later, or the very place the next one
--- writes) runs with it in one loop, as long as the chain goes on (8
--- operations at most a chain): CG's Laplacian `Av = 4 v; Av -= v_up; ...`
--- over blocks of several rows, `((a * b + c) / d - e) * f`, each
--- operation's two sides. The same roundings in the same order (no fused
--- multiply-add), so the values must be the unfused launches' bits on 1-3
--- processors, interpreted, and the compiled kernels' bits (NaNs from one
--- NaN operand included); `tycho.stats().chained_ops` must count the links
--- where the interpreter runs them. Layouts the loop cannot take (strided
--- views, inputs that overlap the output elsewhere, a shifted read of the
--- array being written) run as separate passes: the same values.
+-- An f64 add, sub, mul or div, then operations of one form (the same op,
+-- the chain's value on the same side), each reading the result of the one
+-- before (a slot nothing reads later, or the very place it writes), run as
+-- one loop, 8 operations at most a chain: CG's Laplacian `Av = 4 v; Av -=
+-- v_up; ...` over blocks of several rows, `a * b + c + d + a`, `c - (d -
+-- (b - a * c))`; a mix of forms is cut into such chains. The same roundings
+-- in the same order (no fused multiply-add), so the values must be the
+-- unfused launches' bits on 1-3 processors, interpreted, and the compiled
+-- kernels' bits (NaNs from one NaN operand included);
+-- `tycho.stats().chained_ops` must count the links where the interpreter
+-- runs them. Layouts the loop cannot take (strided views, a one-element
+-- link operand, inputs that overlap the output elsewhere, a shifted read of
+-- the array being written) run as separate passes: the same values.
 
 local CASES = [[
   local function f(x) return string.format("%a", x) end
@@ -98,8 +99,8 @@ describe("chains of f64 arithmetic in one pass", function()
     it("gives the unfused launches' bits, interpreted, on " .. cpus .. " processors", function()
       local r, out = run({ TYCHO_CODEGEN = "off", TYCHO_CPUS = cpus })
       for _, k in ipairs(KEYS) do assert.are.equal(unfused[k], r[k], k .. ":\n" .. out) end
-      -- the chains ran: the five of section 1 alone link more than 20
-      -- operations, the Laplacian 4 a region
+      -- the chains ran: the Laplacian links 4 operations a region, the
+      -- one-form chains of section 1 3 each
       assert.is_true(tonumber(r.chained) >= 30, out)
     end)
   end

@@ -151,6 +151,8 @@ typedef struct rsub {
   int8_t form;           /* a chain's link: its op and side (CH_*) */
   int8_t cpos;           /* a link: its other input, 1 or 2 */
   bool over;             /* a link: the one before wrote the place this one writes (not a slot) */
+  int8_t fit;            /* a chain's head, flat: its layout fits every block (1), none (-1), ask (0) */
+  bool pair;             /* a chain's head: a mul and one add or sub (pair_loops) */
 } rsub;
 
 /* An operand resolved for this piece: where its data is and how to walk it. */
@@ -381,17 +383,21 @@ static inline void box_operands(const piece_state *ps, const rsub *r, const int6
 /* ---- chains of f64 arithmetic, in one pass --------------------------------------------- *
  *
  * `x + alpha * p`, `r - alpha * Ap`, `r + beta * p`, and CG's Laplacian
- * `Av = 4 * v; Av -= v_up; Av -= v_down; Av -= v_left; Av -= v_right`: f64
- * adds, subs, muls and divs, each reading the one before's result T (a slot
- * that nothing later reads, or the very place it writes itself). The
- * interpreter ran them as passes over the block, each writing T for the
- * next to read; one loop computes the whole chain per element, in vectors
- * of 8 lanes (GCC's vector extension, which each ISA level's copy of this
- * file compiles to its own instructions). The same roundings in the same
- * order (-ffp-contract=off: never a fused multiply-add), so the same bits;
- * one pass, and no slot written and read again. A multiply and the add or
- * sub after it alone (session 28's pairs: CG's three updates) run through
- * their own loops, the generic one being 15-20% slower there at L1 sizes. */
+ * `Av = 4 * v; Av -= v_up; Av -= v_down; Av -= v_left; Av -= v_right`: an
+ * f64 add, sub, mul or div (the head), then operations of one form (the
+ * links: the same op, the chain's value on the same side), each reading
+ * the one before's result T (a slot that nothing later reads, or the very
+ * place it writes itself). The interpreter ran them as passes over the
+ * block, each writing T for the next to read; one loop computes the whole
+ * chain per element, in vectors of 8 lanes (GCC's vector extension, which
+ * each ISA level's copy of this file compiles to its own instructions).
+ * The same roundings in the same order (-ffp-contract=off: never a fused
+ * multiply-add), so the same bits; one pass, and no slot written and read
+ * again. A multiply and one add or sub after it (session 28's pairs: CG's
+ * three updates) run through their own loops, which take a one-element
+ * add operand too. Interpreted CG 256^2 0.128 -> 0.101 s (one processor,
+ * paired 0.80), Black-Scholes 10M 0.124 -> 0.119 s (0.96), against the
+ * pairs alone (session 29, bench/README). */
 
 /* A link's operation and side: (op << 1) | 1 when T is its second operand
  * (c op t), else t op c; the head's is its own op (a op b). Where two NaNs
@@ -465,19 +471,20 @@ typedef struct chain_block {
   const int64_t *st[CHAIN_MAX][3];
 } chain_block;
 
-/* The chain over n elements into o, from its inputs in (one[j]: one
- * element, read from a vector of its value): head the head's op (CH_*),
- * form[1 .. nl] the links'. Links all of one form on contiguous inputs
- * (the Laplacian's four subtractions) take a loop with no choice of
- * operation a link: interpreted CG 256^2 (one processor) 0.112 -> 0.104 s
- * a run against the choosing loop alone, paired 0.935. */
-static void chain_loop(int64_t n, double *o, const double *const *in, const bool *one, int head, const int8_t *form,
-                       int nl) {
+/* The chain over n elements into o: the head's op (CH_*) on in[0] and
+ * in[1] (one[j]: one element, read from a vector of its value), then each
+ * link's form on in[2 .. nl + 1], contiguous. Only chains whose links have
+ * one form (mark_chains): a loop that chose the operation of each link for
+ * each vector took 5-10% longer on CG's Laplacian, and a mix of
+ * operations over Black-Scholes' blocks (in L1) was no faster than the
+ * separate passes, 8 operations a chain and 4 vectors at a time
+ * included. */
+static void chain_loop(int64_t n, double *o, const double *const *in, const bool *one, int head, int form, int nl) {
   const int nin = nl + 2;
-  double bc[CHAIN_MAX + 1][CHAIN_LANES]; /* one-element inputs, in every lane */
-  const double *p[CHAIN_MAX + 1];
-  int64_t inc[CHAIN_MAX + 1];
-  for (int j = 0; j < nin; j++) {
+  double bc[2][CHAIN_LANES]; /* one-element inputs of the head, in every lane */
+  const double *p[2];
+  int64_t inc[2];
+  for (int j = 0; j < 2; j++) {
     p[j] = in[j];
     inc[j] = CHAIN_LANES;
     if (one[j]) {
@@ -486,12 +493,9 @@ static void chain_loop(int64_t n, double *o, const double *const *in, const bool
       inc[j] = 0;
     }
   }
+  const double *c[CHAIN_MAX + 1];
+  for (int j = 2; j < nin; j++) c[j] = in[j];
   int64_t i = 0;
-  bool uniform = true; /* every link the same form, on contiguous inputs */
-  for (int j = 1; j <= nl; j++) uniform = uniform && form[j] == form[1] && !one[j + 1];
-  if (uniform) {
-    const double *c[CHAIN_MAX + 1];
-    for (int j = 2; j < nin; j++) c[j] = in[j];
 #define CHAIN_UNIFORM(EXPR)                                                            \
   for (; i + CHAIN_LANES <= n; i += CHAIN_LANES) {                                     \
     const chain_vec a = *(const chain_vec *)p[0], b = *(const chain_vec *)p[1];        \
@@ -505,59 +509,48 @@ static void chain_loop(int64_t n, double *o, const double *const *in, const bool
     }                                                                                  \
     *(chain_vec *)(o + i) = t;                                                         \
   }
-    switch (form[1]) {
-    case CH_ADD << 1: CHAIN_UNIFORM(t + u) break;
-    case CH_ADD << 1 | 1: CHAIN_UNIFORM(u + t) break;
-    case CH_SUB << 1: CHAIN_UNIFORM(t - u) break;
-    case CH_SUB << 1 | 1: CHAIN_UNIFORM(u - t) break;
-    case CH_MUL << 1: CHAIN_UNIFORM(t * u) break;
-    case CH_MUL << 1 | 1: CHAIN_UNIFORM(u * t) break;
-    case CH_DIV << 1: CHAIN_UNIFORM(t / u) break;
-    default: CHAIN_UNIFORM(u / t) break;
-    }
+  switch (form) {
+  case CH_ADD << 1: CHAIN_UNIFORM(t + u) break;
+  case CH_ADD << 1 | 1: CHAIN_UNIFORM(u + t) break;
+  case CH_SUB << 1: CHAIN_UNIFORM(t - u) break;
+  case CH_SUB << 1 | 1: CHAIN_UNIFORM(u - t) break;
+  case CH_MUL << 1: CHAIN_UNIFORM(t * u) break;
+  case CH_MUL << 1 | 1: CHAIN_UNIFORM(u * t) break;
+  case CH_DIV << 1: CHAIN_UNIFORM(t / u) break;
+  default: CHAIN_UNIFORM(u / t) break;
+  }
 #undef CHAIN_UNIFORM
-  }
-  for (; i + CHAIN_LANES <= n; i += CHAIN_LANES) {
-    const chain_vec a = *(const chain_vec *)p[0], b = *(const chain_vec *)p[1];
-    chain_vec t;
-    CHAIN_VOP(t, head, a, b)
-    p[0] += inc[0];
-    p[1] += inc[1];
-    for (int j = 1; j <= nl; j++) {
-      const chain_vec u = *(const chain_vec *)p[j + 1];
-      p[j + 1] += inc[j + 1];
-      if (form[j] & 1) { CHAIN_VOP(t, form[j] >> 1, u, t) }
-      else { CHAIN_VOP(t, form[j] >> 1, t, u) }
-    }
-    *(chain_vec *)(o + i) = t;
-  }
+  const int op = form >> 1;
   for (; i < n; i++) {
     double t = CHAIN_OP(head, in[0][one[0] ? 0 : i], in[1][one[1] ? 0 : i]);
-    for (int j = 1; j <= nl; j++) {
-      const double u = in[j + 1][one[j + 1] ? 0 : i];
-      const int op = form[j] >> 1;
-      t = form[j] & 1 ? CHAIN_OP(op, u, t) : CHAIN_OP(op, t, u);
-    }
+    for (int j = 2; j < nin; j++) t = form & 1 ? CHAIN_OP(op, c[j][i], t) : CHAIN_OP(op, t, c[j][i]);
     o[i] = t;
   }
 }
 #undef CHAIN_OP
 #undef CHAIN_VOP
 
+/* Whether the loops take a chain with these one-element inputs (one[]:
+ * the head's two, then the links'): a pair's, any but both of the mul's;
+ * chain_loop's, contiguous links. */
+static bool chain_takes(const piece_state *ps, int k, const bool *one) {
+  const rsub *h = &ps->rs[k];
+  if (h->pair) return !(one[0] && one[1]);
+  for (int j = 2; j < h->chain + 2; j++)
+    if (one[j]) return false;
+  return true;
+}
+
 /* Runs the chain headed by sub-operation k over a sweep of n elements. */
 static void chain_sweep_run(const piece_state *ps, int k, int64_t n, double *o, const double *const *in,
                             const bool *one) {
   const rsub *h = &ps->rs[k];
-  const int nl = h->chain;
-  const int8_t f = ps->rs[k + 1].form;
-  if (nl == 1 && h->s->op == TY_OP_MUL && (f >> 1 == CH_ADD || f >> 1 == CH_SUB) && !(one[0] && one[1])) {
+  const int f = ps->rs[k + 1].form;
+  if (h->pair)
     pair_loops((f >> 1 == CH_SUB ? PAIR_SUB_TC : PAIR_ADD_TC) + (f & 1), n, o, in[0], one[0], in[1], one[1], in[2],
                one[2]);
-    return;
-  }
-  int8_t form[CHAIN_MAX];
-  for (int j = 1; j <= nl; j++) form[j] = ps->rs[k + j].form;
-  chain_loop(n, o, in, one, h->s->op - TY_OP_ADD, form, nl);
+  else
+    chain_loop(n, o, in, one, h->s->op - TY_OP_ADD, f, h->chain);
 }
 
 /* The bytes [lo, hi) an operand covers in a block of extent cur (nd dims,
@@ -619,7 +612,7 @@ static bool chain_fits(const piece_state *ps, int k, int L, int nd, const int64_
       w->ist[x] = s;
     }
   }
-  return true;
+  return chain_takes(ps, k, w->one);
 }
 
 /* The chain over a block of several rows (nd dims of extent cur), which
@@ -647,12 +640,52 @@ static void chain_rows(const piece_state *ps, int k, int nd, const int64_t *cur,
   }
 }
 
+/* Whether chain_fits' verdict on a flat piece's first block holds for
+ * every block: each input and the output move by the same step from block
+ * to block (or one of them is a slot, or a constant, which no store
+ * overlaps), so where they lie from each other does not change, and the
+ * first block is the longest. */
+static bool chain_stable(const piece_state *ps, int k) {
+  const rsub *h = &ps->rs[k];
+  const ropnd *oo = &ps->ro[ps->rs[k + h->chain].first];
+  for (int i = 0; i <= h->chain; i++) {
+    const rsub *r = &ps->rs[k + i];
+    for (int j = 1; j <= 2; j++) {
+      const ropnd *q = &ps->ro[r->first + j];
+      if ((i == 0 || j == r->cpos) && q->mem && oo->mem && q->step != oo->step) return false;
+    }
+  }
+  return true;
+}
+
 /* The chain headed by sub-operation k over a flat block of n elements at
- * element off; false (nothing run) when the layout is not the loop's. */
-static bool chain_flat(const piece_state *ps, int k, int64_t n, int64_t off) {
+ * element off; false (nothing run) when the layout is not the loop's. The
+ * first block's verdict stands for the piece's other blocks where
+ * chain_stable (rsub.fit): the look at every block's layout was 3% of
+ * interpreted Black-Scholes' time. */
+static bool chain_flat(piece_state *ps, int k, int64_t n, int64_t off) {
+  rsub *h = &ps->rs[k];
+  if (h->fit < 0) return false;
+  const int L = h->chain;
+  if (h->fit > 0) { /* the places only */
+    const double *in[CHAIN_MAX + 1];
+    bool one[CHAIN_MAX + 1];
+    const ropnd *oo = &ps->ro[ps->rs[k + L].first];
+    for (int i = 0; i <= L; i++) {
+      const rsub *r = &ps->rs[k + i];
+      for (int j = 1; j <= 2; j++) {
+        if (i > 0 && j != r->cpos) continue;
+        const ropnd *q = &ps->ro[r->first + j];
+        const int x = i == 0 ? j - 1 : i + 1;
+        in[x] = (const double *)(q->base + off * q->step);
+        one[x] = q->stride == 0;
+      }
+    }
+    chain_sweep_run(ps, k, n, (double *)(oo->base + off * oo->step), in, one);
+    return true;
+  }
   chain_block b;
   int64_t st[CHAIN_MAX][3];
-  const int L = ps->rs[k].chain;
   for (int i = 0; i <= L; i++) { /* flat_operands' (every chain op has 3) */
     const ropnd *o = &ps->ro[ps->rs[k + i].first];
     for (int j = 0; j < 3; j++) {
@@ -662,7 +695,9 @@ static bool chain_flat(const piece_state *ps, int k, int64_t n, int64_t off) {
     }
   }
   chain_sweep w;
-  if (!chain_fits(ps, k, L, 1, &n, &b, &w)) return false;
+  const bool ok = chain_fits(ps, k, L, 1, &n, &b, &w);
+  if (off == 0 && chain_stable(ps, k)) h->fit = ok ? 1 : -1;
+  if (!ok) return false;
   chain_sweep_run(ps, k, n, w.o, w.in, w.one);
   return true;
 }
@@ -727,16 +762,19 @@ static int links(const piece_state *ps, int k, bool *over) {
   return in1 ? 1 : 2;
 }
 
-/* Marks chains (rsub.chain, .form, .cpos, .over): from an f64 add, sub,
- * mul or div, each next sub-operation that is one too and reads the one
- * before's output T as exactly one of its inputs, where T is either a slot
- * that no later sub-operation reads before writing it again, or the very
- * operand (the same resolved place and walk) the next one writes. After
- * elide_copies (its folded copies change outputs); not with tasks or
+/* Marks chains (rsub.chain, .pair, .form, .cpos, .over): from an f64 add,
+ * sub, mul or div, each next sub-operation that is one too, of the first
+ * link's form, and reads the one before's output T as exactly one of its
+ * inputs, where T is either a slot that no later sub-operation reads before
+ * writing it again, or the same place (same_place) the next one writes.
+ * After elide_copies (its folded copies change outputs); not with tasks or
  * failures (their skips name sub-operations by index). */
 static void mark_chains(piece_state *ps) {
   uint64_t linked = 0, pairs = 0;
-  for (int k = 0; k < ps->nsub; k++) ps->rs[k].chain = 0;
+  for (int k = 0; k < ps->nsub; k++) {
+    ps->rs[k].chain = ps->rs[k].fit = 0;
+    ps->rs[k].pair = false;
+  }
   for (int k = 0; k + 1 < ps->nsub; k++) {
     rsub *h = &ps->rs[k];
     if (!chain_op(h->s)) continue;
@@ -745,7 +783,9 @@ static void mark_chains(piece_state *ps) {
     while (n + 1 < CHAIN_MAX && k + n + 1 < ps->nsub && chain_op(ps->rs[k + n + 1].s) &&
            (tpos = links(ps, k + n, &over)) != 0) {
       rsub *ra = &ps->rs[k + n + 1];
-      ra->form = (int8_t)(((ra->s->op - TY_OP_ADD) << 1) | (tpos == 2));
+      const int8_t form = (int8_t)(((ra->s->op - TY_OP_ADD) << 1) | (tpos == 2));
+      if (n > 0 && form != ps->rs[k + 1].form) break; /* one form a chain (chain_loop) */
+      ra->form = form;
       ra->cpos = (int8_t)(3 - tpos);
       ra->over = over;
       n++;
@@ -754,6 +794,7 @@ static void mark_chains(piece_state *ps) {
     h->chain = (int8_t)n;
     linked += (uint64_t)n;
     const int f1 = ps->rs[k + 1].form >> 1;
+    h->pair = n == 1 && h->s->op == TY_OP_MUL && (f1 == CH_ADD || f1 == CH_SUB);
     pairs += h->s->op == TY_OP_MUL && (f1 == CH_ADD || f1 == CH_SUB);
     k += n; /* the links are no heads */
   }
