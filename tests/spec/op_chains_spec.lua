@@ -11,7 +11,8 @@
 -- unfused launches' bits on 1-3 processors, interpreted, and the compiled
 -- kernels' bits (NaNs from one NaN operand included);
 -- `tycho.stats().chained_ops` must count the links where the interpreter
--- runs them. Layouts the loop cannot take (strided views, a one-element
+-- runs them. An f64 mul and the sum after it (a dot product) feed the sum
+-- the products as they are made: the same bits. Layouts the loop cannot take (strided views, a one-element
 -- link operand, inputs that overlap the output elsewhere, a shifted read of
 -- the array being written) run as separate passes: the same values.
 
@@ -75,11 +76,26 @@ local CASES = [[
   local t3 = 1.0 - (fin - pn) / 2.0
   tycho.flush()
   print("nans", f(t1[{ 1 }]:item()), f(t2[{ 1 }]:item()), f(t3[{ 1 }]:item()))
+  -- 7. a mul and the sum after it (a dot): the sum is fed the products as
+  -- they are made, in the leaves and groups of the products stored
+  local function dot(key, x, y)
+    tycho.flush()
+    print(key, f((x * y):sum():item()))
+  end
+  dot("dot", a, b)
+  dot("dotseven", a[{{1, 7}}], b[{{1, 7}}])
+  dot("dotodd", a[{{3, 600}}], c[{{3, 600}}])
+  dot("dotstrided", a[{{1, -1, 3}}], d[{{1, -1, 3}}])
+  dot("dotzerod", d, alpha)
+  dot("dotsquare", d, d)
+  local big = tycho.sin(tycho.arange(200003) * 0.001)
+  dot("dotbig", big, big + 0.5)
+  dot("dotlink", a - b, c) -- the mul ends a chain: no dot
   print("chained", tycho.stats().chained_ops - c0)
 ]]
 
 local KEYS = { "long", "sides", "divs", "heads", "nine", "uniadd", "unisub", "unidiv", "unimul", "lap", "bcast", "strided", "shiftw", "shiftz", "rows",
-               "nans" }
+               "nans", "dot", "dotseven", "dotodd", "dotstrided", "dotzerod", "dotsquare", "dotbig", "dotlink" }
 
 local function run(env) return spec_run_keyed(CASES, env) end
 

@@ -71,6 +71,7 @@
 /* kernels_reduce.c */
 #define ty__ostream_init TY__ISA_NAME(ty__ostream_init)
 #define ty__ostream_feeds TY__ISA_NAME(ty__ostream_feeds)
+#define ty__ostream_feed_dot_f64 TY__ISA_NAME(ty__ostream_feed_dot_f64)
 #define ty__ostream_finish TY__ISA_NAME(ty__ostream_finish)
 #define ty__ordered_apply TY__ISA_NAME(ty__ordered_apply)
 #define ty__reduce_loops TY__ISA_NAME(ty__reduce_loops)

@@ -153,6 +153,8 @@ typedef struct rsub {
   bool over;             /* a link: the one before wrote the place this one writes (not a slot) */
   int8_t fit;            /* a chain's head, flat: its layout fits every block (1), none (-1), ask (0) */
   bool pair;             /* a chain's head: a mul and one add or sub (pair_loops) */
+  bool link;             /* a chain's link */
+  bool dot;              /* a mul whose product only the f64 sum after it reads (mark_chains) */
 } rsub;
 
 /* An operand resolved for this piece: where its data is and how to walk it. */
@@ -773,7 +775,7 @@ static void mark_chains(piece_state *ps) {
   uint64_t linked = 0, pairs = 0;
   for (int k = 0; k < ps->nsub; k++) {
     ps->rs[k].chain = ps->rs[k].fit = 0;
-    ps->rs[k].pair = false;
+    ps->rs[k].pair = ps->rs[k].link = ps->rs[k].dot = false;
   }
   for (int k = 0; k + 1 < ps->nsub; k++) {
     rsub *h = &ps->rs[k];
@@ -786,6 +788,7 @@ static void mark_chains(piece_state *ps) {
       const int8_t form = (int8_t)(((ra->s->op - TY_OP_ADD) << 1) | (tpos == 2));
       if (n > 0 && form != ps->rs[k + 1].form) break; /* one form a chain (chain_loop) */
       ra->form = form;
+      ra->link = true;
       ra->cpos = (int8_t)(3 - tpos);
       ra->over = over;
       n++;
@@ -797,6 +800,21 @@ static void mark_chains(piece_state *ps) {
     h->pair = n == 1 && h->s->op == TY_OP_MUL && (f1 == CH_ADD || f1 == CH_SUB);
     pairs += h->s->op == TY_OP_MUL && (f1 == CH_ADD || f1 == CH_SUB);
     k += n; /* the links are no heads */
+  }
+  /* a dot: an f64 mul whose product (a slot) only the sum after it, the
+   * run's last sub-operation, reads; flat runs feed the products to the
+   * sum's stream as they are made (ty__ostream_feed_dot_f64: the bits of
+   * the products stored and fed) */
+  const int m = ps->nsub - 2;
+  if (m >= 0) {
+    rsub *rm = &ps->rs[m], *rr = &ps->rs[m + 1];
+    const int16_t t = ps->ro[rm->first].ref;
+    if (chain_op(rm->s) && rm->s->op == TY_OP_MUL && !rm->chain && !rm->link && rr->s->kind == TY__FK_REDUCE &&
+        rr->stream == STREAM_PIECE && rr->s->nops == 2 && rr->feed == ty__ostream_feeds[TY__RSUM][TY_F64] &&
+        TY__FREF_IS_SLOT(t) && ps->ro[rr->first + 1].ref == t && ps->ro[rr->first].ref != t) {
+      rm->dot = true;
+      linked++;
+    }
   }
   if (linked) __atomic_fetch_add(&ps->ctx->rt->chained_ops, linked, __ATOMIC_RELAXED);
   if (pairs) __atomic_fetch_add(&ps->ctx->rt->mul_add_pairs, pairs, __ATOMIC_RELAXED);
@@ -815,6 +833,11 @@ static int run_flat(piece_state *ps, int64_t n) {
         continue;
       }
       flat_operands(ps, r, off, p, st);
+      if (r->dot) { /* with the sum after it (mark_chains) */
+        ty__ostream_feed_dot_f64(len, p, st, ps->rs[k + 1].os);
+        k++;
+        continue;
+      }
       switch (r->s->kind) {
       case TY__FK_REDUCE:
         if (r->stream) r->feed(len, p, st, r->os);

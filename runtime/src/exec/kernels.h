@@ -189,6 +189,9 @@ void ty__ostream_init(ty__ostream *os, ty__redkind kind);
 /* [kind: SUM or PROD][in dtype]: ty_loop1d that feeds operand 1 (ptrs[1],
  * strides[1]) into the stream passed as aux; operand 0 is not read. */
 extern const ty_loop1d ty__ostream_feeds[2][TY_NDTYPES];
+/* Feeds the products of operands 1 and 2 (f64) into a SUM stream (aux): the
+ * bits of feed_sum_f64 on the products stored. */
+void ty__ostream_feed_dot_f64(int64_t n, char **p, const int64_t *s, const void *aux);
 /* The stream's result (the identity when nothing was fed); resets it. */
 double ty__ostream_finish(ty__ostream *os);
 /* *acc = *acc op v in the accumulator's dtype (f64 or f32), as the loops do

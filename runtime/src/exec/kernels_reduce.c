@@ -114,6 +114,54 @@ static double pw4_f64(const double *a) {
     return NAME(p, n2, s) + NAME(p + n2 * s, n - n2, s);                               \
   }
 PAIRWISE(pw_f64, double, double, 1)
+
+/* pw4_f64 and pw_f64 over the products a[i] * b[i]: each product rounded,
+ * then the same additions in the same order, so the bits of pw_f64 on the
+ * products stored (a mul and the sum after it in one pass: fused_cpu.c's
+ * dots; -ffp-contract=off, never a fused multiply-add). */
+static double pw4d_f64(const double *a, const double *b) {
+  pw_v8 r[4];
+  for (int l = 0; l < 4; l++) {
+    pw_v8 x, y;
+    memcpy(&x, a + l * TY__OLEAF, sizeof x);
+    memcpy(&y, b + l * TY__OLEAF, sizeof y);
+    r[l] = x * y;
+  }
+  for (int i = 8; i < TY__OLEAF; i += 8)
+    for (int l = 0; l < 4; l++) {
+      pw_v8 x, y;
+      memcpy(&x, a + l * TY__OLEAF + i, sizeof x);
+      memcpy(&y, b + l * TY__OLEAF + i, sizeof y);
+      r[l] += x * y;
+    }
+  double L[4];
+  for (int l = 0; l < 4; l++)
+    L[l] = ((r[l][0] + r[l][1]) + (r[l][2] + r[l][3])) + ((r[l][4] + r[l][5]) + (r[l][6] + r[l][7]));
+  return (L[0] + L[1]) + (L[2] + L[3]);
+}
+
+#define DOT(p, q, i, s, t) (LOAD(double, p, i, s) * LOAD(double, q, i, t))
+static double pwd_f64(const char *p, const char *q, int64_t n, int64_t s, int64_t t) {
+  if (s == SZ(double) && t == SZ(double) && n == 4 * TY__OLEAF) return pw4d_f64((const double *)p, (const double *)q);
+  if (n < 8) {
+    double r = 0;
+    for (int64_t i = 0; i < n; i++) r += DOT(p, q, i, s, t);
+    return r;
+  }
+  if (n <= TY__OLEAF) {
+    double r[8];
+    int64_t i;
+    for (int j = 0; j < 8; j++) r[j] = DOT(p, q, j, s, t);
+    for (i = 8; i < n - (n % 8); i += 8)
+      for (int j = 0; j < 8; j++) r[j] += DOT(p, q, i + j, s, t);
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; i++) res += DOT(p, q, i, s, t);
+    return res;
+  }
+  int64_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return pwd_f64(p, q, n2, s, t) + pwd_f64(p + n2 * s, q + n2 * t, n - n2, s, t);
+}
 PAIRWISE(pw_f32, float, double, 0)
 PAIRWISE(pw_i64_d, int64_t, double, 0)
 PAIRWISE(pw_i32_d, int32_t, double, 0)
@@ -171,15 +219,14 @@ static double leaf_of(const ty__ostream *os) {
  * counted in a local (f): a store of os->fill per element was ~40% of
  * feed_sum_f64's time in CG at 2048 x 2048, whose blocks of rows of 2,046
  * elements leave a partial leaf at every call. */
-#define OFEED(NAME, TI, GROUP)                                                         \
-  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
+/* ELEM: element i's value; GROUP: the result of the len elements from i */
+#define OFEED_BODY(ELEM, GROUP)                                                        \
+  {                                                                                    \
     ty__ostream *os = (ty__ostream *)(uintptr_t)aux;                                   \
-    const char *x = p[1];                                                              \
-    const int64_t st = s[1];                                                           \
     int64_t i = 0;                                                                     \
     if (os->fill > 0) {                                                                \
       int f = os->fill;                                                                \
-      while (i < n && f < TY__OLEAF) os->leaf[f++] = (double)LOAD(TI, x, i++, st);     \
+      while (i < n && f < TY__OLEAF) os->leaf[f++] = (ELEM), i++;                     \
       os->fill = f;                                                                    \
       if (f < TY__OLEAF) return;                                                       \
       ostream_push(os, 0, leaf_of(os));                                                \
@@ -190,12 +237,18 @@ static double leaf_of(const ty__ostream *os) {
       const int h = 63 - __builtin_clzll((unsigned long long)((n - i) / TY__OLEAF));   \
       if (g > h) g = h;                                                                \
       const int64_t len = (int64_t)TY__OLEAF << g;                                     \
-      ostream_push(os, g, GROUP(x + i * st, len, st));                                 \
+      ostream_push(os, g, (GROUP));                                              \
       i += len;                                                                        \
     }                                                                                  \
     int f = os->fill;                                                                  \
-    while (i < n) os->leaf[f++] = (double)LOAD(TI, x, i++, st);                        \
+    while (i < n) os->leaf[f++] = (ELEM), i++;                                        \
     os->fill = f;                                                                      \
+  }
+#define OFEED(NAME, TI, GROUPFN)                                                       \
+  static void NAME(int64_t n, char **p, const int64_t *s, const void *aux) {           \
+    const char *x = p[1];                                                              \
+    const int64_t st = s[1];                                                           \
+    OFEED_BODY((double)LOAD(TI, x, i, st), GROUPFN(x + i * st, len, st))             \
   }
 OFEED(feed_sum_f64, double, pw_f64)
 OFEED(feed_sum_f32, float, pw_f32)
@@ -204,6 +257,14 @@ OFEED(feed_sum_i32, int32_t, pw_i32_d)
 OFEED(feed_sum_u8, uint8_t, pw_u8_d)
 OFEED(feed_prod_f64, double, tp_f64)
 OFEED(feed_prod_f32, float, tp_f32)
+
+/* The products of operands 1 and 2 (f64), fed as feed_sum_f64 feeds them
+ * stored: the same leaves and groups, so the same bits. */
+void ty__ostream_feed_dot_f64(int64_t n, char **p, const int64_t *s, const void *aux) {
+  const char *x = p[1], *y = p[2];
+  const int64_t sx = s[1], sy = s[2];
+  OFEED_BODY(DOT(x, y, i, sx, sy), pwd_f64(x + i * sx, y + i * sy, len, sx, sy))
+}
 /* the integer dtypes added later (i8 i16 u16 u32 u64): sums into f64 (mean) */
 PAIRWISE(pw_i8_d, int8_t, double, 0)
 OFEED(feed_sum_i8, int8_t, pw_i8_d)
