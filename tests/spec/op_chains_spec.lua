@@ -6,7 +6,8 @@
 -- before (a slot nothing reads later, or the very place it writes), run as
 -- one loop, 8 operations at most a chain: CG's Laplacian `Av = 4 v; Av -=
 -- v_up; ...` over blocks of several rows, `a * b + c + d + a`, `c - (d -
--- (b - a * c))`; a mix of forms is cut into such chains. The same roundings
+-- (b - a * c))`; a mix of forms is cut into such chains, and two operations
+-- other than a mul and an add or sub run as their passes. The same roundings
 -- in the same order (no fused multiply-add), so the values must be the
 -- unfused launches' bits on 1-3 processors, interpreted, and the compiled
 -- kernels' bits (NaNs from one NaN operand included);

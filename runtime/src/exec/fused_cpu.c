@@ -391,15 +391,18 @@ static inline void box_operands(const piece_state *ps, const rsub *r, const int6
  * the one before's result T (a slot that nothing later reads, or the very
  * place it writes itself). The interpreter ran them as passes over the
  * block, each writing T for the next to read; one loop computes the whole
- * chain per element, in vectors of 8 lanes (GCC's vector extension, which
- * each ISA level's copy of this file compiles to its own instructions).
- * The same roundings in the same order (-ffp-contract=off: never a fused
+ * chain per element, in vectors as wide as a register of the level this
+ * copy of the file is compiled for (GCC's vector extension; 8 lanes at
+ * AVX2 ran interpreted Black-Scholes 1.8x slower than 4). The same
+ * roundings in the same order (-ffp-contract=off: never a fused
  * multiply-add), so the same bits; one pass, and no slot written and read
  * again. A multiply and one add or sub after it (session 28's pairs: CG's
  * three updates) run through their own loops, which take a one-element
- * add operand too. Interpreted CG 256^2 0.128 -> 0.101 s (one processor,
- * paired 0.80), Black-Scholes 10M 0.124 -> 0.119 s (0.96), against the
- * pairs alone (session 29, bench/README). */
+ * add operand too. A mul and the sum after it (a dot product) feed the
+ * sum's stream the products as they are made (mark_chains, run_flat).
+ * Interpreted CG 256^2 0.131 -> 0.098 s a run (one processor, paired 0.755;
+ * AVX2 0.80), Black-Scholes unchanged, against session 28's pairs
+ * (bench/README, "Issue 19 rows: session 29"). */
 
 /* A link's operation and side: (op << 1) | 1 when T is its second operand
  * (c op t), else t op c; the head's is its own op (a op b). Where two NaNs
@@ -426,7 +429,9 @@ enum { PAIR_ADD_TC, PAIR_ADD_CT, PAIR_SUB_TC, PAIR_SUB_CT };
   else if (c_one) { PAIR_LOOP(FORM, a[i], b[i], c0) }                                  \
   else { PAIR_LOOP(FORM, a[i], b[i], c[i]) }
 
-static void pair_loops(int form, int64_t n, double *o, const double *a, bool a_one, const double *b,
+/* not in line: inlined into chain_sweep_run, the AVX2 copy ran interpreted
+ * Black-Scholes 5% slower (paired, 9 rounds) */
+static __attribute__((noinline)) void pair_loops(int form, int64_t n, double *o, const double *a, bool a_one, const double *b,
                        bool b_one, const double *c, bool c_one) {
   const double a0 = *a, b0 = *b, c0 = *c;
   switch (form) {
@@ -439,8 +444,15 @@ static void pair_loops(int form, int64_t n, double *o, const double *a, bool a_o
 #undef PAIR_LAYOUTS
 #undef PAIR_LOOP
 
-typedef double chain_vec __attribute__((vector_size(64), aligned(8))); /* 8 lanes, any alignment */
+/* a vector register of the level this copy is compiled for, any alignment */
+#if defined(__AVX512F__)
 #define CHAIN_LANES 8
+#elif defined(__AVX__)
+#define CHAIN_LANES 4
+#else
+#define CHAIN_LANES 2
+#endif
+typedef double chain_vec __attribute__((vector_size(8 * CHAIN_LANES), aligned(8)));
 
 #define CHAIN_OP(OP, X, Y) \
   ((OP) == CH_ADD ? (X) + (Y) : (OP) == CH_SUB ? (X) - (Y) : (OP) == CH_MUL ? (X) * (Y) : (X) / (Y))
@@ -794,10 +806,18 @@ static void mark_chains(piece_state *ps) {
       n++;
     }
     if (!n) continue;
-    h->chain = (int8_t)n;
-    linked += (uint64_t)n;
     const int f1 = ps->rs[k + 1].form >> 1;
     h->pair = n == 1 && h->s->op == TY_OP_MUL && (f1 == CH_ADD || f1 == CH_SUB);
+    /* two operations other than a pair (Black-Scholes' `mul div`, `mul
+     * mul`): their two passes over a block in L1 are as fast with AVX-512
+     * and faster with AVX2 (interpreted Black-Scholes 2.4% faster without
+     * such chains) and at the baseline level (2.8%) */
+    if (n == 1 && !h->pair) {
+      for (int j = 1; j <= n; j++) ps->rs[k + j].link = false;
+      continue;
+    }
+    h->chain = (int8_t)n;
+    linked += (uint64_t)n;
     pairs += h->s->op == TY_OP_MUL && (f1 == CH_ADD || f1 == CH_SUB);
     k += n; /* the links are no heads */
   }
