@@ -92,11 +92,13 @@ local CASES = [[
   local big = tycho.sin(tycho.arange(200003) * 0.001)
   dot("dotbig", big, big + 0.5)
   dot("dotlink", a - b, c) -- the mul ends a chain: no dot
+  local w2 = v * 0.5 + 1.0
+  dot("dotbox", v[{{2, -2}, {3, -3}}], w2[{{3, -1}, {1, -5}}]) -- 2-D blocks of views
   print("chained", tycho.stats().chained_ops - c0)
 ]]
 
 local KEYS = { "long", "sides", "divs", "heads", "nine", "uniadd", "unisub", "unidiv", "unimul", "lap", "bcast", "strided", "shiftw", "shiftz", "rows",
-               "nans", "dot", "dotseven", "dotodd", "dotstrided", "dotzerod", "dotsquare", "dotbig", "dotlink" }
+               "nans", "dot", "dotseven", "dotodd", "dotstrided", "dotzerod", "dotsquare", "dotbig", "dotlink", "dotbox" }
 
 local function run(env) return spec_run_keyed(CASES, env) end
 

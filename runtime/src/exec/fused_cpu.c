@@ -822,9 +822,10 @@ static void mark_chains(piece_state *ps) {
     k += n; /* the links are no heads */
   }
   /* a dot: an f64 mul whose product (a slot) only the sum after it, the
-   * run's last sub-operation, reads; flat runs feed the products to the
-   * sum's stream as they are made (ty__ostream_feed_dot_f64: the bits of
-   * the products stored and fed) */
+   * run's last sub-operation, reads; its products go to the sum's stream
+   * as they are made (ty__ostream_feed_dot_f64: the bits of the products
+   * stored and fed: the stream's leaves and groups do not depend on how
+   * the elements arrive, run by run) */
   const int m = ps->nsub - 2;
   if (m >= 0) {
     rsub *rm = &ps->rs[m], *rr = &ps->rs[m + 1];
@@ -1110,6 +1111,11 @@ static int run_box(piece_state *ps) {
         if (!(ps->cols && cur[0] > 1 && arg_cols(r, cur, bases, bst))) arg_rows(r, nd, cur, bases, bst);
         break;
       default:
+        if (r->dot) { /* with the sum after it (mark_chains): the block in C order, as the sum reads it */
+          ty__foreach(nd, cur, nops, bases, bst, ty__ostream_feed_dot_f64, ps->rs[k + 1].os);
+          k++;
+          break;
+        }
         if (r->chain && !(ps->cols && cur[0] > 1) && chain_box(ps, k, rel, sd, cur)) {
           k += r->chain; /* with the sub-operations after it, in one pass (mark_chains) */
           break;
