@@ -400,9 +400,10 @@ static inline void box_operands(const piece_state *ps, const rsub *r, const int6
  * three updates) run through their own loops, which take a one-element
  * add operand too. A mul and the sum after it (a dot product) feed the
  * sum's stream the products as they are made (mark_chains, run_flat).
- * Interpreted CG 256^2 0.131 -> 0.098 s a run (one processor, paired 0.755;
- * AVX2 0.80), Black-Scholes unchanged, against session 28's pairs
- * (bench/README, "Issue 19 rows: session 29"). */
+ * Interpreted CG 256^2 0.126 -> 0.096 s a run (one processor, paired 0.76;
+ * AVX2 0.79), the stencil 2048^2 0.64, Black-Scholes (pairs only) within
+ * the code layout's noise, against session 28's pairs (bench/README,
+ * "Issue 19 rows: session 29"). */
 
 /* A link's operation and side: (op << 1) | 1 when T is its second operand
  * (c op t), else t op c; the head's is its own op (a op b). Where two NaNs
