@@ -64,6 +64,30 @@ function spec_run_keyed(code, env)
   return r, out
 end
 
+-- spec_same_bits_as_unfused(it, assert, code, keys, counter, least, why):
+-- inside a describe (busted's `it` and `assert` are the spec file's, passed
+-- in), the checks of a spec whose keyed lines (spec_run_keyed) must be
+-- the unfused launches' bits (TYCHO_FUSE=off, one processor) when run by
+-- the interpreter on 1-3 processors, with its line `counter` at least
+-- `least` (why: what that count says), and when compiled. Returns the
+-- unfused run's lines and output, for the spec's own checks.
+function spec_same_bits_as_unfused(it, assert, code, keys, counter, least, why)
+  local unfused, uout = spec_run_keyed(code, { TYCHO_FUSE = "off", TYCHO_CPUS = "1" })
+  for _, cpus in ipairs({ "1", "2", "3" }) do
+    it("gives the unfused launches' bits, interpreted, on " .. cpus .. " processors", function()
+      local r, out = spec_run_keyed(code, { TYCHO_CODEGEN = "off", TYCHO_CPUS = cpus })
+      for _, k in ipairs(keys) do assert.are.equal(unfused[k], r[k], k .. ":\n" .. out) end
+      assert.is_true(tonumber(r[counter]) >= least, why .. ":\n" .. out)
+    end)
+  end
+  it("gives the same bits compiled", function()
+    local r, out = spec_run_keyed(code, { TYCHO_CODEGEN = "always", TYCHO_CODEGEN_WAIT = "1",
+                                          TYCHO_CACHE_DIR = spec_tmpdir(), TYCHO_CPUS = "2" })
+    for _, k in ipairs(keys) do assert.are.equal(unfused[k], r[k], k .. ":\n" .. out) end
+  end)
+  return unfused, uout
+end
+
 -- spec_tmpdir(): a fresh path for a directory (a kernel cache), not yet made.
 function spec_tmpdir()
   local p = os.tmpname()
@@ -87,6 +111,23 @@ SPEC_LAPLACIAN = [[
     Av[{{}, {2, -1}}] = Av[{{}, {2, -1}}] - v[{{}, {1, -2}}]
     Av[{{}, {1, -2}}] = Av[{{}, {1, -2}}] - v[{{}, {2, -1}}]
     return Av
+  end
+]]
+-- SPEC_ARITH_SETUP: SPEC_LAPLACIAN, then f64 operands for the specs of the
+-- interpreter's arithmetic in one pass (mul_add_pairs, op_chains): a, b, c
+-- of 3001 elements (no multiple of a vector width), a 0-d alpha, f (a
+-- number's exact text) and show(key, y) (a line of y's sum, ends and
+-- sum of squares, after a flush).
+SPEC_ARITH_SETUP = SPEC_LAPLACIAN .. [[
+  local function f(x) return string.format("%a", x) end
+  local n = 3001
+  local a = tycho.arange(n) * 0.37 - 11.0
+  local b = tycho.arange(n) * -0.011 + 2.5
+  local c = tycho.sin(tycho.arange(n) * 1.0)
+  local alpha = (a[{ 7 }] * 0.001):reshape({})
+  local function show(key, y)
+    tycho.flush()
+    print(key, f(y:sum():item()), f(y[{ 1 }]:item()), f(y[{ -1 }]:item()), f((y * y):sum():item()))
   end
 ]]
 SPEC_CG_SETUP = SPEC_LAPLACIAN .. [[

@@ -12,19 +12,9 @@
 -- take (strided views, an input that overlaps the output elsewhere) run as
 -- two passes: the same values.
 
-local CASES = [[
-  local function f(x) return string.format("%a", x) end
-  local n = 3001 -- not a multiple of any vector width
-  local a = tycho.arange(n) * 0.37 - 11.0
-  local b = tycho.arange(n) * -0.011 + 2.5
-  local c = tycho.sin(tycho.arange(n) * 1.0)
-  local alpha = (a[{ 7 }] * 0.001):reshape({})
+local CASES = SPEC_ARITH_SETUP .. [[
   tycho.flush()
   local p0 = tycho.stats().mul_add_pairs
-  local function show(key, y)
-    tycho.flush()
-    print(key, f(y:sum():item()), f(y[{ 1 }]:item()), f(y[{ -1 }]:item()), f((y * y):sum():item()))
-  end
   -- 1. the four forms, a 0-d store, a constant and contiguous operands
   show("addct", c + alpha * a)
   show("addtc", a * b + 2.5)
@@ -42,11 +32,7 @@ local CASES = [[
   -- 3. a 2-D Laplacian (the mul writes Av, the first sub writes Av again)
   local N = 67
   local v = (tycho.arange(N * N) * 0.013 - 3.0):reshape({ N, N })
-  local Av = v * 4.0
-  Av[{{2, -1}, {}}] = Av[{{2, -1}, {}}] - v[{{1, -2}, {}}]
-  Av[{{1, -2}, {}}] = Av[{{1, -2}, {}}] - v[{{2, -1}, {}}]
-  Av[{{}, {2, -1}}] = Av[{{}, {2, -1}}] - v[{{}, {1, -2}}]
-  Av[{{}, {1, -2}}] = Av[{{}, {1, -2}}] - v[{{}, {2, -1}}]
+  local Av = laplacian(v) -- SPEC_LAPLACIAN, cg.lua's
   show("lap", Av:reshape({ N * N }))
   -- 4. strided views (two passes) and an in-place update of a view whose
   -- input is the same store one element on (it overlaps the output)
@@ -74,10 +60,9 @@ local CASES = [[
 local KEYS = { "addct", "addtc", "subtc", "subct", "full", "cgx", "cgr", "lap", "strided", "shiftw", "shiftz",
                "nans" }
 
-local function run(env) return spec_run_keyed(CASES, env) end
-
 describe("an f64 mul and the add after it in one pass", function()
-  local unfused, uout = run({ TYCHO_FUSE = "off", TYCHO_CPUS = "1" })
+  -- the pairs ran: at least the forms' five, CG's six and the Laplacian's
+  local unfused, uout = spec_same_bits_as_unfused(it, assert, CASES, KEYS, "pairs", 12, "mul-add pairs")
 
   it("has the values of numpy where they are exact", function()
     -- numpy (a = arange(3001) * 0.37 - 11, b = arange(3001) * -0.011 + 2.5):
@@ -86,21 +71,6 @@ describe("an f64 mul and the add after it in one pass", function()
     assert.are.equal(-25.0, tonumber(unfused.addtc:match("^%S+%s+(%S+)")), uout)
     -- unfused, nothing pairs
     assert.are.equal("0", unfused.pairs, uout)
-  end)
-
-  for _, cpus in ipairs({ "1", "2", "3" }) do
-    it("gives the unfused launches' bits, interpreted, on " .. cpus .. " processors", function()
-      local r, out = run({ TYCHO_CODEGEN = "off", TYCHO_CPUS = cpus })
-      for _, k in ipairs(KEYS) do assert.are.equal(unfused[k], r[k], k .. ":\n" .. out) end
-      -- the pairs ran: at least the forms' five, CG's six and the Laplacian's
-      assert.is_true(tonumber(r.pairs) >= 12, out)
-    end)
-  end
-
-  it("gives the same bits compiled", function()
-    local r, out = run({ TYCHO_CODEGEN = "always", TYCHO_CODEGEN_WAIT = "1", TYCHO_CACHE_DIR = spec_tmpdir(),
-                         TYCHO_CPUS = "2" })
-    for _, k in ipairs(KEYS) do assert.are.equal(unfused[k], r[k], k .. ":\n" .. out) end
   end)
 
   it("keeps the sign of a NaN from one operand", function()

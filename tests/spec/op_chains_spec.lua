@@ -17,20 +17,10 @@
 -- link operand, inputs that overlap the output elsewhere, a shifted read of
 -- the array being written) run as separate passes: the same values.
 
-local CASES = [[
-  local function f(x) return string.format("%a", x) end
-  local n = 3001 -- not a multiple of any vector width
-  local a = tycho.arange(n) * 0.37 - 11.0
-  local b = tycho.arange(n) * -0.011 + 2.5
-  local c = tycho.sin(tycho.arange(n) * 1.0)
+local CASES = SPEC_ARITH_SETUP .. [[
   local d = tycho.cos(tycho.arange(n) * 0.5) + 3.0
-  local alpha = (a[{ 7 }] * 0.001):reshape({})
   tycho.flush()
   local c0 = tycho.stats().chained_ops
-  local function show(key, y)
-    tycho.flush()
-    print(key, f(y:sum():item()), f(y[{ 1 }]:item()), f(y[{ -1 }]:item()), f((y * y):sum():item()))
-  end
   -- 1. every op on both sides of the chain's value, constants and 0-d stores
   show("long", ((a * b + c) / d - alpha) * 1.5 + c)
   show("sides", 2.0 - (c / (a * b)) + (d - c) * 0.0)
@@ -45,11 +35,7 @@ local CASES = [[
   -- 2. CG's Laplacian: a 2-D run over blocks of several rows
   local N = 67
   local v = (tycho.arange(N * N) * 0.013 - 3.0):reshape({ N, N })
-  local Av = v * 4.0
-  Av[{{2, -1}, {}}] = Av[{{2, -1}, {}}] - v[{{1, -2}, {}}]
-  Av[{{1, -2}, {}}] = Av[{{1, -2}, {}}] - v[{{2, -1}, {}}]
-  Av[{{}, {2, -1}}] = Av[{{}, {2, -1}}] - v[{{}, {1, -2}}]
-  Av[{{}, {1, -2}}] = Av[{{}, {1, -2}}] - v[{{}, {2, -1}}]
+  local Av = laplacian(v) -- SPEC_LAPLACIAN, cg.lua's
   show("lap", Av:reshape({ N * N }))
   -- 3. a row broadcast (a column: one element a row) in a 2-D chain
   local col = (tycho.arange(N) * 0.25 + 1.0):reshape({ N, 1 })
@@ -100,34 +86,18 @@ local CASES = [[
 local KEYS = { "long", "sides", "divs", "heads", "nine", "uniadd", "unisub", "unidiv", "unimul", "lap", "bcast", "strided", "shiftw", "shiftz", "rows",
                "nans", "dot", "dotseven", "dotodd", "dotstrided", "dotzerod", "dotsquare", "dotbig", "dotlink", "dotbox" }
 
-local function run(env) return spec_run_keyed(CASES, env) end
-
 describe("chains of f64 arithmetic in one pass", function()
-  local unfused, uout = run({ TYCHO_FUSE = "off", TYCHO_CPUS = "1" })
+  -- the chains ran: the Laplacian links 4 operations a region, the one-form
+  -- chains of section 1 3 each
+  local unfused, uout = spec_same_bits_as_unfused(it, assert, CASES, KEYS, "chained", 30, "chained ops")
 
   it("has the values of numpy where they are exact", function()
-    -- numpy: (a * b + c)... first elements; a[0] = -11, b[0] = 2.5, c[0] = 0,
-    -- d[0] = 4: ((a*b + c) / d - alpha) * 1.5 + c at 0 is (-27.5 / 4 - alpha) * 1.5
+    -- numpy: a[0] = -11, b[0] = 2.5, c[0] = 0, d[0] = 4:
+    -- ((a*b + c) / d - alpha) * 1.5 + c at 0 is (-27.5 / 4 - alpha) * 1.5
     -- (alpha = a[6] * 0.001 = -0.00878)
     local first = tonumber(unfused.long:match("^%S+%s+(%S+)"))
     assert.is_true(math.abs(first - (-27.5 / 4 - (6 * 0.37 - 11.0) * 0.001) * 1.5) < 1e-12, uout)
     assert.are.equal("0", unfused.chained, uout) -- unfused, nothing chains
-  end)
-
-  for _, cpus in ipairs({ "1", "2", "3" }) do
-    it("gives the unfused launches' bits, interpreted, on " .. cpus .. " processors", function()
-      local r, out = run({ TYCHO_CODEGEN = "off", TYCHO_CPUS = cpus })
-      for _, k in ipairs(KEYS) do assert.are.equal(unfused[k], r[k], k .. ":\n" .. out) end
-      -- the chains ran: the Laplacian links 4 operations a region, the
-      -- one-form chains of section 1 3 each
-      assert.is_true(tonumber(r.chained) >= 30, out)
-    end)
-  end
-
-  it("gives the same bits compiled", function()
-    local r, out = run({ TYCHO_CODEGEN = "always", TYCHO_CODEGEN_WAIT = "1", TYCHO_CACHE_DIR = spec_tmpdir(),
-                         TYCHO_CPUS = "2" })
-    for _, k in ipairs(KEYS) do assert.are.equal(unfused[k], r[k], k .. ":\n" .. out) end
   end)
 
   it("keeps the sign of a NaN from one operand", function()
