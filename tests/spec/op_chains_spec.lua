@@ -6,16 +6,19 @@
 -- before (a slot nothing reads later, or the very place it writes), run as
 -- one loop, 8 operations at most a chain: CG's Laplacian `Av = 4 v; Av -=
 -- v_up; ...` over blocks of several rows, `a * b + c + d + a`, `c - (d -
--- (b - a * c))`; a mix of forms is cut into such chains, and two operations
--- other than a mul and an add or sub run as their passes. The same roundings
+-- (b - a * c))`, and after two links a last one of another form with a
+-- constant (the stencil's `(c + n + e + w + s) * 0.2`); a mix of forms is
+-- cut into such chains, and two operations other than a mul and an add or
+-- sub run as their passes. The same roundings
 -- in the same order (no fused multiply-add), so the values must be the
 -- unfused launches' bits on 1-3 processors, interpreted, and the compiled
 -- kernels' bits (NaNs from one NaN operand included);
 -- `tycho.stats().chained_ops` must count the links where the interpreter
 -- runs them. An f64 mul and the sum after it (a dot product) feed the sum
--- the products as they are made: the same bits. Layouts the loop cannot take (strided views, a one-element
--- link operand, inputs that overlap the output elsewhere, a shifted read of
--- the array being written) run as separate passes: the same values.
+-- the products as they are made: the same bits. Layouts the loop cannot
+-- take (strided views, a one-element link operand, inputs that overlap the
+-- output elsewhere, a shifted read of the array being written) run as
+-- separate passes: the same values.
 
 local CASES = SPEC_ARITH_SETUP .. [[
   local d = tycho.cos(tycho.arange(n) * 0.5) + 3.0
@@ -32,6 +35,16 @@ local CASES = SPEC_ARITH_SETUP .. [[
   show("unisub", c - (d - (b - a * c)))
   show("unidiv", d / (c / (a / (b + 3.0))))
   show("unimul", (a - b) * c * d * alpha)
+  -- a tail: after two links of one form, one of another with a constant
+  show("tailmul", (a + b + c + d) * 0.2)
+  show("tailsub", 2.0 - a * b * c * d)
+  show("taildiv", (a - b - c - d) / 3.0 + c) -- the add after the tail: a pass
+  show("tailzerod", (a + b + c + d) * alpha) -- a 0-d store: no tail, a pass
+  local grid = (tycho.arange(20 * 22) * 0.1):reshape({ 20, 22 })
+  local center, north, south = grid[{{2, -2}, {2, -2}}], grid[{{1, -3}, {2, -2}}], grid[{{3, -1}, {2, -2}}]
+  local west, east = grid[{{2, -2}, {1, -3}}], grid[{{2, -2}, {3, -1}}]
+  for _ = 1, 3 do center[{}] = (center + north + east + west + south) * 0.2 end
+  show("stencil", grid:reshape({ 20 * 22 }))
   -- 2. CG's Laplacian: a 2-D run over blocks of several rows
   local N = 67
   local v = (tycho.arange(N * N) * 0.013 - 3.0):reshape({ N, N })
@@ -83,7 +96,8 @@ local CASES = SPEC_ARITH_SETUP .. [[
   print("chained", tycho.stats().chained_ops - c0)
 ]]
 
-local KEYS = { "long", "sides", "divs", "heads", "nine", "uniadd", "unisub", "unidiv", "unimul", "lap", "bcast", "strided", "shiftw", "shiftz", "rows",
+local KEYS = { "long", "sides", "divs", "heads", "nine", "uniadd", "unisub", "unidiv", "unimul", "tailmul", "tailsub",
+               "taildiv", "tailzerod", "stencil", "lap", "bcast", "strided", "shiftw", "shiftz", "rows",
                "nans", "dot", "dotseven", "dotodd", "dotstrided", "dotzerod", "dotsquare", "dotbig", "dotlink", "dotbox" }
 
 describe("chains of f64 arithmetic in one pass", function()

@@ -153,6 +153,7 @@ typedef struct rsub {
   bool over;             /* a link: the one before wrote the place this one writes (not a slot) */
   int8_t fit;            /* a chain's head, flat: its layout fits every block (1), none (-1), ask (0) */
   bool pair;             /* a chain's head: a mul and one add or sub (pair_loops) */
+  bool tail;             /* a chain's head: its last link has a form of its own and a constant */
   bool link;             /* a chain's link */
   bool dot;              /* a mul whose product only the f64 sum after it reads (mark_chains) */
 } rsub;
@@ -494,8 +495,9 @@ typedef struct chain_block {
  * operations over Black-Scholes' blocks (in L1) was no faster than the
  * separate passes, 8 operations a chain and 4 vectors at a time
  * included. */
-static void chain_loop(int64_t n, double *o, const double *const *in, const bool *one, int head, int form, int nl) {
-  const int nin = nl + 2;
+static void chain_loop(int64_t n, double *o, const double *const *in, const bool *one, int head, int form, int nl,
+                       int tail) {
+  const int nin = nl + 2, nu = tail >= 0 ? nin - 1 : nin; /* the one-form links' inputs: 2 .. nu - 1 */
   double bc[2][CHAIN_LANES]; /* one-element inputs of the head, in every lane */
   const double *p[2];
   int64_t inc[2];
@@ -510,35 +512,51 @@ static void chain_loop(int64_t n, double *o, const double *const *in, const bool
   }
   const double *c[CHAIN_MAX + 1];
   for (int j = 2; j < nin; j++) c[j] = in[j];
+  const double tc = tail >= 0 ? in[nin - 1][0] : 0; /* the tail's constant */
+  chain_vec tv;
+  for (int l = 0; l < CHAIN_LANES; l++) tv[l] = tc;
+  const int top = tail >> 1;
   int64_t i = 0;
-#define CHAIN_UNIFORM(EXPR)                                                            \
+#define CHAIN_UNIFORM(EXPR, TAIL)                                                      \
   for (; i + CHAIN_LANES <= n; i += CHAIN_LANES) {                                     \
     const chain_vec a = *(const chain_vec *)p[0], b = *(const chain_vec *)p[1];        \
     chain_vec t;                                                                       \
     CHAIN_VOP(t, head, a, b)                                                           \
     p[0] += inc[0];                                                                    \
     p[1] += inc[1];                                                                    \
-    for (int j = 2; j < nin; j++) {                                                    \
+    for (int j = 2; j < nu; j++) {                                                     \
       const chain_vec u = *(const chain_vec *)(c[j] + i);                              \
       t = EXPR;                                                                        \
     }                                                                                  \
-    *(chain_vec *)(o + i) = t;                                                         \
+    TAIL *(chain_vec *)(o + i) = t;                                                    \
   }
-  switch (form) {
-  case CH_ADD << 1: CHAIN_UNIFORM(t + u) break;
-  case CH_ADD << 1 | 1: CHAIN_UNIFORM(u + t) break;
-  case CH_SUB << 1: CHAIN_UNIFORM(t - u) break;
-  case CH_SUB << 1 | 1: CHAIN_UNIFORM(u - t) break;
-  case CH_MUL << 1: CHAIN_UNIFORM(t * u) break;
-  case CH_MUL << 1 | 1: CHAIN_UNIFORM(u * t) break;
-  case CH_DIV << 1: CHAIN_UNIFORM(t / u) break;
-  default: CHAIN_UNIFORM(u / t) break;
+#define CHAIN_TAIL                                                                     \
+  if (tail & 1) { CHAIN_VOP(t, top, tv, t) }                                           \
+  else { CHAIN_VOP(t, top, t, tv) }
+#define CHAIN_FORMS(TAIL)                                                              \
+  switch (form) {                                                                      \
+  case CH_ADD << 1: CHAIN_UNIFORM(t + u, TAIL) break;                                  \
+  case CH_ADD << 1 | 1: CHAIN_UNIFORM(u + t, TAIL) break;                              \
+  case CH_SUB << 1: CHAIN_UNIFORM(t - u, TAIL) break;                                  \
+  case CH_SUB << 1 | 1: CHAIN_UNIFORM(u - t, TAIL) break;                              \
+  case CH_MUL << 1: CHAIN_UNIFORM(t * u, TAIL) break;                                  \
+  case CH_MUL << 1 | 1: CHAIN_UNIFORM(u * t, TAIL) break;                              \
+  case CH_DIV << 1: CHAIN_UNIFORM(t / u, TAIL) break;                                  \
+  default: CHAIN_UNIFORM(u / t, TAIL) break;                                           \
   }
+  if (tail >= 0) {
+    CHAIN_FORMS(CHAIN_TAIL)
+  } else {
+    CHAIN_FORMS()
+  }
+#undef CHAIN_FORMS
+#undef CHAIN_TAIL
 #undef CHAIN_UNIFORM
   const int op = form >> 1;
   for (; i < n; i++) {
     double t = CHAIN_OP(head, in[0][one[0] ? 0 : i], in[1][one[1] ? 0 : i]);
-    for (int j = 2; j < nin; j++) t = form & 1 ? CHAIN_OP(op, c[j][i], t) : CHAIN_OP(op, t, c[j][i]);
+    for (int j = 2; j < nu; j++) t = form & 1 ? CHAIN_OP(op, c[j][i], t) : CHAIN_OP(op, t, c[j][i]);
+    if (tail >= 0) t = tail & 1 ? CHAIN_OP(top, tc, t) : CHAIN_OP(top, t, tc);
     o[i] = t;
   }
 }
@@ -547,11 +565,11 @@ static void chain_loop(int64_t n, double *o, const double *const *in, const bool
 
 /* Whether the loops take a chain with these one-element inputs (one[]:
  * the head's two, then the links'): a pair's, any but both of the mul's;
- * chain_loop's, contiguous links. */
+ * chain_loop's, contiguous links of one form (the tail's: a constant). */
 static bool chain_takes(const piece_state *ps, int k, const bool *one) {
   const rsub *h = &ps->rs[k];
   if (h->pair) return !(one[0] && one[1]);
-  for (int j = 2; j < h->chain + 2; j++)
+  for (int j = 2; j < h->chain + 2 - h->tail; j++)
     if (one[j]) return false;
   return true;
 }
@@ -565,7 +583,7 @@ static void chain_sweep_run(const piece_state *ps, int k, int64_t n, double *o, 
     pair_loops((f >> 1 == CH_SUB ? PAIR_SUB_TC : PAIR_ADD_TC) + (f & 1), n, o, in[0], one[0], in[1], one[1], in[2],
                one[2]);
   else
-    chain_loop(n, o, in, one, h->s->op - TY_OP_ADD, f, h->chain);
+    chain_loop(n, o, in, one, h->s->op - TY_OP_ADD, f, h->chain, h->tail ? ps->rs[k + h->chain].form : -1);
 }
 
 /* The bytes [lo, hi) an operand covers in a block of extent cur (nd dims,
@@ -788,7 +806,7 @@ static void mark_chains(piece_state *ps) {
   uint64_t linked = 0, pairs = 0;
   for (int k = 0; k < ps->nsub; k++) {
     ps->rs[k].chain = ps->rs[k].fit = 0;
-    ps->rs[k].pair = ps->rs[k].link = ps->rs[k].dot = false;
+    ps->rs[k].pair = ps->rs[k].tail = ps->rs[k].link = ps->rs[k].dot = false;
   }
   for (int k = 0; k + 1 < ps->nsub; k++) {
     rsub *h = &ps->rs[k];
@@ -816,6 +834,18 @@ static void mark_chains(piece_state *ps) {
     if (n == 1 && !h->pair) {
       for (int j = 1; j <= n; j++) ps->rs[k + j].link = false;
       continue;
+    }
+    /* a tail: after two links or more, one of another form whose other
+     * operand is a constant (the stencil's `* 0.2` after its additions) */
+    if (n >= 2 && n + 1 < CHAIN_MAX && k + n + 1 < ps->nsub && chain_op(ps->rs[k + n + 1].s) &&
+        (tpos = links(ps, k + n, &over)) != 0 && TY__FREF_IS_CONST(ps->ro[ps->rs[k + n + 1].first + 3 - tpos].ref)) {
+      rsub *ra = &ps->rs[k + n + 1];
+      ra->form = (int8_t)(((ra->s->op - TY_OP_ADD) << 1) | (tpos == 2));
+      ra->link = true;
+      ra->cpos = (int8_t)(3 - tpos);
+      ra->over = over;
+      h->tail = ra->form != ps->rs[k + 1].form;
+      n++;
     }
     h->chain = (int8_t)n;
     linked += (uint64_t)n;
