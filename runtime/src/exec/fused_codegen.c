@@ -937,12 +937,16 @@ static void flat_part(sbuf *b, const ty_pending *f, uint64_t c, int acc, uint64_
  * operations. On the AMD EPYC (Zen 3, KVM) the run's kernel took 97-104 ns
  * an operation of 1,000 elements at one vector an iteration, 75 at two
  * interleaved and 54-56 at four (a C copy, -ffp-contract=off, thread CPU
- * time; bench/README.md "Task overhead: session 19"). */
-#define CG_LANES 4
+ * time; bench/README.md "Task overhead: session 19"). Up to CG_LANES_MAX,
+ * as many as fit the level's vector registers (lanes_for): two vector units
+ * with a 3-cycle latency keep six or more chains busy; on the Zen 2
+ * overhead.lua ran 5% faster at eight than at four (bench/README.md "Issue
+ * 19 rows: session 30"). */
+#define CG_LANES_MAX 8
 /* Lanes only for a run of at least this many sub-operations: a short chain
  * already overlaps across iterations in the out-of-order window, and the
- * lanes write the body 1 + CG_LANES times (overhead.lua's source 6 -> 15 KB,
- * its compile 0.05 -> 0.10 s of CPU), which a cold start pays (CG's updates
+ * lanes write the body once more a lane (overhead.lua's source 6 -> 15 KB
+ * at four lanes, its compile 0.05 -> 0.10 s of CPU), which a cold start pays (CG's updates
  * are 2-6 sub-operations: their compiles stay as they were). */
 #define CG_LANES_MIN_SUBS 16
 
@@ -971,26 +975,91 @@ static void lane_line(sbuf *b, const char *s, size_t n, int u) {
   }
 }
 
-/* body_lanes: CG_LANES vectors an iteration, lane u's arguments at p[u][k],
- * each statement of the body (b's text from at to end, one statement a
- * line) written once a lane before the next statement, so that the
- * compiler's code and the core see CG_LANES independent chains (CG_LANES).
- * Each element still goes through the same operations in the same order:
- * the same bits. Lanes are disjoint W-element blocks, so a statement's
- * store in one lane never meets a load of another (arguments are the same
- * storage or disjoint, as for one vector). False (no body_lanes) when a
- * statement is not one line or the body calls out (SLEEF, libmvec, the
- * per-lane helpers): a call clobbers every vector register, so the lanes
- * would spill around it rather than overlap. gcc's temporary expression
- * replacement (TER, on from -O1) rebuilds each lane's chain as one
- * expression tree and so lays the lanes out one after the other again:
- * ty_fk, into which body_lanes is inlined, is compiled without it
- * (overhead.lua's run: 108 -> 57 ns a 1,000-element operation with it off;
- * with it on, the interleaved text measured 104 -> 100). */
-static bool body_lanes(sbuf *b, size_t at, size_t end, int nargs1, uint64_t nt) {
+/* The lanes body_lanes gives the body t (one statement a line): the most,
+ * from CG_LANES_MAX down to 2, whose copies of the most values the body
+ * holds at once (v<k>, a<k> defined on one line and read on a later one)
+ * and its constants (K[j], Bc[j]) fit the level's vector registers (16 with
+ * AVX2, 32 with AVX-512), so that the interleaved lanes do not spill; 0
+ * where two do not fit (such a body has chains enough of its own). */
+static int lanes_for(const char *t) {
+  enum { NV = 512 };
+  int def[2][NV], last[2][NV], nconst = 0, nline = 0;
+  bool kc[2][NV] = {{false}};
+  for (int w = 0; w < 2; w++)
+    for (int k = 0; k < NV; k++) def[w][k] = last[w][k] = -1;
+  for (const char *l = t; *l; l = strchr(l, '\n') + 1, nline++) {
+    const char *e = strchr(l, '\n');
+    /* the line's first value is the one it defines after "vd " or "vm " */
+    bool first = strncmp(l, "  vd ", 5) == 0 || strncmp(l, "  vm ", 5) == 0;
+    for (const char *c = l; c < e; c++) {
+      if (c > l && (c[-1] == '_' || (c[-1] >= 'a' && c[-1] <= 'z') || (c[-1] >= 'A' && c[-1] <= 'Z') ||
+                    (c[-1] >= '0' && c[-1] <= '9')))
+        continue; /* inside a name */
+      if (c[0] == 'K' || (c[0] == 'B' && c[1] == 'c')) {
+        const int w = c[0] == 'B', at = w ? 2 : 1;
+        if (c[at] != '[') continue;
+        const int j = atoi(c + at + 1);
+        if (j < 0 || j >= NV) return 0;
+        nconst += !kc[w][j];
+        kc[w][j] = true;
+        continue;
+      }
+      if ((c[0] != 'v' && c[0] != 'a') || c[1] < '0' || c[1] > '9') continue;
+      const char *d = c + 1;
+      while (*d >= '0' && *d <= '9') d++;
+      if (*d == '_' || (*d >= 'a' && *d <= 'z') || (*d >= 'A' && *d <= 'Z')) continue; /* another name */
+      const int w = c[0] == 'a', k = atoi(c + 1);
+      if (k >= NV) return 0;
+      if (first) def[w][k] = nline;
+      else last[w][k] = nline;
+      first = false;
+    }
+  }
+  /* from line def + 1 to line last, a value is held */
+  int *live = calloc((size_t)nline + 2, sizeof *live), most = 0;
+  if (!live) return 0;
+  for (int w = 0; w < 2; w++)
+    for (int k = 0; k < NV; k++)
+      if (def[w][k] >= 0 && last[w][k] > def[w][k]) {
+        live[def[w][k] + 1]++;
+        live[last[w][k] + 1]--;
+      }
+  for (int i = 1, held = 0; i <= nline; i++) {
+    held += live[i];
+    if (held > most) most = held;
+  }
+  free(live);
+  const int regs = CG_W == 8 ? 32 : 16;
+  for (int lanes = CG_LANES_MAX; lanes >= 2; lanes /= 2)
+    if (lanes * most + nconst <= regs) return lanes;
+  return 0;
+}
+
+/* body_lanes: lanes_for's count of vectors an iteration, lane u's arguments
+ * at p[u][k], each statement of the body (b's text from at to end, one
+ * statement a line) written once a lane before the next statement, so that
+ * the compiler's code and the core see independent chains. Each element
+ * still goes through the same operations in the same order: the same bits.
+ * Lanes are disjoint W-element blocks, so a statement's store in one lane
+ * never meets a load of another (arguments are the same storage or
+ * disjoint, as for one vector). 0 (no body_lanes) when a statement is not
+ * one line or the body calls out (SLEEF, libmvec, the per-lane helpers): a
+ * call clobbers every vector register, so the lanes would spill around it
+ * rather than overlap.
+ * gcc's temporary expression replacement (TER, on from -O1) rebuilds each
+ * lane's chain as one expression tree and so lays the lanes out one after
+ * the other again. Each value a lane defines passes through an empty asm
+ * (`__asm__("" : "+v"(v))`: it stays in its vector register, and no
+ * expression TER could fold into the next), so the statements keep their
+ * interleaved order. Until session 30 ty_fk was compiled with
+ * optimize("no-tree-ter") instead; gcc then inlined nothing into it (the
+ * options differed), and body_lanes, compiled with TER, ran the lanes one
+ * after the other: overhead.lua's step 0.86x with the asm at four lanes
+ * (bench/README.md "Issue 19 rows: session 30"). */
+static int body_lanes(sbuf *b, size_t at, size_t end, int nargs1, uint64_t nt) {
   const size_t n = end - at;
   char *t = malloc(n + 1);
-  if (!t) return false;
+  if (!t) return 0;
   memcpy(t, b->p + at, n);
   t[n] = 0;
   const char *mvec = CG_MVEC;
@@ -1000,16 +1069,22 @@ static bool body_lanes(sbuf *b, size_t at, size_t end, int nargs1, uint64_t nt) 
     const char *e = strchr(l, '\n');
     ok = e > l && e[-1] == ';';
   }
-  if (ok) {
+  const int lanes = ok ? lanes_for(t) : 0;
+  if (lanes) {
     put(b, "static inline void body_lanes(char *(*p)[%d], const char *D, const int *sq, const double *K,\n"
            "                              const double *Bc%s) {\n  (void)D; (void)sq; (void)K; (void)Bc;\n",
         nargs1, nt ? ", int nt" : "");
-    for (const char *l = t; *l; l = strchr(l, '\n') + 1)
-      for (int u = 0; u < CG_LANES; u++) lane_line(b, l, (size_t)(strchr(l, '\n') + 1 - l), u);
+    for (const char *l = t; *l; l = strchr(l, '\n') + 1) {
+      const char *e = strchr(l, '\n');
+      int k = -1; /* the value the line defines ("  vd v<k> = ...;"), kept in its place by an asm */
+      if (sscanf(l, " v%*[dm] v%d =", &k) != 1) k = -1;
+      for (int u = 0; u < lanes; u++) lane_line(b, l, (size_t)(e + 1 - l), u);
+      for (int u = 0; k >= 0 && u < lanes; u++) put(b, "  __asm__(\"\" : \"+v\"(v%d_%d));\n", k, u);
+    }
     put(b, "}\n\n");
   }
   free(t);
-  return ok;
+  return lanes;
 }
 
 /* A flat run's entry point: pow squaring flags, then the vector loop and a
@@ -1017,12 +1092,11 @@ static bool body_lanes(sbuf *b, size_t at, size_t end, int nargs1, uint64_t nt) 
  * not an argument of the loop; the values go to o). With streamed
  * arguments (nt), a partial vector first up to the first one's alignment. */
 static void flat_entry(sbuf *b, const ty_pending *f, const ty__fhead *h, uint64_t c, int npow, int acc,
-                       uint64_t nt, bool lanes) {
+                       uint64_t nt, int lanes) {
   const bool sum = acc >= 0;
   if (sum) put(b, "void ty_fk3(i64 n, char *const *a, const char *D, char *o) {\n  int sq[%d];\n", npow + 1);
   else
-    put(b, "%svoid ty_fk(i64 n, char *const *a, const char *D) {\n  int sq[%d];\n",
-        lanes ? "__attribute__((optimize(\"no-tree-ter\"))) " : "", npow + 1);
+    put(b, "void ty_fk(i64 n, char *const *a, const char *D) {\n  int sq[%d];\n", npow + 1);
   pow_flags(b, h, c, "  ", "a");
   put(b, "  double K[%d], Bc[%d];\n", h->nconsts + 1, f->nargs + 1);
   put(b, "  __builtin_memcpy(K, D + %u, %u);\n", h->consts, 8u * h->nconsts);
@@ -1042,9 +1116,8 @@ static void flat_entry(sbuf *b, const ty_pending *f, const ty__fhead *h, uint64_
     put(b, "    i = hd;\n  }\n");
   }
   if (lanes) {
-    put(b, "  char *pl[%d][%d];\n  for (; i + %d * W <= n; i += %d * W) {\n", CG_LANES, f->nargs + 1, CG_LANES,
-        CG_LANES);
-    for (int u = 0; u < CG_LANES; u++)
+    put(b, "  char *pl[%d][%d];\n  for (; i + %d * W <= n; i += %d * W) {\n", lanes, f->nargs + 1, lanes, lanes);
+    for (int u = 0; u < lanes; u++)
       for (int k = 0; k < f->nargs; k++) {
         if ((c >> k) & 1u)
           put(b, "    pl[%d][%d] = a%d_ + (i + %d * W) * %d;\n", u, k, k, u, (int)ty_dtype_size(f->args[k].store->dtype));
@@ -1086,7 +1159,7 @@ static bool generate(const ty_pending *f, sbuf *b, uint64_t *contig, bool stream
   if (!g.ok || b->failed) return false;
   const size_t body_end = b->len;
   put(b, "}\n\n");
-  const bool lanes = h->nsub >= CG_LANES_MIN_SUBS && body_lanes(b, body_at, body_end, f->nargs + 1, g.nt);
+  const int lanes = h->nsub >= CG_LANES_MIN_SUBS ? body_lanes(b, body_at, body_end, f->nargs + 1, g.nt) : 0;
   flat_entry(b, f, h, c, g.npow, -1, g.nt, lanes);
   return !b->failed;
 }
@@ -1595,7 +1668,7 @@ static bool generate3(const ty_pending *f, sbuf *b, uint64_t *contig, bool strea
   int npow = 0;
   const uint64_t nt = nt_args(f, c, acc, stream);
   if (!sum_body(f, h, last, c, nt, b, &npow)) return false;
-  flat_entry(b, f, h, c, npow, acc, nt, false);
+  flat_entry(b, f, h, c, npow, acc, nt, 0);
   return !b->failed;
 }
 
