@@ -946,8 +946,9 @@ static void flat_part(sbuf *b, const ty_pending *f, uint64_t c, int acc, uint64_
 /* Lanes only for a run of at least this many sub-operations: a short chain
  * already overlaps across iterations in the out-of-order window, and the
  * lanes write the body once more a lane (overhead.lua's source 6 -> 15 KB
- * at four lanes, its compile 0.05 -> 0.10 s of CPU), which a cold start pays (CG's updates
- * are 2-6 sub-operations: their compiles stay as they were). */
+ * at four lanes, its compile 0.05 -> 0.10 s of CPU; 39 KB at eight with the
+ * asm), which a cold start pays (CG's updates are 2-6 sub-operations: their
+ * compiles stay as they were). */
 #define CG_LANES_MIN_SUBS 16
 
 /* Line s (n bytes) of a flat body as lane u of body_lanes: "p[" becomes
