@@ -19,6 +19,16 @@ local function kernels(pattern, dir)
   return n
 end
 
+-- The lines `code` prints (`lines` + 1 of them) interpreted on 3 processors,
+-- and compiled into the cache `dir` on 1 and on 3: the same text.
+local function same_bits(code, lines, dir)
+  local want = run(code, { TYCHO_CODEGEN = "off", TYCHO_CPUS = "3" })
+  assert.are.equal(lines, select(2, want:gsub("\n", "")))
+  for _, cpus in ipairs({ "1", "3" }) do
+    assert.are.equal(want, run(code, { TYCHO_CODEGEN = "always", TYCHO_CACHE_DIR = dir, TYCHO_CPUS = cpus }))
+  end
+end
+
 describe("a long flat run compiled in lanes", function()
   it("gives the interpreter's bits, and a short run keeps one vector", function()
     local code = [[
@@ -40,11 +50,7 @@ describe("a long flat run compiled in lanes", function()
       end
       print(table.concat(out, "\n"))
     ]]
-    local want = run(code, { TYCHO_CODEGEN = "off", TYCHO_CPUS = "3" })
-    assert.are.equal(5, select(2, want:gsub("\n", "")))
-    for _, cpus in ipairs({ "1", "3" }) do
-      assert.are.equal(want, run(code, { TYCHO_CODEGEN = "always", TYCHO_CACHE_DIR = cache, TYCHO_CPUS = cpus }))
-    end
+    same_bits(code, 5, cache)
     -- the long run's kernels have lanes; some kernel (the short run's) has none
     local total = kernels("void ty_fk")
     if spec_codegen() then
@@ -86,11 +92,7 @@ describe("a long flat run compiled in lanes", function()
         end
         print(table.concat(out, "\n"))
       ]]
-      local want = run(code, { TYCHO_CODEGEN = "off", TYCHO_CPUS = "3" })
-      assert.are.equal(3, select(2, want:gsub("\n", "")))
-      for _, cpus in ipairs({ "1", "3" }) do
-        assert.are.equal(want, run(code, { TYCHO_CODEGEN = "always", TYCHO_CACHE_DIR = dir, TYCHO_CPUS = cpus }))
-      end
+      same_bits(code, 3, dir)
       if spec_codegen() then
         assert.is_true(kernels("void ty_fk", dir) > 0)
         assert.are.equal(case[2], kernels("char \\*pl\\[8\\]", dir) > 0, case[2] and "a chain in eight lanes"
