@@ -795,6 +795,20 @@ static int links(const piece_state *ps, int k, bool *over) {
   return in1 ? 1 : 2;
 }
 
+/* A link's form: its op, and the side the chain's value is on (tpos, links'
+ * answer: 2 when it is the second operand). */
+static int8_t link_form(const rsub *ra, int tpos) {
+  return (int8_t)(((ra->s->op - TY_OP_ADD) << 1) | (tpos == 2));
+}
+
+/* ra becomes a link of the chain before it (tpos and over: links' answers). */
+static void set_link(rsub *ra, int tpos, bool over) {
+  ra->form = link_form(ra, tpos);
+  ra->link = true;
+  ra->cpos = (int8_t)(3 - tpos);
+  ra->over = over;
+}
+
 /* Marks chains (rsub.chain, .pair, .form, .cpos, .over): from an f64 add,
  * sub, mul or div, each next sub-operation that is one too, of the first
  * link's form, and reads the one before's output T as exactly one of its
@@ -816,12 +830,8 @@ static void mark_chains(piece_state *ps) {
     while (n + 1 < CHAIN_MAX && k + n + 1 < ps->nsub && chain_op(ps->rs[k + n + 1].s) &&
            (tpos = links(ps, k + n, &over)) != 0) {
       rsub *ra = &ps->rs[k + n + 1];
-      const int8_t form = (int8_t)(((ra->s->op - TY_OP_ADD) << 1) | (tpos == 2));
-      if (n > 0 && form != ps->rs[k + 1].form) break; /* one form a chain (chain_loop) */
-      ra->form = form;
-      ra->link = true;
-      ra->cpos = (int8_t)(3 - tpos);
-      ra->over = over;
+      if (n > 0 && link_form(ra, tpos) != ps->rs[k + 1].form) break; /* one form a chain (chain_loop) */
+      set_link(ra, tpos, over);
       n++;
     }
     if (!n) continue;
@@ -840,10 +850,7 @@ static void mark_chains(piece_state *ps) {
     if (n >= 2 && n + 1 < CHAIN_MAX && k + n + 1 < ps->nsub && chain_op(ps->rs[k + n + 1].s) &&
         (tpos = links(ps, k + n, &over)) != 0 && TY__FREF_IS_CONST(ps->ro[ps->rs[k + n + 1].first + 3 - tpos].ref)) {
       rsub *ra = &ps->rs[k + n + 1];
-      ra->form = (int8_t)(((ra->s->op - TY_OP_ADD) << 1) | (tpos == 2));
-      ra->link = true;
-      ra->cpos = (int8_t)(3 - tpos);
-      ra->over = over;
+      set_link(ra, tpos, over);
       h->tail = ra->form != ps->rs[k + 1].form;
       n++;
     }
