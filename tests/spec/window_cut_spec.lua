@@ -4,7 +4,9 @@
 -- When the window fills, the flush runs the prefix that ends after the last
 -- scalar result (a launch whose outputs are all 0-d: a whole sum, 0-d
 -- arithmetic) of the window's second half, and keeps the launches after it
--- for the next window; without one, the whole window. A loop body with a
+-- for the next window; without one, after the last assignment there (a
+-- launch writing storage that existed before it); without either, the
+-- whole window. A loop body with a
 -- dot product then flushes at the same place of every iteration: CG's
 -- stencil group is not cut where the window happened to fill.
 -- TYCHO_WINDOW_CUT=0 flushes the whole window. Expected values: numpy
@@ -112,6 +114,53 @@ describe("a full window's flush", function()
     assert.are.equal("1 112 110 108\n" .. want .. "\n", out)
     out = run(code, { TYCHO_WINDOW = "200", TYCHO_WINDOW_CUT = "0" })
     assert.are.equal("1 200 130\n" .. want .. "\n", out)
+  end)
+
+  it("without a scalar result, ends after the last assignment: each stencil iteration stays one pass", function()
+    -- the stencil on a 9 x 12 grid, 10 iterations of 6 launches (4 adds, a
+    -- mul, the copy into center) in a window of 16: prints each flush's runs,
+    -- the launches, the runs in place and the bytes allocated in the loop,
+    -- then three points (%a)
+    local code = [[
+      local function init(R, C)
+        local t = {}
+        for i = 1, R do
+          t[i] = {}
+          for j = 1, C do t[i][j] = ((i * 37 + j * 11) % 17) * 0.25 - 1.0 end
+        end
+        return t
+      end
+      local g = tycho.array(init(9, 12))
+      local c, n, s = g[{{2, -2}, {2, -2}}], g[{{1, -3}, {2, -2}}], g[{{3, -1}, {2, -2}}]
+      local w, e = g[{{2, -2}, {1, -3}}], g[{{2, -2}, {3, -1}}]
+      tycho.flush()
+      local s0 = tycho.stats()
+      for _ = 1, 10 do c[{}] = (c + n + e + w + s) * 0.2 end
+      tycho.flush()
+      local s1 = tycho.stats()
+      local sizes = {}
+      for _, f in ipairs(tycho.explain(60).flushes) do sizes[#sizes + 1] = f.launches end
+      print(table.concat(sizes, " "))
+      print(s1.launches - s0.launches, s1.fused_inplace - s0.fused_inplace,
+            s1.bytes_allocated - s0.bytes_allocated)
+      print(string.format("%a %a %a", g[{2, 2}]:item(), g[{5, 7}]:item(), g[{8, 11}]:item()))
+    ]]
+    -- numpy (the same loop): g[1,1], g[4,6], g[7,10] by float.hex()
+    local want = "0x1.75d3bc8c2a1ep-3 0x1.09c4fc7e283fbp+0 0x1.40665a4e966b5p-1\n"
+    -- cut: each flush runs two iterations (12 launches, 2 runs in place)
+    -- and keeps the next one's 4 adds; the grid was made in the first
+    -- window, so its copy counts as an assignment there too
+    local out = run(code, { TYCHO_WINDOW = "16" })
+    assert.are.equal("2 2 2 2 2\n60\t10\t40\n" .. want, out)
+    -- whole windows: the first ends after 4 adds, and that iteration is a
+    -- 7 x 10 temporary (560 bytes more) in one flush and a copy in the next
+    out = run(code, { TYCHO_WINDOW = "16", TYCHO_WINDOW_CUT = "0" })
+    local sizes, launches, inplace, bytes = out:match("^([^\n]*)\n(%d+)\t(%d+)\t(%d+)\n")
+    assert.are.equal("3 4 3 2", sizes, out)
+    assert.are.equal("60", launches)
+    assert.are.equal("9", inplace)
+    assert.is_true(tonumber(bytes) >= 40 + 7 * 10 * 8, out)
+    assert.is_truthy(out:find(want, 1, true), out)
   end)
 
   it("TYCHO_WINDOW_CUT takes 0 or 1", function()

@@ -105,24 +105,51 @@ static bool scalar_result(const ty_pending *l) {
   return out;
 }
 
-/* A flush made because the window is full runs the prefix that ends after
- * the last scalar result of the window's second half, and keeps the rest
- * (appended after it, in program order) for the next window; without one,
- * the whole window. A loop body with a dot product (CG) then flushes at the
- * same place of its iteration every time: its stencil group is not cut by
- * where the window happened to fill, and each window has the structure of
- * the one before (the fusion cache replays it). TYCHO_WINDOW_CUT=0: the
+/* Window launch j writes storage that existed before it: made before the
+ * window began to fill, or written by an earlier launch of it. That is an
+ * assignment into a store the program holds (`center[{}] = ...`, `x[i] =
+ * v`), the end of a statement, where the temporaries of the expression
+ * before it have been read; a launch that makes a temporary is the first
+ * to write it. */
+static bool writes_held(const ty_runtime *rt, int j) {
+  const ty_pending *l = rt->window[j];
+  for (int a = 0; a < l->nargs; a++) {
+    if (!writes(l->args[a].priv)) continue;
+    const ty_storage *stg = l->args[a].store->storage;
+    if (stg->born < rt->window_gen) return true;
+    for (int i = 0; i < j; i++)
+      for (int b = 0; b < rt->window[i]->nargs; b++)
+        if (writes(rt->window[i]->args[b].priv) && rt->window[i]->args[b].store->storage == stg) return true;
+  }
+  return false;
+}
+
+/* The cut of a full window: after the last scalar result of its second
+ * half; without one, after the last write of held storage there; else none
+ * (n). */
+static int window_cut_at(const ty_runtime *rt) {
+  const int n = rt->nwindow;
+  for (int j = n - 1; j >= n / 2; j--)
+    if (scalar_result(rt->window[j])) return j + 1;
+  for (int j = n - 1; j >= n / 2; j--)
+    if (writes_held(rt, j)) return j + 1;
+  return n;
+}
+
+/* A flush made because the window is full runs the prefix that ends at the
+ * cut (window_cut_at) and keeps the rest (appended after it, in program
+ * order) for the next window. A loop body with a dot product (CG) then
+ * flushes at the same place of its iteration every time: its stencil group
+ * is not cut by where the window happened to fill, and each window has the
+ * structure of the one before (the fusion cache replays it). A body without
+ * one flushes after an assignment: the stencil's `center[{}] = (...) * 0.2`
+ * stays one line-buffered pass instead of an expression run into a
+ * temporary in one window and its copy in the next. TYCHO_WINDOW_CUT=0: the
  * whole window. */
 static ty_status flush_full(ty_runtime *rt) {
   const int n = rt->nwindow;
-  int cut = n;
   if (!rt->window_cut) rt->window_cut = ty__env_off("TYCHO_WINDOW_CUT") ? -1 : 1; /* checked by runtime.c */
-  if (rt->window_cut > 0)
-    for (int j = n - 1; j >= n / 2; j--)
-      if (scalar_result(rt->window[j])) {
-        cut = j + 1;
-        break;
-      }
+  const int cut = rt->window_cut > 0 ? window_cut_at(rt) : n;
   if (cut == n) return flush_deferring(rt);
   const int rest = n - cut;
   ty_pending *local[64];
