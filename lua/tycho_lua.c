@@ -628,6 +628,7 @@ static int l_stats(lua_State *L) {
   setint(L, "copies_folded", s.copies_folded);
   setint(L, "mul_add_pairs", s.mul_add_pairs);
   setint(L, "chained_ops", s.chained_ops);
+  setint(L, "double_buffered", s.double_buffered);
   setint(L, "waves_ceded", s.waves_ceded);
   setint(L, "fused_inplace", s.fused_inplace);
   setint(L, "fuse_cache_hits", s.fuse_cache_hits);

@@ -180,11 +180,15 @@ static void print_help(FILE *f) {
           "replaying the decision of a window of the same structure (default 1;\n"
           "another value is an error).\n"
           "TYCHO_WINDOW_CUT=0: a full window flushes whole, not up to its last\n"
-          "scalar result (a sum, 0-d arithmetic) with the rest kept (default 1;\n"
+          "scalar result (a sum, 0-d arithmetic) or else its last assignment (a\n"
+          "write of a store that existed before) with the rest kept (default 1;\n"
           "another value is an error).\n"
           "TYCHO_IN_PLACE=0: a new store never takes the memory of an input its\n"
           "element-wise launch reads for the last time (default 1; another value\n"
-          "is an error).\n"
+          "is an error).\n"          "TYCHO_DOUBLE_BUFFER=0: an in-place stencil update (a store written while\n"
+          "read through row-shifted views of itself) always goes through a row\n"
+          "buffer, never into a second block of the store that becomes its own\n"
+          "(default 1: double-buffered where it fits; another value is an error).\n"
           "The shell keeps up to 64 MiB of freed heap (glibc's trim threshold)\n"
           "unless MALLOC_TRIM_THRESHOLD_ or GLIBC_TUNABLES sets it (README).\n");
 }

@@ -101,6 +101,10 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
     if (err) snprintf(err, errlen, "TYCHO_IN_PLACE must be 0 or 1, got '%s'", v);
     st = TY_EINVAL;
   }
+  if ((v = getenv("TYCHO_DOUBLE_BUFFER")) && *v && parse_int(v, 0, 1, &n) != 0) { /* exec/linebuf.c */
+    if (err) snprintf(err, errlen, "TYCHO_DOUBLE_BUFFER must be 0 or 1, got '%s'", v);
+    st = TY_EINVAL;
+  }
   if ((v = getenv("TYCHO_SCATTER_DIRECT")) && *v && parse_int(v, 0, LONG_MAX, &n) != 0) {
     if (err) snprintf(err, errlen, "TYCHO_SCATTER_DIRECT must be a number of bytes >= 0, got '%s'", v);
     st = TY_EINVAL;
@@ -323,7 +327,7 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_evictions", "dist_launches",
       "dist_bytes", "dist_collectives", "fused_inplace", "dist_messages", "dist_wait_ns",
       "dist_overlap_pieces", "fuse_cache_hits", "bytes_in_place", "fused_switched", "waves_ceded",
-      "copies_folded", "mul_add_pairs", "chained_ops"};
+      "copies_folded", "mul_add_pairs", "chained_ops", "double_buffered"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.fused_compiled, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
                      s.bytes_allocated, s.bytes_freed, s.bytes_live, s.bytes_peak,
@@ -333,7 +337,7 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
                      s.dist_launches, s.dist_bytes, s.dist_collectives, s.fused_inplace, s.dist_messages,
                      s.dist_wait_ns, s.dist_overlap_pieces, s.fuse_cache_hits,
                      s.bytes_in_place, s.fused_switched, s.waves_ceded, s.copies_folded,
-                     s.mul_add_pairs, s.chained_ops};
+                     s.mul_add_pairs, s.chained_ops, s.double_buffered};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
   char *b = ty__malloc(cap);
@@ -365,11 +369,12 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
     ty_format_bytes((double)s.bytes_elided, elided, sizeof elided);
     PUT("tycho stats\n");
     PUT("  launches        %llu appended, %llu run after fusion (%llu fused runs of %llu launches, "
-        "%llu compiled, %llu in place, %llu pieces switched, %llu copies folded, %llu mul-add pairs, "
-        "%llu ops chained)\n",
+        "%llu compiled, %llu in place (%llu double-buffered), %llu pieces switched, %llu copies folded, "
+        "%llu mul-add pairs, %llu ops chained)\n",
         (unsigned long long)s.launches, (unsigned long long)s.launches_run,
         (unsigned long long)s.fused_runs, (unsigned long long)s.fused_launches,
         (unsigned long long)s.fused_compiled, (unsigned long long)s.fused_inplace,
+        (unsigned long long)s.double_buffered,
         (unsigned long long)s.fused_switched, (unsigned long long)s.copies_folded,
         (unsigned long long)s.mul_add_pairs, (unsigned long long)s.chained_ops);
     PUT("  flushes         %llu, point tasks %llu\n", (unsigned long long)s.flushes,

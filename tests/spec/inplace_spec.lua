@@ -123,10 +123,13 @@ local G = {
 
 describe("in place, line-buffered", function()
   it("the 5-point stencil on a non-square grid: numpy's values, one pass an iteration", function()
-    local before = inplace()
+    local before, db = inplace(), tycho.stats().double_buffered
     local g = five(tycho.array(init(9, 12)), 1, 1, 3)
     spec_same(g:totable(), A)
     assert.are.equal(3, inplace() - before)
+    -- its edge (38 of 108 elements) is too wide to double-buffer: the rows
+    -- go through the line buffer
+    assert.are.equal(db, tycho.stats().double_buffered)
     local f = last_fused()
     assert.is_not_nil(f)
     assert.is_truthy(f.fused_ops:find("[in place]", 1, true), f.fused_ops)
@@ -245,5 +248,107 @@ describe("in place, line-buffered", function()
       outs[#outs + 1] = out
     end
     for i = 2, #outs do assert.are.equal(outs[1], outs[i]) end
+  end)
+end)
+
+-- A grid whose inside is most of it (130 x 130, 6 iterations, a flush
+-- each): computed into a second block that becomes the grid's (linebuf.c,
+-- may_swap). Prints the runs double-buffered and in place, the bytes at
+-- peak, each launch's flush:wave, then probes (%a) and the sum. numpy (the same loop; probes' float.hex()):
+-- g[0,0] 0x1.4p+1, g[64,64] 0x1.d27a20578e5c8p-1, g[1,1]
+-- 0x1.e48a58b3f63c5p-3, g[128,128] 0x1.97e77d523b365p+0, g[129,129]
+-- -0x1.8p-1, g.sum() 16892.76476800001
+local GRID = [[
+  local function init(R, C)
+    local t = {}
+    for i = 1, R do
+      t[i] = {}
+      for j = 1, C do t[i][j] = ((i * 37 + j * 11) % 17) * 0.25 - 1.0 end
+    end
+    return t
+  end
+  local g = tycho.array(init(130, 130))
+  local c, n, s = g[{{2, -2}, {2, -2}}], g[{{1, -3}, {2, -2}}], g[{{3, -1}, {2, -2}}]
+  local w, e = g[{{2, -2}, {1, -3}}], g[{{2, -2}, {3, -1}}]
+  tycho.flush()
+  local s0 = tycho.stats()
+  for _ = 1, 6 do
+    c[{}] = (c + n + e + w + s) * 0.2
+    CORNER(g)
+    tycho.flush()
+  end
+  tycho.flush()
+  local s1 = tycho.stats()
+  local waves = {}
+  for _, x in ipairs(tycho.explain(20)) do waves[#waves + 1] = x.flush .. ":" .. x.wave end
+  print(s1.double_buffered - s0.double_buffered, s1.fused_inplace - s0.fused_inplace, s1.bytes_peak)
+  print(table.concat(waves, " "))
+  print(string.format("%a %a %a %a %a %a", g[{1, 1}]:item(), g[{65, 65}]:item(), g[{2, 2}]:item(),
+    g[{129, 129}]:item(), g[{130, 130}]:item(), g:sum():item()))
+]]
+
+local function grid(corner, env)
+  local out, rc = spec_lua(GRID:gsub("CORNER%(g%)", corner), env)
+  assert.are.equal(0, rc, out)
+  local db, ip, peak, waves, v = out:match("^(%d+)%s+(%d+)%s+(%d+)\n([^\n]*)\n([^\n]*)\n$")
+  assert(db, out)
+  return tonumber(db), tonumber(ip), tonumber(peak), waves, v
+end
+
+describe("in place, double-buffered", function()
+  local GRID_BYTES = 130 * 130 * 8
+
+  it("numpy's values and the line buffer's bits; twice the grid's bytes at peak", function()
+    local probes = { 0x1.4p+1, 0x1.d27a20578e5c8p-1, 0x1.e48a58b3f63c5p-3, 0x1.97e77d523b365p+0, -0x1.8p-1 }
+    local ref
+    for _, case in ipairs({ { {}, 6 }, { { TYCHO_CPUS = "1" }, 6 }, { { TYCHO_CPUS = "3" }, 6 },
+                            { { TYCHO_CODEGEN = "off" }, 6 }, { { TYCHO_DOUBLE_BUFFER = "0" }, 0 },
+                            -- a budget whose block cache (an eighth) cannot keep the grid's
+                            -- old block: the line buffer
+                            { { TYCHO_SYSMEM = "1000000" }, 0 } }) do
+      local db, ip, peak, _, v = grid("", case[1])
+      assert.are.equal(case[2], db, v)
+      assert.are.equal(6, ip)
+      if db > 0 then
+        assert.is_true(peak >= 2 * GRID_BYTES, tostring(peak))
+      else
+        assert.is_true(peak < 2 * GRID_BYTES, tostring(peak))
+      end
+      ref = ref or v
+      assert.are.equal(ref, v)
+      local got = {}
+      for x in v:gmatch("%S+") do got[#got + 1] = tonumber(x) end
+      for k, p in ipairs(probes) do assert.are.equal(p, got[k]) end
+      assert.is_true(math.abs(got[6] - 16892.76476800001) < 1e-9, v)
+    end
+  end)
+
+  it("another launch of its wave on the grid: the rest of the grid is copied after the wave", function()
+    -- the corner, which the stencil neither reads nor writes, read in the
+    -- stencil's wave; numpy: g[0,0] 0x1.1p+3 (+ 1 six times), the rest as
+    -- without, g.sum() 16898.76476800001
+    local db, ip, _, waves, v = grid("g[{{1, 1}, {1, 1}}] = g[{{1, 1}, {1, 1}}] + 1",
+                                     { TYCHO_FAVOR = "max-concurrency" })
+    assert.are.equal(6, db)
+    assert.are.equal(6, ip)
+    local seen, shared = {}, 0 -- flush:wave of each launch; every stencil shares its wave
+    for fw in waves:gmatch("%S+") do
+      shared = shared + (seen[fw] and 1 or 0)
+      seen[fw] = true
+    end
+    assert.are.equal(6, shared, waves)
+    local got = {}
+    for x in v:gmatch("%S+") do got[#got + 1] = tonumber(x) end
+    assert.are.equal(0x1.1p+3, got[1])
+    assert.are.equal(0x1.d27a20578e5c8p-1, got[2])
+    assert.is_true(math.abs(got[6] - 16898.76476800001) < 1e-9, v)
+  end)
+
+  it("TYCHO_DOUBLE_BUFFER takes 0 or 1", function()
+    for _, v in ipairs({ "2", "no", "-1" }) do
+      local out, rc = spec_lua("print(tycho.zeros({ 2 }):sum():item())", { TYCHO_DOUBLE_BUFFER = v })
+      assert.are_not.equal(0, rc, out)
+      assert.is_truthy(out:find("TYCHO_DOUBLE_BUFFER must be 0 or 1, got '" .. v .. "'", 1, true), out)
+    end
   end)
 end)

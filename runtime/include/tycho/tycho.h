@@ -323,6 +323,8 @@ typedef struct ty_stats {
                                as one pass; one per pair and piece (docs/fusion.md) */
   uint64_t chained_ops;     /* f64 arithmetic the interpreter ran in the pass of the operation
                                before it (a chain); one per link and piece (docs/fusion.md) */
+  uint64_t double_buffered; /* in-place runs (fused_inplace) run double-buffered: computed into a
+                               second block that became the store's (docs/fusion.md) */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
 /* ty_stats.flushes alone (a binding asks it around every call). */

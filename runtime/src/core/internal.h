@@ -59,6 +59,9 @@ typedef struct ty_storage {
    * into regions: every element gets written, so a region's OUT view needs no
    * zeroing (0: never) */
   uint64_t covered_gen;
+  /* a launch of the running wave writes its new values into a second block
+   * (exec/linebuf.c, double-buffering): no other may this wave */
+  bool swapping;
   /* known bounds of its integer values (range.c): set by the op that made
    * it, cleared by any launch that writes it */
   bool has_range;
@@ -311,6 +314,7 @@ struct ty_runtime {
   bool flushing;
   int8_t window_cut; /* window.c, TYCHO_WINDOW_CUT: 0 not read yet, 1 on, -1 off */
   int8_t in_place;   /* exec/inplace.c, TYCHO_IN_PLACE: 0 not read yet, 1 on, -1 off */
+  int8_t double_buffer; /* exec/linebuf.c, TYCHO_DOUBLE_BUFFER: 0 not read yet, 1 on, -1 off */
   struct ty__inplace_memo *inplace_memo; /* exec/inplace.c: its answers for recent fused runs */
   uint64_t flush_epoch;
   ty_pending *free_pending; /* launches kept for reuse (linked through args[0].store) */
@@ -493,6 +497,16 @@ ty_status ty__storage_ensure(ty_runtime *rt, ty_storage *st, bool zero);
  * against the budget (exec/inplace.c): the bytes live stay the same, neither
  * allocated nor freed */
 void ty__storage_lend(ty_runtime *rt, ty_storage *from, ty_storage *to);
+/* Double-buffering (exec/linebuf.c): a second block for st's bytes, charged
+ * against the budget and counted live like a store's; NULL when it does not
+ * fit the budget, is smaller than a page or larger than the block cache
+ * keeps (its old block is reused from there the next time: a fresh one
+ * would fault its pages in again every time), or the system refuses it. */
+void *ty__storage_second(ty_runtime *rt, const ty_storage *st);
+/* keep: `block` (from ty__storage_second) becomes st's data and st's old
+ * block is released; else `block` is. Neither is counted as allocated or
+ * freed: the bytes live go back to what they were. */
+void ty__storage_take(ty_runtime *rt, ty_storage *st, void *block, bool keep);
 /* Address of the store's element at index 0 (storage must be allocated). */
 char *ty__store_base(const ty_store *s);
 /* "(4096, 4096) f64" */
@@ -658,7 +672,7 @@ ty_status ty__put_bucketed(ty_runtime *rt, const char *fn, ty_store *xv, ty_stor
  * (ops.c); on an error res is released. Returns st or the cast's status. */
 ty_status ty__logical_result(ty_runtime *rt, ty_status st, bool logical, ty_store *res, ty_store **out);
 /* An on/off switch read where it is used (TYCHO_FUSE_CACHE, TYCHO_WINDOW_CUT,
- * TYCHO_IN_PLACE, TYCHO_CEDE): off when the variable holds a whole number equal to 0,
+ * TYCHO_IN_PLACE, TYCHO_DOUBLE_BUFFER, TYCHO_CEDE): off when the variable holds a whole number equal to 0,
  * as ty_config_init reads it (which refuses anything but 0 or 1 at start). */
 static inline bool ty__env_off(const char *name) {
   const char *v = getenv(name);

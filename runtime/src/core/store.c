@@ -415,6 +415,30 @@ void ty__storage_lend(ty_runtime *rt, ty_storage *from, ty_storage *to) {
   rt->stats.bytes_in_place += to->nbytes;
 }
 
+void *ty__storage_second(ty_runtime *rt, const ty_storage *st) {
+  const size_t bytes = block_bytes(st->nbytes);
+  if (bytes < TY_CACHE_MIN || bytes > cache_cap(rt) || !charge(rt, st->nbytes)) return NULL;
+  void *p = block_alloc(rt, bytes);
+  if (!p) {
+    rt->reserved -= st->nbytes;
+    return NULL;
+  }
+  rt->live += st->nbytes;
+  if (rt->live > rt->stats.bytes_peak) rt->stats.bytes_peak = rt->live;
+  return p;
+}
+
+void ty__storage_take(ty_runtime *rt, ty_storage *st, void *block, bool keep) {
+  if (keep) {
+    void *old = st->data;
+    st->data = block;
+    block = old;
+  }
+  block_free(rt, block, block_bytes(st->nbytes));
+  rt->reserved -= st->nbytes;
+  rt->live -= st->nbytes;
+}
+
 /* Byte range [lo, hi) of the view in its storage; empty views give lo == hi. */
 static void byte_range(const ty_store *s, int64_t *lo, int64_t *hi) {
   const int64_t es = (int64_t)ty__dtype_size(s->dtype);

@@ -589,7 +589,7 @@ static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
         break;
       }
   }
-  if (pr->lb_held) ty__linebuf_finish(pr, st == TY_OK && !pr->skip && !pr->gpu);
+  if (pr->lb_held || pr->lb_swap) ty__linebuf_finish(pr, st == TY_OK && !pr->skip && !pr->gpu);
   if (pr->privates) {
     for (int piece = 0; piece < pieces; piece++) {
       int64_t lo[TY_MAX_RANK], hi[TY_MAX_RANK];
@@ -884,6 +884,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   for (int m = 0; m < count; m++) {
     sts[m] = prepare(rt, w[members[m]], &prs[m], m);
   }
+  if (count > 1) ty__linebuf_wave(prs, count);
   ty__halos *halos = NULL; /* several ranks: halos in flight while the wave runs */
   if (rt->dist.nranks > 1) {
     ty__dist_wave_begin(rt, prs, sts, count);

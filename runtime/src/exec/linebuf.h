@@ -38,6 +38,11 @@ ty_status ty__linebuf_prepare(ty_runtime *rt, struct prepared *pr);
  * of the piece's box), body the task's variant. Returns its status. */
 int ty__linebuf_piece(struct prepared *pr, ty_task_ctx *ctx, ty_variant_fn body);
 
+/* After a wave's launches were prepared: a double-buffered launch with
+ * another launch of the wave on its storage copies the rest of the storage
+ * in finish, when every piece of the wave ran. */
+void ty__linebuf_wave(struct prepared *prs, int count);
+
 /* After every piece ran: write the held rows back when `ok`, free them. */
 void ty__linebuf_finish(struct prepared *pr, bool ok);
 

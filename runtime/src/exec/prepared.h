@@ -52,6 +52,14 @@ typedef struct prepared {
   char *lb_held;
   int64_t lb_rows;
   size_t lb_row;
+  /* double-buffered in place (linebuf.c): a second block of W's storage,
+   * which the pieces write W's new values into, at W's offsets; finish
+   * copies the rest of the storage into it and makes it the storage's */
+  char *lb_swap;
+  /* another launch of the wave touches W's storage: finish, after every
+   * piece of the wave, copies the bytes outside W (what that launch wrote
+   * there included), not W's pieces */
+  bool lb_gaps_late;
   uint64_t lazy;  /* dist: the written arguments left split (dist_data.c), not exchanged */
   bool by_rows;   /* dist: pieces go to ranks by rows (ty__dist_first), not by number */
   /* a fused run with inputs a failed launch left unavailable (prepare):
