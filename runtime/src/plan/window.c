@@ -105,21 +105,18 @@ static bool scalar_result(const ty_pending *l) {
   return out;
 }
 
-/* Window launch j writes storage that existed before it: made before the
- * window began to fill, or written by an earlier launch of it. That is an
- * assignment into a store the program holds (`center[{}] = ...`, `x[i] =
- * v`), the end of a statement, where the temporaries of the expression
- * before it have been read; a launch that makes a temporary is the first
- * to write it. */
-static bool writes_held(const ty_runtime *rt, int j) {
-  const ty_pending *l = rt->window[j];
+/* A launch that writes storage which existed before it: made before the
+ * window began to fill, or holding values already (a store made from host
+ * data). That is an assignment into a store the program holds (`center[{}]
+ * = ...`, `x[i] = v`), the end of a statement, where the temporaries of the
+ * expression before it have been read; a temporary the window makes has
+ * no memory until the flush runs it. Two tests a written argument: a scan
+ * of the launches before it for writes of the same storage cost
+ * overhead.lua 20% (its windows are full and have no cut). */
+static bool writes_held(const ty_runtime *rt, const ty_pending *l) {
   for (int a = 0; a < l->nargs; a++) {
-    if (!writes(l->args[a].priv)) continue;
     const ty_storage *stg = l->args[a].store->storage;
-    if (stg->born < rt->window_gen) return true;
-    for (int i = 0; i < j; i++)
-      for (int b = 0; b < rt->window[i]->nargs; b++)
-        if (writes(rt->window[i]->args[b].priv) && rt->window[i]->args[b].store->storage == stg) return true;
+    if (writes(l->args[a].priv) && (stg->born < rt->window_gen || stg->data)) return true;
   }
   return false;
 }
@@ -132,7 +129,7 @@ static int window_cut_at(const ty_runtime *rt) {
   for (int j = n - 1; j >= n / 2; j--)
     if (scalar_result(rt->window[j])) return j + 1;
   for (int j = n - 1; j >= n / 2; j--)
-    if (writes_held(rt, j)) return j + 1;
+    if (writes_held(rt, rt->window[j])) return j + 1;
   return n;
 }
 
