@@ -150,6 +150,41 @@ SPEC_CG_STEP = [[
     rsold = rsnew
 ]]
 
+-- SPEC_STENCIL(R, C): a chunk making g, an R x C grid of the values the
+-- numpy scripts of the in-place stencil specs use (((i * 37 + j * 11) % 17)
+-- * 0.25 - 1.0, 1-based), and its 5-point stencil's views: c (the inside),
+-- n, s, w, e. spec_grid(R, C) is the same grid as a table.
+SPEC_GRID_INIT = [[
+  local function init(R, C)
+    local t = {}
+    for i = 1, R do
+      t[i] = {}
+      for j = 1, C do t[i][j] = ((i * 37 + j * 11) % 17) * 0.25 - 1.0 end
+    end
+    return t
+  end
+]]
+spec_grid = load(SPEC_GRID_INIT .. " return init")()
+function SPEC_STENCIL(R, C)
+  return SPEC_GRID_INIT .. string.format([[
+  local g = tycho.array(init(%d, %d))
+  local c, n, s = g[{{2, -2}, {2, -2}}], g[{{1, -3}, {2, -2}}], g[{{3, -1}, {2, -2}}]
+  local w, e = g[{{2, -2}, {1, -3}}], g[{{2, -2}, {3, -1}}]
+]], R, C)
+end
+
+-- spec_switch(name): the on/off variable `name` refuses anything but 0 or 1
+-- at start, naming itself and the value.
+function spec_switch(name)
+  for _, v in ipairs({ "2", "no", "-1" }) do
+    local out, rc = spec_lua("print(tycho.zeros({ 2 }):sum():item())", { [name] = v })
+    if rc == 0 then error(name .. "=" .. v .. " was accepted: " .. out, 2) end
+    if not out:find(name .. " must be 0 or 1, got '" .. v .. "'", 1, true) then
+      error(name .. "=" .. v .. ": no message naming it: " .. out, 2)
+    end
+  end
+end
+
 -- spec_same(got, want): a deep comparison of tables of numbers (NaN equals
 -- NaN, the path of the first difference in the message); spec_fails(wants,
 -- f, ...): f(...) must raise an error containing every string of `wants`.

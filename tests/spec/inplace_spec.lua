@@ -14,14 +14,7 @@ local function inplace()
 end
 
 -- the inputs the numpy script used: exact binary fractions
-local function init(R, C)
-  local t = {}
-  for i = 1, R do
-    t[i] = {}
-    for j = 1, C do t[i][j] = ((i * 37 + j * 11) % 17) * 0.25 - 1.0 end
-  end
-  return t
-end
+local init = spec_grid
 
 local function init3(P, R, C)
   local t = {}
@@ -258,18 +251,7 @@ end)
 -- g[0,0] 0x1.4p+1, g[64,64] 0x1.d27a20578e5c8p-1, g[1,1]
 -- 0x1.e48a58b3f63c5p-3, g[128,128] 0x1.97e77d523b365p+0, g[129,129]
 -- -0x1.8p-1, g.sum() 16892.76476800001
-local GRID = [[
-  local function init(R, C)
-    local t = {}
-    for i = 1, R do
-      t[i] = {}
-      for j = 1, C do t[i][j] = ((i * 37 + j * 11) % 17) * 0.25 - 1.0 end
-    end
-    return t
-  end
-  local g = tycho.array(init(130, 130))
-  local c, n, s = g[{{2, -2}, {2, -2}}], g[{{1, -3}, {2, -2}}], g[{{3, -1}, {2, -2}}]
-  local w, e = g[{{2, -2}, {1, -3}}], g[{{2, -2}, {3, -1}}]
+local GRID = SPEC_STENCIL(130, 130) .. [[
   tycho.flush()
   local s0 = tycho.stats()
   for _ = 1, 6 do
@@ -344,11 +326,5 @@ describe("in place, double-buffered", function()
     assert.is_true(math.abs(got[6] - 16898.76476800001) < 1e-9, v)
   end)
 
-  it("TYCHO_DOUBLE_BUFFER takes 0 or 1", function()
-    for _, v in ipairs({ "2", "no", "-1" }) do
-      local out, rc = spec_lua("print(tycho.zeros({ 2 }):sum():item())", { TYCHO_DOUBLE_BUFFER = v })
-      assert.are_not.equal(0, rc, out)
-      assert.is_truthy(out:find("TYCHO_DOUBLE_BUFFER must be 0 or 1, got '" .. v .. "'", 1, true), out)
-    end
-  end)
+  it("TYCHO_DOUBLE_BUFFER takes 0 or 1", function() spec_switch("TYCHO_DOUBLE_BUFFER") end)
 end)

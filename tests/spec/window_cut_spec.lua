@@ -121,18 +121,7 @@ describe("a full window's flush", function()
     -- mul, the copy into center) in a window of 16: prints each flush's runs,
     -- the launches, the runs in place and the bytes allocated in the loop,
     -- then three points (%a)
-    local code = [[
-      local function init(R, C)
-        local t = {}
-        for i = 1, R do
-          t[i] = {}
-          for j = 1, C do t[i][j] = ((i * 37 + j * 11) % 17) * 0.25 - 1.0 end
-        end
-        return t
-      end
-      local g = tycho.array(init(9, 12))
-      local c, n, s = g[{{2, -2}, {2, -2}}], g[{{1, -3}, {2, -2}}], g[{{3, -1}, {2, -2}}]
-      local w, e = g[{{2, -2}, {1, -3}}], g[{{2, -2}, {3, -1}}]
+    local code = SPEC_STENCIL(9, 12) .. [[
       tycho.flush()
       local s0 = tycho.stats()
       for _ = 1, 10 do c[{}] = (c + n + e + w + s) * 0.2 end
