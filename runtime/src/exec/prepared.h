@@ -53,8 +53,8 @@ typedef struct prepared {
   int64_t lb_rows;
   size_t lb_row;
   /* double-buffered in place (linebuf.c): a second block of W's storage,
-   * which the pieces write W's new values into, at W's offsets; finish
-   * copies the rest of the storage into it and makes it the storage's */
+   * which the pieces write W's new values into, at W's offsets, and the
+   * rest of the storage after their rows; finish makes it the storage's */
   char *lb_swap;
   /* another launch of the wave touches W's storage: finish, after every
    * piece of the wave, copies the bytes outside W (what that launch wrote

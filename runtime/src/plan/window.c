@@ -110,9 +110,10 @@ static bool scalar_result(const ty_pending *l) {
  * data). That is an assignment into a store the program holds (`center[{}]
  * = ...`, `x[i] = v`), the end of a statement, where the temporaries of the
  * expression before it have been read; a temporary the window makes has
- * no memory until the flush runs it. Two tests a written argument: a scan
- * of the launches before it for writes of the same storage cost
- * overhead.lua 20% (its windows are full and have no cut). */
+ * no memory until the flush runs it. Two O(1) tests of a written
+ * argument: scanning the launches before it for a write of the same
+ * storage as well cost overhead.lua 20% (its windows are full and have no
+ * cut). */
 static bool writes_held(const ty_runtime *rt, const ty_pending *l) {
   for (int a = 0; a < l->nargs; a++) {
     const ty_storage *stg = l->args[a].store->storage;
