@@ -326,5 +326,39 @@ describe("in place, double-buffered", function()
     assert.is_true(math.abs(got[6] - 16898.76476800001) < 1e-9, v)
   end)
 
+  it("a failing piece: its error, the second block given back, the grid unavailable as line-buffered", function()
+    if type(tycho.task) ~= "function" then return pending("tycho.task is not in this build") end
+    local code = SPEC_STENCIL(130, 130) .. [[
+      local bad = tycho.task {
+        name = "inplace_spec_bad", args = { "in", "out" }, traits = { pointwise = true },
+        body = function(ctx, x, y) error("boom") end,
+      }
+      tycho.flush()
+      local ok, err = pcall(function()
+        c[{}] = (bad(c) + n + e + w + s) * 0.2
+        tycho.flush()
+      end)
+      local st = tycho.stats()
+      local ok2, err2 = pcall(function() return g:sum():item() end)
+      print(ok, st.double_buffered, st.bytes_live, st.bytes_peak, ok2)
+      print(err)
+      print(err2)
+    ]]
+    for _, db in ipairs({ "1", "0" }) do
+      local out, rc = spec_lua(code, { TYCHO_DOUBLE_BUFFER = db })
+      assert.are.equal(0, rc, out)
+      local ok, n, live, peak, ok2 = out:match("^(%S+)%s+(%d+)%s+(%d+)%s+(%d+)%s+(%S+)\n")
+      assert.are.equal("false", ok, out)
+      assert.are.equal("0", n, out)
+      assert.are.equal(GRID_BYTES, tonumber(live), out) -- the grid alone
+      if db == "1" then -- it ran double-buffered: the second block was live
+        assert.is_true(tonumber(peak) >= 2 * GRID_BYTES, out)
+      end
+      assert.are.equal("false", ok2, out)
+      assert.is_truthy(out:find("task 'inplace_spec_bad' (fused)", 1, true), out)
+      assert.is_truthy(out:find("the value is unavailable", 1, true), out)
+    end
+  end)
+
   it("TYCHO_DOUBLE_BUFFER takes 0 or 1", function() spec_switch("TYCHO_DOUBLE_BUFFER") end)
 end)

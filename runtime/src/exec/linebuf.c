@@ -53,7 +53,8 @@
  * would fault its pages in every time). When another launch of the same
  * wave touches the storage (it may write bytes outside W while the pieces
  * run), finish copies the bytes between the rows instead, after the wave
- * (lb_gaps_late). A failure keeps the first block: W keeps its old values.
+ * (lb_gaps_late). A failure gives the second block back (the launch's
+ * outputs are then unavailable, as line-buffered: exec.c cancels them).
  * The values are the line buffer's bits (the same kernel, the same old
  * values). Quick stencil (768^2, 20 iterations, 2 cores, Zen 2): 4.2 ms a
  * step with the ring, 2.8 ms double-buffered, C 2.4 ms.
@@ -361,8 +362,7 @@ int ty__linebuf_piece(prepared *pr, ty_task_ctx *ctx, ty_variant_fn body) {
 
 /* A double-buffered launch's end: the second block becomes the storage's
  * when `ok` (its pieces copied the gaps between W's rows, or they are
- * copied now: lb_gaps_late); else the storage keeps its block, and W its old
- * values. */
+ * copied now: lb_gaps_late); else it is given back. */
 static void swap_finish(prepared *pr, bool ok) {
   ty_storage *stg = pr->l->args[pr->l->lb_arg - 1].store->storage;
   stg->swapping = false;
