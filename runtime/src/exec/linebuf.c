@@ -173,6 +173,9 @@ void ty__linebuf_free(ty_runtime *rt) {
   rt->lb_nrings = 0;
 }
 
+/* W: the view the launch writes in place. */
+static ty_store *written(const prepared *pr) { return pr->l->args[pr->l->lb_arg - 1].store; }
+
 static bool double_buffer_on(ty_runtime *rt) {
   if (!rt->double_buffer) /* checked by runtime.c */
     rt->double_buffer = ty__env_off("TYCHO_DOUBLE_BUFFER") ? -1 : 1;
@@ -213,8 +216,8 @@ static bool may_swap(ty_runtime *rt, const prepared *pr) {
 ty_status ty__linebuf_prepare(ty_runtime *rt, prepared *pr) {
   const ty_pending *l = pr->l;
   pr->lb_swap = NULL;
-  if (may_swap(rt, pr) && (pr->lb_swap = ty__storage_second(rt, l->args[l->lb_arg - 1].store->storage))) {
-    l->args[l->lb_arg - 1].store->storage->swapping = true;
+  if (may_swap(rt, pr) && (pr->lb_swap = ty__storage_second(rt, written(pr)->storage))) {
+    written(pr)->storage->swapping = true;
     pr->lb_held = NULL;
     return TY_OK;
   }
@@ -242,7 +245,7 @@ ty_status ty__linebuf_prepare(ty_runtime *rt, prepared *pr) {
  * row, or the storage's end after the last), and those before row 0 when a
  * is 0, from its block into the second one. */
 static void copy_gaps(const prepared *pr, int64_t a, int64_t b) {
-  const ty_store *w = pr->l->args[pr->l->lb_arg - 1].store;
+  const ty_store *w = written(pr);
   const size_t es = ty_dtype_size(w->dtype), nbytes = w->storage->nbytes;
   const size_t off = (size_t)w->offset * es, s0 = (size_t)w->strides[0] * es;
   const size_t run = (size_t)row_elems(w->ndim, w->shape) * es;
@@ -259,8 +262,7 @@ static void copy_gaps(const prepared *pr, int64_t a, int64_t b) {
  * the first); then the gaps after its rows, in cache. */
 static int swap_piece(prepared *pr, ty_task_ctx *ctx, ty_variant_fn body) {
   const int w = pr->l->lb_arg - 1;
-  const char *base = ty__store_base(pr->l->args[w].store) - pr->l->args[w].store->offset *
-                                                                 (int64_t)ty_dtype_size(ctx->args[w].dtype);
+  const char *base = written(pr)->storage->data; /* the first block, which no piece writes */
   ty_tile tiles[TY_MAX_ARGS];
   memcpy(tiles, ctx->args, (size_t)ctx->nargs * sizeof *tiles);
   if (tiles[w].data) tiles[w].data = pr->lb_swap + (tiles[w].data - base);
@@ -364,9 +366,9 @@ int ty__linebuf_piece(prepared *pr, ty_task_ctx *ctx, ty_variant_fn body) {
  * when `ok` (its pieces copied the gaps between W's rows, or they are
  * copied now: lb_gaps_late); else it is given back. */
 static void swap_finish(prepared *pr, bool ok) {
-  ty_storage *stg = pr->l->args[pr->l->lb_arg - 1].store->storage;
+  ty_storage *stg = written(pr)->storage;
   stg->swapping = false;
-  if (ok && pr->lb_gaps_late) copy_gaps(pr, 0, pr->l->args[pr->l->lb_arg - 1].store->shape[0]);
+  if (ok && pr->lb_gaps_late) copy_gaps(pr, 0, written(pr)->shape[0]);
   if (ok) stg->rt->stats.double_buffered++;
   ty__storage_take(stg->rt, stg, pr->lb_swap, ok);
   pr->lb_swap = NULL;
@@ -375,7 +377,7 @@ static void swap_finish(prepared *pr, bool ok) {
 void ty__linebuf_wave(prepared *prs, int count) {
   for (int m = 0; m < count; m++) {
     if (!prs[m].lb_swap) continue;
-    const ty_storage *stg = prs[m].l->args[prs[m].l->lb_arg - 1].store->storage;
+    const ty_storage *stg = written(&prs[m])->storage;
     for (int k = 0; k < count && !prs[m].lb_gaps_late; k++)
       for (int i = 0; k != m && prs[k].l && i < prs[k].l->nargs; i++)
         if (prs[k].l->args[i].store->storage == stg) {
