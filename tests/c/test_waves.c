@@ -150,6 +150,83 @@ TEST(trace_has_one_event_per_point_task) {
   ty_runtime_destroy(rt);
 }
 
+/* sin over 2^20 f64 in 16 pieces (mode all, overdecompose 8, no fusion) on
+ * `cpus`; its values in *out (malloc'd). With a trace file, the workers'
+ * pieces of the sin launch into seq[worker] (time order), their counts into
+ * len[worker]. */
+static void sin_pieces(int cpus, const char *json, double **out, int seq[2][16], int len[2]) {
+  const int64_t n = (int64_t)1 << 20;
+  ty_runtime *rt = make_rt(cpus);
+  if (json) CHECK(ty_trace_start(rt, json, NULL) == TY_OK);
+  ty_policy p = {.set = TY_POL_MODE | TY_POL_OVERDECOMPOSE | TY_POL_FUSE,
+                 .mode = TY_MODE_ALL, .overdecompose = 8, .fuse = false};
+  CHECK(ty_scope_push(rt, &p, "scope at test") == TY_OK);
+  ty_store *x = NULL, *y = NULL;
+  CHECK(ty_arange(rt, TY_F64, 0, 0.001, n, &x) == TY_OK);
+  CHECK(ty_unary(rt, TY_OP_SIN, x, &y) == TY_OK);
+  CHECK(ty_scope_pop(rt) == TY_OK);
+  CHECK(ty_flush(rt) == TY_OK);
+  *out = malloc((size_t)n * sizeof **out);
+  CHECK(ty_store_read(rt, y, *out, (size_t)n * sizeof **out) == TY_OK);
+  if (json) {
+    CHECK(ty_trace_stop(rt) == TY_OK);
+    char *text = slurp(json);
+    CHECK(text != NULL);
+    /* events in time order per worker: the trace lists a wave's pieces by
+     * slot, so sort each worker's by their start */
+    double ts[2][16];
+    for (const char *at = text; at && (at = strstr(at, "{\"name\":\"sin\",\"cat\":\"task\"")); at++) {
+      int worker, piece, pieces;
+      double t0;
+      const char *t = strstr(at, "\"tid\":"), *a = strstr(at, "\"piece\":");
+      if (!t || !a || sscanf(t, "\"tid\":%d,\"ts\":%lf", &worker, &t0) != 2 ||
+          sscanf(a, "\"piece\":%d,\"pieces\":%d", &piece, &pieces) != 2 || pieces != 16 || worker < 1 ||
+          worker > 2 || len[worker - 1] >= 16)
+        continue;
+      int w = worker - 1, k = len[w]++;
+      for (; k > 0 && ts[w][k - 1] > t0; k--) ts[w][k] = ts[w][k - 1], seq[w][k] = seq[w][k - 1];
+      ts[w][k] = t0, seq[w][k] = piece;
+    }
+    free(text);
+  }
+  ty_store_release(y);
+  ty_store_release(x);
+  ty_runtime_destroy(rt);
+}
+
+/* A launch of more pieces than workers runs by home (exec.c, home_slots):
+ * a worker takes the pieces of its half of the store first to last, then
+ * what is left of the other half last first. So, whatever the timing, each
+ * worker's pieces are a run up from a half's first piece (0 or 8) and then
+ * a run down from the other half's last one left; claimed one by one in
+ * launch order (before), each worker took every other piece. Every piece
+ * runs once, and the values are 1 processor's bits. */
+TEST(a_launch_of_more_pieces_than_workers_runs_by_home) {
+  char dir[] = "/tmp/tycho_home_XXXXXX", json[64];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(json, sizeof json, "%s/t.json", dir);
+  double *one = NULL, *two = NULL;
+  int seq[2][16], len[2] = {0, 0}, unused[2][16], unused_len[2] = {0, 0};
+  sin_pieces(1, NULL, &one, unused, unused_len);
+  sin_pieces(2, json, &two, seq, len);
+  CHECK(memcmp(one, two, sizeof(double) << 20) == 0);
+  CHECK_EQ_INT(len[0] + len[1], 16);
+  int seen = 0;
+  for (int w = 0; w < 2; w++) {
+    int i = 0;
+    if (len[w] > 0 && (seq[w][0] == 0 || seq[w][0] == 8))
+      for (i = 1; i < len[w] && seq[w][i] == seq[w][i - 1] + 1;) i++;
+    for (int j = i + 1; j < len[w]; j++) CHECK_EQ_INT(seq[w][j], seq[w][j - 1] - 1);
+    for (int j = 0; j < len[w]; j++) seen |= 1 << seq[w][j];
+  }
+  CHECK_EQ_INT(seen, 0xffff);
+  CHECK(len[0] >= 2); /* the flushing thread starts its half at once */
+  free(one);
+  free(two);
+  unlink(json);
+  rmdir(dir);
+}
+
 TEST(stats_format_text_json_csv) {
   ty_runtime *rt = make_rt(2);
   ty_flush_stats fs;
@@ -175,5 +252,6 @@ static const check_case cases[] = {
     CASE(change_of_favor_flushes_the_window),
     CASE(trace_has_one_event_per_point_task),
     CASE(stats_format_text_json_csv),
+    CASE(a_launch_of_more_pieces_than_workers_runs_by_home),
 };
 CHECK_MAIN(cases)

@@ -783,10 +783,15 @@ static bool piece_homes(const prepared *pr, int piece, int workers, int *lo_home
  * traced: an edge column 1.29 us against 0.91). With one of CG's two each,
  * the worker's share ended ~2 us after the caller's; with both on the
  * caller, the caller's ends ~0.9 us after the worker's. The slots are ordered by
- * home, starts[k]..starts[k+1] worker k's. False (dynamic claiming) when a
- * launch has more pieces than workers (an ordered tiling, overdecompose:
- * CG 2048^2's inside is 64 pieces of 32 MiB grids, which no L2 holds, and
- * claiming balances them), a piece has no place, or the homes are uneven:
+ * home, starts[k]..starts[k+1] worker k's; a worker done with its share
+ * claims what is left of the others' from their ends (run_home), which balances a launch
+ * of more pieces than workers (an ordered tiling, overdecompose: CG
+ * 2048^2's inside is 64 pieces of 32 MiB grids). Each worker then sweeps
+ * one contiguous share instead of every other piece: Jacobi's product of a
+ * 2048^2 f64 matrix (32 MiB, 16 pieces; 16 MiB of L3 on the Zen 2) took
+ * 0.835x the time claimed dynamically (paired, 15 rounds); other rows
+ * 0.96-1.02x (bench/README.md "Issue 19 rows: session 32"). False
+ * (dynamic claiming) when a piece has no place, or the homes are uneven:
  * some worker's share passes 5/4 of the mean (a wave of whole small stores
  * has every home in the middle). */
 static bool home_slots(slot *slots, int total, int workers, int *starts) {
@@ -797,7 +802,7 @@ static bool home_slots(slot *slots, int total, int workers, int *starts) {
   int64_t load[MAX_HOMED] = {0}, weight[MAX_HOMED], sum = 0, most = 0;
   for (int k = 0; k < total; k++) {
     const prepared *pr = slots[k].pr;
-    if (!pr->explain || pr->boxed || pr->tiling.pieces > workers ||
+    if (!pr->explain || pr->boxed ||
         !piece_homes(pr, slots[k].piece, workers, &lo[k], &hi[k]))
       return false;
     weight[k] = pr->explain->bytes / pr->tiling.pieces + 4096;
@@ -827,12 +832,30 @@ static bool home_slots(slot *slots, int total, int workers, int *starts) {
 
 typedef struct home_job {
   wave_job *wave;
-  const int *starts; /* worker k's slots: starts[k] .. starts[k+1] */
+  int workers;
+  /* worker k's share still to claim: slots [low 32 bits, high 32 bits) (atomic) */
+  uint64_t left[64];
 } home_job;
 
+/* The first slot left in share k (its owner's, in order) or the last (a
+ * worker done with its own: the owner goes on from the front); -1: none. */
+static int claim(home_job *h, int k, bool first) {
+  uint64_t v = __atomic_load_n(&h->left[k], __ATOMIC_RELAXED);
+  for (;;) {
+    const uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+    if (lo >= hi) return -1;
+    const uint64_t nv = first ? v + 1 : v - (UINT64_C(1) << 32);
+    if (__atomic_compare_exchange_n(&h->left[k], &v, nv, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return first ? (int)lo : (int)hi - 1;
+  }
+}
+
+/* Item k runs worker k's share first to last, then the others' last first
+ * (a worker the OS keeps waiting holds up only the piece it runs). */
 static void run_home(void *arg, int64_t item, int worker) {
   home_job *h = arg;
-  for (int k = h->starts[item]; k < h->starts[item + 1]; k++) run_slot(h->wave, k, worker);
+  for (int d = 0; d < h->workers; d++)
+    for (int i; (i = claim(h, (int)((item + d) % h->workers), d == 0)) >= 0;) run_slot(h->wave, i, worker);
 }
 
 static void note_error(ty_runtime *rt, ty_status st, ty_status *first, char *msg, size_t len) {
@@ -961,7 +984,8 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
     int n = early < threads ? early : threads;
     int starts[65];
     if (!fixed && !halos && total > threads && home_slots(slots, total, threads, starts)) {
-      home_job hj = {&job, starts}; /* an affine job: item k, worker k's pieces */
+      home_job hj = {&job, threads, {0}}; /* an affine job: item k, worker k's pieces */
+      for (int k = 0; k < threads; k++) hj.left[k] = (uint64_t)starts[k] | (uint64_t)starts[k + 1] << 32;
       ty__team_for(team(rt), threads, threads, false, run_home, &hj);
     } else {
       ty__team_for(n > 1 ? team(rt) : NULL, n, early, fixed, run_slot, &job);
