@@ -784,13 +784,14 @@ static bool piece_homes(const prepared *pr, int piece, int workers, int *lo_home
  * the worker's share ended ~2 us after the caller's; with both on the
  * caller, the caller's ends ~0.9 us after the worker's. The slots are ordered by
  * home, starts[k]..starts[k+1] worker k's; a worker done with its share
- * claims what is left of the others' from their ends (run_home), which balances a launch
- * of more pieces than workers (an ordered tiling, overdecompose: CG
- * 2048^2's inside is 64 pieces of 32 MiB grids). Each worker then sweeps
- * one contiguous share instead of every other piece: Jacobi's product of a
- * 2048^2 f64 matrix (32 MiB, 16 pieces; 16 MiB of L3 on the Zen 2) took
- * 0.835x the time claimed dynamically (paired, 15 rounds); other rows
- * 0.96-1.02x (bench/README.md "Issue 19 rows: session 32"). False
+ * claims what is left of the others' from their ends (run_home), which
+ * balances a launch of more pieces than workers (an ordered tiling,
+ * overdecompose: CG 2048^2's inside is 64 pieces of 32 MiB grids). Each
+ * worker then sweeps one contiguous share instead of every other piece:
+ * Jacobi's product of a 2048^2 f64 matrix (32 MiB, 16 pieces; 16 MiB of L3
+ * on the Zen 2) took 0.84x the time of its pieces claimed in launch order
+ * (paired, 9-21 rounds); other rows 0.96-1.02x (bench/README.md "Issue 19
+ * rows: session 32"). False
  * (dynamic claiming) when a piece has no place, or the homes are uneven:
  * some worker's share passes 5/4 of the mean (a wave of whole small stores
  * has every home in the middle). */
@@ -854,8 +855,11 @@ static int claim(home_job *h, int k, bool first) {
  * (a worker the OS keeps waiting holds up only the piece it runs). */
 static void run_home(void *arg, int64_t item, int worker) {
   home_job *h = arg;
-  for (int d = 0; d < h->workers; d++)
-    for (int i; (i = claim(h, (int)((item + d) % h->workers), d == 0)) >= 0;) run_slot(h->wave, i, worker);
+  for (int d = 0; d < h->workers; d++) {
+    const int k = (int)((item + d) % h->workers);
+    int i;
+    while ((i = claim(h, k, d == 0)) >= 0) run_slot(h->wave, i, worker);
+  }
 }
 
 static void note_error(ty_runtime *rt, ty_status st, ty_status *first, char *msg, size_t len) {
