@@ -220,7 +220,7 @@ TEST(a_launch_of_more_pieces_than_workers_runs_by_home) {
     for (int j = 0; j < len[w]; j++) seen |= 1 << seq[w][j];
   }
   CHECK_EQ_INT(seen, 0xffff);
-  CHECK(len[0] >= 2); /* the flushing thread starts its half at once */
+  CHECK(len[0] >= 1); /* the flushing thread claims its half's first piece at once */
   free(one);
   free(two);
   unlink(json);
