@@ -201,9 +201,11 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   rt->window = ty__calloc((size_t)c.window, sizeof *rt->window);
   rt->window_cap = c.window;
   rt->explain = ty__calloc(TY_EXPLAIN_KEEP, sizeof *rt->explain);
-  if (!rt->window || !rt->explain) {
+  rt->flush_log = ty__calloc(TY_EXPLAIN_KEEP, sizeof *rt->flush_log);
+  if (!rt->window || !rt->explain || !rt->flush_log) {
     free(rt->window);
     free(rt->explain);
+    free(rt->flush_log);
     free(rt);
     return TY_ENOMEM;
   }
@@ -213,6 +215,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   if (st != TY_OK) { /* more GPUs asked for than exist: ty_gpus_check says so */
     free(rt->window);
     free(rt->explain);
+    free(rt->flush_log);
     free(rt);
     return st;
   }
@@ -232,6 +235,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
     free(rt->tasks);
     if (rt->gpu) ty__gpu_close(rt->gpu);
     free(rt->explain);
+    free(rt->flush_log);
     free(rt->window);
     free(rt);
     return st;
@@ -265,6 +269,7 @@ static void runtime_free(ty_runtime *rt) {
   free(rt->tasks);
   free(rt->window);
   free(rt->explain);
+  free(rt->flush_log);
   ty__store_pools_free(rt);
   ty__in_place_free(rt);
   free(rt);

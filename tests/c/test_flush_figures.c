@@ -224,10 +224,65 @@ TEST(explain_prints_each_flush_after_its_launches) {
   ty_runtime_destroy(rt);
 }
 
+/* A record keeps its own flush's figures and only its own texts while the
+ * ring goes round: a fused run first (its record has fused ops), then more
+ * one-launch flushes than the ring keeps, then a flush of 3. Each kept
+ * entry shows 1 launch (3 for the last flush's), flush numbers in order, and
+ * no fused ops: the fused record's slot was reused by a launch without. */
+TEST(each_record_keeps_its_flush_and_its_texts_round_the_ring) {
+  ty_runtime *rt = make_rt();
+  int64_t n = N;
+  ty_store *a, *b, *c;
+  CHECK(ty_full(rt, TY_F64, 1, &n, 1.0, &a) == TY_OK);
+  CHECK(ty_unary(rt, TY_OP_SIN, a, &b) == TY_OK);
+  CHECK(ty_unary(rt, TY_OP_COS, b, &c) == TY_OK);
+  ty_store_release(b);
+  CHECK(ty_flush(rt) == TY_OK);
+  ty_explain_entry first;
+  CHECK_EQ_INT(ty_explain(rt, 1, &first), 1);
+  CHECK(first.fused >= 2 && strstr(first.fused_ops, "cos") != NULL);
+  ty_store_release(c);
+  for (int i = 0; i < TY_EXPLAIN_KEEP; i++) {
+    CHECK(ty_unary(rt, TY_OP_EXP, a, &b) == TY_OK);
+    CHECK(ty_flush(rt) == TY_OK);
+    ty_store_release(b);
+  }
+  ty_policy p = {.set = TY_POL_FAVOR | TY_POL_FUSE, .favor = TY_FAVOR_DEBUG, .fuse = false};
+  CHECK(ty_scope_push(rt, &p, "scope at test") == TY_OK);
+  CHECK(ty_unary(rt, TY_OP_SIN, a, &b) == TY_OK);
+  CHECK(ty_unary(rt, TY_OP_COS, b, &c) == TY_OK);
+  ty_store *d;
+  CHECK(ty_unary(rt, TY_OP_EXP, c, &d) == TY_OK);
+  CHECK(ty_scope_pop(rt) == TY_OK);
+  CHECK(ty_flush(rt) == TY_OK);
+  ty_flush_stats last;
+  ty_last_flush_stats(rt, &last);
+  CHECK_EQ_INT(last.launches, 3);
+
+  ty_explain_entry *es = calloc(TY_EXPLAIN_KEEP, sizeof *es);
+  CHECK(es != NULL);
+  CHECK_EQ_INT(ty_explain(rt, TY_EXPLAIN_KEEP, es), TY_EXPLAIN_KEEP);
+  for (int i = 0; i < TY_EXPLAIN_KEEP; i++) {
+    const bool in_last = i >= TY_EXPLAIN_KEEP - 3;
+    CHECK_EQ_INT(es[i].flush.launches, in_last ? 3 : 1);
+    CHECK_EQ_INT(es[i].flush.flush, in_last ? last.flush : last.flush - (uint64_t)(TY_EXPLAIN_KEEP - 3 - i));
+    CHECK_EQ_INT(es[i].fused, 0);
+    CHECK(es[i].fused_ops[0] == 0);
+  }
+  CHECK(memcmp(&es[TY_EXPLAIN_KEEP - 1].flush, &last, sizeof last) == 0);
+  free(es);
+  ty_store_release(a);
+  ty_store_release(b);
+  ty_store_release(c);
+  ty_store_release(d);
+  ty_runtime_destroy(rt);
+}
+
 static const check_case cases[] = {
     CASE(bytes_freed_balances_allocated_and_live),
     CASE(in_place_keeps_the_balance),
     CASE(flush_figures_count_the_allocator_within_the_flush),
     CASE(explain_prints_each_flush_after_its_launches),
+    CASE(each_record_keeps_its_flush_and_its_texts_round_the_ring),
 };
 CHECK_MAIN(cases)

@@ -153,36 +153,58 @@ typedef struct ty_fuse_note {
 /* The note's text into buf ("" for none). */
 void ty__fuse_note_text(const ty_fuse_note *note, char *buf, size_t len);
 
-/* What explain remembers of a launch that ran (rendered by explain.c). */
+/* What explain remembers of a launch that ran (rendered by explain.c). The
+ * ring holds TY_EXPLAIN_KEEP of them (~6.5 MiB): what every launch writes
+ * comes first, and the texts only some launches have are marked in texts
+ * rather than cleared, so that a launch touches ~6 of a record's 26 cache
+ * lines. Writing all of them (the texts cleared, the flush's figures copied
+ * in) cost CG at 64 x 64 ~8% of its time in cache misses. */
+enum { TY_REC_FUSED_OPS = 1, TY_REC_STREAM = 2, TY_REC_RANKS = 4, TY_REC_PLACE = 8 };
 typedef struct ty_record {
   uint64_t seq;
   const struct ty_task *task;
-  int ndim;
-  int64_t shape[TY_MAX_RANK];
-  bool omp;
   const ty_resolved *pol; /* ty__pol_keep: shared, or own_pol */
+  int ndim;
+  bool omp;
+  bool short_dims; /* fewer pieces than wanted fit the splittable dims */
+  bool banded;     /* a small band cut at its storage's rows (ty__band_partition) */
+  uint8_t texts;   /* TY_REC_* bits: the texts below that this launch wrote */
   int pieces;
-  int tiles[TY_MAX_RANK];
   int processor;
   int wave, waves;
   /* how the piece count came about (partition.c) */
   int64_t bytes, raw, want;
   int procs, max_pieces;
-  bool short_dims; /* fewer pieces than wanted fit the splittable dims */
-  int ordered;     /* float sum/prod/matmul: the tiles fixed by the shape (partition.c), else 0 */
-  uint64_t key_store; /* reused key partition of this store; 0: new */
-  bool banded;        /* a small band cut at its storage's rows (ty__band_partition) */
+  int ordered; /* float sum/prod/matmul: the tiles fixed by the shape (partition.c), else 0 */
   int fused;
-  char fused_ops[192];
-  ty_fuse_note fuse_end;
-  char stream[320]; /* how a streamed scope ran it (stream.c), or "" */
-  char ranks[128];  /* split among ranks (dist.c): this rank's pieces, or "" */
-  int gpus;         /* GPUs it ran on (exec_gpu.c); 0: the CPU */
-  char place[192];  /* why it ran where it ran, when a GPU was considered */
+  int gpus;            /* GPUs it ran on (exec_gpu.c); 0: the CPU */
+  uint64_t key_store;  /* reused key partition of this store; 0: new */
+  uint64_t flush_slot; /* its flush's figures: rt->flush_log[flush_slot % TY_EXPLAIN_KEEP] */
   uint64_t h2d, d2h, d2d; /* bytes copied for it: host to device, device to host, between devices */
-  ty_flush_stats flush; /* the figures of its flush, stamped when the flush ends (window.c) */
+  int64_t shape[TY_MAX_RANK];
+  int tiles[TY_MAX_RANK];
+  ty_fuse_note fuse_end;
+  /* texts, valid where texts has their bit */
+  char fused_ops[192];
+  char stream[320]; /* how a streamed scope ran it (stream.c) */
+  char ranks[128];  /* split among ranks (dist.c): this rank's pieces */
+  char place[192];  /* why it ran where it ran, when a GPU was considered */
   ty_resolved own_pol;
 } ty_record;
+
+/* A text of a record, to write (bit: one TY_REC_*): marked as written, and
+ * empty when this launch had not written it yet. */
+static inline char *ty__rec_text(ty_record *r, unsigned bit) {
+  char *t = bit == TY_REC_FUSED_OPS ? r->fused_ops
+            : bit == TY_REC_STREAM  ? r->stream
+            : bit == TY_REC_RANKS   ? r->ranks
+                                    : r->place;
+  if (!(r->texts & bit)) {
+    t[0] = 0;
+    r->texts |= (uint8_t)bit;
+  }
+  return t;
+}
 
 /* records kept by a runtime for reuse (store.c); none in sanitizer builds,
  * so that a use after free is still seen. A flush frees its window's views
@@ -368,9 +390,13 @@ struct ty_runtime {
   ty_scope scopes[TY_MAX_SCOPES];
   int nscopes;
 
-  /* explain: a ring of the last TY_EXPLAIN_KEEP launches run */
+  /* explain: a ring of the last TY_EXPLAIN_KEEP launches run, and the
+   * figures of the last TY_EXPLAIN_KEEP flushes that ran launches (each
+   * record's flush_slot): nflush_log is the slot the running flush fills */
   ty_record *explain;
   uint64_t nexplained;
+  ty_flush_stats *flush_log;
+  uint64_t nflush_log;
   /* interned scope origins (policy.c), freed with the runtime */
   char **origins;
   int norigins, cap_origins;
@@ -600,9 +626,11 @@ const char *ty__intern(ty_runtime *rt, const char *text);
 void ty__origins_free(ty_runtime *rt);
 void ty__origin_text(const ty_origin *o, int axis, const struct ty_task *task, char *buf, size_t len);
 
-/* Explain records (core/record.c): the next record of the ring (zeroed);
- * plan/explain.c renders them. */
+/* Explain records (core/record.c): the next record of the ring (its texts
+ * unmarked); plan/explain.c renders them. */
 ty_record *ty__explain_next(ty_runtime *rt);
+/* The figures of a record's flush (all zero while it runs, or when gone). */
+const ty_flush_stats *ty__record_flush(const ty_runtime *rt, const ty_record *r);
 /* Print the entries recorded since `since` (a value of rt->nexplained). */
 void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out);
 

@@ -11,15 +11,19 @@ ty_record *ty__explain_next(ty_runtime *rt) {
   r->processor = -1;
   r->wave = r->waves = 0;
   r->fused = 0;
-  r->fused_ops[0] = 0;
   r->fuse_end.kind = TY_NOTE_NONE;
-  r->stream[0] = 0;
-  r->ranks[0] = 0;
-  r->gpus = 0; /* a reused record must not keep another launch's placement */
-  r->place[0] = 0;
+  r->texts = 0; /* no text written yet; the texts themselves are left as they are */
+  r->gpus = 0;  /* a reused record must not keep another launch's placement */
   r->h2d = r->d2h = r->d2d = 0;
-  memset(&r->flush, 0, sizeof r->flush); /* stamped when its flush ends (plan/window.c) */
+  /* its flush fills this slot when it ends (plan/window.c); outside a flush, none */
+  r->flush_slot = rt->flushing ? rt->nflush_log : UINT64_MAX;
   return r;
+}
+
+const ty_flush_stats *ty__record_flush(const ty_runtime *rt, const ty_record *r) {
+  static const ty_flush_stats none;
+  if (r->flush_slot >= rt->nflush_log || rt->nflush_log - r->flush_slot > TY_EXPLAIN_KEEP) return &none;
+  return &rt->flush_log[r->flush_slot % TY_EXPLAIN_KEEP];
 }
 
 void ty__fuse_note_text(const ty_fuse_note *note, char *buf, size_t len) {

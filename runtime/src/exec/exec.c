@@ -273,7 +273,7 @@ static ty_record *new_record(ty_runtime *rt, const ty_pending *l) {
   e->pol = ty__pol_keep(l->pol, &e->own_pol);
   if (l->fused || l->fuse_end.kind) {
     e->fused = l->fused;
-    ty__strlcpy(e->fused_ops, l->fused_ops, sizeof e->fused_ops);
+    ty__strlcpy(ty__rec_text(e, TY_REC_FUSED_OPS), l->fused_ops, sizeof e->fused_ops);
     e->fuse_end = l->fuse_end;
   }
   return e;
@@ -341,7 +341,7 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
     e = pr->explain = new_record(rt, l);
     bool fallback;
     ty_status st = rt->devices->run(rt, l, lane, e, &fallback, place, sizeof place);
-    ty__strlcpy(e->place, place, sizeof e->place);
+    ty__strlcpy(ty__rec_text(e, TY_REC_PLACE), place, sizeof e->place);
     if (!fallback) {
       pr->gpu = true;
       pr->tiling.pieces = 0; /* nothing left for CPU workers */
@@ -350,13 +350,13 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
   } else if (!pr->unavail && lane < 0 && rt->devices && rt->devices->place(rt, l, place, sizeof place)) {
     /* a streamed chunk the GPUs gave back (ty__exec_box): why, from there */
     e = pr->explain = new_record(rt, l);
-    ty__strlcpy(e->place, rt->chunk_why, sizeof e->place);
+    ty__strlcpy(ty__rec_text(e, TY_REC_PLACE), rt->chunk_why, sizeof e->place);
   } else if (place[0]) {
     e = pr->explain = new_record(rt, l);
-    ty__strlcpy(e->place, place, sizeof e->place);
+    ty__strlcpy(ty__rec_text(e, TY_REC_PLACE), place, sizeof e->place);
   } else if (pr->unavail && rt->devices) {
     e = pr->explain = new_record(rt, l);
-    ty__strlcpy(e->place, "ran on the CPU: it skips the operations that read inputs a failed launch left unavailable",
+    ty__strlcpy(ty__rec_text(e, TY_REC_PLACE), "ran on the CPU: it skips the operations that read inputs a failed launch left unavailable",
                 sizeof e->place);
   }
   ty__in_place(rt, l);
@@ -672,13 +672,14 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
     bool fallback = false;
     st = rt->devices->run_chunk(rt, l, boxed ? dim : -1, lo, hi, e, &fallback, place, sizeof place);
     if (!fallback) {
-      if (snprintf(e->place, sizeof e->place, "%s; a streamed chunk, staged through GPU memory", place) >=
+      char *why = ty__rec_text(e, TY_REC_PLACE);
+      if (snprintf(why, sizeof e->place, "%s; a streamed chunk, staged through GPU memory", place) >=
           (int)sizeof e->place)
-        e->place[sizeof e->place - 1] = 0; /* cut (a long reason) */
+        why[sizeof e->place - 1] = 0; /* cut (a long reason) */
       if (!record) {
         rt->nexplained = before;
       } else {
-        snprintf(e->stream, sizeof e->stream, "%s", note ? note : "");
+        snprintf(ty__rec_text(e, TY_REC_STREAM), sizeof e->stream, "%s", note ? note : "");
       }
       return st;
     }
@@ -699,7 +700,7 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
     } else {
       ty_record *e = &rt->explain[(rt->nexplained - 1) % TY_EXPLAIN_KEEP];
       for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
-      snprintf(e->stream, sizeof e->stream, "%s", note ? note : "");
+      snprintf(ty__rec_text(e, TY_REC_STREAM), sizeof e->stream, "%s", note ? note : "");
     }
   }
   return st;

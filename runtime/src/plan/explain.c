@@ -1,10 +1,10 @@
 /*
  * explain.c — the record of what the runtime decided for each launch that
- * ran, and why: a ring of the last TY_EXPLAIN_KEEP launches (about 3 KiB
- * each), filled at flush time when a launch is partitioned. When a flush
- * ends, each of its records gets the flush's figures (waves, concurrency,
- * simulated and real memory): the text shows them once, after the flush's
- * last launch.
+ * ran, and why: a ring of the last TY_EXPLAIN_KEEP launches (1.6 KiB each),
+ * filled at flush time when a launch is partitioned. When a flush ends, its
+ * figures (waves, concurrency, simulated and real memory) go to the slot of
+ * rt->flush_log its records point at: the text shows them once, after the
+ * flush's last launch.
  */
 #include "internal.h"
 #include "trace.h"
@@ -17,7 +17,7 @@ static void fmt_bytes(int64_t b, char *buf, size_t len) { ty_format_bytes((doubl
 
 /* The reader's view of a record: every text composed here, not on the
  * launch path. */
-static void render(const ty_record *r, ty_explain_entry *e) {
+static void render(const ty_runtime *rt, const ty_record *r, ty_explain_entry *e) {
   memset(e, 0, sizeof *e);
   e->seq = r->seq;
   snprintf(e->task, sizeof e->task, "%s", ty_task_name(r->task));
@@ -28,7 +28,7 @@ static void render(const ty_record *r, ty_explain_entry *e) {
   }
   e->target = r->gpus ? "gpu" : r->omp ? "omp" : "cpu";
   e->gpus = r->gpus;
-  snprintf(e->place, sizeof e->place, "%s", r->place);
+  snprintf(e->place, sizeof e->place, "%s", r->texts & TY_REC_PLACE ? r->place : "");
   e->h2d = r->h2d;
   e->d2h = r->d2h;
   e->d2d = r->d2d;
@@ -84,11 +84,11 @@ static void render(const ty_record *r, ty_explain_entry *e) {
   else
     snprintf(e->partition, sizeof e->partition, "new");
   e->fused = r->fused;
-  snprintf(e->fused_ops, sizeof e->fused_ops, "%s", r->fused_ops);
+  snprintf(e->fused_ops, sizeof e->fused_ops, "%s", r->texts & TY_REC_FUSED_OPS ? r->fused_ops : "");
   ty__fuse_note_text(&r->fuse_end, e->fuse_end, sizeof e->fuse_end);
-  snprintf(e->stream, sizeof e->stream, "%s", r->stream);
-  snprintf(e->ranks, sizeof e->ranks, "%s", r->ranks);
-  e->flush = r->flush;
+  snprintf(e->stream, sizeof e->stream, "%s", r->texts & TY_REC_STREAM ? r->stream : "");
+  snprintf(e->ranks, sizeof e->ranks, "%s", r->texts & TY_REC_RANKS ? r->ranks : "");
+  e->flush = *ty__record_flush(rt, r);
 }
 
 int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out) {
@@ -97,7 +97,7 @@ int ty_explain(ty_runtime *rt, int n, ty_explain_entry *out) {
   uint64_t have = rt->nexplained < TY_EXPLAIN_KEEP ? rt->nexplained : TY_EXPLAIN_KEEP;
   uint64_t take = (uint64_t)n < have ? (uint64_t)n : have;
   for (uint64_t i = 0; i < take; i++)
-    render(&rt->explain[(rt->nexplained - take + i) % TY_EXPLAIN_KEEP], &out[i]);
+    render(rt, &rt->explain[(rt->nexplained - take + i) % TY_EXPLAIN_KEEP], &out[i]);
   /* launches run in waves, not always in program order: report them by
    * flush, then launch number (insertion sort: n is small and nearly sorted) */
   for (uint64_t i = 1; i < take; i++) {
@@ -202,7 +202,7 @@ void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out) {
   if (since == 0) format_header(&b);
   for (uint64_t i = since; i < rt->nexplained; i++) {
     ty_explain_entry e;
-    render(&rt->explain[i % TY_EXPLAIN_KEEP], &e);
+    render(rt, &rt->explain[i % TY_EXPLAIN_KEEP], &e);
     format_entry(&b, &e);
   }
   format_flush(&b, &rt->last_flush); /* called as a flush ends: these were its launches */

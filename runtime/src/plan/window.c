@@ -792,10 +792,9 @@ static ty_status flush_window(ty_runtime *rt) {
                                     rt->stats.bytes_allocated - alloc0,
                                     rt->stats.bytes_freed - freed0, rt->live};
   if (peak0 > rt->stats.bytes_peak) rt->stats.bytes_peak = peak0;
-  /* explain shows every launch with the figures of its flush */
-  uint64_t stamp = rt->nexplained - explained > TY_EXPLAIN_KEEP ? rt->nexplained - TY_EXPLAIN_KEEP
-                                                                 : explained;
-  for (; stamp < rt->nexplained; stamp++) rt->explain[stamp % TY_EXPLAIN_KEEP].flush = rt->last_flush;
+  /* explain shows every launch with the figures of its flush: its records
+   * point at this slot (ty__explain_next) */
+  if (rt->nexplained > explained) rt->flush_log[rt->nflush_log++ % TY_EXPLAIN_KEEP] = rt->last_flush;
   rt->stats.waves += (uint64_t)ss.waves;
   rt->stats.concurrent_launches += (uint64_t)ss.concurrent;
   if ((uint64_t)ss.widest > rt->stats.widest_wave) rt->stats.widest_wave = (uint64_t)ss.widest;
