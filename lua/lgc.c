@@ -89,7 +89,8 @@ static void gc_hook(void *ud) {
      * generational already, changes nothing. */
     if (lua_gc(L, LUA_GCGEN, 0, 0) == LUA_GCGEN) {
       /* A full collection during the window (tl_created runs one every
-       * ~64 MiB of new stores) made the intermediates that were live then
+       * ~64 MiB of new stores, when the allocated bytes grew by 64 MiB
+       * too) made the intermediates that were live then
        * old, and a minor collection leaves old objects: collect fully when
        * one ran (the binding counts them), or when the byte count went down
        * or grew by 8 MiB or more (big stores: a full collection, ~0.1-2 ms,

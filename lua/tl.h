@@ -76,6 +76,7 @@ typedef struct tl_box {
   uint64_t gc_debt;      /* store bytes created since the last full collection */
   uint64_t gc_threshold; /* gc_debt that triggers the next one (tl_created) */
   uint64_t gc_fulls;     /* full collections the binding ran (tl_collect) */
+  uint64_t gc_reserved;  /* allocated store bytes after the last one (tl_created_over) */
   /* 0-d stores made for Lua numbers in `x * 0.5`, kept for the next use of the
    * same number (tl_const); read-only: no API hands them to Lua. */
   struct tl_const {

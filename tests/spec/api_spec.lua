@@ -735,8 +735,9 @@ describe("runtime", function()
   it("temporaries Lua drops are collected before they pile up", function()
     -- 2000 stores of 256 KiB (500 MiB) are made and dropped. Lua's heap grows
     -- by ~100 bytes per store, too little for it to collect on its own; the
-    -- binding counts store bytes and collects every 64 MiB (or when store
-    -- memory may have doubled), so about that much stays reserved.
+    -- binding counts store bytes and collects every 64 MiB of them once the
+    -- allocated bytes grew by 64 MiB too (or when store memory may have
+    -- doubled), so about that much stays reserved.
     -- empty() charges the budget without a launch or any writing.
     collectgarbage()
     local y
@@ -758,5 +759,27 @@ describe("runtime", function()
     end
     assert.are.equal(262144, y:sum():item())
     assert.is_true(most < 160 * 1024 * 1024, "reserved " .. most)
+  end)
+
+  it("results the window has not allocated cost no full collection", function()
+    -- 40 launches of 4.5 MiB (180 MiB of new stores) in one window allocate
+    -- nothing before their flush, so the binding does not collect fully
+    -- during the window (it cost the stencil at 768^2 5%): an old object
+    -- dropped before the loop, which only a full collection finalises, is
+    -- still there after it; the flush's hook collects fully and finalises it.
+    local x = tycho.ones(589824)
+    tycho.flush()
+    local finalised = false
+    local old = setmetatable({}, { __gc = function() finalised = true end })
+    collectgarbage() -- old is old now: a minor collection keeps it
+    collectgarbage()
+    old = nil
+    local flushes = tycho.stats().flushes
+    local y
+    for _ = 1, 40 do y = x * 2 end
+    assert.are.equal(flushes, tycho.stats().flushes)
+    assert.is_false(finalised)
+    assert.are.equal(2 * 589824, y:sum():item())
+    assert.is_true(finalised)
   end)
 end)
