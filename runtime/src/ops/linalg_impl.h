@@ -51,12 +51,18 @@ static T *FN(scratch)(int64_t n) { return ty__malloc(sizeof(T) * (size_t)(n > 0 
 
 /* dst[r * ld + c] = matrix (r, c) of the tile at batch i: the matrix in C
  * order, which LAPACK (column-major, leading dimension ld) reads as its
- * transpose. Dense rows are copied whole. */
-static void FN(load_t)(T *dst, int64_t ld, const ty_tile *t, int64_t i) {
+ * transpose. Dense rows are copied whole, on the threads LAPACK will use
+ * (a 4096^2 f64 copy: 17-19 ms on one core of the EPYC, 11 ms on two). */
+static void FN(load_t)(T *dst, int64_t ld, const ty_tile *t, int64_t i, int threads) {
   const int64_t rows = t->shape[1], cols = t->shape[2], s1 = t->strides[1], s2 = t->strides[2];
   const T *src = (const T *)t->data + (t->shape[0] == 1 ? 0 : i) * t->strides[0];
   if (s2 == 1 && s1 == cols && ld == cols) {
-    memcpy(dst, src, sizeof(T) * (size_t)(rows * cols));
+    const int64_t n = rows * cols, chunk = threads > 1 ? (n + threads - 1) / threads : n;
+#pragma omp parallel for num_threads(threads) schedule(static, 1) if (threads > 1)
+    for (int k = 0; k < threads; k++) {
+      const int64_t lo = k * chunk, hi = lo + chunk < n ? lo + chunk : n;
+      if (lo < hi) memcpy(dst + lo, src + lo, sizeof(T) * (size_t)(hi - lo));
+    }
     return;
   }
   for (int64_t r = 0; r < rows; r++)
@@ -92,7 +98,7 @@ static int FN(gesv)(la_item *it, const ty_tile *A, const ty_tile *B, T *o, T *w)
   if (!b || !piv) {
     st = la_nomem(it);
   } else {
-    FN(load_t)(w, n, A, it->i);
+    FN(load_t)(w, n, A, it->i, it->threads);
     if (!inv) FN(load)(b, n, B, it->i);
     else {
       memset(b, 0, sizeof(T) * (size_t)(n * n));
@@ -124,7 +130,7 @@ static int FN(getrf)(la_item *it, const ty_tile *A, T *o, T *w) {
     st = la_nomem(it);
   } else {
     T *a = w;
-    FN(load_t)(a, n, A, it->i);
+    FN(load_t)(a, n, A, it->i, it->threads);
     lapack_int info = n ? LA(getrf)(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)n, a, LD(n), piv) : 0;
     T sign = 1, logdet = 0;
     if (info > 0) {
@@ -153,14 +159,17 @@ static int FN(getrf)(la_item *it, const ty_tile *A, T *o, T *w) {
  * upper triangle (a's values, untouched) is zeroed. */
 static int FN(potrf)(la_item *it, const ty_tile *A, T *o) {
   const int64_t n = it->a->m;
-  FN(load_t)(o, n, A, it->i);
+  FN(load_t)(o, n, A, it->i, it->threads);
   lapack_int info = n ? LA(potrf)(LAPACK_COL_MAJOR, 'U', (lapack_int)n, o, LD(n)) : 0;
   int st = 0;
   if (info > 0)
     st = la_fail(it, "is not positive definite (its leading minor of order %d is not)", (int)info);
   else if (info < 0) st = la_fail(it, "LAPACK potrf refused argument %d", (int)-info);
-  else
-    for (int64_t r = 0; r + 1 < n; r++) memset(o + r * n + r + 1, 0, sizeof(T) * (size_t)(n - r - 1));
+  else {
+    const int threads = it->threads;
+#pragma omp parallel for num_threads(threads) schedule(static, 64) if (threads > 1)
+    for (int64_t r = 0; r < n - 1; r++) memset(o + r * n + r + 1, 0, sizeof(T) * (size_t)(n - r - 1));
+  }
   return st;
 }
 

@@ -76,7 +76,8 @@ typedef struct la_args {
 typedef struct la_item {
   ty_task_ctx *ctx;
   const la_args *a;
-  int64_t i; /* its row in the stack, 0-based */
+  int64_t i;   /* its row in the stack, 0-based */
+  int threads; /* OpenBLAS's threads for it (la_threaded: --cpus), which copy a in too */
 } la_item;
 
 static int la_fail(la_item *it, const char *fmt, ...)
@@ -216,14 +217,14 @@ static int linalg_variant(ty_task_ctx *ctx) {
   const ty_tile *P = &ctx->args[0], *A = &ctx->args[1], *B = ctx->nargs > 2 ? &ctx->args[2] : NULL;
   if (la_threaded(ctx, g)) {
     openblas_set_num_threads(ctx->rt->cfg.cpus);
-    la_item it = {.ctx = ctx, .a = g, .i = P->lo[0]};
+    la_item it = {.ctx = ctx, .a = g, .i = P->lo[0], .threads = ctx->rt->cfg.cpus};
     int st = P->dtype == TY_F64 ? item_f64(&it, A, B, (double *)P->data)
                                 : item_f32(&it, A, B, (float *)P->data);
     openblas_set_num_threads(1);
     return st;
   }
   for (int64_t r = 0; r < P->shape[0]; r++) {
-    la_item it = {.ctx = ctx, .a = g, .i = P->lo[0] + r};
+    la_item it = {.ctx = ctx, .a = g, .i = P->lo[0] + r, .threads = 1};
     int st;
     if (P->dtype == TY_F64) st = item_f64(&it, A, B, (double *)P->data + r * P->strides[0]);
     else st = item_f32(&it, A, B, (float *)P->data + r * P->strides[0]);
