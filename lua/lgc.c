@@ -90,23 +90,29 @@ static void gc_hook(void *ud) {
     if (lua_gc(L, LUA_GCGEN, 0, 0) == LUA_GCGEN) {
       /* A full collection during the window (tl_created runs one every
        * ~64 MiB of new stores, when the allocated bytes grew by 64 MiB
-       * too) made the intermediates that were live then
-       * old, and a minor collection leaves old objects: collect fully when
-       * one ran (the binding counts them), or when the byte count went down
-       * or grew by 8 MiB or more (big stores: a full collection, ~0.1-2 ms,
-       * costs less than writing them once); otherwise a minor collection.
-       * Measured: nearest 16384^2 after collectgarbage() wrote two 2 GiB
-       * intermediates (6.3 s against 0.06 s) when only the byte count was
-       * looked at. CG at 256^2 (~20 MiB of new stores a flush) collects
-       * fully at every flush, ~150k instructions (a walk of Lua's whole
-       * heap); collecting fully less often was slower, not faster: a full
-       * collection makes the loop's live stores old, and the minor ones
-       * after it keep them once dead (bench/README.md "cg 65K host path
-       * per flush: session 17"). */
+       * too; or the script's collectgarbage(), or Lua's own major
+       * collection) made the intermediates that were live then old, and a
+       * minor collection leaves old objects, which the fusion pass then
+       * finds referenced and writes. So collect fully when the binding ran
+       * one (it counts them), when the byte count went down, or when the
+       * window made a store of 8 MiB or more (one such intermediate written
+       * costs more than a full collection, ~0.1-2 ms); otherwise a minor
+       * collection. Measured: nearest 16384^2 after collectgarbage() wrote
+       * two 2 GiB intermediates (6.3 s against 0.06 s) when only the byte
+       * count was looked at. It was the window's bytes (8 MiB in all), not
+       * its largest store, until the binding stopped collecting fully every
+       * 64 MiB of new stores (tycho_lua.c's tl_created_over): CG at 256^2
+       * (~20 MiB of new stores a flush, 512 KiB each) then collected fully
+       * at every flush, ~20 us a flush of ~2.7 iterations, 8% of its time
+       * (bench/README.md "Issue 19 rows: session 33"; before, collecting
+       * fully less often was slower, as the binding's collections made the
+       * loop's live stores old: "cg 65K host path per flush: session
+       * 17"). */
       const bool full_ran = s->box && s->box->gc_fulls != s->last_fulls;
       if (s->box) s->last_fulls = s->box->gc_fulls;
-      const bool big =
-          full_ran || (debt && (*debt < s->last_debt || *debt - s->last_debt >= TL_GC_FULL_BYTES));
+      const bool big = full_ran || (debt && *debt < s->last_debt) ||
+                       (s->box && s->box->gc_largest >= TL_GC_FULL_BYTES);
+      if (s->box) s->box->gc_largest = 0;
       /* The flush after a full collection collects fully too (full_before):
        * what the script still held at that one (k-means' n x k distances,
        * a local of its step) survived it and is old now, so a minor

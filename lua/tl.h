@@ -77,6 +77,7 @@ typedef struct tl_box {
   uint64_t gc_threshold; /* gc_debt that triggers the next one (tl_created) */
   uint64_t gc_fulls;     /* full collections the binding ran (tl_collect) */
   uint64_t gc_reserved;  /* allocated store bytes after the last one (tl_created_over) */
+  uint64_t gc_largest;   /* the bytes of the largest store created since the flush hook (lgc.c) */
   /* 0-d stores made for Lua numbers in `x * 0.5`, kept for the next use of the
    * same number (tl_const); read-only: no API hands them to Lua. */
   struct tl_const {
@@ -189,7 +190,9 @@ void tl_created_over(lua_State *L, tl_box *b);
  * tl_created_over decides on the collection */
 static inline void tl_created_in(lua_State *L, tl_box *b, const ty_store *s) {
   if (!s || !b || !b->rt) return;
-  b->gc_debt += (uint64_t)ty_store_size(s) * ty_dtype_size(ty_store_dtype(s));
+  const uint64_t bytes = (uint64_t)ty_store_size(s) * ty_dtype_size(ty_store_dtype(s));
+  b->gc_debt += bytes;
+  if (bytes > b->gc_largest) b->gc_largest = bytes;
   if (b->gc_debt >= b->gc_threshold) tl_created_over(L, b);
 }
 ty_store *tl_const_operand_in_any(lua_State *L, tl_box *b, int idx, const char *fn,

@@ -761,25 +761,46 @@ describe("runtime", function()
     assert.is_true(most < 160 * 1024 * 1024, "reserved " .. most)
   end)
 
-  it("results the window has not allocated cost no full collection", function()
-    -- 40 launches of 4.5 MiB (180 MiB of new stores) in one window allocate
-    -- nothing before their flush, so the binding does not collect fully
-    -- during the window (it cost the stencil at 768^2 5%): an old object
-    -- dropped before the loop, which only a full collection finalises, is
-    -- still there after it; the flush's hook collects fully and finalises it.
-    local x = tycho.ones(589824)
-    tycho.flush()
-    local finalised = false
-    local old = setmetatable({}, { __gc = function() finalised = true end })
-    collectgarbage() -- old is old now: a minor collection keeps it
+  -- An object only a full collection finalises: old (it survived two full
+  -- collections), then dropped.
+  local function old_object()
+    local state = { finalised = false }
+    local old = setmetatable({}, { __gc = function() state.finalised = true end })
+    collectgarbage()
     collectgarbage()
     old = nil
+    return state
+  end
+
+  it("results the window has not allocated cost no full collection", function()
+    -- 40 launches of 9 MiB (360 MiB of new stores) in one window allocate
+    -- nothing before their flush, so the binding does not collect fully
+    -- during the window (it cost the stencil at 768^2 5%); the flush's
+    -- hook collects fully (a store of 8 MiB or more).
+    local x = tycho.ones(1179648)
+    tycho.flush()
+    local old = old_object()
     local flushes = tycho.stats().flushes
     local y
     for _ = 1, 40 do y = x * 2 end
     assert.are.equal(flushes, tycho.stats().flushes)
-    assert.is_false(finalised)
-    assert.are.equal(2 * 589824, y:sum():item())
-    assert.is_true(finalised)
+    assert.is_false(old.finalised)
+    assert.are.equal(2 * 1179648, y:sum():item())
+    assert.is_true(old.finalised)
+  end)
+
+  it("a flush whose stores are all under 8 MiB takes a minor collection", function()
+    -- 20 stores of 1 MiB (20 MiB in all): a minor collection at the flush
+    -- (a full one was 8% of CG at 256^2); a store of 8 MiB: a full one
+    local x = tycho.ones(131072)
+    tycho.flush()
+    local old = old_object()
+    local y
+    for _ = 1, 20 do y = x * 2 end
+    assert.are.equal(2 * 131072, y:sum():item())
+    assert.is_false(old.finalised)
+    local z = tycho.ones(1048576) * 2
+    assert.are.equal(2 * 1048576, z:sum():item())
+    assert.is_true(old.finalised)
   end)
 end)
