@@ -201,11 +201,13 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   rt->window = ty__calloc((size_t)c.window, sizeof *rt->window);
   rt->window_cap = c.window;
   rt->explain = ty__calloc(TY_EXPLAIN_KEEP, sizeof *rt->explain);
+  rt->explain_cold = ty__calloc(TY_EXPLAIN_KEEP, sizeof *rt->explain_cold);
   rt->flush_log = ty__calloc(TY_EXPLAIN_KEEP, sizeof *rt->flush_log);
-  if (!rt->window || !rt->explain || !rt->flush_log) {
+  if (!rt->window || !rt->explain || !rt->explain_cold || !rt->flush_log) {
     free(rt->window);
     free(rt->explain);
     free(rt->flush_log);
+    free(rt->explain_cold);
     free(rt);
     return TY_ENOMEM;
   }
@@ -216,6 +218,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
     free(rt->window);
     free(rt->explain);
     free(rt->flush_log);
+    free(rt->explain_cold);
     free(rt);
     return st;
   }
@@ -236,6 +239,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
     if (rt->gpu) ty__gpu_close(rt->gpu);
     free(rt->explain);
     free(rt->flush_log);
+    free(rt->explain_cold);
     free(rt->window);
     free(rt);
     return st;
@@ -270,6 +274,7 @@ static void runtime_free(ty_runtime *rt) {
   free(rt->window);
   free(rt->explain);
   free(rt->flush_log);
+  free(rt->explain_cold);
   ty__store_pools_free(rt);
   ty__in_place_free(rt);
   free(rt);

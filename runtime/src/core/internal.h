@@ -153,22 +153,25 @@ typedef struct ty_fuse_note {
 /* The note's text into buf ("" for none). */
 void ty__fuse_note_text(const ty_fuse_note *note, char *buf, size_t len);
 
-/* What explain remembers of a launch that ran (rendered by explain.c). The
- * ring holds TY_EXPLAIN_KEEP of them (~6.5 MiB): what every launch writes
- * comes first, and the texts only some launches have are marked in texts
- * rather than cleared, so that a launch touches ~6 of a record's 26 cache
- * lines. Writing all of them (the texts cleared, the flush's figures copied
- * in) cost CG at 64 x 64 ~8% of its time in cache misses. */
+/* What explain remembers of a launch that ran (rendered by explain.c), in
+ * a ring of TY_EXPLAIN_KEEP: the fields every launch writes (592 bytes:
+ * 2.3 MiB for the ring), the texts only some launches have in a ring of
+ * their own (ty_record_cold, rt->explain_cold: pages never written are never
+ * touched), and the texts marked in texts rather than cleared. A launch
+ * touches ~6 cache lines of its record. Records of 1.6 KiB with every text
+ * cleared and the flush's figures copied in cost CG at 64 x 64 ~2% in cache
+ * misses, and 2.9 ms of page faults over the first 4096 launches of a run. */
 enum { TY_REC_FUSED_OPS = 1, TY_REC_STREAM = 2, TY_REC_RANKS = 4, TY_REC_PLACE = 8 };
+enum { TY_REC_STREAM_LEN = 320, TY_REC_RANKS_LEN = 128, TY_REC_PLACE_LEN = 192 };
 typedef struct ty_record {
   uint64_t seq;
   const struct ty_task *task;
-  const ty_resolved *pol; /* ty__pol_keep: shared, or own_pol */
+  const ty_resolved *pol; /* ty__pol_keep: shared, or its cold record's own_pol */
   int ndim;
   bool omp;
   bool short_dims; /* fewer pieces than wanted fit the splittable dims */
   bool banded;     /* a small band cut at its storage's rows (ty__band_partition) */
-  uint8_t texts;   /* TY_REC_* bits: the texts below that this launch wrote */
+  uint8_t texts;   /* TY_REC_* bits: the texts that this launch wrote */
   int pieces;
   int processor;
   int wave, waves;
@@ -184,27 +187,19 @@ typedef struct ty_record {
   int64_t shape[TY_MAX_RANK];
   int tiles[TY_MAX_RANK];
   ty_fuse_note fuse_end;
-  /* texts, valid where texts has their bit */
-  char fused_ops[192];
-  char stream[320]; /* how a streamed scope ran it (stream.c) */
-  char ranks[128];  /* split among ranks (dist.c): this rank's pieces */
-  char place[192];  /* why it ran where it ran, when a GPU was considered */
-  ty_resolved own_pol;
+  char fused_ops[192]; /* valid with TY_REC_FUSED_OPS */
 } ty_record;
 
-/* A text of a record, to write (bit: one TY_REC_*): marked as written, and
- * empty when this launch had not written it yet. */
-static inline char *ty__rec_text(ty_record *r, unsigned bit) {
-  char *t = bit == TY_REC_FUSED_OPS ? r->fused_ops
-            : bit == TY_REC_STREAM  ? r->stream
-            : bit == TY_REC_RANKS   ? r->ranks
-                                    : r->place;
-  if (!(r->texts & bit)) {
-    t[0] = 0;
-    r->texts |= (uint8_t)bit;
-  }
-  return t;
-}
+/* A record's texts that few launches write (the same index in
+ * rt->explain_cold), each valid with its TY_REC_* bit. */
+typedef struct ty_record_cold {
+  char stream[TY_REC_STREAM_LEN]; /* how a streamed scope ran it (stream.c) */
+  char ranks[TY_REC_RANKS_LEN];   /* split among ranks (dist.c): this rank's pieces */
+  char place[TY_REC_PLACE_LEN];   /* why it ran where it ran, when a GPU was considered */
+  ty_resolved own_pol;
+} ty_record_cold;
+
+
 
 /* records kept by a runtime for reuse (store.c); none in sanitizer builds,
  * so that a use after free is still seen. A flush frees its window's views
@@ -394,6 +389,7 @@ struct ty_runtime {
    * figures of the last TY_EXPLAIN_KEEP flushes that ran launches (each
    * record's flush_slot): nflush_log is the slot the running flush fills */
   ty_record *explain;
+  ty_record_cold *explain_cold;
   uint64_t nexplained;
   ty_flush_stats *flush_log;
   uint64_t nflush_log;
@@ -631,6 +627,14 @@ void ty__origin_text(const ty_origin *o, int axis, const struct ty_task *task, c
 ty_record *ty__explain_next(ty_runtime *rt);
 /* The figures of a record's flush (all zero while it runs, or when gone). */
 const ty_flush_stats *ty__record_flush(const ty_runtime *rt, const ty_record *r);
+/* A record's cold part (r must be of rt's ring). */
+ty_record_cold *ty__record_cold(const ty_runtime *rt, const ty_record *r);
+/* A text of a record, to write (bit: TY_REC_STREAM, _RANKS or _PLACE; its
+ * room: TY_REC_*_LEN): marked as written, and empty when this launch had
+ * not written it yet. */
+char *ty__record_text(ty_runtime *rt, ty_record *r, unsigned bit);
+/* ... to read: "" when this launch did not write it. */
+const char *ty__record_shown(const ty_runtime *rt, const ty_record *r, unsigned bit);
 /* Print the entries recorded since `since` (a value of rt->nexplained). */
 void ty__explain_print(ty_runtime *rt, uint64_t since, FILE *out);
 

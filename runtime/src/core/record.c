@@ -20,6 +20,26 @@ ty_record *ty__explain_next(ty_runtime *rt) {
   return r;
 }
 
+ty_record_cold *ty__record_cold(const ty_runtime *rt, const ty_record *r) {
+  return &rt->explain_cold[r - rt->explain];
+}
+
+char *ty__record_text(ty_runtime *rt, ty_record *r, unsigned bit) {
+  ty_record_cold *c = ty__record_cold(rt, r);
+  char *t = bit == TY_REC_STREAM ? c->stream : bit == TY_REC_RANKS ? c->ranks : c->place;
+  if (!(r->texts & bit)) {
+    t[0] = 0;
+    r->texts |= (uint8_t)bit;
+  }
+  return t;
+}
+
+const char *ty__record_shown(const ty_runtime *rt, const ty_record *r, unsigned bit) {
+  if (!(r->texts & bit)) return "";
+  const ty_record_cold *c = ty__record_cold(rt, r);
+  return bit == TY_REC_STREAM ? c->stream : bit == TY_REC_RANKS ? c->ranks : c->place;
+}
+
 const ty_flush_stats *ty__record_flush(const ty_runtime *rt, const ty_record *r) {
   static const ty_flush_stats none;
   if (r->flush_slot >= rt->nflush_log || rt->nflush_log - r->flush_slot > TY_EXPLAIN_KEEP) return &none;

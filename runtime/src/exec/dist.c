@@ -348,7 +348,7 @@ void ty__dist_wave_begin(ty_runtime *rt, prepared *prs, const ty_status *sts, in
     pr->first = ty__dist_first(l->ndim, l->domain, &pr->tiling, pr->by_rows, me, N);
     pr->last = ty__dist_first(l->ndim, l->domain, &pr->tiling, pr->by_rows, me + 1, N);
     if (pr->explain)
-      snprintf(ty__rec_text(pr->explain, TY_REC_RANKS), sizeof pr->explain->ranks, "split among %d ranks, pieces %d-%d here (rank %d)",
+      snprintf(ty__record_text(rt, pr->explain, TY_REC_RANKS), TY_REC_RANKS_LEN, "split among %d ranks, pieces %d-%d here (rank %d)",
                N, pr->first + 1, pr->last, me);
   }
   free(all);
@@ -544,12 +544,12 @@ void ty__dist_wave_end(ty_runtime *rt, prepared *prs, const ty_status *sts, int 
   for (int r = 0; r < N; r++) rt->stats.dist_messages += r != me && counts[r] > head; /* store data */
   for (int k = 0; k < nd; k++) { /* explain: what the exchange of this wave brought */
     ty_record *e = prs[dist[k]].explain;
-    char *ranks = e ? ty__rec_text(e, TY_REC_RANKS) : NULL;
+    char *ranks = e ? ty__record_text(rt, e, TY_REC_RANKS) : NULL;
     size_t len = e ? strlen(ranks) : 0;
     char got[32];
     ty_format_bytes((double)(total - counts[me]), got, sizeof got);
-    if (e && len + 1 < sizeof e->ranks)
-      snprintf(ranks + len, sizeof e->ranks - len, "; the wave's exchange brought %s", got);
+    if (e && len + 1 < TY_REC_RANKS_LEN)
+      snprintf(ranks + len, TY_REC_RANKS_LEN - len, "; the wave's exchange brought %s", got);
   }
   free(mine);
   for (int r = 0; r < N; r++) {

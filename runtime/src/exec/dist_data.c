@@ -690,12 +690,12 @@ ty__halos *ty__dist_wave_data(ty_runtime *rt, prepared *prs, const ty_status *st
       *stg->split = record_of(pr, &pr->l->args[i]);
     }
     ty_record *e = pr->explain;
-    char *ranks = e ? ty__rec_text(e, TY_REC_RANKS) : NULL;
+    char *ranks = e ? ty__record_text(rt, e, TY_REC_RANKS) : NULL;
     size_t len = e ? strlen(ranks) : 0;
-    if (e && len + 1 < sizeof e->ranks) {
+    if (e && len + 1 < TY_REC_RANKS_LEN) {
       char b[32];
       ty_format_bytes((double)got, b, sizeof b);
-      snprintf(ranks + len, sizeof e->ranks - len, "; output kept split, halos %s", b);
+      snprintf(ranks + len, TY_REC_RANKS_LEN - len, "; output kept split, halos %s", b);
     }
   }
   return moving;

@@ -270,10 +270,11 @@ static ty_record *new_record(ty_runtime *rt, const ty_pending *l) {
   e->task = l->task;
   e->ndim = l->ndim;
   for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
-  e->pol = ty__pol_keep(l->pol, &e->own_pol);
+  e->pol = ty__pol_keep(l->pol, &ty__record_cold(rt, e)->own_pol);
   if (l->fused || l->fuse_end.kind) {
     e->fused = l->fused;
-    ty__strlcpy(ty__rec_text(e, TY_REC_FUSED_OPS), l->fused_ops, sizeof e->fused_ops);
+    ty__strlcpy(e->fused_ops, l->fused_ops, sizeof e->fused_ops);
+    e->texts |= TY_REC_FUSED_OPS;
     e->fuse_end = l->fuse_end;
   }
   return e;
@@ -341,7 +342,7 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
     e = pr->explain = new_record(rt, l);
     bool fallback;
     ty_status st = rt->devices->run(rt, l, lane, e, &fallback, place, sizeof place);
-    ty__strlcpy(ty__rec_text(e, TY_REC_PLACE), place, sizeof e->place);
+    ty__strlcpy(ty__record_text(rt, e, TY_REC_PLACE), place, TY_REC_PLACE_LEN);
     if (!fallback) {
       pr->gpu = true;
       pr->tiling.pieces = 0; /* nothing left for CPU workers */
@@ -350,14 +351,15 @@ static ty_status prepare(ty_runtime *rt, ty_pending *l, prepared *pr, int lane) 
   } else if (!pr->unavail && lane < 0 && rt->devices && rt->devices->place(rt, l, place, sizeof place)) {
     /* a streamed chunk the GPUs gave back (ty__exec_box): why, from there */
     e = pr->explain = new_record(rt, l);
-    ty__strlcpy(ty__rec_text(e, TY_REC_PLACE), rt->chunk_why, sizeof e->place);
+    ty__strlcpy(ty__record_text(rt, e, TY_REC_PLACE), rt->chunk_why, TY_REC_PLACE_LEN);
   } else if (place[0]) {
     e = pr->explain = new_record(rt, l);
-    ty__strlcpy(ty__rec_text(e, TY_REC_PLACE), place, sizeof e->place);
+    ty__strlcpy(ty__record_text(rt, e, TY_REC_PLACE), place, TY_REC_PLACE_LEN);
   } else if (pr->unavail && rt->devices) {
     e = pr->explain = new_record(rt, l);
-    ty__strlcpy(ty__rec_text(e, TY_REC_PLACE), "ran on the CPU: it skips the operations that read inputs a failed launch left unavailable",
-                sizeof e->place);
+    ty__strlcpy(ty__record_text(rt, e, TY_REC_PLACE),
+                "ran on the CPU: it skips the operations that read inputs a failed launch left unavailable",
+                TY_REC_PLACE_LEN);
   }
   ty__in_place(rt, l);
   for (int i = 0; i < l->nargs; i++) {
@@ -672,14 +674,14 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
     bool fallback = false;
     st = rt->devices->run_chunk(rt, l, boxed ? dim : -1, lo, hi, e, &fallback, place, sizeof place);
     if (!fallback) {
-      char *why = ty__rec_text(e, TY_REC_PLACE);
-      if (snprintf(why, sizeof e->place, "%s; a streamed chunk, staged through GPU memory", place) >=
-          (int)sizeof e->place)
-        why[sizeof e->place - 1] = 0; /* cut (a long reason) */
+      char *why = ty__record_text(rt, e, TY_REC_PLACE);
+      if (snprintf(why, TY_REC_PLACE_LEN, "%s; a streamed chunk, staged through GPU memory", place) >=
+          TY_REC_PLACE_LEN)
+        why[TY_REC_PLACE_LEN - 1] = 0; /* cut (a long reason) */
       if (!record) {
         rt->nexplained = before;
       } else {
-        snprintf(ty__rec_text(e, TY_REC_STREAM), sizeof e->stream, "%s", note ? note : "");
+        snprintf(ty__record_text(rt, e, TY_REC_STREAM), TY_REC_STREAM_LEN, "%s", note ? note : "");
       }
       return st;
     }
@@ -700,7 +702,7 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
     } else {
       ty_record *e = &rt->explain[(rt->nexplained - 1) % TY_EXPLAIN_KEEP];
       for (int k = 0; k < l->ndim; k++) e->shape[k] = l->domain[k];
-      snprintf(ty__rec_text(e, TY_REC_STREAM), sizeof e->stream, "%s", note ? note : "");
+      snprintf(ty__record_text(rt, e, TY_REC_STREAM), TY_REC_STREAM_LEN, "%s", note ? note : "");
     }
   }
   return st;

@@ -1,6 +1,6 @@
 /*
  * explain.c — the record of what the runtime decided for each launch that
- * ran, and why: a ring of the last TY_EXPLAIN_KEEP launches (1.6 KiB each),
+ * ran, and why: a ring of the last TY_EXPLAIN_KEEP launches (internal.h),
  * filled at flush time when a launch is partitioned. When a flush ends, its
  * figures (waves, concurrency, simulated and real memory) go to the slot of
  * rt->flush_log its records point at: the text shows them once, after the
@@ -28,7 +28,7 @@ static void render(const ty_runtime *rt, const ty_record *r, ty_explain_entry *e
   }
   e->target = r->gpus ? "gpu" : r->omp ? "omp" : "cpu";
   e->gpus = r->gpus;
-  snprintf(e->place, sizeof e->place, "%s", r->texts & TY_REC_PLACE ? r->place : "");
+  snprintf(e->place, sizeof e->place, "%s", ty__record_shown(rt, r, TY_REC_PLACE));
   e->h2d = r->h2d;
   e->d2h = r->d2h;
   e->d2d = r->d2d;
@@ -86,8 +86,8 @@ static void render(const ty_runtime *rt, const ty_record *r, ty_explain_entry *e
   e->fused = r->fused;
   snprintf(e->fused_ops, sizeof e->fused_ops, "%s", r->texts & TY_REC_FUSED_OPS ? r->fused_ops : "");
   ty__fuse_note_text(&r->fuse_end, e->fuse_end, sizeof e->fuse_end);
-  snprintf(e->stream, sizeof e->stream, "%s", r->texts & TY_REC_STREAM ? r->stream : "");
-  snprintf(e->ranks, sizeof e->ranks, "%s", r->texts & TY_REC_RANKS ? r->ranks : "");
+  snprintf(e->stream, sizeof e->stream, "%s", ty__record_shown(rt, r, TY_REC_STREAM));
+  snprintf(e->ranks, sizeof e->ranks, "%s", ty__record_shown(rt, r, TY_REC_RANKS));
   e->flush = *ty__record_flush(rt, r);
 }
 
