@@ -22,7 +22,9 @@
  * i.e. when store memory may have doubled (Lua's own pause rule, applied to
  * store bytes), at least every 64 MiB (an eighth of a small budget), and
  * never so often that collections (whose cost follows the Lua heap) cost more
- * than a small fraction of writing the stores. Incremental steps
+ * than a small fraction of writing the stores; and then only when the
+ * allocated bytes grew by that floor since the last one (tl_created_over: a
+ * launch's result holds no memory before its flush). Incremental steps
  * (LUA_GCSTEP) do not work here: lua5.4 and the shell run the collector in
  * generational mode, where a step is a minor collection; a store that is
  * still referenced at two steps (the previous value of `y` in
