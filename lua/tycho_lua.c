@@ -145,6 +145,7 @@ static tl_box *push_box(lua_State *L, ty_runtime *rt, bool owned) {
   b->tasks = NULL;
   b->gc_debt = b->gc_threshold = 0;
   b->gc_fulls = 0;
+  b->gc_reserved = b->gc_largest = 0; /* a userdata's bytes are not zeroed */
   memset(b->consts, 0, sizeof b->consts);
   b->consts_next = 0;
   b->consts_stale = false;
