@@ -159,8 +159,10 @@ void ty__fuse_note_text(const ty_fuse_note *note, char *buf, size_t len);
  * their own (ty_record_cold, rt->explain_cold: pages never written are never
  * touched), and the texts marked in texts rather than cleared. A launch
  * touches ~6 cache lines of its record. Records of 1.6 KiB with every text
- * cleared and the flush's figures copied in cost CG at 64 x 64 ~2% in cache
- * misses, and 2.9 ms of page faults over the first 4096 launches of a run. */
+ * cleared and the flush's figures copied in cost CG at 64 x 64 ~2% (paired,
+ * bench/README "Issue 19 rows: session 33"), and its first timed step,
+ * whose launches touch the ring's pages for the first time, 7.1 against
+ * 6.4 ms now. */
 enum { TY_REC_FUSED_OPS = 1, TY_REC_STREAM = 2, TY_REC_RANKS = 4, TY_REC_PLACE = 8 };
 enum { TY_REC_STREAM_LEN = 320, TY_REC_RANKS_LEN = 128, TY_REC_PLACE_LEN = 192 };
 typedef struct ty_record {
@@ -198,8 +200,6 @@ typedef struct ty_record_cold {
   char place[TY_REC_PLACE_LEN];   /* why it ran where it ran, when a GPU was considered */
   ty_resolved own_pol;
 } ty_record_cold;
-
-
 
 /* records kept by a runtime for reuse (store.c); none in sanitizer builds,
  * so that a use after free is still seen. A flush frees its window's views
