@@ -24,9 +24,13 @@ ty_record_cold *ty__record_cold(const ty_runtime *rt, const ty_record *r) {
   return &rt->explain_cold[r - rt->explain];
 }
 
+/* The cold text of a TY_REC_* bit. */
+static char *cold_text(ty_record_cold *c, unsigned bit) {
+  return bit == TY_REC_STREAM ? c->stream : bit == TY_REC_RANKS ? c->ranks : c->place;
+}
+
 char *ty__record_text(ty_runtime *rt, ty_record *r, unsigned bit) {
-  ty_record_cold *c = ty__record_cold(rt, r);
-  char *t = bit == TY_REC_STREAM ? c->stream : bit == TY_REC_RANKS ? c->ranks : c->place;
+  char *t = cold_text(ty__record_cold(rt, r), bit);
   if (!(r->texts & bit)) {
     t[0] = 0;
     r->texts |= (uint8_t)bit;
@@ -35,9 +39,7 @@ char *ty__record_text(ty_runtime *rt, ty_record *r, unsigned bit) {
 }
 
 const char *ty__record_shown(const ty_runtime *rt, const ty_record *r, unsigned bit) {
-  if (!(r->texts & bit)) return "";
-  const ty_record_cold *c = ty__record_cold(rt, r);
-  return bit == TY_REC_STREAM ? c->stream : bit == TY_REC_RANKS ? c->ranks : c->place;
+  return r->texts & bit ? cold_text(ty__record_cold(rt, r), bit) : "";
 }
 
 const ty_flush_stats *ty__record_flush(const ty_runtime *rt, const ty_record *r) {
