@@ -667,6 +667,14 @@ static int l_stats(lua_State *L) {
   setint(L, "dist_messages", s.dist_messages);
   setint(L, "dist_wait_ns", s.dist_wait_ns);
   setint(L, "dist_overlap_pieces", s.dist_overlap_pieces);
+  /* where the time went, with tycho.timing(true) or --stats (0 otherwise) */
+  setint(L, "timed_ns", s.timed_ns);
+  setint(L, "flush_ns", s.flush_ns);
+  setint(L, "collect_ns", s.collect_ns);
+  setint(L, "fuse_ns", s.fuse_ns);
+  setint(L, "schedule_ns", s.schedule_ns);
+  setint(L, "tasks_ns", s.tasks_ns);
+  setint(L, "launch_ns", s.launch_ns);
   /* the last flush: how it was cut into waves */
   ty_flush_stats f;
   ty_last_flush_stats(tl_rt(L), &f);
@@ -792,6 +800,17 @@ static int l_clock(lua_State *L) {
   return 1;
 }
 
+/* tycho.timing(on): time the flushes' phases for tycho.stats()'s *_ns
+ * figures (true starts them from zero, false stops them); the previous
+ * setting back */
+static const tl_sig sig_timing = {"timing", 1, 1, "", false, "tycho.timing(on)"};
+static int l_timing(lua_State *L) {
+  tl_args(L, &sig_timing);
+  luaL_checktype(L, 1, LUA_TBOOLEAN);
+  lua_pushboolean(L, ty_set_timing(tl_rt(L), lua_toboolean(L, 1)));
+  return 1;
+}
+
 static const tl_sig sig_seed = {"seed", 1, 1, "", false, "tycho.seed(n)"};
 static int l_seed(lua_State *L) {
   tl_args(L, &sig_seed);
@@ -810,7 +829,7 @@ static int l_is_store(lua_State *L) {
 
 static const luaL_Reg runtime_funcs[] = {
     {"flush", l_flush},   {"stats", l_stats}, {"config", l_config},
-    {"memory", l_memory}, {"clock", l_clock}, {"seed", l_seed},
+    {"memory", l_memory}, {"clock", l_clock}, {"seed", l_seed}, {"timing", l_timing},
     {"is_store", l_is_store}, {"stats_text", l_stats_text},
     {"trace_start", l_trace_start}, {"trace_stop", l_trace_stop}, {NULL, NULL}};
 

@@ -147,6 +147,7 @@ int ty_shell_main(int argc, char **argv, ty_shell_setup setup, void *ud) {
       return EXIT_FAILURE;
     }
   }
+  if (opt.stats) opt.cfg.timing = true; /* the figures at exit say where the time went */
   ty_status st = ty_runtime_create(&opt.cfg, &main_rt);
   if (st == TY_OK && (opt.trace || opt.trace_svg)) {
     if (!opt.trace) {

@@ -149,6 +149,7 @@ ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen) {
     }
   }
   if ((v = getenv("TYCHO_EXPLAIN")) && *v) cfg->explain = strcmp(v, "0") != 0;
+  if ((v = getenv("TYCHO_TIMING")) && *v) cfg->timing = strcmp(v, "0") != 0;
   if ((v = getenv("TYCHO_SYSMEM")) && *v) {
     size_t b;
     if (ty_parse_size(v, &b) == TY_OK && b > 0)
@@ -197,6 +198,7 @@ ty_status ty_runtime_create(const ty_config *cfg, ty_runtime **out) {
   rt->next_store_id = 1;
   rt->next_launch_seq = 1;
   rt->seed = 0x7963686f; /* "ycho": any fixed default keeps runs reproducible */
+  if (c.timing) ty_set_timing(rt, true);
   atomic_init(&rt->interrupt, 0);
   rt->window = ty__calloc((size_t)c.window, sizeof *rt->window);
   rt->window_cap = c.window;
@@ -308,8 +310,26 @@ void ty_seed(ty_runtime *rt, uint64_t seed) {
   rt->random_calls = 0;
 }
 
+bool ty_set_timing(ty_runtime *rt, bool on) {
+  if (!rt || on == rt->timing) return rt && rt->timing;
+  rt->timing = on;
+  if (on) {
+    rt->stats.flush_ns = rt->stats.collect_ns = rt->stats.fuse_ns = 0;
+    rt->stats.schedule_ns = rt->stats.tasks_ns = 0;
+    rt->timing_t0 = ty__now_ns();
+  } else {
+    rt->timing_t1 = ty__now_ns();
+  }
+  return !on;
+}
+
 void ty_get_stats(const ty_runtime *rt, ty_stats *out) {
   *out = rt->stats;
+  if (rt->timing_t0) {
+    out->timed_ns = (rt->timing ? ty__now_ns() : rt->timing_t1) - rt->timing_t0;
+    const uint64_t parts = out->collect_ns + out->fuse_ns + out->schedule_ns + out->tasks_ns;
+    out->launch_ns = out->flush_ns > parts ? out->flush_ns - parts : 0;
+  }
   out->fused_switched = __atomic_load_n(&rt->fused_switched, __ATOMIC_RELAXED);
   out->copies_folded = __atomic_load_n(&rt->copies_folded, __ATOMIC_RELAXED);
   out->mul_add_pairs = __atomic_load_n(&rt->mul_add_pairs, __ATOMIC_RELAXED);
@@ -337,7 +357,8 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_evictions", "dist_launches",
       "dist_bytes", "dist_collectives", "fused_inplace", "dist_messages", "dist_wait_ns",
       "dist_overlap_pieces", "fuse_cache_hits", "bytes_in_place", "fused_switched", "waves_ceded",
-      "copies_folded", "mul_add_pairs", "chained_ops", "double_buffered"};
+      "copies_folded", "mul_add_pairs", "chained_ops", "double_buffered", "timed_ns", "flush_ns",
+      "collect_ns", "fuse_ns", "schedule_ns", "tasks_ns", "launch_ns"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.fused_compiled, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
                      s.bytes_allocated, s.bytes_freed, s.bytes_live, s.bytes_peak,
@@ -347,7 +368,8 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
                      s.dist_launches, s.dist_bytes, s.dist_collectives, s.fused_inplace, s.dist_messages,
                      s.dist_wait_ns, s.dist_overlap_pieces, s.fuse_cache_hits,
                      s.bytes_in_place, s.fused_switched, s.waves_ceded, s.copies_folded,
-                     s.mul_add_pairs, s.chained_ops, s.double_buffered};
+                     s.mul_add_pairs, s.chained_ops, s.double_buffered, s.timed_ns, s.flush_ns,
+                     s.collect_ns, s.fuse_ns, s.schedule_ns, s.tasks_ns, s.launch_ns};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
   char *b = ty__malloc(cap);
@@ -399,6 +421,14 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
     PUT("  memory          peak %s (allocator), transient peak %s (simulated), live %s\n", peak,
         tpeak, live);
     PUT("  allocated       %s in all, %s freed, %s of temporaries elided\n", alloc, freed, elided);
+    if (s.timed_ns) { /* shares of the wall time timed (docs/scheduling.md) */
+      const double t = (double)s.timed_ns, out = s.timed_ns > s.flush_ns ? (double)(s.timed_ns - s.flush_ns) : 0;
+      PUT("  time            %.3f s timed: %.0f%% in flushes (tasks %.0f%%, launching %.0f%%, fusion "
+          "%.0f%%, collector %.0f%%, scheduling %.0f%%), %.0f%% outside them (the program)\n",
+          t * 1e-9, 100 * (double)s.flush_ns / t, 100 * (double)s.tasks_ns / t, 100 * (double)s.launch_ns / t,
+          100 * (double)s.fuse_ns / t, 100 * (double)s.collect_ns / t, 100 * (double)s.schedule_ns / t,
+          100 * out / t);
+    }
     if (s.stream_groups) {
       char speak[32];
       ty_format_bytes((double)s.stream_peak, speak, sizeof speak);

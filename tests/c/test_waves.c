@@ -247,11 +247,75 @@ TEST(stats_format_text_json_csv) {
   ty_runtime_destroy(rt);
 }
 
+static void sleep_hook(void *ud) {
+  (void)ud;
+  usleep(5000);
+}
+
+/* ty_set_timing: the flushes' phases add up to the time in flushes, the rest
+ * of the wall time is the program's, and off means no figures. */
+TEST(timing_splits_the_wall_time_of_flushes) {
+  ty_runtime *rt = make_rt(2);
+  ty_flush_stats fs;
+  ty_stats s;
+  (void)four_chains(rt, TY_FAVOR_MIN_PEAK, &fs);
+  ty_get_stats(rt, &s);
+  CHECK(s.timed_ns == 0 && s.flush_ns == 0 && s.tasks_ns == 0 && s.launch_ns == 0);
+  char *t = NULL;
+  CHECK(ty_stats_format(rt, "text", &t) == TY_OK);
+  CHECK(strstr(t, "  time ") == NULL); /* no line without figures */
+  free(t);
+
+  CHECK(!ty_set_timing(rt, true));
+  ty_set_flush_hook(rt, sleep_hook, NULL);
+  const double sum = four_chains(rt, TY_FAVOR_MIN_PEAK, &fs);
+  usleep(20000); /* the program's own time */
+  ty_get_stats(rt, &s);
+  CHECK(s.collect_ns >= 5000000);        /* the hook, once */
+  CHECK(s.tasks_ns > 0 && s.launch_ns > 0 && s.schedule_ns > 0);
+  CHECK_EQ_INT(s.flush_ns, s.collect_ns + s.fuse_ns + s.schedule_ns + s.tasks_ns + s.launch_ns);
+  CHECK(s.timed_ns >= s.flush_ns + 20000000);
+  CHECK(ty_stats_format(rt, "text", &t) == TY_OK);
+  CHECK_STR_CONTAINS(t, "% in flushes (tasks ");
+  CHECK_STR_CONTAINS(t, "outside them (the program)");
+  free(t);
+  CHECK(ty_stats_format(rt, "json", &t) == TY_OK);
+  CHECK_STR_CONTAINS(t, "\"tasks_ns\": ");
+  free(t);
+
+  CHECK(ty_set_timing(rt, true)); /* on already: the figures go on */
+  ty_stats s2;
+  ty_get_stats(rt, &s2);
+  CHECK(s2.flush_ns == s.flush_ns && s2.timed_ns >= s.timed_ns);
+  CHECK(ty_set_timing(rt, false)); /* off: nothing more is added */
+  ty_get_stats(rt, &s);
+  CHECK_NEAR(four_chains(rt, TY_FAVOR_MIN_PEAK, &fs), sum, 0);
+  usleep(2000);
+  ty_get_stats(rt, &s2);
+  CHECK(s2.timed_ns == s.timed_ns && s2.flush_ns == s.flush_ns && s2.tasks_ns == s.tasks_ns);
+  CHECK(!ty_set_timing(rt, true)); /* on again: from zero */
+  ty_get_stats(rt, &s);
+  CHECK(s.flush_ns == 0 && s.tasks_ns == 0 && s.collect_ns == 0);
+  ty_runtime_destroy(rt);
+
+  /* the configuration's timing: from creation */
+  ty_config cfg = {.cpus = 1, .timing = true};
+  CHECK(ty_runtime_create(&cfg, &rt) == TY_OK);
+  (void)four_chains(rt, TY_FAVOR_MIN_PEAK, &fs);
+  ty_get_stats(rt, &s);
+  CHECK(s.timed_ns > 0);
+  CHECK(s.flush_ns > 0);
+  CHECK(s.tasks_ns > 0);
+  CHECK_EQ_INT(s.collect_ns, 0);
+  ty_runtime_destroy(rt);
+}
+
 static const check_case cases[] = {
     CASE(results_identical_under_every_favor),
     CASE(change_of_favor_flushes_the_window),
     CASE(trace_has_one_event_per_point_task),
     CASE(stats_format_text_json_csv),
+    CASE(timing_splits_the_wall_time_of_flushes),
     CASE(a_launch_of_more_pieces_than_workers_runs_by_home),
 };
 CHECK_MAIN(cases)

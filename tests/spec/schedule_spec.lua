@@ -61,10 +61,12 @@ describe("the shell", function()
     assert.is_truthy(out:find("999000", 1, true))
     assert.is_truthy(out:find("tycho stats", 1, true))
     assert.is_truthy(out:find("waves", 1, true))
+    assert.is_truthy(out:find("time +[%d.]+ s timed: %d+%% in flushes"), out) -- --stats times them
     local js = run_shell("--stats-format json -e 'tycho.arange(10):sum():item()'")
     local obj = json.decode(js:match("{.*}"))
     assert.is_table(obj)
     assert.is_true(obj.launches >= 2)
+    assert.is_true(obj.timed_ns > 0 and obj.flush_ns > 0 and obj.tasks_ns > 0)
     assert.is_table(obj.last_flush)
   end)
 

@@ -328,6 +328,40 @@ describe("the figures", function()
     assert.has_error(function() tycho.stats_text("xml") end)
   end)
 
+  it("say where the time went with tycho.timing(true)", function()
+    tycho.flush()
+    local off = tycho.stats()
+    if off.timed_ns == 0 then -- not on already (TYCHO_TIMING=1 in the environment)
+      assert.are.equal(0, off.flush_ns)
+      assert.is_falsy(has(tycho.stats_text("text"), "  time "))
+    end
+    local was = tycho.timing(true)
+    tycho.timing(false) -- from zero when it goes on again
+    assert.is_false(tycho.timing(true))
+    local x = tycho.arange(200000) * 1.0
+    local y
+    for _ = 1, 20 do
+      x = tycho.sin(x) * 0.5 + 0.25
+      y = x:sum():item()
+    end
+    local t0 = tycho.clock()
+    while tycho.clock() - t0 < 0.02 do end -- the script's own 20 ms
+    local s = tycho.stats()
+    assert.is_true(y > 0)
+    for _, k in ipairs { "timed_ns", "flush_ns", "collect_ns", "fuse_ns", "schedule_ns", "tasks_ns", "launch_ns" } do
+      assert.are.equal("integer", math.type(s[k]), k)
+    end
+    assert.is_true(s.tasks_ns > 0 and s.fuse_ns > 0 and s.collect_ns > 0 and s.launch_ns > 0)
+    assert.are.equal(s.flush_ns, s.collect_ns + s.fuse_ns + s.schedule_ns + s.tasks_ns + s.launch_ns)
+    assert.is_true(s.timed_ns - s.flush_ns >= 20e6)
+    local t = tycho.stats_text("text")
+    assert.is_truthy(t:find("time +[%d.]+ s timed: %d+%% in flushes %(tasks %d+%%"), t)
+    assert.is_truthy(has(t, "outside them (the program)"), t)
+    assert.is_true(tycho.timing(was))
+    assert.has_error(function() tycho.timing() end)
+    assert.has_error(function() tycho.timing(1) end)
+  end)
+
   it("are in tycho.explain(): each launch's favor and wave", function()
     run("max-concurrency", function()
       local a = tycho.arange(1000) * 1.0

@@ -199,6 +199,8 @@ typedef struct ty_config {
                           (explain says "global --parallel" rather than "TYCHO_PARALLEL") */
   bool explain;        /* print what was decided for each launch to stderr as it runs
                           (tycho --explain, TYCHO_EXPLAIN=1) */
+  bool timing;         /* time each flush's phases for ty_stats's *_ns figures (tycho
+                          --stats, TYCHO_TIMING=1, ty_set_timing) */
   const char *isa;     /* a ceiling on the CPU kernels' instruction set (ty_isa): "auto"
                           (the CPU's best), "avx512", "avx2", "baseline"; NULL: no
                           preference (TYCHO_ISA, else the best). --isa / TYCHO_ISA */
@@ -208,7 +210,7 @@ typedef struct ty_config {
  * TYCHO_OMPTHREADS, TYCHO_SYSMEM, TYCHO_WINDOW, and the policy axes
  * TYCHO_PARALLEL, TYCHO_OVERDECOMPOSE, TYCHO_MIN_CPU_CHUNK, TYCHO_FAVOR,
  * TYCHO_FUSE, TYCHO_FASTMATH, TYCHO_STREAM_MEMORY, TYCHO_STREAM, and TYCHO_ISA
- * (the kernels' instruction set, ty_isa). Returns
+ * (the kernels' instruction set, ty_isa), TYCHO_EXPLAIN and TYCHO_TIMING. Returns
  * TY_EINVAL (config left with defaults for the bad field) when a variable
  * does not parse; `err` (may be NULL) gets a message. */
 ty_status ty_config_init(ty_config *cfg, char *err, size_t errlen);
@@ -325,8 +327,24 @@ typedef struct ty_stats {
                                before it (a chain); one per link and piece (docs/fusion.md) */
   uint64_t double_buffered; /* in-place runs (fused_inplace) run double-buffered: computed into a
                                second block that became the store's (docs/fusion.md) */
+  /* Where the time went (docs/scheduling.md, "Where the time went"), with
+   * timing on (ty_set_timing; 0 otherwise), in nanoseconds of wall time: */
+  uint64_t timed_ns;    /* since timing was turned on (to when it was turned off) */
+  uint64_t flush_ns;    /* of it, inside flushes; the rest is the program's own (the script) */
+  uint64_t collect_ns;  /* of flush_ns: the binding's flush hook (Lua's collector) */
+  uint64_t fuse_ns;     /* the fusion pass (its cache, the region cut, gemv chains) */
+  uint64_t schedule_ns; /* cutting the window into waves */
+  uint64_t tasks_ns;    /* the point tasks: each wave from its first piece's start to its last
+                           piece's end (a streamed box's pieces likewise) */
+  uint64_t launch_ns;   /* the rest of flush_ns: preparing and finishing each launch (its
+                           outputs' memory, partition, explain record) and releasing it */
 } ty_stats;
 void ty_get_stats(const ty_runtime *rt, ty_stats *out);
+/* Time the flushes' phases (ty_stats's *_ns figures): true starts the figures
+ * from zero (when timing was off), false stops adding to them. Off by default
+ * (about ten clock reads a flush and two a wave); tycho --stats and
+ * TYCHO_TIMING=1 turn it on. Returns whether timing was on before. */
+bool ty_set_timing(ty_runtime *rt, bool on);
 /* ty_stats.flushes alone (a binding asks it around every call). */
 uint64_t ty_flush_count(const ty_runtime *rt);
 

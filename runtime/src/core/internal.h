@@ -355,6 +355,10 @@ struct ty_runtime {
   int ncache;
   size_t cached;
   ty_stats stats;
+  /* ty_set_timing: phases timed into stats.*_ns while on; timed_ns runs from
+   * timing_t0 to now (or to timing_t1 once turned off) */
+  bool timing;
+  uint64_t timing_t0, timing_t1;
   uint64_t fused_switched; /* stats.fused_switched, counted by the pieces (atomic: fused_cpu.c) */
   uint64_t copies_folded;  /* stats.copies_folded, likewise */
   uint64_t mul_add_pairs;  /* stats.mul_add_pairs, likewise */

@@ -49,6 +49,12 @@ double ty__now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+uint64_t ty__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
 bool ty__tracing(const ty_runtime *rt) { return rt->trace != NULL; }
 
 double ty__trace_time(const ty_runtime *rt) {

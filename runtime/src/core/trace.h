@@ -18,6 +18,7 @@ typedef struct ty_trace_piece {
 } ty_trace_piece;
 
 double ty__now(void); /* monotonic seconds */
+uint64_t ty__now_ns(void); /* monotonic nanoseconds */
 bool ty__tracing(const ty_runtime *rt);
 double ty__trace_time(const ty_runtime *rt); /* seconds since the trace started */
 void ty__trace_pieces(ty_runtime *rt, const ty_trace_piece *p, int n);

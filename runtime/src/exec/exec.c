@@ -573,6 +573,13 @@ static void run_pieces(ty_runtime *rt, prepared *pr) {
   ty__team_for(team(rt), procs, pieces, false, run_one, &job);
 }
 
+/* run_pieces, its time counted in stats.tasks_ns when timing is on */
+static void timed_pieces(ty_runtime *rt, prepared *pr) {
+  const uint64_t t0 = rt->timing ? ty__now_ns() : 0;
+  run_pieces(rt, pr);
+  if (rt->timing) rt->stats.tasks_ns += ty__now_ns() - t0;
+}
+
 static ty_status finish(ty_runtime *rt, prepared *pr, ty_status st) {
   ty_pending *l = pr->l;
   int pieces = pr->tiling.pieces;
@@ -655,7 +662,7 @@ static ty_status exec_launch(ty_runtime *rt, ty_pending *l) {
   prepared pr;
   if (rt->dist.nranks > 1) ty__dist_launch_whole(rt, l); /* runs whole on every rank */
   ty_status st = prepare(rt, l, &pr, 0);
-  if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
+  if (st == TY_OK && !pr.skip) timed_pieces(rt, &pr);
   return finish(rt, &pr, st);
 }
 
@@ -693,7 +700,7 @@ ty_status ty__exec_box(ty_runtime *rt, ty_pending *l, int dim, int64_t lo, int64
   st = prepare(rt, l, &pr, -1); /* streamed pieces are host slices */
   pr.boxed = boxed;
   if (boxed) pr.origin[dim] = lo;
-  if (st == TY_OK && !pr.skip) run_pieces(rt, &pr);
+  if (st == TY_OK && !pr.skip) timed_pieces(rt, &pr);
   st = finish(rt, &pr, st);
   if (boxed) l->domain[dim] = whole;
   if (rt->nexplained > before) {
@@ -928,6 +935,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
   }
   bool tracing = ty__tracing(rt);
   double t0 = tracing ? ty__trace_time(rt) : 0;
+  const uint64_t tasks0 = rt->timing ? ty__now_ns() : 0;
   /* a small wave's slots live on the stack too (cg at 64^2: waves of two) */
   slot slots_local[16];
   slot *slots = total > 16 ? ty__malloc((size_t)total * sizeof *slots)
@@ -1014,6 +1022,7 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
         tp[k].task = slots[k].pr->l->task;
       }
   }
+  if (rt->timing) rt->stats.tasks_ns += ty__now_ns() - tasks0;
   if (tracing) {
     if (tp) ty__trace_pieces(rt, tp, total);
     char name[32];

@@ -706,6 +706,13 @@ ty_status ty_flush(ty_runtime *rt) {
   return st;
 }
 
+/* Nanoseconds since *t, which becomes now. */
+static uint64_t phase_ns(uint64_t *t) {
+  const uint64_t now = ty__now_ns(), d = now - *t;
+  *t = now;
+  return d;
+}
+
 static ty_status flush_window(ty_runtime *rt) {
   if (rt->nwindow == 0) return TY_OK;
   rt->flushing = true;
@@ -716,7 +723,14 @@ static ty_status flush_window(ty_runtime *rt) {
   const uint64_t alloc0 = rt->stats.bytes_allocated, freed0 = rt->stats.bytes_freed;
   const uint64_t peak0 = rt->stats.bytes_peak;
   rt->stats.bytes_peak = rt->live;
-  if (rt->flush_hook) rt->flush_hook(rt->flush_hook_ud);
+  /* where the time goes (ty_set_timing): each phase's end is the next's start */
+  const bool timing = rt->timing;
+  const uint64_t tm0 = timing ? ty__now_ns() : 0;
+  uint64_t tm = tm0;
+  if (rt->flush_hook) {
+    rt->flush_hook(rt->flush_hook_ud);
+    if (timing) rt->stats.collect_ns += phase_ns(&tm);
+  }
   if (rt->dist.nranks > 1 && rt->dist.check) ty__dist_check(rt, rt->window, rt->nwindow);
   rt->stats.flushes++;
   rt->window_gen++; /* storage made from now on belongs to the next window */
@@ -724,6 +738,7 @@ static ty_status flush_window(ty_runtime *rt) {
   ty__bincount_merge(rt); /* before fusion: bincounts of the same labels in one pass */
   ty__fuse(rt);
   ty__fuse_gemv(rt);
+  if (timing) rt->stats.fuse_ns += phase_ns(&tm);
   ty_status first = TY_OK;
   char firstmsg[TY_ERRLEN] = "";
   int n = rt->nwindow;
@@ -749,6 +764,7 @@ static ty_status flush_window(ty_runtime *rt) {
   } else if (wave_of) {
     for (int i = 0; i < n; i++) wave_of[i] = i;
   }
+  if (timing && !streamed) rt->stats.schedule_ns += phase_ns(&tm);
   bool interrupted = false;
   for (int wave = 0; !streamed && wave < ss.waves; wave++) { /* streamed: figures as debug's */
     if (atomic_exchange(&rt->interrupt, 0)) {
@@ -815,6 +831,7 @@ static ty_status flush_window(ty_runtime *rt) {
     }
   }
   if (rt->cfg.explain) ty__explain_print(rt, explained, stderr);
+  if (timing) rt->stats.flush_ns += ty__now_ns() - tm0;
   if (first) ty__fail(rt, first, "%s", firstmsg);
   return first;
 }
