@@ -93,7 +93,7 @@ static void print_help(FILE *f) {
           "                 halos before the pieces, not while they run  TYCHO_MPI_OVERLAP=0\n"
           "\nFigures (docs/scheduling.md):\n"
           "  --stats        print launches, waves, memory and where the time\n"
-          "                 went at exit (stderr)                  TYCHO_TIMING=1\n"
+          "                 went at exit (stderr)                         TYCHO_TIMING=1\n"
           "  --stats-format F  text (default), json or csv\n"
           "  --trace FILE   Chrome trace-event JSON of every point task (open\n"
           "                 it in https://ui.perfetto.dev or chrome://tracing);\n"
