@@ -161,6 +161,34 @@ describe("a refused streamed scope", function()
     assert.not_matches("interrupted", err2)
   end)
 
+  it("keeps a store made just before it that nothing wrote yet (empty), and cancels its own", function()
+    -- made in the same window as the scope, with no values yet: it existed
+    -- before the scope all the same (found by tests/robust/api_fuzz.lua,
+    -- seed 30038 at window 64)
+    local e = tycho.empty({6, 2}, "i64")
+    e:fill(3); tycho.flush()
+    local fresh = tycho.empty({6, 2}, "i64")
+    local made
+    local ok, err = pcall(function()
+      tycho.parallel({memory = "8B", stream = "strict"}, function()
+        made = tycho.empty({6, 2}, "i64")
+        fresh[{{1, -2}}] = fresh[{{2, -1}}]
+        made[{{1, -2}}] = e[{{2, -1}}] + 1
+      end)
+    end)
+    assert.is_false(ok)
+    assert.matches("not point%-wise", err)
+    local ok1, m = pcall(function() return tycho.max(fresh):item() end) -- unset values, but values
+    assert.is_true(ok1, m)
+    assert.equal("number", math.type(m) and "number")
+    fresh:fill(5)
+    assert.equal(60, fresh:sum():item())
+    assert.equal(36, e:sum():item())
+    local ok2, err2 = pcall(function() return made:sum():item() end)
+    assert.is_false(ok2)
+    assert.matches("its streamed scope was refused before anything ran", err2)
+  end)
+
   it("does not leak a store made, flushed and written in it when left by an error", function()
     collectgarbage(); collectgarbage()
     local live0 = tycho.memory().live

@@ -52,6 +52,8 @@ typedef struct ty_storage {
   uint64_t born;           /* rt->window_gen when made: made in the window now filling? */
   bool external;  /* attached host buffer (ty_store_attach): not ours to free */
   bool uncharged; /* made inside a streamed scope: charged when allocated, if ever */
+  bool streamed;  /* made while a streamed scope was open (a refusal of that scope
+                     cancels it, stream.c; one made before it keeps its values) */
   bool sliced;    /* data is a streamed piece's slice (stream.c), not a block of ours */
   bool lent;      /* its block went to another storage (exec/inplace.c): data stays readable
                      until it is released, which frees nothing */

@@ -213,8 +213,8 @@ ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *sha
    * never allocates never counts against the budget. Refused here only when
    * it cannot fit even alone next to what is allocated now, outside a
    * streamed scope (which may never allocate it whole). */
-  if (ty__policy_memory_now(rt) == 0 &&
-      (nbytes > rt->cfg.sysmem || rt->reserved > rt->cfg.sysmem - nbytes)) {
+  const bool streamed = ty__policy_memory_now(rt) > 0;
+  if (!streamed && (nbytes > rt->cfg.sysmem || rt->reserved > rt->cfg.sysmem - nbytes)) {
     char what[320], sh[256];
     ty__shape_str(ndim, shape, sh, sizeof sh);
     snprintf(what, sizeof what, "a store of shape %s %s", sh, ty_dtype_name(t));
@@ -229,6 +229,7 @@ ty_status ty__store_new(ty_runtime *rt, ty_dtype t, int ndim, const int64_t *sha
   stg->nbytes = nbytes;
   stg->rt = rt;
   stg->born = rt->window_gen;
+  stg->streamed = streamed;
   stg->uncharged = true;
   rt->uncharged += nbytes;
   contiguous_strides(ndim, shape, s->strides);

@@ -517,8 +517,10 @@ static void cancel_range(ty_runtime *rt, ty_pending **w, int i0, int i1, const u
     const ty_pending *l = w[i];
     for (int j = 0; j < l->nargs; j++) {
       ty_storage *stg = l->args[j].store->storage;
-      /* made before this window (born in an earlier one): it existed before the scope */
-      bool existed = stg->data || stg->born + 1 < rt->window_gen;
+      /* it existed before the scope: it holds values, or was made in an
+       * earlier window, or outside any streamed scope (an `empty` store
+       * made just before it, in the same window, which no launch wrote yet) */
+      bool existed = stg->data || stg->born + 1 < rt->window_gen || !stg->streamed;
       if (!writes(l->args[j].priv) || (keep_existing && existed)) continue;
       ty__cancel_storage(stg, st, why);
     }
