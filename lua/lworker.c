@@ -111,6 +111,18 @@ static void push_elem(lua_State *W, const char *p, ty_dtype t) {
 }
 
 
+/* A u64 element of 2^63 or more reaches Lua as a float (docs/dtypes.md):
+ * such a float going back into a u64 store takes the float rule (whole
+ * already, saturating at 2^64 - 1), so `x[i] = x[i] + 1` keeps working
+ * past 2^63. False for anything else. */
+static bool u64_from_float(lua_State *W, int v, ty_dtype dt, lua_Integer *out) {
+  if (dt != TY_U64 || !lua_isnumber(W, v) || lua_isinteger(W, v)) return false;
+  const double f = lua_tonumber(W, v);
+  if (!(f >= 9223372036854775808.0)) return false; /* NaN too */
+  *out = (lua_Integer)(f >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)f);
+  return true;
+}
+
 /* Write the Lua value at v into p: numbers into numeric dtypes (integers
  * wrap like a C cast, as numpy's astype), booleans (or numbers, non-zero)
  * into bool. */
@@ -137,6 +149,7 @@ static void set_elem(lua_State *W, char *p, const tile *t, int v) {
   }
   int ok = 0;
   lua_Integer i = lua_tointegerx(W, v, &ok);
+  if (!ok && u64_from_float(W, v, dt, &i)) ok = 1;
   if (!ok)
     luaL_error(W, "argument %d (%s): %s is not an integer (the store is %s)", t->argno, t->kind,
                lua_tostring(W, v), ty_dtype_name(dt));
@@ -468,6 +481,8 @@ static void combine_return(lua_State *W, tile *t, ty_redop op, int v) {
   } else {
     int ok = 0;
     b = (int64_t)lua_tointegerx(W, v, &ok);
+    lua_Integer u;
+    if (!ok && u64_from_float(W, v, dt, &u)) ok = 1, b = (int64_t)u;
     if (!ok)
       luaL_error(W, "argument %d (%s): the body returned %s for an integer reduction", t->argno,
                  t->kind, lua_tostring(W, v));

@@ -252,6 +252,28 @@ describe("new dtypes: other operation families", function()
     spec_same(tycho.median(arr({ 1, 2, 3, 4 }, "i16")):item(), 2.5)
   end)
 
+  it("a Lua task writes back a u64 element read as a float above 2^63 (the float rule)", function()
+    -- found by tests/robust/api_fuzz.lua (seeds 30118, 30379): `x[i] = x[i] + 2`
+    -- on a u64 element past 2^63 failed with "is not an integer"
+    local inc = tycho.task{ name = "dx_u64_inc", args = { "inout", "scalar" },
+      body = function(ctx, x, s) for i = ctx.lo, ctx.hi do x[i] = x[i] + s end end }
+    local x = arr({ 0, 5, 0 }, "u64") - arr({ 3, 0, 1 }, "u64") -- 2^64 - 3, 5, 2^64 - 1
+    inc(x, 2)
+    -- 2^64 - 3 reads as the float 2^64, plus 2 saturates at 2^64 - 1; 2^64 - 1 stays
+    spec_same(x:totable(), { U64MAX, 7, U64MAX })
+    assert.are.equal("18446744073709551615", tostring(x):match("%d+"))
+    local top = tycho.task{ name = "dx_u64_top", args = { "in", "reduce:max" },
+      body = function(ctx, a) return 2.0 ^ 63 end }
+    local r = tycho.zeros({}, "u64")
+    top(x, r)
+    spec_same(r:item(), 2.0 ^ 63)
+    local bad = tycho.task{ name = "dx_u64_bad", args = { "inout" },
+      body = function(ctx, a) a[ctx.lo] = 0.5 end }
+    local ok, err = pcall(function() bad(x); tycho.flush() end)
+    assert.is_false(ok)
+    assert.matches("0%.5 is not an integer %(the store is u64%)", err)
+  end)
+
   it("random integers, integer positions and masks take the new dtypes", function()
     local r = tycho.random.integers(-5, 5, { 1000 }, "i8")
     assert.are.equal("i8", r.dtype)
