@@ -1210,6 +1210,8 @@ G.PRELUDE = "tycho.seed(%d)\nV = {}\nFZ = dofile(%q)\nTMP = os.tmpname()\n" ..
 
 local function lua_arith(x, t) -- a store element as a worker state's Lua value
   if t == "bool" then return x ~= 0 end
+  -- a u64 from 2^63 (held as its bits, a negative integer) reads as a float (docs/dtypes.md)
+  if t == "u64" and math.type(x) == "integer" and x < 0 then return M.tofl(x, t) end
   return x
 end
 
@@ -1262,8 +1264,9 @@ function G.task(S)
           M.fail("the body fails")
         end
         M.each(x, function(_, pos)
-          local y = x.buf.vals[pos] + s
-          if int then y = M.convert(math.tointeger(y) or y, "i64", x.dtype)
+          local y = lua_arith(x.buf.vals[pos], x.dtype) + s
+          if math.type(y) == "float" and x.dtype == "u64" then y = M.convert(y, "f64", "u64") -- the float rule
+          elseif int then y = M.convert(math.tointeger(y) or y, "i64", x.dtype)
           else y = M.convert(y, "f64", x.dtype) end
           x.buf.vals[pos] = y
         end)
@@ -1277,8 +1280,9 @@ function G.task(S)
       local vals, st = M.values(x)
       local acc, s, mag = 0.0, 0, 0.0
       for k = 1, #vals do
-        acc = acc + vals[k]
-        mag = mag + math.abs(vals[k])
+        local v = lua_arith(vals[k], x.dtype)
+        acc = acc + v
+        mag = mag + math.abs(v + 0.0) -- math.abs(math.mininteger) is negative
         s = math.max(s, st[k])
       end
       if s == 0 then s = 1 end
@@ -1430,7 +1434,22 @@ function G.bincount(S, o)
     if #x.shape ~= 1 then M.fail("x not 1-D") end
     local labels, lst = M.values(x)
     local n = minlength or 0
-    if #labels > 0 then -- min and max are read: flushes, may find x unavailable
+    -- bool and u8 values are bounded by their dtype: within minlength, the
+    -- length is known and nothing is read (README, bincount); an unavailable
+    -- x then makes an unavailable result, read later
+    local known = minlength and ((x.dtype == "bool" and minlength >= 2) or (x.dtype == "u8" and minlength >= 256))
+    if known and (x.buf.cancelled or x.buf.maybe_cancelled) then
+      local vals, st = {}, {}
+      for b = 1, n do vals[b] = 0; st[b] = 2 end
+      local r = M.new(wv and (wv.dtype == "f32" and "f32" or "f64") or "i64", { n }, vals, st)
+      if wv and wv.shape[1] ~= x.shape[1] then M.fail("weights of another length") end
+      S2.slots[dst] = wv and M.taint(r, x, wv) or M.taint(r, x)
+      return
+    end
+    for k = 1, known and #labels or 0 do
+      if lst[k] == 2 then error({ fz_expected = "unknown values", either = true }, 0) end
+    end
+    if #labels > 0 and not known then -- min and max are read: flushes, may find x unavailable
       M.check_readable(x)
       for k, l in ipairs(labels) do
         if lst[k] == 2 then error({ fz_expected = "unknown values", either = true }, 0) end

@@ -101,6 +101,30 @@ M.f32 = f32
 local function fl(x) return math.type(x) == "float" and x or x + 0.0 end
 M.fl = fl
 
+-- A u64 from 2^63 is held as its bits: a negative Lua integer. As a float,
+-- it is the unsigned value rounded as C's conversion rounds it (half its
+-- bits, the lowest kept sticky, converted and doubled); anything else: fl.
+local function tofl(x, t)
+  if t == "u64" and math.type(x) == "integer" and x < 0 then return ((x >> 1) | (x & 1)) * 2.0 end
+  return fl(x)
+end
+M.tofl = tofl
+
+-- a < b for two values of dtype t (u64: unsigned).
+local function lt(a, b, t)
+  if t == "u64" and math.type(a) == "integer" and math.type(b) == "integer" then return math.ult(a, b) end
+  return a < b
+end
+
+-- Unsigned a % b of two u64 bit patterns (b ~= 0), as Lua's manual divides them.
+local function umod(a, b)
+  if b < 0 then return math.ult(a, b) and a or a - b end
+  local q = ((a >> 1) // b) << 1
+  local r = a - q * b
+  if not math.ult(r, b) then r = r - b end
+  return r
+end
+
 local function negzero(x) return x == 0 and 1 / x < 0 end
 
 local function wrap(t, v) -- an integer into dtype t's width (C's modulo conversion)
@@ -128,7 +152,7 @@ end
 function M.convert(v, from, to)
   if to == "bool" then return (v ~= 0) and 1 or 0 end -- NaN ~= 0: true
   if FLOAT[to] then
-    local x = fl(v)
+    local x = tofl(v, from)
     return to == "f32" and f32(x) or x
   end
   if FLOAT[from] then
@@ -448,7 +472,7 @@ local function unary_elem(op, x, s, t, r)
     return wrap(r, 0 - x), s
   elseif op == "abs" then
     if FLOAT[r] then return math.abs(x), s end
-    if r == "u8" or r == "bool" then return x, s end
+    if r == "u8" or r == "u64" or r == "bool" then return x, s end
     return wrap(r, x < 0 and 0 - x or x), s
   elseif op == "floor" or op == "ceil" then
     if not FLOAT[r] then return x, s end
@@ -461,7 +485,7 @@ local function unary_elem(op, x, s, t, r)
     if s == 1 then s = near_zero(x) and 2 or 0 end
     return (x == 0) and 1 or 0, s
   end
-  local xf = fl(x)
+  local xf = tofl(x, t)
   local y = UNARY[op](xf)
   if r == "f32" then y = f32(y) end
   if TRANSC[op] then
@@ -514,7 +538,7 @@ local function binary_elem(op, a, b, sa, sb, p, r)
     if isf then return (r == "f32" and f32(y) or y), s end
     return wrap(r, y), s
   elseif op == "div" then
-    local y = fl(a) / fl(b)
+    local y = tofl(a, p) / tofl(b, p)
     if s == 1 and near_zero(fl(b)) then s = 2 end
     return (r == "f32" and f32(y) or y), s
   elseif op == "mod" then
@@ -524,9 +548,10 @@ local function binary_elem(op, a, b, sa, sb, p, r)
       return (r == "f32" and f32(y) or y), s
     end
     if b == 0 then return 0, s end
+    if p == "u64" then return umod(a, b), s end
     return wrap(r, a % b), s
   elseif op == "pow" then
-    local y = fl(a) ^ fl(b)
+    local y = tofl(a, p) ^ tofl(b, p)
     if r == "f32" then y = f32(y) end
     if s == 1 and not (a > M.NEAR and a < math.huge) then s = 2 end
     if s == 0 then s = 1 end
@@ -535,13 +560,17 @@ local function binary_elem(op, a, b, sa, sb, p, r)
     local y
     if isnan(a) then y = a
     elseif isnan(b) then y = b
-    elseif op == "maximum" then y = (a >= b) and a or b
-    else y = (a <= b) and a or b end
+    elseif op == "maximum" then y = lt(a, b, p) and b or a
+    else y = lt(b, a, p) and b or a end
     if not isf then y = wrap(r, y) end
     return y, s
   elseif CMP[op] then
     local y
-    if op == "lt" then y = a < b elseif op == "le" then y = a <= b
+    if p == "u64" and math.type(a) == "integer" and math.type(b) == "integer" then
+      if op == "lt" then y = math.ult(a, b) elseif op == "le" then y = not math.ult(b, a)
+      elseif op == "gt" then y = math.ult(b, a) elseif op == "ge" then y = not math.ult(a, b)
+      elseif op == "eq" then y = a == b else y = a ~= b end
+    elseif op == "lt" then y = a < b elseif op == "le" then y = a <= b
     elseif op == "gt" then y = a > b elseif op == "ge" then y = a >= b
     elseif op == "eq" then y = a == b else y = a ~= b end
     if s == 1 then
@@ -671,6 +700,7 @@ local function reduce_lane(op, t, r, vals, st)
     if isf or op == "mean" then acc = acc + 0.0 end
     for i = 1, n do
       local x = vals[i]
+      if math.type(acc) == "float" then x = tofl(x, t) end
       if op == "prod" then acc = acc * x else acc = acc + x end
     end
     if op == "mean" then acc = (acc + 0.0) / n end
@@ -686,7 +716,7 @@ local function reduce_lane(op, t, r, vals, st)
     for i = 2, n do
       local x = vals[i]
       if isnan(best) then break end
-      if isnan(x) or (op == "min" and x < best) or (op == "max" and x > best) then best = x end
+      if isnan(x) or (op == "min" and lt(x, best, t)) or (op == "max" and lt(best, x, t)) then best = x end
     end
     return best, s
   else -- argmin / argmax: first occurrence; NaN wins (numpy)
@@ -694,7 +724,7 @@ local function reduce_lane(op, t, r, vals, st)
     for i = 2, n do
       local x = vals[i]
       if isnan(best) then break end
-      if isnan(x) or (op == "argmin" and x < best) or (op == "argmax" and x > best) then
+      if isnan(x) or (op == "argmin" and lt(x, best, t)) or (op == "argmax" and lt(best, x, t)) then
         bi, best = i, x
       end
     end
