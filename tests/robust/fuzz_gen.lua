@@ -1258,7 +1258,17 @@ function G.task(S)
         local x = need(S2, j)
         if size0(x) or skipped(x) then return end
         local int = not M.is_float(x.dtype)
-        if x.dtype == "bool" or (int and math.type(s) ~= "integer" and s ~= math.floor(s)) then
+        -- the body writes x[i] + s back: an integer store takes a whole value
+        -- (a u64 element past 2^63 reads as a float, and any float there is
+        -- whole: it goes back by the float rule, docs/dtypes.md)
+        local whole = true
+        if int and x.dtype ~= "bool" then
+          M.each(x, function(_, pos)
+            local y = lua_arith(x.buf.vals[pos], x.dtype) + s
+            if math.tointeger(y) == nil and not (x.dtype == "u64" and y >= 2.0 ^ 63) then whole = false end
+          end)
+        end
+        if x.dtype == "bool" or not whole then
           -- the body fails: its output (x's storage) is unavailable from now on
           x.buf.cancelled = true
           M.fail("the body fails")

@@ -898,12 +898,16 @@ function M.matmul(a, b, fn)
   local vals, st = {}, {}
   for i = 0, m - 1 do
     for j = 0, n - 1 do
-      local acc = FLOAT[r] and 0.0 or 0
+      -- a float product with k <= 8 is k multiplies added in order from the
+      -- first term (README, "short inner dimension"): all -0 terms give -0;
+      -- BLAS (and numpy's) sums start from +0
+      local from_first = FLOAT[r] and k >= 1 and k <= 8
+      local acc = not from_first and (FLOAT[r] and 0.0 or 0) or nil
       local s = 0
       for q = 0, k - 1 do
         local x, sx = at(a, true, i, q)
         local y, sy = at(b, false, q, j)
-        acc = acc + x * y
+        acc = acc and acc + x * y or x * y
         s = math.max(s, sx, sy)
       end
       if FLOAT[r] then
