@@ -1163,11 +1163,15 @@ TEST(full_arange_linspace_values) {
   int64_t *vai = get_i64(rt, ai), *vli = get_i64(rt, li);
   int bad = 0;
   const double step = 4.0 / (double)(n - 1);
+  const double x1 = 1.5 + 0.1, delta = x1 - 1.5;
   for (int64_t k = 0; k < n; k++) {
-    /* start + k*step rounded once (kernels_fill.c), at every ISA level */
-    bad += va[k] != fma((double)k, 0.1, 1.5);
+    /* numpy's values (kernels_fill.c), at every ISA level: arange is start,
+     * start + step, then start + k * delta; linspace k * step + start; each
+     * product rounded before the sum (volatile: no contraction here either) */
+    volatile double pa = (double)k * delta, pl = (double)k * step;
+    bad += va[k] != (k == 0 ? 1.5 : k == 1 ? x1 : 1.5 + pa);
     bad += vai[k] != -3 + 7 * k;
-    bad += vl[k] != (k == n - 1 ? 3.0 : fma((double)k, step, -1));
+    bad += vl[k] != (k == n - 1 ? 3.0 : pl + -1.0);
   }
   CHECK_EQ_INT(bad, 0);
   CHECK(vl[n - 1] == 3);

@@ -6,9 +6,10 @@
  * random bits are the same SplitMix64-based counter (mix64(key + (i + 1) *
  * golden)), so GPU and CPU produce identical numbers for a seed.
  *
- * arange and linspace compute start + i*step as ONE fused multiply-add, as
- * the CPU's kernels_fill.c does with an explicit fma() at every
- * instruction-set level, so both agree on every build.
+ * arange and linspace compute numpy's values as the CPU's kernels_fill.c
+ * does (see there): each product and sum rounded on its own, written with
+ * the _rn intrinsics, which nvcc never contracts into an FMA, so both agree
+ * on every build.
  *
  * One kernel per operation; the dtype is a parameter switched on outside
  * the loops (the branch is uniform, the loops are specialised by template).
@@ -186,11 +187,19 @@ template <typename T> __device__ void arange_loop(const ty_kgen &p) {
   TY_GRID_LOOP(i, p.out.n) {
     long long flat, off;
     gen_index(p, i, &flat, &off);
-    if (p.exact)
+    if (p.exact) {
       o[off] = (S)ty_conv<T>::from_i64(
           (long long)((unsigned long long)p.istart + (unsigned long long)flat * (unsigned long long)p.istep));
-    else
-      o[off] = (S)ty_conv<T>::from_f64(fma((double)flat, p.step, p.start));
+    } else if (p.out.dtype == TY_K_F32) { /* numpy's FLOAT_fill: in float */
+      const float x0 = (float)p.start, x1 = (float)__dadd_rn(p.start, p.step);
+      const float v = flat == 0 ? x0 : flat == 1 ? x1 : __fadd_rn(x0, __fmul_rn((float)flat, __fsub_rn(x1, x0)));
+      o[off] = (S)ty_conv<T>::from_f64((double)v);
+    } else { /* numpy's DOUBLE_fill */
+      const double x1 = __dadd_rn(p.start, p.step);
+      const double v = flat == 0 ? p.start : flat == 1 ? x1
+                     : __dadd_rn(p.start, __dmul_rn((double)flat, __dsub_rn(x1, p.start)));
+      o[off] = (S)ty_conv<T>::from_f64(v);
+    }
   }
 }
 
@@ -200,8 +209,12 @@ template <typename T> __device__ void linspace_loop(const ty_kgen &p) {
   TY_GRID_LOOP(i, p.out.n) {
     long long flat, off;
     gen_index(p, i, &flat, &off);
-    /* numpy: start + i*step, and the last point is exactly b */
-    double v = (flat == p.last) ? p.b : fma((double)flat, p.step, p.start);
+    /* numpy: i*step + start, the last point exactly b; (i / div) * delta
+     * + start when the step underflows to 0 */
+    double v = (flat == p.last) ? p.b
+             : (p.step == 0 && p.last > 0)
+                 ? __dadd_rn(__dmul_rn(__ddiv_rn((double)flat, (double)p.last), __dsub_rn(p.b, p.start)), p.start)
+                 : __dadd_rn(__dmul_rn((double)flat, p.step), p.start);
     o[off] = (S)ty_conv<T>::from_f64(v);
   }
 }

@@ -258,6 +258,34 @@ static void put_block(const ty_tile *t, ty_dtype from, int64_t i0, int64_t m, in
   ty__cast_loops[from][t->dtype](m, p, s, NULL);
 }
 
+/* numpy's values, bit for bit (numpy/core/src/multiarray: PyArray_Arange
+ * and the dtype's `fill`; numpy/core/function_base.py: linspace), each
+ * product and sum rounded on its own (the kernel set is compiled without
+ * contraction, -ffp-contract=off; cuda/fill.cu computes the same):
+ *  - arange: x[0] = start, x[1] = start + step, and from i = 2 on
+ *    start + i * delta with delta = x[1] - start, in the output's float
+ *    type (f32: in float, as numpy's FLOAT_fill, its start and x[1] the f64
+ *    values rounded to f32);
+ *  - linspace: start + i * step with step = (b - a) / (n - 1), the last
+ *    point exactly b; when that step underflows to 0, (i / div) * delta.
+ * One fused multiply-add (the earlier formula) is closer to i * step + start
+ * but not numpy's: linspace(-1, 1, 7)'s middle point was -5.6e-17, not 0,
+ * and 52 of linspace(-5, 5, 101)'s 101 points differed in the last bit
+ * (found by tests/robust/api_fuzz.lua, seed 60467). */
+static inline double arange_f64(const ty__arange_args *a, int64_t g) {
+  const double x1 = a->start + a->step;
+  if (g == 0) return a->start;
+  if (g == 1) return x1;
+  return a->start + (double)g * (x1 - a->start);
+}
+
+static inline float arange_f32(const ty__arange_args *a, int64_t g) {
+  const float x0 = (float)a->start, x1 = (float)(a->start + a->step);
+  if (g == 0) return x0;
+  if (g == 1) return x1;
+  return x0 + (float)g * (x1 - x0);
+}
+
 int ty__arange_variant(ty_task_ctx *ctx) {
   const ty__arange_args *a = ctx->scalars;
   const ty_tile *t = &ctx->args[0];
@@ -271,11 +299,15 @@ int ty__arange_variant(ty_task_ctx *ctx) {
       for (int64_t j = 0; j < m; j++)
         buf[j] = (int64_t)((uint64_t)a->istart + (uint64_t)(lo + i0 + j) * (uint64_t)a->istep);
       put_block(t, TY_I64, i0, m, st, buf);
+    } else if (t->dtype == TY_F32) {
+      float buf[GEN_BLOCK];
+      for (int64_t j = 0; j < m; j++) buf[j] = arange_f32(a, lo + i0 + j);
+      char *p[2] = {t->data + i0 * st, (char *)buf};
+      const int64_t s2[2] = {st, 4};
+      ty__cast_loops[TY_F32][TY_F32](m, p, s2, NULL);
     } else {
       double buf[GEN_BLOCK];
-      /* one rounding (fma), whatever the level: the kernel set is compiled
-       * without contraction, and the GPU kernels fuse it too */
-      for (int64_t j = 0; j < m; j++) buf[j] = fma((double)(lo + i0 + j), a->step, a->start);
+      for (int64_t j = 0; j < m; j++) buf[j] = arange_f64(a, lo + i0 + j);
       put_block(t, TY_F64, i0, m, st, buf);
     }
   }
@@ -287,13 +319,15 @@ int ty__linspace_variant(ty_task_ctx *ctx) {
   const ty_tile *t = &ctx->args[0];
   const int64_t es = (int64_t)ty_dtype_size(t->dtype);
   const int64_t n = t->shape[0], lo = t->lo[0], st = t->strides[0] * es;
+  const double div = (double)(a->n - 1), delta = a->b - a->a;
   double buf[GEN_BLOCK];
   for (int64_t i0 = 0; i0 < n; i0 += GEN_BLOCK) {
     int64_t m = n - i0 < GEN_BLOCK ? n - i0 : GEN_BLOCK;
     for (int64_t j = 0; j < m; j++) {
-      int64_t g = lo + i0 + j;
-      /* numpy: start + i*step, and the last point is exactly `b` */
-      buf[j] = (g == a->n - 1 && a->n > 1) ? a->b : fma((double)g, a->step, a->a);
+      const int64_t g = lo + i0 + j;
+      if (g == a->n - 1 && a->n > 1) buf[j] = a->b; /* the last point is exactly b */
+      else if (a->step == 0 && a->n > 1) buf[j] = (double)g / div * delta + a->a;
+      else buf[j] = (double)g * a->step + a->a;
     }
     put_block(t, TY_F64, i0, m, st, buf);
   }
