@@ -943,8 +943,14 @@ function M.arange(t, start, step, n)
   for i = 0, n - 1 do
     if exact then
       vals[i + 1] = M.convert(math.tointeger(start) + i * math.tointeger(step), "i64", t)
-    else
-      vals[i + 1] = M.convert(start + i * (step + 0.0), "f64", t)
+    elseif t == "f32" then -- numpy's FLOAT_fill: x0, x1, then x0 + i * (x1 - x0), in float
+      local x0, x1 = f32(fl(start)), f32(fl(start) + step)
+      vals[i + 1] = i == 0 and x0 or i == 1 and x1 or f32(x0 + f32(f32(i + 0.0) * f32(x1 - x0)))
+    else -- numpy's DOUBLE_fill: start, start + step, then start + i * (x1 - start)
+      local x0 = fl(start)
+      local x1 = x0 + step
+      local x = i == 0 and x0 or i == 1 and x1 or x0 + i * (x1 - x0)
+      vals[i + 1] = M.convert(x, "f64", t)
     end
   end
   return M.new(t, { n }, vals, 0)
@@ -956,7 +962,10 @@ function M.linspace(t, a, b, n)
     local x
     if n == 1 then x = fl(a)
     elseif i == n - 1 then x = fl(b)
-    else x = a + i * ((b - a) / (n - 1)) end
+    else -- numpy: i * step + a (i / div * delta + a when the step underflows to 0)
+      local step = (b - a) / (n - 1)
+      if step == 0 then x = i / (n - 1) * (b - a) + a else x = i * step + a end
+    end
     vals[i + 1] = M.convert(x, "f64", t)
   end
   return M.new(t, { n }, vals, 1)
