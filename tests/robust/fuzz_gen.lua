@@ -1247,7 +1247,7 @@ function G.task(S)
         if type(y) == "boolean" then y = 0 end
         vals[k] = (y * sc + 1) + 0.0
       end
-      S2.slots[dst] = M.new("f64", x.shape, vals, st)
+      S2.slots[dst] = M.taint(M.new("f64", x.shape, vals, st), x)
     end, 2)
   elseif which == "inc" then
     local s = sc
