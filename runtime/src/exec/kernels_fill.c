@@ -246,15 +246,15 @@ int ty__random_variant(ty_task_ctx *ctx) {
 
 /* ---- arange and linspace --------------------------------------------------------------- */
 
-/* Values are produced in blocks of 1024 (8 KiB on the stack) as double, or
- * as exact int64 for integer aranges, then converted by the cast loops (the
- * rules of kernels_cast.c). */
+/* Values are produced in blocks of 1024 (8 KiB on the stack) as double, as
+ * exact int64 for integer aranges, or as float for f32 ones, then converted
+ * (or copied) by the cast loops (the rules of kernels_cast.c). */
 #define GEN_BLOCK 1024
 
 static void put_block(const ty_tile *t, ty_dtype from, int64_t i0, int64_t m, int64_t st,
                       void *buf) {
   char *p[2] = {t->data + i0 * st, buf};
-  const int64_t s[2] = {st, 8};
+  const int64_t s[2] = {st, (int64_t)ty_dtype_size(from)};
   ty__cast_loops[from][t->dtype](m, p, s, NULL);
 }
 
@@ -302,9 +302,7 @@ int ty__arange_variant(ty_task_ctx *ctx) {
     } else if (t->dtype == TY_F32) {
       float buf[GEN_BLOCK];
       for (int64_t j = 0; j < m; j++) buf[j] = arange_f32(a, lo + i0 + j);
-      char *p[2] = {t->data + i0 * st, (char *)buf};
-      const int64_t s2[2] = {st, 4};
-      ty__cast_loops[TY_F32][TY_F32](m, p, s2, NULL);
+      put_block(t, TY_F32, i0, m, st, buf);
     } else {
       double buf[GEN_BLOCK];
       for (int64_t j = 0; j < m; j++) buf[j] = arange_f64(a, lo + i0 + j);
