@@ -1454,6 +1454,7 @@ function G.bincount(S, o)
       local r = M.new(wv and (wv.dtype == "f32" and "f32" or "f64") or "i64", { n }, vals, st)
       if wv and wv.shape[1] ~= x.shape[1] then M.fail("weights of another length") end
       S2.slots[dst] = wv and M.taint(r, x, wv) or M.taint(r, x)
+      if x.buf.maybe_cancelled then r.buf.maybe_cancelled = true end
       return
     end
     for k = 1, known and #labels or 0 do
