@@ -78,6 +78,12 @@ static int l_bincount(lua_State *L) {
     if (st == TY_OK) st = ty_item(rt, *mn, &vmin);
     if (st == TY_OK) st = ty_item(rt, *mx, &vmax);
     if (st != TY_OK) return tl_fail(L, rt, fn, st);
+    /* a u64's min and max are unsigned: from 2^63 their bits read negative
+     * here. Such a value would need 2^63 bins (numpy refuses u64 labels);
+     * before, the length wrapped and the result came back empty */
+    if ((xt == TY_U64 && vmax.i < 0) || vmax.i == INT64_MAX) /* INT64_MAX + 1 bins: no int64 */
+      return tl_error(L, fn, "x holds values of 2^63 - 1 or more (the largest is %llu): too "
+                      "many bins to count", (unsigned long long)vmax.i);
     if (vmin.i < 0)
       return tl_error(L, fn, "x holds negative values (the smallest is %lld): bincount counts "
                       "the values 0, 1, 2, ...", (long long)vmin.i);

@@ -106,6 +106,15 @@ describe("the reproducers of issue 17", function()
     fails({ "tycho.bincount: minlength is given twice" }, tycho.bincount, tycho.array({ 1 }), nil, 2,
       { minlength = 3 })
     fails({ "tycho.bincount: x must hold integer values" }, tycho.bincount, tycho.array({ 1.5 }))
+    -- u64 labels are unsigned: one past 2^63 is no negative value, and no
+    -- count of bins fits (api_fuzz seeds 80328, 80348: the length wrapped and
+    -- bincount returned an empty store)
+    local u = tycho.array({ 3, 0 }, "u64") - tycho.array({ 1, 2 }, "u64") -- 2, 2^64 - 2
+    fails({ "x holds values of 2^63 - 1 or more (the largest is 18446744073709551614): too many bins" },
+      tycho.bincount, u)
+    fails({ "(the largest is 18446744073709551615)" }, tycho.bincount, -tycho.array({ 1, 2 }, "u64"), nil, 8)
+    fails({ "(the largest is 9223372036854775807)" }, tycho.bincount, tycho.array({ 0, math.maxinteger }))
+    same(tycho.bincount(tycho.array({ 2, 0 }, "u64")):totable(), { 1, 0, 1 })
   end)
 
   it("unknown store fields raise naming the fields", function()
