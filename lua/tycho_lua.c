@@ -641,6 +641,7 @@ static int l_stats(lua_State *L) {
   setint(L, "chained_ops", s.chained_ops);
   setint(L, "double_buffered", s.double_buffered);
   setint(L, "waves_ceded", s.waves_ceded);
+  setint(L, "waves_backwards", s.waves_backwards);
   setint(L, "fused_inplace", s.fused_inplace);
   setint(L, "fuse_cache_hits", s.fuse_cache_hits);
   setint(L, "bytes_in_place", s.bytes_in_place);

@@ -357,7 +357,7 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
       "gpu_h2d_bytes", "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_evictions", "dist_launches",
       "dist_bytes", "dist_collectives", "fused_inplace", "dist_messages", "dist_wait_ns",
       "dist_overlap_pieces", "fuse_cache_hits", "bytes_in_place", "fused_switched", "waves_ceded",
-      "copies_folded", "mul_add_pairs", "chained_ops", "double_buffered", "timed_ns", "flush_ns",
+      "copies_folded", "mul_add_pairs", "chained_ops", "double_buffered", "waves_backwards", "timed_ns", "flush_ns",
       "collect_ns", "fuse_ns", "schedule_ns", "tasks_ns", "launch_ns"};
   uint64_t vals[] = {s.launches, s.launches_run, s.fused_runs, s.fused_launches, s.fused_compiled, s.flushes,
                      s.pieces, s.waves, s.critical_path, s.widest_wave, s.concurrent_launches,
@@ -368,7 +368,7 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
                      s.dist_launches, s.dist_bytes, s.dist_collectives, s.fused_inplace, s.dist_messages,
                      s.dist_wait_ns, s.dist_overlap_pieces, s.fuse_cache_hits,
                      s.bytes_in_place, s.fused_switched, s.waves_ceded, s.copies_folded,
-                     s.mul_add_pairs, s.chained_ops, s.double_buffered, s.timed_ns, s.flush_ns,
+                     s.mul_add_pairs, s.chained_ops, s.double_buffered, s.waves_backwards, s.timed_ns, s.flush_ns,
                      s.collect_ns, s.fuse_ns, s.schedule_ns, s.tasks_ns, s.launch_ns};
   enum { N = sizeof vals / sizeof vals[0] };
   size_t cap = 4096, len = 0;
@@ -415,6 +415,9 @@ ty_status ty_stats_format(ty_runtime *rt, const char *format, char **out) {
         (unsigned long long)s.critical_path, (unsigned long long)s.widest_wave);
     PUT("  concurrent      %llu launches ran in waves of two or more (%.0f%%)\n",
         (unsigned long long)s.concurrent_launches, frac * 100);
+    if (s.waves_backwards)
+      PUT("  backwards       %llu waves swept last piece first, starting on what the last one left in cache\n",
+          (unsigned long long)s.waves_backwards);
     if (s.waves_ceded)
       PUT("  ceded           %llu waves ran on one worker fewer beside a background compile\n",
           (unsigned long long)s.waves_ceded);

@@ -325,6 +325,9 @@ typedef struct ty_stats {
                                as one pass; one per pair and piece (docs/fusion.md) */
   uint64_t chained_ops;     /* f64 arithmetic the interpreter ran in the pass of the operation
                                before it (a chain); one per link and piece (docs/fusion.md) */
+  uint64_t waves_backwards; /* waves swept last piece first: a wave over a storage of 4 MiB or
+                               more in the opposite direction from the last one over it, so it
+                               starts on what is still in cache (docs/internals.md) */
   uint64_t double_buffered; /* in-place runs (fused_inplace) run double-buffered: computed into a
                                second block that became the store's (docs/fusion.md) */
   /* Where the time went (docs/scheduling.md, "Where the time went"), with

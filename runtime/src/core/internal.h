@@ -410,6 +410,13 @@ struct ty_runtime {
   const struct ty__devices *devices; /* the GPU executor's entry points (NULL: none) */
   char chunk_why[192]; /* exec.c: why the GPUs gave a streamed chunk back to the CPU */
   struct ty_team *team; /* the CPU workers (core/team.c), started by the first split launch */
+  /* exec.c: the last sweeps of homed waves, by their largest storage
+   * (sweep_backwards), a ring */
+  struct {
+    const void *key;
+    bool backwards;
+  } sweeps[8];
+  unsigned sweep_next;
   struct ty__lbring *lb_rings; /* exec/linebuf.c: each worker's row buffer, kept between launches */
   int lb_nrings;
   struct ty__gstore *gstores; /* exec_gpu.c: the storages a GPU touched */

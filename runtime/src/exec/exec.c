@@ -841,9 +841,54 @@ static bool home_slots(slot *slots, int total, int workers, int *starts) {
   return true;
 }
 
+/* Whether a homed wave sweeps its shares last piece first: the opposite of
+ * the last homed wave over the same largest storage (the argument with the
+ * most bytes), else first to last. A product that reads the same matrix
+ * every iteration (Jacobi's R x) then starts where the previous one ended,
+ * on the rows still in the last-level cache: swept in one direction each
+ * time, a matrix larger than that cache misses on every line (a ring
+ * evicts each line before its next use). Jacobi 2048^2 (32 MiB of f64, 16
+ * pieces; 16 MiB of L3 on the Zen 2): bench/README.md "Jacobi's sweeps:
+ * session 36". A piece swept backwards runs with ty__piece_backwards set
+ * (kernels.h), so that a product takes its own rows last first too. The
+ * pieces and what each computes are the same, only their order changes:
+ * the same bits. Only over a storage of SWEEP_MIN_BYTES or more, past a
+ * core's L2: CG 256^2's waves (vectors of 512 KiB, in the workers' L2s)
+ * took 1.02x their time when every other one was swept backwards, the
+ * order of their small edge pieces changed (paired, 9 rounds). */
+#define SWEEP_MIN_BYTES ((int64_t)4 << 20)
+static bool sweep_backwards(ty_runtime *rt, const prepared *prs, const ty_status *sts,
+                            int count) {
+  enum { SWEEPS = sizeof rt->sweeps / sizeof rt->sweeps[0] };
+  int64_t bytes = 0;
+  for (int m = 0; m < count; m++)
+    if (sts[m] == TY_OK && !prs[m].skip) bytes += launch_bytes(&prs[m]);
+  if (bytes < SWEEP_MIN_BYTES) return false; /* the common case: no storage is that large */
+  const void *key = NULL;
+  int64_t most = 0;
+  for (int m = 0; m < count; m++)
+    for (int i = 0; sts[m] == TY_OK && !prs[m].skip && i < prs[m].l->nargs; i++) {
+      const ty_storage *s = prs[m].l->args[i].store->storage;
+      if ((int64_t)s->nbytes > most) most = (int64_t)s->nbytes, key = s;
+    }
+  if (most < SWEEP_MIN_BYTES) return false;
+  for (unsigned i = 0; i < SWEEPS; i++)
+    if (rt->sweeps[i].key == key) {
+      rt->sweeps[i].backwards = !rt->sweeps[i].backwards;
+      rt->stats.waves_backwards += rt->sweeps[i].backwards;
+      return rt->sweeps[i].backwards;
+    }
+  rt->sweeps[rt->sweep_next % SWEEPS].key = key;
+  rt->sweeps[rt->sweep_next++ % SWEEPS].backwards = false;
+  return false;
+}
+
+_Thread_local bool ty__piece_backwards;
+
 typedef struct home_job {
   wave_job *wave;
   int workers;
+  bool backwards; /* each share last piece first, the others' taken from the front */
   /* worker k's share still to claim: slots [low 32 bits, high 32 bits) (atomic) */
   uint64_t left[64];
 } home_job;
@@ -862,13 +907,18 @@ static int claim(home_job *h, int k, bool first) {
 }
 
 /* Item k runs worker k's share first to last, then the others' last first
- * (a worker the OS keeps waiting holds up only the piece it runs). */
+ * (a worker the OS keeps waiting holds up only the piece it runs); swept
+ * backwards, its share last to first and the others' first first. */
 static void run_home(void *arg, int64_t item, int worker) {
   home_job *h = arg;
   for (int d = 0; d < h->workers; d++) {
     const int k = (int)((item + d) % h->workers);
     int i;
-    while ((i = claim(h, k, d == 0)) >= 0) run_slot(h->wave, i, worker);
+    while ((i = claim(h, k, (d == 0) != h->backwards)) >= 0) {
+      ty__piece_backwards = h->backwards;
+      run_slot(h->wave, i, worker);
+      ty__piece_backwards = false;
+    }
   }
 }
 
@@ -999,7 +1049,8 @@ void ty__exec_wave(ty_runtime *rt, ty_pending **w, const int *members, int count
     int n = early < threads ? early : threads;
     int starts[65];
     if (!fixed && !halos && total > threads && home_slots(slots, total, threads, starts)) {
-      home_job hj = {&job, threads, {0}}; /* an affine job: item k, worker k's pieces */
+      /* an affine job: item k, worker k's pieces */
+      home_job hj = {&job, threads, sweep_backwards(rt, prs, sts, count), {0}};
       for (int k = 0; k < threads; k++) hj.left[k] = (uint64_t)starts[k] | (uint64_t)starts[k + 1] << 32;
       ty__team_for(team(rt), threads, threads, false, run_home, &hj);
     } else {

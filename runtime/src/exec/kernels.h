@@ -292,6 +292,14 @@ typedef struct ty__conv_args {
 /* The CPU variant of "convolve": out ALIGNED, x and w read WHOLE. */
 int ty__convolve_variant(ty_task_ctx *ctx);
 
+/* True on the thread running a piece of a wave swept last piece first
+ * (exec.c, sweep_backwards): a kernel free to take its rows in any order
+ * (matmul's rows of A x) takes them last first too, starting on the rows
+ * the previous sweep read last (Jacobi 2048^2: 0.96x the time of its
+ * pieces' rows in order, bench/README.md "Jacobi's sweeps: session 36").
+ * Only the order changes: the same bits. */
+extern _Thread_local bool ty__piece_backwards;
+
 /* ---- thin products and the gemv chain (kernels_gemv.c; fusion: plan/fuse_gemv.c) ------------- */
 
 /* The widest side of a thin product: C (m x 1) = A (m x k) B with k <= it,

@@ -327,9 +327,18 @@ static bool thin_dots(const ty_tile *C, const ty_tile *A, const ty_tile *B) {
 static bool thin(const ty_tile *C, const ty_tile *A, const ty_tile *B) {
   const ty_dtype t = A->dtype, ct = C->dtype; /* ct f64 with t f32: the f64 partials */
   if (thin_dots(C, A, B)) {
-    const char *a = A->data + C->lo[0] * A->strides[0] * (int64_t)ty_dtype_size(t);
-    ty__thin_dot(t, C->shape[0], A->shape[1], a, A->strides[0], A->strides[1], B->data,
-                 B->strides[0], C->data, C->strides[0]);
+    const int64_t es = (int64_t)ty_dtype_size(t), rows = C->shape[0];
+    const char *a = A->data + C->lo[0] * A->strides[0] * es;
+    /* swept backwards (kernels.h): blocks of BACK_ROWS, last first; each
+     * row's bits are its own (kernels_gemv.c), whatever rows it runs with */
+    enum { BACK_ROWS = 32 };
+    const int64_t step = ty__piece_backwards ? BACK_ROWS : rows;
+    for (int64_t hi = rows; hi > 0; hi -= step) {
+      const int64_t lo = hi > step ? hi - step : 0;
+      ty__thin_dot(t, hi - lo, A->shape[1], a + lo * A->strides[0] * es, A->strides[0],
+                   A->strides[1], B->data, B->strides[0], C->data + lo * C->strides[0] * es,
+                   C->strides[0]);
+    }
     return true;
   }
   thin_sum s;
