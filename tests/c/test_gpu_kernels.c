@@ -14,6 +14,7 @@
 #include "gpu_test_setup.h"
 
 #include "gpu_kernels.h"
+#include "gpu_sim.h"
 #include "tycho/random.h"
 
 #include <dlfcn.h>
@@ -152,14 +153,7 @@ static const char EMU_SHIM[] =
     "#include <math.h>\n#include <string.h>\n"
     "#define __global__\n#define __device__\n#define __forceinline__ inline\n"
     "#define __launch_bounds__(x)\n#define __shared__ static\n#define __syncthreads() ((void)0)\n"
-    /* rounded one by one (-ffp-contract=off), as the GPU's _rn intrinsics */
-    "static inline double __dadd_rn(double a, double b) { return a + b; }\n"
-    "static inline double __dsub_rn(double a, double b) { return a - b; }\n"
-    "static inline double __dmul_rn(double a, double b) { return a * b; }\n"
-    "static inline double __ddiv_rn(double a, double b) { return a / b; }\n"
-    "static inline float __fadd_rn(float a, float b) { return a + b; }\n"
-    "static inline float __fsub_rn(float a, float b) { return a - b; }\n"
-    "static inline float __fmul_rn(float a, float b) { return a * b; }\n"
+    TY__SIM_RN_SHIM /* the GPU's _rn intrinsics, rounded one by one (-ffp-contract=off) */
     "struct ty_emu_dim { unsigned x, y, z; };\n"
     "static ty_emu_dim blockIdx, threadIdx, blockDim = {1, 1, 1}, gridDim = {1, 1, 1};\n"
     "extern \"C\" void ty_emu_set(unsigned bx, unsigned by, unsigned gx, unsigned gy) {\n"

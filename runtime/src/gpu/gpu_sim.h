@@ -20,6 +20,19 @@ typedef struct ty__sim_kernel {
   unsigned long size;
 } ty__sim_kernel;
 
+/* CUDA's correctly rounded intrinsics (fill.cu's arange and linspace) as
+ * host C++: each operation rounded on its own (the host compiles with
+ * -ffp-contract=off), as on a GPU. In the simulator's shim (gpu_sim_cc.c)
+ * and in test_gpu_kernels.c's emulation of the built-in kernels. */
+#define TY__SIM_RN_SHIM                                                          \
+  "static inline double __dadd_rn(double a, double b) { return a + b; }\n"     \
+  "static inline double __dsub_rn(double a, double b) { return a - b; }\n"     \
+  "static inline double __dmul_rn(double a, double b) { return a * b; }\n"     \
+  "static inline double __ddiv_rn(double a, double b) { return a / b; }\n"     \
+  "static inline float __fadd_rn(float a, float b) { return a + b; }\n"        \
+  "static inline float __fsub_rn(float a, float b) { return a - b; }\n"        \
+  "static inline float __fmul_rn(float a, float b) { return a * b; }\n"
+
 /* Compile the CUDA C text `src` for the host (or find it in the cache) and
  * dlopen it: 0 and *so, or TY__CUDA_ERROR_INVALID_SOURCE (the compiler
  * failed: its name and first lines in why) / TY__CUDA_ERROR_INVALID_IMAGE

@@ -56,14 +56,7 @@ static const char SHIM[] =
     "static inline double __longlong_as_double(long long w) { double d; memcpy(&d, &w, 8); return d; }\n"
     "static inline long long __double_as_longlong(double d) { long long w; memcpy(&w, &d, 8); return w; }\n"
     "static inline float __uint_as_float(unsigned w) { float f; memcpy(&f, &w, 4); return f; }\n"
-    /* rounded one by one (-ffp-contract=off below), as on a GPU */
-    "static inline double __dadd_rn(double a, double b) { return a + b; }\n"
-    "static inline double __dsub_rn(double a, double b) { return a - b; }\n"
-    "static inline double __dmul_rn(double a, double b) { return a * b; }\n"
-    "static inline double __ddiv_rn(double a, double b) { return a / b; }\n"
-    "static inline float __fadd_rn(float a, float b) { return a + b; }\n"
-    "static inline float __fsub_rn(float a, float b) { return a - b; }\n"
-    "static inline float __fmul_rn(float a, float b) { return a * b; }\n"
+    TY__SIM_RN_SHIM /* rounded one by one (-ffp-contract=off below), as on a GPU */
     "#line 1 \"kernel.cu\"\n";
 
 /* Runs a one-parameter kernel over a grid, one thread per block. */
